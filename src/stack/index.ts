@@ -1,0 +1,106 @@
+/**
+ * The local stack: a Temporal dev server and an embedded PostgreSQL, started together for development
+ * (`tether dev`, the demo) and for the test suite, and stopped together — also when the process that
+ * started them dies without cleaning up.
+ */
+import { mkdir, rm } from 'node:fs/promises'
+import { join } from 'node:path'
+import { startEmbeddedPostgres } from './postgres.js'
+import { startReaper } from './process.js'
+import { ensureTemporalCli } from './temporal-cli.js'
+import { startDevServer } from './temporal-server.js'
+
+export { type EmbeddedPostgres, EmbeddedPostgresError, startEmbeddedPostgres } from './postgres.js'
+export {
+  ensureTemporalCli,
+  type TemporalCli,
+  TemporalCliUnavailableError,
+  temporalCacheDir,
+} from './temporal-cli.js'
+export {
+  type DevServer,
+  DevServerStartError,
+  PENDING_APPROVAL_ATTRIBUTE,
+  startDevServer,
+} from './temporal-server.js'
+
+export interface LocalStackOptions {
+  /** Folder for the Temporal SQLite file, the Postgres data and logs. */
+  stateDir: string
+  /** Use this Temporal server instead of starting one. */
+  temporalAddress?: string | undefined
+  /** Use this PostgreSQL instead of the embedded one. */
+  databaseUrl?: string | undefined
+  /** Delete `stateDir` when the stack stops (tests); keep it for the next start (development). */
+  ephemeral?: boolean
+  ui?: boolean
+  dynamicConfig?: Record<string, string | number | boolean>
+  log?: (line: string) => void
+}
+
+export interface LocalStack {
+  temporalAddress: string
+  namespace: string
+  databaseUrl: string
+  uiUrl?: string
+  /** How the Temporal CLI was found, when this stack started a server. */
+  temporalCliRoute?: string
+  stop(): Promise<void>
+}
+
+export async function startLocalStack(options: LocalStackOptions): Promise<LocalStack> {
+  await mkdir(options.stateDir, { recursive: true })
+  const stops: Array<() => Promise<void>> = []
+  const processes: Array<{ pid: number; signal: NodeJS.Signals; group: boolean }> = []
+  const stopAll = async () => {
+    for (const stop of stops.reverse()) await stop()
+  }
+  try {
+    let databaseUrl = options.databaseUrl
+    if (!databaseUrl) {
+      const postgres = await startEmbeddedPostgres({
+        dataDir: join(options.stateDir, 'postgres'),
+        ...(options.log ? { log: options.log } : {}),
+      })
+      databaseUrl = postgres.url
+      if (postgres.started) {
+        stops.push(postgres.stop)
+        processes.push({ pid: postgres.pid, signal: 'SIGINT', group: false })
+      }
+    }
+    let temporalAddress = options.temporalAddress
+    let uiUrl: string | undefined
+    let temporalCliRoute: string | undefined
+    if (!temporalAddress) {
+      const cli = await ensureTemporalCli(options.log ? { log: options.log } : {})
+      temporalCliRoute = cli.route
+      const server = await startDevServer({
+        cliPath: cli.path,
+        dbFilename: join(options.stateDir, 'temporal.db'),
+        ui: options.ui ?? false,
+        ...(options.dynamicConfig ? { dynamicConfig: options.dynamicConfig } : {}),
+        ...(options.log ? { log: options.log } : {}),
+      })
+      temporalAddress = server.address
+      uiUrl = server.uiUrl
+      stops.push(server.stop)
+      processes.push({ pid: server.pid, signal: 'SIGTERM', group: true })
+    }
+    const dismissReaper = startReaper({ processes, folders: options.ephemeral ? [options.stateDir] : [] })
+    return {
+      temporalAddress,
+      namespace: 'default',
+      databaseUrl,
+      ...(uiUrl ? { uiUrl } : {}),
+      ...(temporalCliRoute ? { temporalCliRoute } : {}),
+      stop: async () => {
+        await stopAll()
+        if (options.ephemeral) await rm(options.stateDir, { recursive: true, force: true })
+        dismissReaper()
+      },
+    }
+  } catch (error) {
+    await stopAll()
+    throw error
+  }
+}

@@ -1,0 +1,154 @@
+/**
+ * Starts `temporal server start-dev` and waits until it answers. We start it ourselves (rather than through
+ * the SDK's ephemeral-server launcher) because that launcher gives up after a fixed 5 s, which a busy
+ * two-core machine regularly exceeds.
+ */
+import { spawn } from 'node:child_process'
+import { closeSync, openSync, readFileSync } from 'node:fs'
+import { freePort, sleep, stopProcess } from './process.js'
+
+/** The search attribute that marks runs waiting for a human. */
+export const PENDING_APPROVAL_ATTRIBUTE = 'TetherPendingApproval'
+
+export interface DevServerOptions {
+  cliPath: string
+  /** SQLite file for the server's state; survives restarts of the server. */
+  dbFilename: string
+  /** gRPC port; a free one when unset. */
+  port?: number
+  namespace?: string
+  /** Serve the Temporal Web UI (on `uiPort`, default gRPC port + 1000). Headless when false. */
+  ui?: boolean
+  uiPort?: number
+  /** Extra `--dynamic-config-value` entries, e.g. a low continue-as-new threshold for tests. */
+  dynamicConfig?: Record<string, string | number | boolean>
+  /** How long to wait for the server to answer (default 60 s). */
+  readyTimeoutMs?: number
+  /** Where the server's own output goes (default: next to the SQLite file, `<dbFilename>.log`). */
+  logFile?: string
+  log?: (line: string) => void
+}
+
+export interface DevServer {
+  address: string
+  namespace: string
+  pid: number
+  uiUrl?: string
+  stop(): Promise<void>
+}
+
+export class DevServerStartError extends Error {
+  override name = 'DevServerStartError'
+}
+
+export async function startDevServer(options: DevServerOptions): Promise<DevServer> {
+  // A port chosen by the OS can be taken by someone else before the server binds it; retry then.
+  const attempts = options.port ? 1 : 3
+  let lastError: unknown
+  for (let i = 0; i < attempts; i++) {
+    const port = options.port ?? (await freePort())
+    try {
+      return await startOnPort(options, port)
+    } catch (error) {
+      lastError = error
+      if (
+        !(
+          error instanceof DevServerStartError &&
+          /address already in use|can't set .*port/i.test(error.message)
+        )
+      )
+        throw error
+    }
+  }
+  throw lastError
+}
+
+async function startOnPort(options: DevServerOptions, port: number): Promise<DevServer> {
+  const namespace = options.namespace ?? 'default'
+  const uiPort = options.ui ? (options.uiPort ?? port + 1000) : undefined
+  const args = [
+    'server',
+    'start-dev',
+    '--ip',
+    '127.0.0.1',
+    '--port',
+    String(port),
+    '--namespace',
+    namespace,
+    '--db-filename',
+    options.dbFilename,
+    '--log-level',
+    'warn',
+    '--search-attribute',
+    `${PENDING_APPROVAL_ATTRIBUTE}=Keyword`,
+    ...(uiPort ? ['--ui-port', String(uiPort)] : ['--headless']),
+  ]
+  for (const [key, value] of Object.entries(options.dynamicConfig ?? {})) {
+    args.push('--dynamic-config-value', `${key}=${JSON.stringify(value)}`)
+  }
+  // The server's output goes to a file, never to a pipe: a Go program dies on a write to a closed pipe,
+  // and nobody reads the server's logs after start-up.
+  const logFile = options.logFile ?? `${options.dbFilename}.log`
+  const logFd = openSync(logFile, 'a')
+  const child = spawn(options.cliPath, args, { detached: true, stdio: ['ignore', logFd, logFd] })
+  closeSync(logFd)
+  const output = () => {
+    try {
+      return readFileSync(logFile, 'utf8').trim().split('\n').slice(-3).join(' | ')
+    } catch {
+      return ''
+    }
+  }
+  let exited: string | undefined
+  child.on('exit', (code, signal) => {
+    exited = `exited with ${signal ?? code}`
+  })
+  child.on('error', (error) => {
+    exited = error.message
+  })
+  const pid = child.pid
+  if (pid === undefined) throw new DevServerStartError(`could not start ${options.cliPath}`)
+  const address = `127.0.0.1:${port}`
+  const deadline = Date.now() + (options.readyTimeoutMs ?? 60_000)
+  while (!(await healthy(options.cliPath, address))) {
+    if (exited) {
+      throw new DevServerStartError(
+        `temporal server start-dev on ${address} ${exited}: ${output()} (log: ${logFile})`,
+      )
+    }
+    if (Date.now() > deadline) {
+      await stopProcess(pid, { group: true })
+      throw new DevServerStartError(
+        `temporal server start-dev on ${address} did not answer within ${(options.readyTimeoutMs ?? 60_000) / 1000} s`,
+      )
+    }
+    await sleep(250)
+  }
+  child.unref()
+  options.log?.(`Temporal dev server ready at ${address}${uiPort ? ` (UI http://127.0.0.1:${uiPort})` : ''}`)
+  return {
+    address,
+    namespace,
+    pid,
+    ...(uiPort ? { uiUrl: `http://127.0.0.1:${uiPort}` } : {}),
+    stop: () => stopProcess(pid, { group: true, signal: 'SIGTERM', graceMs: 10_000 }),
+  }
+}
+
+function healthy(cliPath: string, address: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = spawn(cliPath, ['operator', 'cluster', 'health', '--address', address], {
+      stdio: ['ignore', 'pipe', 'ignore'],
+    })
+    let out = ''
+    probe.stdout.on('data', (chunk: Buffer) => {
+      out += chunk.toString('utf8')
+    })
+    const timer = setTimeout(() => probe.kill('SIGKILL'), 5_000)
+    probe.on('error', () => resolve(false))
+    probe.on('close', (code) => {
+      clearTimeout(timer)
+      resolve(code === 0 && out.includes('SERVING'))
+    })
+  })
+}

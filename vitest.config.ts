@@ -1,0 +1,30 @@
+import { defineConfig } from 'vitest/config'
+
+// Two projects: `unit` needs nothing running; `integration` gets a real Temporal dev server and a real
+// PostgreSQL from the global setup, once per test run.
+export default defineConfig({
+  test: {
+    pool: 'forks',
+    reporters: ['default'],
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: 'unit',
+          include: ['test/unit/**/*.test.ts'],
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'integration',
+          include: ['test/integration/**/*.test.ts'],
+          globalSetup: ['test/support/global-setup.ts'],
+          setupFiles: ['test/support/quiet-runtime.ts'],
+          testTimeout: 180_000,
+          hookTimeout: 180_000,
+        },
+      },
+    ],
+  },
+})
