@@ -6,6 +6,7 @@ export default defineConfig({
   test: {
     pool: 'forks',
     reporters: ['default'],
+    setupFiles: ['test/support/quiet-runtime.ts'],
     projects: [
       {
         extends: true,
@@ -20,7 +21,6 @@ export default defineConfig({
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
           globalSetup: ['test/support/global-setup.ts'],
-          setupFiles: ['test/support/quiet-runtime.ts'],
           testTimeout: 180_000,
           hookTimeout: 180_000,
         },

@@ -1,0 +1,43 @@
+/**
+ * The `tether` command. Each subcommand lives in `commands/` and registers itself on the program; this file
+ * only assembles them and turns any failure into one clear line and a non-zero exit.
+ */
+import { Command, CommanderError } from 'commander'
+import { CliError } from './errors.js'
+
+/** A subcommand module adds its commands to the program; list each one here. */
+export type Register = (program: Command) => void
+
+const registrations: Register[] = []
+
+export function buildProgram(): Command {
+  const program = new Command('tether')
+    .description(
+      'A coding agent that runs as a durable Temporal workflow, with policy, approvals and an audit.',
+    )
+    .showHelpAfterError('(run with --help for usage)')
+    .exitOverride()
+  for (const register of registrations) register(program)
+  return program
+}
+
+export async function runCli(argv: readonly string[]): Promise<number> {
+  const program = buildProgram()
+  try {
+    await program.parseAsync([...argv], { from: 'user' })
+    return typeof process.exitCode === 'number' ? process.exitCode : 0
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // Commander has already printed help or the usage error.
+      return error.code === 'commander.helpDisplayed' || error.code === 'commander.version'
+        ? 0
+        : error.exitCode || 2
+    }
+    const message = error instanceof Error ? error.message : String(error)
+    process.stderr.write(`error: ${message.split('\n')[0]}\n`)
+    if (process.env.TETHER_DEBUG && error instanceof Error && !(error instanceof CliError)) {
+      process.stderr.write(`${error.stack}\n`)
+    }
+    return error instanceof CliError ? error.exitCode : 1
+  }
+}
