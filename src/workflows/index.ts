@@ -1,2 +1,13 @@
 /** tether's workflows: the only module a Worker's workflow bundle needs from tether. */
-export {}
+export {
+  agentRun,
+  type DecideResult,
+  decideSignal,
+  decideUpdate,
+  PENDING_APPROVAL,
+  pendingApprovalsQuery,
+  type RunStatus,
+  statusQuery,
+} from './agentRun.js'
+export type { DecisionInput, PendingApproval, Resolution } from './approvals.js'
+export type * from './types.js'

@@ -1,0 +1,132 @@
+/**
+ * The activities `agentRun` calls, as types only: the workflow imports this file with `import type`, so no
+ * activity code (or Node module) reaches the workflow bundle. Names are part of recorded histories: never
+ * rename one; add a new name behind `patched()` instead.
+ */
+import type { TaskContract } from '../contract.js'
+import type { ValidatedCall } from '../tools/schemas.js'
+import type { Channel, PendingApproval, Resolution } from '../workflows/approvals.js'
+import type {
+  ActionVerdict,
+  GateSummary,
+  InlineMessage,
+  ModelTurn,
+  Outcome,
+  RememberedRule,
+  RunPreparation,
+  ToolSummary,
+} from '../workflows/types.js'
+
+export interface RunRef {
+  runId: string
+  step: number
+}
+
+export interface TetherActivities {
+  /** Local: checks the policy spec, the approver list and the contract's gate before the first step. */
+  tetherPrepareRun(input: { contract: TaskContract; policy: unknown }): Promise<RunPreparation>
+  /** Records the run and writes the goal as transcript message 0 (idempotent). */
+  tetherStartRun(input: {
+    runId: string
+    contract: TaskContract
+    policy: unknown
+    taskQueue: string
+    parentRunId?: string
+    startedAt: number
+  }): Promise<void>
+  /** Stores `pending`, loads the transcript, calls the model, stores the reply at `replySeq`. */
+  tetherModelTurn(
+    input: RunRef & { replySeq: number; pending: InlineMessage[]; contract: TaskContract },
+  ): Promise<ModelTurn>
+  /** Local: the policy's verdict on one validated call (paths resolved on disk, commands analysed). */
+  tetherCheckAction(input: {
+    policy: unknown
+    remembered: RememberedRule[]
+    workspace: string
+    call: ValidatedCall
+    noRetry: string[]
+  }): Promise<ActionVerdict>
+  /** Runs one command; its observation goes to the transcript at `seq` and its row to `exec_results`. */
+  tetherExec(
+    input: RunRef & {
+      call: number
+      seq: number
+      callId: string
+      argv: string[]
+      workspace: string
+      timeoutMs: number
+      outputCeiling: number
+      noRetry: boolean
+    },
+  ): Promise<ToolSummary>
+  /** Runs one file tool; the full arguments are read back from the transcript (the reply at `replySeq`). */
+  tetherFileTool(
+    input: RunRef & {
+      call: number
+      seq: number
+      replySeq: number
+      callId: string
+      name: Exclude<ValidatedCall['name'], 'exec'>
+      workspace: string
+      policy: unknown
+      remembered: RememberedRule[]
+    },
+  ): Promise<ToolSummary>
+  /** Runs the contract's verification command (allow-only) and records the gate events. */
+  tetherVerify(
+    input: RunRef & { seq: number | null; contract: TaskContract; policy: unknown; timeoutMs: number },
+  ): Promise<GateSummary>
+  /** Projects one finished step: its row and its refusals (idempotent). */
+  tetherRecordStep(input: StepRecord): Promise<void>
+  tetherFinishRun(input: {
+    runId: string
+    outcome: Outcome
+    reason?: string
+    steps: number
+    inputTokens: number
+    outputTokens: number
+    finishedAt: number
+  }): Promise<void>
+  tetherApprovalRequested(input: {
+    runId: string
+    request: PendingApproval
+    goal: string
+    contract: TaskContract
+  }): Promise<void>
+  tetherApprovalDecided(input: {
+    runId: string
+    request: PendingApproval
+    resolution: Resolution
+    /** A rule added to the run's `remembered` layer, or why none was. */
+    remembered?: { pattern: string } | { refused: string }
+    /** The re-check after an approval found a deny. */
+    refusedAfterApproval?: ActionVerdict
+  }): Promise<void>
+  tetherApprovalRejected(input: {
+    runId: string
+    step: number
+    channel: Channel
+    at: number
+    error: string
+    input: unknown
+  }): Promise<void>
+  tetherRemindApprover(input: {
+    runId: string
+    request: PendingApproval
+    contract: TaskContract
+    reminder: number
+  }): Promise<void>
+}
+
+export interface StepRecord {
+  runId: string
+  step: number
+  toolCalls: Array<{ id: string; name: string; args: unknown }>
+  decision: string
+  observation: string
+  inputTokens: number
+  outputTokens: number
+  startedAt: number
+  finishedAt: number
+  refusals: Array<{ call: number; verdict: ActionVerdict }>
+}

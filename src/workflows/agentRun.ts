@@ -1,0 +1,476 @@
+/**
+ * `agentRun`: one coding-agent run as a durable Temporal workflow (DESIGN §1). A thin shell: the decisions
+ * live in `run-state.ts` and `approvals.ts` (pure, unit-tested); this file only sequences activities, waits
+ * for humans and keeps history small (transcript and output live in Postgres).
+ *
+ * Deterministic by construction: no I/O, no environment, workflow time only; activity names are stable
+ * (see activities/types.ts). A change to the command sequence goes behind `patched()`.
+ */
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common'
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  allHandlersFinished,
+  CancellationScope,
+  condition,
+  continueAsNew,
+  defineQuery,
+  defineSignal,
+  defineUpdate,
+  isCancellation,
+  proxyActivities,
+  proxyLocalActivities,
+  setHandler,
+  upsertSearchAttributes,
+  uuid4,
+  workflowInfo,
+} from '@temporalio/workflow'
+import type { TetherActivities } from '../activities/types.js'
+import { parseContract, type TaskContract } from '../contract.js'
+import { type ToolCall, type ValidatedCall, validateToolCall } from '../tools/schemas.js'
+import { ApprovalBook, type DecisionInput, type PendingApproval, type Resolution } from './approvals.js'
+import {
+  budgetOutcome,
+  commandTimeout,
+  deniedByApproverObservation,
+  describeRule,
+  gateFailureMessage,
+  initialState,
+  invalidCallObservation,
+  nextAfterTurn,
+  type RunState,
+  recordUsage,
+  refusalObservation,
+  reserveSeq,
+  reserveSeqs,
+  stepDecision,
+} from './run-state.js'
+import type { ActionVerdict, AgentRunInput, AgentRunResult, Outcome } from './types.js'
+
+export const PENDING_APPROVAL = defineSearchAttributeKey('TetherPendingApproval', SearchAttributeType.KEYWORD)
+
+export interface DecideResult {
+  approvalId: string
+  decision: Resolution['decision']
+  /** The rule now remembered for the rest of the run, or why none was. */
+  remembered?: { pattern: string } | { refused: string }
+}
+
+/** An approver's answer; rejected (no history) when malformed, unknown, already decided or unauthorised. */
+export const decideUpdate = defineUpdate<DecideResult, [DecisionInput]>('decide')
+/** The same answer as a Signal, for when no worker is running; invalid ones are recorded, never applied. */
+export const decideSignal = defineSignal<[DecisionInput]>('decide')
+export const pendingApprovalsQuery = defineQuery<PendingApproval[]>('pendingApprovals')
+
+export interface RunStatus {
+  step: number
+  inputTokens: number
+  outputTokens: number
+  pendingApprovals: number
+  phase: 'starting' | 'model' | 'tools' | 'approval' | 'verifying' | 'done'
+  outcome?: Outcome
+}
+export const statusQuery = defineQuery<RunStatus>('status')
+
+const local = proxyLocalActivities<TetherActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { maximumAttempts: 5 },
+})
+// Projections retry until Postgres is back: a run never fails because its audit store blinked.
+const projections = proxyActivities<TetherActivities>({
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
+})
+const model = proxyActivities<TetherActivities>({
+  startToCloseTimeout: '10 minutes',
+  heartbeatTimeout: '2 minutes',
+  retry: {
+    initialInterval: '2 seconds',
+    backoffCoefficient: 2,
+    maximumInterval: '2 minutes',
+    maximumAttempts: 8,
+    nonRetryableErrorTypes: [
+      'ModelAuthError',
+      'ModelBadRequestError',
+      'ModelContextOverflowError',
+      'ModelConfigError',
+    ],
+  },
+})
+const files = proxyActivities<TetherActivities>({
+  startToCloseTimeout: '2 minutes',
+  retry: { maximumAttempts: 3 },
+})
+
+function execActivities(timeoutMs: number): TetherActivities {
+  // One attempt's cap is the command's own timeout plus slack for spawn and kill; a worker crash is noticed
+  // by the heartbeat timeout, and the retry re-runs the command (unless it is on the noRetry list).
+  return proxyActivities<TetherActivities>({
+    startToCloseTimeout: timeoutMs + 60_000,
+    heartbeatTimeout: '30 seconds',
+    retry: { initialInterval: '1 second', maximumAttempts: 3, nonRetryableErrorTypes: ['ExecInputError'] },
+  })
+}
+
+/** Cap for the bounded texts that travel through history (the transcript keeps the full text). */
+const OBSERVATION_LIMIT = 2_000
+
+export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
+  const info = workflowInfo()
+  const runId = info.workflowId
+  const contract = parseInput(input)
+  const state: RunState = initialState(input.carried, Date.now())
+  const book = new ApprovalBook()
+  let phase: RunStatus['phase'] = 'starting'
+  let outcome: Outcome | undefined
+
+  // Handlers first, before any await, so an answer that arrives with the first activation is not lost.
+  setHandler(
+    decideUpdate,
+    (decision) => {
+      const applied = book.answer(decision, 'update', Date.now())
+      if (!applied.ok) throw ApplicationFailure.nonRetryable(applied.error, 'InvalidDecision')
+      const request = book.get(decision.approvalId) as PendingApproval
+      return {
+        approvalId: decision.approvalId,
+        decision: applied.resolution.decision,
+        ...(applied.resolution.remember && request.remember ? { remembered: request.remember } : {}),
+      }
+    },
+    {
+      validator: (decision) => {
+        const checked = book.validate(decision)
+        if (!checked.ok) throw new Error(checked.error)
+      },
+    },
+  )
+  setHandler(decideSignal, (decision) => {
+    book.answer(decision, 'signal', Date.now())
+  })
+  setHandler(pendingApprovalsQuery, () => book.pending())
+  setHandler(statusQuery, () => ({
+    step: state.step,
+    inputTokens: state.inputTokens,
+    outputTokens: state.outputTokens,
+    pendingApprovals: book.pending().length,
+    phase,
+    ...(outcome ? { outcome } : {}),
+  }))
+
+  const finish = async (result: { outcome: Outcome; reason?: string }): Promise<AgentRunResult> => {
+    outcome = result.outcome
+    phase = 'done'
+    await projections.tetherFinishRun({
+      runId,
+      outcome: result.outcome,
+      ...(result.reason ? { reason: result.reason } : {}),
+      steps: state.step,
+      inputTokens: state.inputTokens,
+      outputTokens: state.outputTokens,
+      finishedAt: Date.now(),
+    })
+    return {
+      runId,
+      outcome: result.outcome,
+      ...(result.reason ? { reason: result.reason } : {}),
+      steps: state.step,
+      inputTokens: state.inputTokens,
+      outputTokens: state.outputTokens,
+    }
+  }
+
+  // A contract whose gate the policy would not allow never starts (the client checks this too).
+  const preparation = await local.tetherPrepareRun({ contract, policy: input.policy })
+  if (preparation.rejected) throw ApplicationFailure.nonRetryable(preparation.rejected, 'ContractRejected')
+  const { approvers } = preparation
+
+  try {
+    if (!input.carried) {
+      await projections.tetherStartRun({
+        runId,
+        contract,
+        policy: input.policy,
+        taskQueue: info.taskQueue,
+        ...(info.parent ? { parentRunId: info.parent.workflowId } : {}),
+        startedAt: state.startedAt,
+      })
+    }
+
+    for (;;) {
+      const budget = budgetOutcome(state, contract, Date.now())
+      if (budget) return await finish(budget)
+      if (workflowInfo().continueAsNewSuggested) {
+        // Safe point: nothing in flight, no approval pending, every handler done.
+        await condition(allHandlersFinished)
+        await continueAsNew<typeof agentRun>({
+          contract,
+          policy: input.policy,
+          carried: { ...state, continuedAsNew: state.continuedAsNew + 1 },
+        })
+      }
+
+      const stepStarted = Date.now()
+      state.step += 1
+      const step = state.step
+      phase = 'model'
+      const replySeq = state.nextSeq
+      const turn = await model.tetherModelTurn({ runId, step, replySeq, pending: state.pending, contract })
+      state.pending = []
+      recordUsage(state, turn)
+      const seqs = reserveSeqs(state, turn.toolCalls.length)
+      const next = nextAfterTurn(turn, contract)
+
+      if (next !== 'calls') {
+        await recordStep(runId, step, turn, [], 'model ended its turn', stepStarted, [])
+        if (next === 'finish') {
+          return await finish({
+            outcome: 'finished',
+            reason: clip(turn.text || 'the model ended its turn', 300),
+          })
+        }
+        phase = 'verifying'
+        const gate = await verify(step, reserveSeq(state))
+        if (gate.passed) return await finish({ outcome: 'verified', reason: gate.summary })
+        continue
+      }
+
+      phase = 'tools'
+      const { lines, refusals } = await runCalls(step, turn.toolCalls, seqs.reply, seqs.results)
+      await recordStep(runId, step, turn, lines, stepDecision(lines, turn), stepStarted, refusals)
+
+      if (contract.verifyWhen === 'every-step' && contract.verification) {
+        phase = 'verifying'
+        const gate = await verify(step, null)
+        if (gate.passed) return await finish({ outcome: 'verified', reason: gate.summary })
+      }
+    }
+  } catch (error) {
+    if (isCancellation(error)) {
+      await CancellationScope.nonCancellable(async () => {
+        for (const request of book.pending()) {
+          const resolution = book.expire(request.approvalId, 'cancelled', Date.now()) as Resolution
+          await projections.tetherApprovalDecided({ runId, request, resolution })
+        }
+        await finish({ outcome: 'cancelled', reason: 'the run was cancelled' })
+      })
+      throw error
+    }
+    const reason = failureReason(error)
+    return await CancellationScope.nonCancellable(() => finish({ outcome: 'failed', reason }))
+  }
+
+  async function verify(step: number, seq: number | null) {
+    return files.tetherVerify({
+      runId,
+      step,
+      seq,
+      contract,
+      policy: input.policy,
+      timeoutMs: commandTimeout(state, contract, Date.now()),
+    })
+  }
+
+  /** Judges every call, asks humans for the asks (all at once), then runs what may run, in call order. */
+  async function runCalls(step: number, calls: ToolCall[], replySeq: number, resultSeqs: number[]) {
+    const lines: string[] = []
+    const refusals: Array<{ call: number; verdict: ActionVerdict }> = []
+    const judged: Array<{ index: number; call: ValidatedCall; verdict: ActionVerdict; approval?: string }> =
+      []
+
+    for (const [index, raw] of calls.entries()) {
+      const validated = validateToolCall(raw)
+      if (!validated.ok) {
+        state.pending.push(invalidCallObservation(resultSeqs[index] as number, raw, validated.error))
+        lines.push(`${raw.name}: invalid call`)
+        continue
+      }
+      const verdict = await checkAction(validated.call)
+      judged.push({ index, call: validated.call, verdict })
+    }
+
+    const asks = judged.filter((entry) => entry.verdict.effect === 'ask')
+    if (asks.length > 0) {
+      phase = 'approval'
+      for (const entry of asks) entry.approval = await requestApproval(step, entry.index, entry.verdict)
+      upsertSearchAttributes([{ key: PENDING_APPROVAL, value: 'true' }])
+      await Promise.all(asks.map((entry) => waitForAnswer(entry.approval as string)))
+      upsertSearchAttributes([{ key: PENDING_APPROVAL, value: null }])
+      phase = 'tools'
+    }
+
+    for (const entry of judged) {
+      const { index, call } = entry
+      const seq = resultSeqs[index] as number
+      let verdict = entry.verdict
+      if (entry.approval) {
+        const request = book.get(entry.approval) as PendingApproval
+        const resolution = book.resolution(entry.approval) as Resolution
+        if (resolution.decision !== 'approved') {
+          await projections.tetherApprovalDecided({ runId, request, resolution })
+          state.pending.push(deniedByApproverObservation(seq, call, verdict, resolution))
+          lines.push(`${verdict.act} ${resolution.decision}: ${clip(verdict.target, 200)}`)
+          continue
+        }
+        const remembered = resolution.remember ? remember(verdict) : undefined
+        // An approval never crosses a deny: judge again, with whatever was just remembered.
+        verdict = await checkAction(call)
+        const refusedAfterApproval = verdict.effect === 'deny' ? verdict : undefined
+        await projections.tetherApprovalDecided({
+          runId,
+          request,
+          resolution,
+          ...(remembered ? { remembered } : {}),
+          ...(refusedAfterApproval ? { refusedAfterApproval } : {}),
+        })
+      }
+      if (verdict.effect === 'deny') {
+        refusals.push({ call: index, verdict })
+        state.pending.push(refusalObservation(seq, call, verdict))
+        lines.push(`${verdict.act} refused: ${clip(verdict.target, 200)} (${describeRule(verdict)})`)
+        continue
+      }
+      const timeoutMs = commandTimeout(state, contract, Date.now())
+      const summary =
+        call.name === 'exec'
+          ? await execActivities(timeoutMs).tetherExec({
+              runId,
+              step,
+              call: index,
+              seq,
+              callId: call.id,
+              argv: call.args.argv,
+              workspace: contract.workspace,
+              timeoutMs,
+              outputCeiling: contract.outputCeiling,
+              noRetry: verdict.noRetry === true,
+            })
+          : await files.tetherFileTool({
+              runId,
+              step,
+              call: index,
+              seq,
+              replySeq,
+              callId: call.id,
+              name: call.name,
+              workspace: contract.workspace,
+              policy: input.policy,
+              remembered: state.remembered,
+            })
+      lines.push(clip(summary.summary, 300))
+    }
+    return { lines, refusals }
+  }
+
+  function checkAction(call: ValidatedCall): Promise<ActionVerdict> {
+    return local.tetherCheckAction({
+      policy: input.policy,
+      remembered: state.remembered,
+      workspace: contract.workspace,
+      call,
+      noRetry: contract.noRetry,
+    })
+  }
+
+  function remember(verdict: ActionVerdict): { pattern: string } | { refused: string } {
+    if (!verdict.remember) return { refused: 'this action has no rememberable rule' }
+    if (!verdict.remember.ok) return { refused: verdict.remember.reason }
+    const rule = { act: verdict.remember.act, pattern: verdict.remember.pattern }
+    if (!state.remembered.some((r) => r.act === rule.act && r.pattern === rule.pattern))
+      state.remembered.push(rule)
+    return { pattern: rule.pattern }
+  }
+
+  async function requestApproval(step: number, call: number, verdict: ActionVerdict): Promise<string> {
+    const now = Date.now()
+    const request: PendingApproval = {
+      approvalId: uuid4(),
+      step,
+      call,
+      act: verdict.act,
+      target: verdict.target,
+      ...(verdict.rule !== undefined ? { rule: verdict.rule } : {}),
+      ...(verdict.layer !== undefined ? { layer: verdict.layer } : {}),
+      ...(verdict.tree !== undefined ? { tree: verdict.tree } : {}),
+      ...(verdict.remember
+        ? {
+            remember: verdict.remember.ok
+              ? { pattern: verdict.remember.pattern }
+              : { refused: verdict.remember.reason },
+          }
+        : {}),
+      requestedAt: now,
+      deadline: now + contract.approvals.timeout,
+      approvers,
+    }
+    book.request(request)
+    state.approvals += 1
+    await projections.tetherApprovalRequested({ runId, request, goal: contract.goal, contract })
+    return request.approvalId
+  }
+
+  /** Waits (durably, at no cost) for an answer, reminding on an interval, until the deadline. */
+  async function waitForAnswer(approvalId: string): Promise<void> {
+    const request = book.get(approvalId) as PendingApproval
+    const answered = () => book.resolution(approvalId) !== undefined
+    let reminder = 0
+    for (;;) {
+      const remaining = request.deadline - Date.now()
+      if (remaining <= 0) break
+      const every = contract.approvals.reminderEvery
+      const wait = every ? Math.min(every, remaining) : remaining
+      if (await condition(answered, wait)) return
+      if (every && request.deadline - Date.now() > 0) {
+        reminder += 1
+        await projections.tetherRemindApprover({ runId, request, contract, reminder })
+      }
+    }
+    book.expire(approvalId, 'timeout', Date.now())
+  }
+
+  async function recordStep(
+    id: string,
+    step: number,
+    turn: { text: string; toolCalls: ToolCall[]; usage: { inputTokens: number; outputTokens: number } },
+    lines: string[],
+    decision: string,
+    startedAt: number,
+    refusals: Array<{ call: number; verdict: ActionVerdict }>,
+  ) {
+    await projections.tetherRecordStep({
+      runId: id,
+      step,
+      toolCalls: turn.toolCalls,
+      decision: clip(decision, OBSERVATION_LIMIT),
+      observation: clip(lines.length > 0 ? lines.join('\n') : turn.text, OBSERVATION_LIMIT),
+      inputTokens: turn.usage.inputTokens,
+      outputTokens: turn.usage.outputTokens,
+      startedAt,
+      finishedAt: Date.now(),
+      refusals,
+    })
+    // Answers that were refused (a bad signal) are recorded, never applied.
+    for (const rejected of book.rejected.splice(0)) {
+      await projections.tetherApprovalRejected({ runId, step, ...rejected })
+    }
+  }
+}
+
+function parseInput(input: AgentRunInput): TaskContract {
+  try {
+    return parseContract(input.contract)
+  } catch (error) {
+    throw ApplicationFailure.nonRetryable((error as Error).message, 'ContractError')
+  }
+}
+
+function failureReason(error: unknown): string {
+  let current: unknown = error
+  // An activity failure's cause says what actually went wrong.
+  while (current instanceof ActivityFailure && current.cause) current = current.cause
+  const message = current instanceof Error ? current.message : String(current)
+  return clip(message, 500)
+}
+
+function clip(text: string, limit: number): string {
+  return text.length <= limit ? text : `${text.slice(0, limit - 1)}…`
+}

@@ -1,0 +1,142 @@
+/**
+ * The pure state machine under `agentRun`: budgets, what to do after a model turn, and the observation
+ * texts the model reads. No Temporal imports, so every rule here is unit-tested without a server; the
+ * workflow is a thin shell that calls activities and feeds their results through these functions.
+ */
+import type { TaskContract } from '../contract.js'
+import type { ToolCall } from '../tools/schemas.js'
+import type { ActionVerdict, CarriedState, InlineMessage, ModelTurn, Outcome, ToolSummary } from './types.js'
+
+export interface RunState extends CarriedState {}
+
+export function initialState(carried: CarriedState | undefined, now: number): RunState {
+  return (
+    carried ?? {
+      step: 0,
+      // seq 0 holds the goal, written when the run starts.
+      nextSeq: 1,
+      inputTokens: 0,
+      outputTokens: 0,
+      startedAt: now,
+      remembered: [],
+      pending: [],
+      approvals: 0,
+      continuedAsNew: 0,
+    }
+  )
+}
+
+/** The budget that ends the run before another step, if any; checked at every step boundary. */
+export function budgetOutcome(
+  state: RunState,
+  contract: TaskContract,
+  now: number,
+): { outcome: Outcome; reason: string } | undefined {
+  const { maxSteps, maxTokens, maxWallTime } = contract.budgets
+  if (state.step >= maxSteps) return { outcome: 'step-cap', reason: `reached the step cap of ${maxSteps}` }
+  const tokens = state.inputTokens + state.outputTokens
+  if (tokens >= maxTokens) {
+    return { outcome: 'token-budget', reason: `used ${tokens} tokens of a budget of ${maxTokens}` }
+  }
+  if (now - state.startedAt >= maxWallTime) {
+    return {
+      outcome: 'time-budget',
+      reason: `ran for ${formatDuration(now - state.startedAt)} of ${formatDuration(maxWallTime)}`,
+    }
+  }
+  return undefined
+}
+
+/** A command may not outlive the run's wall-time budget. */
+export function commandTimeout(state: RunState, contract: TaskContract, now: number): number {
+  const remaining = contract.budgets.maxWallTime - (now - state.startedAt)
+  return Math.max(1_000, Math.min(contract.execTimeout, remaining))
+}
+
+export function recordUsage(state: RunState, turn: ModelTurn): void {
+  state.inputTokens += turn.usage.inputTokens
+  state.outputTokens += turn.usage.outputTokens
+}
+
+/** What follows a model turn: its tool calls, or — when it made none — verification or the end. */
+export function nextAfterTurn(turn: ModelTurn, contract: TaskContract): 'calls' | 'verify' | 'finish' {
+  if (turn.toolCalls.length > 0) return 'calls'
+  return contract.verification ? 'verify' : 'finish'
+}
+
+/** Reserves the transcript positions of a turn: the reply, then one result per call, in call order. */
+export function reserveSeqs(state: RunState, calls: number): { reply: number; results: number[] } {
+  const reply = state.nextSeq
+  const results = Array.from({ length: calls }, (_, i) => reply + 1 + i)
+  state.nextSeq = reply + 1 + calls
+  return { reply, results }
+}
+
+export function reserveSeq(state: RunState): number {
+  return state.nextSeq++
+}
+
+function toolResult(seq: number, call: ToolCall, output: string): InlineMessage {
+  return { seq, message: { role: 'tool', results: [{ callId: call.id, name: call.name, output }] } }
+}
+
+export function describeRule(verdict: Pick<ActionVerdict, 'rule' | 'layer' | 'act'>): string {
+  return verdict.rule !== undefined
+    ? `rule \`${verdict.rule}\` in layer \`${verdict.layer ?? '?'}\``
+    : `the default for ${verdict.act}`
+}
+
+export function refusalObservation(seq: number, call: ToolCall, verdict: ActionVerdict): InlineMessage {
+  return toolResult(
+    seq,
+    call,
+    `[${verdict.act} refused] ${verdict.target} — by ${describeRule(verdict)}: ${verdict.reason} ` +
+      'The policy forbids this; do not retry it in another spelling. Choose another approach.',
+  )
+}
+
+export function invalidCallObservation(seq: number, call: ToolCall, error: string): InlineMessage {
+  return toolResult(seq, call, `[invalid call] ${error}`)
+}
+
+export function deniedByApproverObservation(
+  seq: number,
+  call: ToolCall,
+  verdict: ActionVerdict,
+  resolution: { decision: string; decidedBy: string; reason?: string | undefined },
+): InlineMessage {
+  const why =
+    resolution.decision === 'timeout'
+      ? 'nobody answered the approval request before its deadline'
+      : resolution.decision === 'cancelled'
+        ? 'the run was cancelled while the approval was pending'
+        : `denied by ${resolution.decidedBy}${resolution.reason ? `: ${resolution.reason}` : ''}`
+  return toolResult(seq, call, `[${verdict.act} denied] ${verdict.target} — ${why}`)
+}
+
+export function gateFailureMessage(seq: number, summary: string): InlineMessage {
+  return {
+    seq,
+    message: {
+      role: 'user',
+      content: `The verification command did not pass: ${summary}\nKeep working until it passes.`,
+    },
+  }
+}
+
+/** One line per call for the audit's `steps.decision`. */
+export function stepDecision(lines: string[], turn: ModelTurn): string {
+  if (lines.length === 0) return turn.toolCalls.length === 0 ? 'no tool calls' : 'no action'
+  return lines.join('; ')
+}
+
+export function summaryLine(call: ToolCall, outcome: ToolSummary): string {
+  return outcome.summary || `${call.name} ${outcome.ok ? 'ok' : 'failed'}`
+}
+
+export function formatDuration(ms: number): string {
+  if (ms < 1_000) return `${ms} ms`
+  if (ms < 60_000) return `${(ms / 1_000).toFixed(1)} s`
+  if (ms < 3_600_000) return `${Math.round(ms / 60_000)} min`
+  return `${(ms / 3_600_000).toFixed(1)} h`
+}

@@ -1,0 +1,113 @@
+/**
+ * The data that crosses the workflow boundary: the run's input and result, what activities return, and what
+ * continue-as-new carries. Plain JSON only, bounded in size: transcripts and command output live in
+ * Postgres, never in Temporal history.
+ */
+import type { TaskContract, TaskContractInput } from '../contract.js'
+import type { ToolCall } from '../tools/schemas.js'
+
+export type Act = 'read' | 'write' | 'exec' | 'net'
+export type Effect = 'allow' | 'ask' | 'deny'
+
+export type Outcome =
+  | 'verified'
+  | 'finished'
+  | 'step-cap'
+  | 'token-budget'
+  | 'time-budget'
+  | 'cancelled'
+  | 'failed'
+
+/** A policy rule an approver asked tether to remember for the rest of the run. */
+export interface RememberedRule {
+  act: Act
+  pattern: string
+}
+
+export interface AgentRunInput {
+  contract: TaskContractInput | TaskContract
+  /** The policy spec (`Policy#toSpec()` / a policy file's content). */
+  policy: unknown
+  /** Set by continue-as-new; absent on a fresh start. */
+  carried?: CarriedState
+}
+
+/** What one run hands to the next after continue-as-new. */
+export interface CarriedState {
+  step: number
+  nextSeq: number
+  inputTokens: number
+  outputTokens: number
+  startedAt: number
+  remembered: RememberedRule[]
+  pending: InlineMessage[]
+  approvals: number
+  continuedAsNew: number
+}
+
+export interface AgentRunResult {
+  runId: string
+  outcome: Outcome
+  reason?: string
+  steps: number
+  inputTokens: number
+  outputTokens: number
+}
+
+/** The policy's judgement of one tool call, made in a local activity so it is recorded in history. */
+export interface ActionVerdict {
+  act: Act
+  target: string
+  effect: Effect
+  rule?: string
+  layer?: string
+  /** One sentence for a human and the model. */
+  reason: string
+  /** The judged command tree, rendered for a human (exec only). */
+  tree?: string
+  /** Every judged node (exec only), for the audit. */
+  checks?: unknown
+  /** The command matches the contract's `noRetry` patterns. */
+  noRetry?: boolean
+  /** A rule an approver's "remember" would add, or why none may be added. */
+  remember?: { ok: true; act: Act; pattern: string } | { ok: false; reason: string }
+}
+
+/** What `tetherPrepareRun` learns from the policy before the first step. */
+export interface RunPreparation {
+  approvers: string[]
+  /** Why the contract is rejected (its gate is not allowed), if it is. */
+  rejected?: string
+}
+
+/** A transcript message the workflow made itself (a refusal, an invalid call, a gate failure). */
+export interface InlineMessage {
+  seq: number
+  message:
+    | { role: 'user'; content: string }
+    | { role: 'tool'; results: Array<{ callId: string; name: string; output: string }> }
+}
+
+export interface ModelTurn {
+  /** The assistant's text, bounded (the full text is in the transcript). */
+  text: string
+  toolCalls: ToolCall[]
+  usage: { inputTokens: number; outputTokens: number }
+  modelId: string
+}
+
+/** What a tool activity returns; its full (bounded) observation went straight into the transcript. */
+export interface ToolSummary {
+  ok: boolean
+  /** One line for the step's decision column, e.g. `exec npm test → exit 1`. */
+  summary: string
+  status?: string
+  exitCode?: number
+}
+
+export interface GateSummary {
+  passed: boolean
+  summary: string
+  exitCode?: number
+  status: string
+}
