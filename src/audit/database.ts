@@ -1,0 +1,132 @@
+/**
+ * The connection pool behind the store, with every driver error turned into a one-line AuditError that names
+ * the server and the operation.
+ */
+import pg from 'pg'
+import {
+  AuditError,
+  AuditInputError,
+  connectionError,
+  describeServer,
+  oneLine,
+  type ServerAddress,
+} from './errors.js'
+
+export interface DatabaseOptions {
+  connectionString: string
+  /** Pool size (default 10). */
+  maxConnections?: number
+  /** Shown in pg_stat_activity, so an operator can tell tether's connections apart. */
+  applicationName?: string
+  connectTimeoutMs?: number
+}
+
+// bigint columns hold counts and byte sizes far below 2^53; numbers are what callers expect. Set per pool,
+// never globally, so other pg users in the same process are unaffected.
+const INT8_OID = 20
+const types: pg.CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === INT8_OID && format !== 'binary'
+      ? (value: string) => Number(value)
+      : pg.types.getTypeParser(oid, format)) as pg.CustomTypesConfig['getTypeParser'],
+}
+
+export class Database {
+  readonly pool: pg.Pool
+  readonly server: ServerAddress
+
+  constructor(options: DatabaseOptions) {
+    this.server = describeServer(options.connectionString)
+    this.pool = new pg.Pool({
+      connectionString: options.connectionString,
+      max: options.maxConnections ?? 10,
+      application_name: options.applicationName ?? 'tether-audit',
+      connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000,
+      idleTimeoutMillis: 30_000,
+      types,
+    })
+    // An idle connection the server closes (restart, pg_terminate_backend) is reported here; the pool drops
+    // it and opens a new one on demand. Without a listener the error would crash the process.
+    this.pool.on('error', () => {})
+  }
+
+  async query<Row extends pg.QueryResultRow>(
+    operation: string,
+    text: string,
+    values?: unknown[],
+  ): Promise<pg.QueryResult<Row>> {
+    try {
+      return await this.pool.query<Row>(text, values)
+    } catch (error) {
+      throw this.translate(error, operation)
+    }
+  }
+
+  /** Runs `work` in a transaction on one connection; rolls back if it throws. */
+  async transaction<T>(operation: string, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    let client: pg.PoolClient
+    try {
+      client = await this.pool.connect()
+    } catch (error) {
+      throw this.translate(error, operation)
+    }
+    let broken = false
+    try {
+      await client.query('begin')
+      const result = await work(client)
+      await client.query('commit')
+      return result
+    } catch (error) {
+      await client.query('rollback').catch(() => {
+        broken = true
+      })
+      throw this.translate(error, operation)
+    } finally {
+      // A connection that failed mid-transaction is discarded rather than handed to the next caller.
+      client.release(broken)
+    }
+  }
+
+  /** Runs `work` on one dedicated connection (no transaction is opened). */
+  async withClient<T>(operation: string, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    let client: pg.PoolClient
+    try {
+      client = await this.pool.connect()
+    } catch (error) {
+      throw this.translate(error, operation)
+    }
+    let failed: unknown
+    try {
+      return await work(client)
+    } catch (error) {
+      failed = error
+      throw this.translate(error, operation)
+    } finally {
+      client.release(failed !== undefined && connectionError(failed, this.server, operation) !== undefined)
+    }
+  }
+
+  translate(error: unknown, operation: string): AuditError {
+    if (error instanceof AuditError) return error
+    const lost = connectionError(error, this.server, operation)
+    if (lost) return lost
+    const { code, message = String(error) } = (error ?? {}) as { code?: string; message?: string }
+    if (code === '23503') {
+      return new AuditInputError(
+        `${operation}: the run has no row in runs; record its start (recordRunStarted) first (${oneLine(message)})`,
+        { cause: error },
+      )
+    }
+    // Other integrity violations are caller bugs too (a value out of range or of the wrong shape).
+    if (code?.startsWith('23') || code?.startsWith('22')) {
+      return new AuditInputError(`${operation}: ${oneLine(message)}`, { cause: error })
+    }
+    return new AuditError(`${operation} failed on PostgreSQL at ${this.server.target}: ${oneLine(message)}`, {
+      cause: error,
+    })
+  }
+
+  end(): Promise<void> {
+    return this.pool.end()
+  }
+}

@@ -1,0 +1,53 @@
+/**
+ * The audit store: PostgreSQL projections of every run (runs, steps, policy events, commands, gate results,
+ * approvals) and the transcript the model activity reads. Temporal's history stays the source of truth;
+ * these tables answer "what was refused", "what actually ran", "who approved what" and "what is waiting for
+ * me" in one indexed query each. Table and column names are a public contract (docs/audit.md).
+ */
+export {
+  AuditConflictError,
+  AuditConnectionError,
+  AuditError,
+  AuditInputError,
+  AuditMigrationError,
+  describeServer,
+  type ServerAddress,
+} from './errors.js'
+export {
+  type Act,
+  type ApprovalDecision,
+  type ApprovalDecisionRecord,
+  type ApprovalRequest,
+  type DecisionChannel,
+  type Effect,
+  type ExecResultRecord,
+  type ExecStatus,
+  type GateEvent,
+  type GateKind,
+  PATH_TARGET_LIMIT,
+  type PolicyEvent,
+  type PolicyEventSource,
+  type RunFinished,
+  type RunStarted,
+  type StepRecord,
+  type Timestamp,
+} from './inputs.js'
+export { type Migration, type MigrationReport, migrations } from './migrations.js'
+export {
+  type ApprovalRow,
+  type ExecutedCommand,
+  type GateEventRow,
+  MAX_PAGE,
+  type Page,
+  type PolicyEventRow,
+  type RunRow,
+  type RunStatus,
+  type RunSummary,
+  type StepRow,
+  type StoredMessage,
+  type StreamSummary,
+  type TimelineEntry,
+} from './queries.js'
+export { AuditStore, type EmbeddedServer, migrate, type OpenAuditOptions, openAudit } from './store.js'
+export { TEXT_LIMIT } from './text.js'
+export type { DecisionOutcome, StoredDecision } from './writers.js'

@@ -1,0 +1,238 @@
+/**
+ * What the writers accept, as zod schemas: the types callers see are derived from them, and a bad value is
+ * rejected with an AuditInputError naming the field before anything reaches the database. Free text is
+ * bounded (see text.ts); JSON payloads are serialised here once, so the stored bytes are the same on every
+ * replay of the same write.
+ */
+import { z } from 'zod'
+import { AuditInputError } from './errors.js'
+import { boundedText } from './text.js'
+
+/** Longest read/write target accepted: a path, never file contents (PATH_MAX on Linux). */
+export const PATH_TARGET_LIMIT = 4096
+
+const id = z.string().min(1, 'must not be empty').max(512)
+const index = z.number().int().min(0)
+const count = z.number().int().min(0)
+const text = z.string().transform((value) => boundedText(value))
+
+/**
+ * Workflow time, as a Date or the ISO string a Date becomes when it crosses an activity boundary. Callers
+ * pass it (never the database's clock), so a replayed write is byte-identical.
+ */
+const timestamp = z
+  .union([z.date(), z.iso.datetime({ offset: true })], 'expected a Date or an ISO-8601 timestamp')
+  .transform((value) => (value instanceof Date ? value : new Date(value)))
+
+function serialise(value: unknown, ctx: z.RefinementCtx): string {
+  let serialised: string | undefined
+  try {
+    serialised = JSON.stringify(value)
+  } catch (error) {
+    ctx.issues.push({
+      code: 'custom',
+      message: `not serialisable (${(error as Error).message})`,
+      input: value,
+    })
+    return z.NEVER
+  }
+  if (serialised === undefined) {
+    ctx.issues.push({ code: 'custom', message: 'expected a JSON value', input: value })
+    return z.NEVER
+  }
+  return serialised
+}
+
+/** Any JSON value, serialised once; stored in a `json` column, which keeps the text exactly. */
+const json = z.unknown().transform(serialise)
+
+export const acts = ['read', 'write', 'exec', 'net'] as const
+export const effects = ['allow', 'ask', 'deny'] as const
+export const execStatuses = ['exited', 'signalled', 'timed-out', 'cancelled', 'unavailable'] as const
+export const gateKinds = ['gate_output', 'gate_phase_failed', 'gate_passed'] as const
+export const approvalDecisions = ['approved', 'denied', 'timeout', 'cancelled'] as const
+export const decisionChannels = ['update', 'signal', 'timeout', 'cancel'] as const
+
+export type Act = (typeof acts)[number]
+export type Effect = (typeof effects)[number]
+export type ExecStatus = (typeof execStatuses)[number]
+export type GateKind = (typeof gateKinds)[number]
+export type ApprovalDecision = (typeof approvalDecisions)[number]
+export type DecisionChannel = (typeof decisionChannels)[number]
+/** Where a policy event came from. Open-ended: these are the ones tether writes today. */
+export type PolicyEventSource =
+  | 'policy'
+  | 'update'
+  | 'signal'
+  | 'timeout'
+  | 'cancel'
+  | 'remembered'
+  | 'gate'
+  | (string & {})
+
+export const runStarted = z.object({
+  runId: id,
+  goal: text,
+  workspace: text,
+  contract: json,
+  policy: json,
+  taskQueue: id.optional(),
+  parentRunId: id.optional(),
+  startedAt: timestamp,
+})
+
+export const runFinished = z.object({
+  runId: id,
+  outcome: z.string().min(1).max(200),
+  reason: text.optional(),
+  steps: count,
+  inputTokens: count,
+  outputTokens: count,
+  finishedAt: timestamp,
+})
+
+const toolCall = z.looseObject({ id: z.string(), name: z.string(), args: z.unknown() })
+
+export const step = z.object({
+  runId: id,
+  step: index,
+  /** The calls exactly as the model asked for them (argv included), stored verbatim as JSON. */
+  toolCalls: z.array(toolCall).transform(serialise),
+  decision: text,
+  observation: text,
+  inputTokens: count,
+  outputTokens: count,
+  startedAt: timestamp,
+  finishedAt: timestamp,
+})
+
+export const policyEvent = z
+  .object({
+    runId: id,
+    step: index,
+    call: index,
+    act: z.enum(acts),
+    target: text,
+    effect: z.enum(effects),
+    rule: text.optional(),
+    layer: text.optional(),
+    kind: z.enum(['refusal', 'decision']),
+    decidedBy: text.optional(),
+    reason: text,
+    source: z.string().min(1).max(200),
+    /** The judged command tree (ExecVerdict.checks); targets only, never payloads. */
+    checks: json.optional(),
+    at: timestamp,
+  })
+  .superRefine((event, ctx) => {
+    // File acts name a path. Anything longer is a payload that was passed by mistake: refuse it rather than
+    // store file contents in the audit.
+    if ((event.act === 'read' || event.act === 'write') && event.target.length > PATH_TARGET_LIMIT) {
+      ctx.issues.push({
+        code: 'custom',
+        path: ['target'],
+        message: `a ${event.act} target must be a path (at most ${PATH_TARGET_LIMIT} characters), not file contents`,
+        input: event.target,
+      })
+    }
+  })
+
+const streamCapture = z.object({
+  text,
+  elided: count,
+  bytes: count,
+  lines: count,
+  sha256: z.string().regex(/^[0-9a-f]{64}$/, 'expected a lowercase hex sha256'),
+})
+
+export const execResult = z.object({
+  runId: id,
+  step: index,
+  call: index,
+  argv: z.array(z.string().transform((arg) => boundedText(arg))).min(1, 'argv needs at least the program'),
+  cwd: text,
+  status: z.enum(execStatuses),
+  exitCode: z.number().int().optional(),
+  signal: z.string().max(64).optional(),
+  durationMs: count,
+  stdout: streamCapture,
+  stderr: streamCapture,
+  startedAt: timestamp,
+  finishedAt: timestamp,
+  /** The activity attempt that produced this result (1-based); a higher attempt replaces a lower one. */
+  attempt: z.number().int().min(1).default(1),
+})
+
+export const gateEvent = z.object({
+  runId: id,
+  step: index,
+  kind: z.enum(gateKinds),
+  detail: text,
+  at: timestamp,
+})
+
+export const approvalRequested = z.object({
+  approvalId: id,
+  runId: id,
+  step: index,
+  call: index,
+  act: z.enum(acts),
+  target: text,
+  /** The judged command tree the approver is shown. */
+  tree: json,
+  rule: text.optional(),
+  layer: text.optional(),
+  requestedAt: timestamp,
+  deadline: timestamp,
+  /** Who may answer; empty means anyone. */
+  approvers: z.array(z.string().min(1)).default([]),
+})
+
+export const approvalDecision = z.object({
+  approvalId: id,
+  decision: z.enum(approvalDecisions),
+  decidedBy: z.string().min(1).max(512),
+  channel: z.enum(decisionChannels),
+  decidedAt: timestamp,
+  reason: text.optional(),
+  /** The rule pattern added to the run's `remembered` layer, when the approver chose to remember. */
+  remember: text.optional(),
+})
+
+/** A transcript message: stored verbatim as JSON, its `role` (when it has one) copied out for SQL readers. */
+const message = z.unknown().transform((value, ctx) => {
+  const role = (value as { role?: unknown } | null)?.role
+  return { role: typeof role === 'string' ? role : null, content: serialise(value, ctx) }
+})
+
+export const messages = z.object({
+  runId: id,
+  fromSeq: index,
+  messages: z.array(message),
+  /** The writing activity's attempt (1-based); a higher attempt replaces a message a lower one stored. */
+  attempt: z.number().int().min(1).default(1),
+})
+
+export type RunStarted = z.input<typeof runStarted>
+export type RunFinished = z.input<typeof runFinished>
+export type StepRecord = z.input<typeof step>
+export type PolicyEvent = z.input<typeof policyEvent>
+export type ExecResultRecord = z.input<typeof execResult>
+export type GateEvent = z.input<typeof gateEvent>
+export type ApprovalRequest = z.input<typeof approvalRequested>
+export type ApprovalDecisionRecord = z.input<typeof approvalDecision>
+/** Workflow time as a writer accepts it. */
+export type Timestamp = Date | string
+
+/** Validates `value` for `operation`; the error names the first bad field. */
+export function parse<Schema extends z.ZodType>(
+  schema: Schema,
+  value: unknown,
+  operation: string,
+): z.output<Schema> {
+  const result = schema.safeParse(value)
+  if (result.success) return result.data
+  const issue = result.error.issues[0]
+  const field = issue?.path.length ? issue.path.join('.') : 'input'
+  throw new AuditInputError(`${operation}: ${field}: ${issue?.message ?? 'invalid'}`)
+}

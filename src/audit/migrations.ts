@@ -1,0 +1,235 @@
+/**
+ * Versioned migrations of the audit schema, and the small runner that applies them.
+ *
+ * Why a runner of our own rather than a migration tool: the well-kept tools (node-pg-migrate, the most used
+ * one for pg) load migrations as files from a folder at run time, through a TypeScript loader and a CLI
+ * stack (yargs, jiti, glob). tether runs migrations on every worker start, from the compiled package and
+ * from a Temporal plugin inside someone else's Worker, where a folder of loose files next to the code is
+ * fragile. Here the migrations are constants compiled into the module, and PostgreSQL itself provides
+ * what a tool would: transactional DDL (all pending migrations apply or none do), and an advisory lock
+ * that makes workers starting at once apply each migration exactly once. Each applied migration is
+ * recorded with a checksum, so an edit to a migration that already ran is refused instead of drifting.
+ *
+ * Rules for adding one: append with the next version, never edit or reorder an applied one. A statement
+ * that cannot run in a transaction (CREATE INDEX CONCURRENTLY) does not belong here.
+ */
+import { createHash } from 'node:crypto'
+import type pg from 'pg'
+import { AuditMigrationError } from './errors.js'
+
+export interface Migration {
+  version: number
+  name: string
+  sql: string
+}
+
+export const migrations: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'audit tables',
+    sql: `
+create table runs (
+  run_id        text primary key,
+  goal          text not null,
+  workspace     text not null,
+  contract      json not null,
+  policy        json not null,
+  task_queue    text,
+  parent_run_id text,
+  status        text not null default 'running' check (status in ('running', 'finished')),
+  outcome       text,
+  reason        text,
+  steps         integer,
+  input_tokens  bigint,
+  output_tokens bigint,
+  started_at    timestamptz not null,
+  finished_at   timestamptz,
+  check ((status = 'finished') = (finished_at is not null))
+);
+create index runs_newest on runs (started_at desc, run_id desc);
+create index runs_status_newest on runs (status, started_at desc, run_id desc);
+create index runs_parent on runs (parent_run_id) where parent_run_id is not null;
+
+create table steps (
+  run_id        text not null references runs (run_id) on delete cascade,
+  step          integer not null check (step >= 0),
+  tool_calls    json not null,
+  decision      text not null,
+  observation   text not null,
+  input_tokens  integer not null,
+  output_tokens integer not null,
+  started_at    timestamptz not null,
+  finished_at   timestamptz not null,
+  primary key (run_id, step)
+);
+
+create table policy_events (
+  id          bigint generated always as identity,
+  run_id      text not null references runs (run_id) on delete cascade,
+  step        integer not null,
+  call        integer not null,
+  kind        text not null check (kind in ('refusal', 'decision')),
+  source      text not null,
+  act         text not null check (act in ('read', 'write', 'exec', 'net')),
+  target      text not null,
+  effect      text not null check (effect in ('allow', 'ask', 'deny')),
+  rule        text,
+  layer       text,
+  decided_by  text,
+  reason      text not null,
+  checks      json,
+  at          timestamptz not null,
+  refused     boolean generated always as (kind = 'refusal' or effect = 'deny') stored,
+  primary key (run_id, step, call, kind, source)
+);
+create index policy_events_refused_newest on policy_events (at desc, id desc) where refused;
+create index policy_events_run_refused_newest on policy_events (run_id, at desc, id desc) where refused;
+
+create table exec_results (
+  run_id         text not null references runs (run_id) on delete cascade,
+  step           integer not null,
+  call           integer not null,
+  attempt        integer not null check (attempt >= 1),
+  argv           text[] not null,
+  cwd            text not null,
+  status         text not null
+                 check (status in ('exited', 'signalled', 'timed-out', 'cancelled', 'unavailable')),
+  exit_code      integer,
+  signal         text,
+  duration_ms    bigint not null,
+  stdout_text    text not null,
+  stdout_elided  bigint not null,
+  stdout_bytes   bigint not null,
+  stdout_lines   bigint not null,
+  stdout_sha256  text not null,
+  stderr_text    text not null,
+  stderr_elided  bigint not null,
+  stderr_bytes   bigint not null,
+  stderr_lines   bigint not null,
+  stderr_sha256  text not null,
+  started_at     timestamptz not null,
+  finished_at    timestamptz not null,
+  primary key (run_id, step, call)
+);
+create index exec_results_newest on exec_results (started_at desc);
+
+create table gate_events (
+  run_id  text not null references runs (run_id) on delete cascade,
+  step    integer not null,
+  kind    text not null check (kind in ('gate_output', 'gate_phase_failed', 'gate_passed')),
+  detail  text not null,
+  at      timestamptz not null,
+  primary key (run_id, step, kind)
+);
+
+create table approvals (
+  approval_id   text primary key,
+  run_id        text not null references runs (run_id) on delete cascade,
+  step          integer not null,
+  call          integer not null,
+  act           text not null check (act in ('read', 'write', 'exec', 'net')),
+  target        text not null,
+  tree          json not null,
+  rule          text,
+  layer         text,
+  approvers     text[] not null default '{}',
+  requested_at  timestamptz not null,
+  deadline      timestamptz not null,
+  decision      text check (decision in ('approved', 'denied', 'timeout', 'cancelled')),
+  decided_by    text,
+  channel       text check (channel in ('update', 'signal', 'timeout', 'cancel')),
+  decided_at    timestamptz,
+  reason        text,
+  remember      text,
+  check ((decision is null) = (decided_at is null))
+);
+create index approvals_pending on approvals (requested_at, approval_id) where decision is null;
+create index approvals_run on approvals (run_id, requested_at);
+create index approvals_decided on approvals (decided_at desc) where decision is not null;
+
+create table messages (
+  run_id   text not null references runs (run_id) on delete cascade,
+  seq      integer not null check (seq >= 0),
+  role     text,
+  content  json not null,
+  attempt  integer not null default 1 check (attempt >= 1),
+  primary key (run_id, seq)
+);
+`,
+  },
+]
+
+export interface MigrationReport {
+  /** Migrations this call applied, in order (empty: nothing was pending). */
+  applied: Array<{ version: number; name: string }>
+  /** The schema version after this call. */
+  version: number
+  /**
+   * Versions recorded in the database that this build does not know (a newer tether migrated it). Tolerated
+   * so that old workers keep running during a rolling upgrade; migrations only ever add.
+   */
+  newer: number[]
+}
+
+/** Any two 32-bit keys unlikely to collide with another application's advisory locks. */
+const LOCK_KEYS = [0x7e7e7, 4] as const
+
+const LEDGER = 'tether_migrations'
+
+export function checksum(migration: Migration): string {
+  return createHash('sha256').update(migration.sql).digest('hex')
+}
+
+/**
+ * Applies the pending migrations in one transaction under an advisory lock. Re-running is a no-op; two
+ * callers at once serialise on the lock, and the second finds nothing pending.
+ */
+export async function applyMigrations(
+  client: pg.ClientBase,
+  known: readonly Migration[] = migrations,
+): Promise<MigrationReport> {
+  await client.query('begin')
+  try {
+    await client.query('select pg_advisory_xact_lock($1, $2)', [...LOCK_KEYS])
+    await client.query(
+      `create table if not exists ${LEDGER} (
+         version    integer primary key,
+         name       text not null,
+         checksum   text not null,
+         applied_at timestamptz not null default now()
+       )`,
+    )
+    const { rows } = await client.query<{ version: number; name: string; checksum: string }>(
+      `select version, name, checksum from ${LEDGER} order by version`,
+    )
+    const recorded = new Map(rows.map((row) => [row.version, row]))
+    const applied: MigrationReport['applied'] = []
+    for (const migration of known) {
+      const previous = recorded.get(migration.version)
+      if (previous) {
+        if (previous.checksum !== checksum(migration)) {
+          throw new AuditMigrationError(
+            `audit migration ${migration.version} (${migration.name}) differs from the one applied to this database; ` +
+              'restore the original migration and add the change as a new version',
+          )
+        }
+        continue
+      }
+      await client.query(migration.sql)
+      await client.query(`insert into ${LEDGER} (version, name, checksum) values ($1, $2, $3)`, [
+        migration.version,
+        migration.name,
+        checksum(migration),
+      ])
+      applied.push({ version: migration.version, name: migration.name })
+    }
+    await client.query('commit')
+    const knownVersions = new Set(known.map((m) => m.version))
+    const newer = rows.map((row) => row.version).filter((version) => !knownVersions.has(version))
+    const version = Math.max(0, ...rows.map((row) => row.version), ...known.map((m) => m.version))
+    return { applied, version, newer }
+  } catch (error) {
+    await client.query('rollback').catch(() => {})
+    throw error
+  }
+}

@@ -1,0 +1,194 @@
+/**
+ * `openAudit`: one handle on the audit database for activities, the CLI and tests. It connects to
+ * `DATABASE_URL` when given, otherwise to tether's embedded PostgreSQL under the state folder (starting it,
+ * or reusing the one another tether process already runs there), and applies pending migrations.
+ */
+import { join } from 'node:path'
+import type pg from 'pg'
+import { type EmbeddedPostgres, startEmbeddedPostgres } from '../stack/index.js'
+import { Database } from './database.js'
+import type {
+  ApprovalDecisionRecord,
+  ApprovalRequest,
+  ExecResultRecord,
+  GateEvent,
+  PolicyEvent,
+  RunFinished,
+  RunStarted,
+  StepRecord,
+} from './inputs.js'
+import { applyMigrations, type MigrationReport } from './migrations.js'
+import * as queries from './queries.js'
+import * as writers from './writers.js'
+
+export interface OpenAuditOptions {
+  /** The server to use; defaults to env DATABASE_URL, then the embedded server. */
+  databaseUrl?: string | undefined
+  /** tether's state folder; the embedded server's data lives in `<stateDir>/postgres` (default `.tether`). */
+  stateDir?: string | undefined
+  /** Apply pending migrations on open (default true: worker start, the CLI). */
+  migrate?: boolean | undefined
+  /** Connections in the pool (default 10). */
+  maxConnections?: number | undefined
+  /** Shown in pg_stat_activity (default `tether-audit`). */
+  applicationName?: string | undefined
+  log?: ((line: string) => void) | undefined
+}
+
+/** The embedded server behind a store, when it uses one. */
+export interface EmbeddedServer {
+  /** True when this store started it (and `close()` stops it); false when it reused a running one. */
+  started: boolean
+  pid: number
+  port: number
+}
+
+export class AuditStore {
+  private closed = false
+
+  /** @internal use openAudit */
+  constructor(
+    private readonly db: Database,
+    /** The embedded server, when no DATABASE_URL was given. */
+    readonly embedded: EmbeddedServer | undefined,
+    private readonly stopEmbedded: (() => Promise<void>) | undefined,
+  ) {}
+
+  /** `host:port` of the server (no credentials), for logs and messages. */
+  get target(): string {
+    return this.db.server.target
+  }
+
+  /** The pool, for callers that run their own SQL against the audit tables. */
+  get pool(): pg.Pool {
+    return this.db.pool
+  }
+
+  migrate(): Promise<MigrationReport> {
+    return this.db.withClient('migrate', (client) => applyMigrations(client))
+  }
+
+  recordRunStarted(run: RunStarted): Promise<boolean> {
+    return writers.recordRunStarted(this.db, run)
+  }
+  recordRunFinished(run: RunFinished): Promise<boolean> {
+    return writers.recordRunFinished(this.db, run)
+  }
+  recordStep(step: StepRecord): Promise<boolean> {
+    return writers.recordStep(this.db, step)
+  }
+  recordPolicyEvents(events: readonly PolicyEvent[]): Promise<number> {
+    return writers.recordPolicyEvents(this.db, events)
+  }
+  recordExecResult(result: ExecResultRecord): Promise<boolean> {
+    return writers.recordExecResult(this.db, result)
+  }
+  recordGateEvent(event: GateEvent): Promise<boolean> {
+    return writers.recordGateEvent(this.db, event)
+  }
+  recordApprovalRequested(request: ApprovalRequest): Promise<boolean> {
+    return writers.recordApprovalRequested(this.db, request)
+  }
+  recordApprovalDecision(decision: ApprovalDecisionRecord): Promise<writers.DecisionOutcome> {
+    return writers.recordApprovalDecision(this.db, decision)
+  }
+  appendMessages(
+    runId: string,
+    fromSeq: number,
+    messages: readonly unknown[],
+    options?: { attempt?: number },
+  ): Promise<number> {
+    return writers.appendMessages(this.db, runId, fromSeq, messages, options)
+  }
+  loadMessages(
+    runId: string,
+    options?: { fromSeq?: number; limit?: number },
+  ): Promise<queries.StoredMessage[]> {
+    return queries.loadMessages(this.db, runId, options)
+  }
+  messageCount(runId: string): Promise<number> {
+    return queries.messageCount(this.db, runId)
+  }
+
+  refusedActions(
+    options?: Parameters<typeof queries.refusedActions>[1],
+  ): Promise<queries.Page<queries.PolicyEventRow>> {
+    return queries.refusedActions(this.db, options)
+  }
+  executedCommands(options: { runId: string; limit?: number }): Promise<queries.ExecutedCommand[]> {
+    return queries.executedCommands(this.db, options)
+  }
+  pendingApprovals(options?: Parameters<typeof queries.pendingApprovals>[1]): Promise<queries.ApprovalRow[]> {
+    return queries.pendingApprovals(this.db, options)
+  }
+  runTimeline(runId: string): Promise<queries.TimelineEntry[]> {
+    return queries.runTimeline(this.db, runId)
+  }
+  runSummary(runId: string): Promise<queries.RunSummary | undefined> {
+    return queries.runSummary(this.db, runId)
+  }
+  listRuns(options?: Parameters<typeof queries.listRuns>[1]): Promise<queries.Page<queries.RunRow>> {
+    return queries.listRuns(this.db, options)
+  }
+
+  /** Ends the pool; stops the embedded server only if this store started it. Safe to call twice. */
+  async close(): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    try {
+      await this.db.end()
+    } finally {
+      await this.stopEmbedded?.()
+    }
+  }
+}
+
+export async function openAudit(options: OpenAuditOptions = {}): Promise<AuditStore> {
+  let url = options.databaseUrl || process.env.DATABASE_URL || undefined
+  let embedded: EmbeddedPostgres | undefined
+  if (!url) {
+    embedded = await startEmbeddedPostgres({
+      dataDir: join(options.stateDir ?? '.tether', 'postgres'),
+      ...(options.log ? { log: options.log } : {}),
+    })
+    url = embedded.url
+  }
+  const stopEmbedded = embedded?.started ? embedded.stop : undefined
+  let db: Database | undefined
+  try {
+    db = new Database({
+      connectionString: url,
+      ...(options.maxConnections ? { maxConnections: options.maxConnections } : {}),
+      ...(options.applicationName ? { applicationName: options.applicationName } : {}),
+    })
+    const store = new AuditStore(
+      db,
+      embedded ? { started: embedded.started, pid: embedded.pid, port: embedded.port } : undefined,
+      stopEmbedded,
+    )
+    // Connect now, so a wrong URL or a server that is down fails here with its one-line message.
+    if (options.migrate ?? true) {
+      const report = await store.migrate()
+      if (report.applied.length) {
+        options.log?.(`audit schema migrated to version ${report.version} on ${store.target}`)
+      }
+    } else {
+      await db.query('connect', 'select 1')
+    }
+    return store
+  } catch (error) {
+    await db?.end().catch(() => {})
+    await stopEmbedded?.()
+    throw error
+  }
+}
+
+/** Applies pending migrations with a connection from `pool` (for callers that manage their own pool). */
+export async function migrate(pool: pg.Pool): Promise<MigrationReport> {
+  const client = await pool.connect()
+  try {
+    return await applyMigrations(client)
+  } finally {
+    client.release()
+  }
+}

@@ -1,0 +1,361 @@
+/**
+ * The idempotent writers. Every row is keyed by its natural key, so an activity retry, a replay, or two
+ * workers racing after a crash write it once:
+ *
+ * - facts that never change once true (a run started, a step, a policy event, a gate event, an approval
+ *   request, a transcript message) insert with ON CONFLICT DO NOTHING: the first write wins and a repeat is
+ *   a no-op;
+ * - a run's finish is a DO-UPDATE-style write that only moves forward in workflow time, so a stale retry
+ *   cannot overwrite a later finish (a run reset in Temporal finishes again, later);
+ * - an exec result is replaced only by a higher activity attempt: the workflow acts on the result of the
+ *   attempt that completed the activity, which is the last one to run, so the row shows what the model saw;
+ * - an approval's decision is set once: the first decision wins and a different one is reported, not stored.
+ *
+ * Each writer returns whether the stored row now holds this write (true for a retry of the same write).
+ */
+
+import type { Database } from './database.js'
+import { AuditConflictError, AuditInputError } from './errors.js'
+import * as input from './inputs.js'
+
+export async function recordRunStarted(db: Database, value: input.RunStarted): Promise<boolean> {
+  const run = input.parse(input.runStarted, value, 'recordRunStarted')
+  const { rowCount } = await db.query(
+    'recordRunStarted',
+    `insert into runs (run_id, goal, workspace, contract, policy, task_queue, parent_run_id, started_at)
+     values ($1, $2, $3, $4, $5, $6, $7, $8)
+     on conflict (run_id) do nothing`,
+    [
+      run.runId,
+      run.goal,
+      run.workspace,
+      run.contract,
+      run.policy,
+      run.taskQueue ?? null,
+      run.parentRunId ?? null,
+      run.startedAt,
+    ],
+  )
+  return rowCount === 1
+}
+
+export async function recordRunFinished(db: Database, value: input.RunFinished): Promise<boolean> {
+  const run = input.parse(input.runFinished, value, 'recordRunFinished')
+  const { rows } = await db.query<{ won: boolean; known: boolean }>(
+    'recordRunFinished',
+    `with finished as (
+       update runs
+          set status = 'finished', outcome = $2, reason = $3, steps = $4,
+              input_tokens = $5, output_tokens = $6, finished_at = $7
+        where run_id = $1 and (finished_at is null or finished_at <= $7)
+        returning 1
+     )
+     select exists (select 1 from finished) as won, exists (select 1 from runs where run_id = $1) as known`,
+    [
+      run.runId,
+      run.outcome,
+      run.reason ?? null,
+      run.steps,
+      run.inputTokens,
+      run.outputTokens,
+      run.finishedAt,
+    ],
+  )
+  const [result] = rows
+  if (!result?.known) throw unknownRun('recordRunFinished', run.runId)
+  return result.won
+}
+
+export async function recordStep(db: Database, value: input.StepRecord): Promise<boolean> {
+  const step = input.parse(input.step, value, 'recordStep')
+  const { rowCount } = await db.query(
+    'recordStep',
+    `insert into steps (run_id, step, tool_calls, decision, observation, input_tokens, output_tokens,
+                        started_at, finished_at)
+     values ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+     on conflict (run_id, step) do nothing`,
+    [
+      step.runId,
+      step.step,
+      step.toolCalls,
+      step.decision,
+      step.observation,
+      step.inputTokens,
+      step.outputTokens,
+      step.startedAt,
+      step.finishedAt,
+    ],
+  )
+  return rowCount === 1
+}
+
+const policyEvents = input.policyEvent.array()
+
+/** Writes a batch in one statement; returns how many rows were new. */
+export async function recordPolicyEvents(
+  db: Database,
+  values: readonly input.PolicyEvent[],
+): Promise<number> {
+  const events = input.parse(policyEvents, values, 'recordPolicyEvents')
+  if (events.length === 0) return 0
+  const column = <T>(pick: (event: (typeof events)[number]) => T) => events.map(pick)
+  const { rowCount } = await db.query(
+    'recordPolicyEvents',
+    `insert into policy_events (run_id, step, call, kind, source, act, target, effect, rule, layer,
+                                decided_by, reason, checks, at)
+     select * from unnest($1::text[], $2::int[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[],
+                          $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::json[],
+                          $14::timestamptz[])
+     on conflict (run_id, step, call, kind, source) do nothing`,
+    [
+      column((e) => e.runId),
+      column((e) => e.step),
+      column((e) => e.call),
+      column((e) => e.kind),
+      column((e) => e.source),
+      column((e) => e.act),
+      column((e) => e.target),
+      column((e) => e.effect),
+      column((e) => e.rule ?? null),
+      column((e) => e.layer ?? null),
+      column((e) => e.decidedBy ?? null),
+      column((e) => e.reason),
+      column((e) => e.checks ?? null),
+      column((e) => e.at),
+    ],
+  )
+  return rowCount ?? 0
+}
+
+export async function recordExecResult(db: Database, value: input.ExecResultRecord): Promise<boolean> {
+  const result = input.parse(input.execResult, value, 'recordExecResult')
+  const { rowCount } = await db.query(
+    'recordExecResult',
+    `insert into exec_results as e (run_id, step, call, attempt, argv, cwd, status, exit_code, signal,
+                                    duration_ms, stdout_text, stdout_elided, stdout_bytes, stdout_lines,
+                                    stdout_sha256, stderr_text, stderr_elided, stderr_bytes, stderr_lines,
+                                    stderr_sha256, started_at, finished_at)
+     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20,
+             $21, $22)
+     on conflict (run_id, step, call) do update
+        set attempt = excluded.attempt, argv = excluded.argv, cwd = excluded.cwd, status = excluded.status,
+            exit_code = excluded.exit_code, signal = excluded.signal, duration_ms = excluded.duration_ms,
+            stdout_text = excluded.stdout_text, stdout_elided = excluded.stdout_elided,
+            stdout_bytes = excluded.stdout_bytes, stdout_lines = excluded.stdout_lines,
+            stdout_sha256 = excluded.stdout_sha256, stderr_text = excluded.stderr_text,
+            stderr_elided = excluded.stderr_elided, stderr_bytes = excluded.stderr_bytes,
+            stderr_lines = excluded.stderr_lines, stderr_sha256 = excluded.stderr_sha256,
+            started_at = excluded.started_at, finished_at = excluded.finished_at
+      where e.attempt < excluded.attempt`,
+    [
+      result.runId,
+      result.step,
+      result.call,
+      result.attempt,
+      result.argv,
+      result.cwd,
+      result.status,
+      result.exitCode ?? null,
+      result.signal ?? null,
+      result.durationMs,
+      ...streamColumns(result.stdout),
+      ...streamColumns(result.stderr),
+      result.startedAt,
+      result.finishedAt,
+    ],
+  )
+  return rowCount === 1
+}
+
+function streamColumns(capture: input.ExecResultRecord['stdout']) {
+  return [capture.text, capture.elided, capture.bytes, capture.lines, capture.sha256]
+}
+
+export async function recordGateEvent(db: Database, value: input.GateEvent): Promise<boolean> {
+  const event = input.parse(input.gateEvent, value, 'recordGateEvent')
+  const { rowCount } = await db.query(
+    'recordGateEvent',
+    `insert into gate_events (run_id, step, kind, detail, at) values ($1, $2, $3, $4, $5)
+     on conflict (run_id, step, kind) do nothing`,
+    [event.runId, event.step, event.kind, event.detail, event.at],
+  )
+  return rowCount === 1
+}
+
+export async function recordApprovalRequested(db: Database, value: input.ApprovalRequest): Promise<boolean> {
+  const request = input.parse(input.approvalRequested, value, 'recordApprovalRequested')
+  const { rowCount } = await db.query(
+    'recordApprovalRequested',
+    `insert into approvals (approval_id, run_id, step, call, act, target, tree, rule, layer, approvers,
+                            requested_at, deadline)
+     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+     on conflict (approval_id) do nothing`,
+    [
+      request.approvalId,
+      request.runId,
+      request.step,
+      request.call,
+      request.act,
+      request.target,
+      request.tree,
+      request.rule ?? null,
+      request.layer ?? null,
+      request.approvers,
+      request.requestedAt,
+      request.deadline,
+    ],
+  )
+  return rowCount === 1
+}
+
+/** The decision an approval holds. */
+export interface StoredDecision {
+  decision: input.ApprovalDecision
+  decidedBy: string
+  channel: input.DecisionChannel
+  decidedAt: Date
+  reason?: string | undefined
+  remember?: string | undefined
+}
+
+export interface DecisionOutcome {
+  /** True when the approval holds this decision (it was first, or this is a retry of the first). */
+  won: boolean
+  /** What the approval holds now: this decision, or the earlier one that won. */
+  stored: StoredDecision
+}
+
+/**
+ * Sets an approval's decision once: the first decision wins, and a later different one (a timeout racing an
+ * approver, a second answer) is reported with the decision that is stored. The caller records the matching
+ * `policy_events` row (kind `decision`, source = the channel).
+ */
+export async function recordApprovalDecision(
+  db: Database,
+  value: input.ApprovalDecisionRecord,
+): Promise<DecisionOutcome> {
+  const decision = input.parse(input.approvalDecision, value, 'recordApprovalDecision')
+  return db.transaction('recordApprovalDecision', async (client) => {
+    const updated = await client.query(
+      `update approvals
+          set decision = $2, decided_by = $3, channel = $4, decided_at = $5, reason = $6, remember = $7
+        where approval_id = $1 and decision is null`,
+      [
+        decision.approvalId,
+        decision.decision,
+        decision.decidedBy,
+        decision.channel,
+        decision.decidedAt,
+        decision.reason ?? null,
+        decision.remember ?? null,
+      ],
+    )
+    if (updated.rowCount === 1) {
+      const { decision: outcome, decidedBy, channel, decidedAt, reason, remember } = decision
+      return { won: true, stored: { decision: outcome, decidedBy, channel, decidedAt, reason, remember } }
+    }
+    const existing = await client.query<{
+      decision: input.ApprovalDecision
+      decided_by: string
+      channel: input.DecisionChannel
+      decided_at: Date
+      reason: string | null
+      remember: string | null
+    }>(
+      'select decision, decided_by, channel, decided_at, reason, remember from approvals where approval_id = $1',
+      [decision.approvalId],
+    )
+    const [row] = existing.rows
+    if (!row) {
+      throw new AuditInputError(
+        `recordApprovalDecision: approval '${decision.approvalId}' was never requested; record the request (recordApprovalRequested) first`,
+      )
+    }
+    const stored: StoredDecision = {
+      decision: row.decision,
+      decidedBy: row.decided_by,
+      channel: row.channel,
+      decidedAt: row.decided_at,
+      reason: row.reason ?? undefined,
+      remember: row.remember ?? undefined,
+    }
+    const same =
+      stored.decision === decision.decision &&
+      stored.decidedBy === decision.decidedBy &&
+      stored.channel === decision.channel &&
+      stored.decidedAt.getTime() === decision.decidedAt.getTime()
+    return { won: same, stored }
+  })
+}
+
+/**
+ * Stores transcript messages at `fromSeq`, `fromSeq + 1`, …; returns how many rows were written (new or
+ * replaced). The transcript has no gaps: a batch starts at or before the end of what is stored (seq 0 for a
+ * new run), so `loadMessages(runId, { limit: n })` is exactly messages 0 … n−1.
+ *
+ * A message already stored at its sequence number is kept when this write is identical (a retry) or comes
+ * from an older `attempt`; it is replaced by a higher attempt (a tool activity retried after a crash re-runs
+ * its command, and the workflow acts on that last attempt's result). The same attempt with different content
+ * throws AuditConflictError and keeps the stored message. A model activity that retries after storing its
+ * reply should reuse that reply (loadMessages) rather than ask the provider again.
+ */
+export async function appendMessages(
+  db: Database,
+  runId: string,
+  fromSeq: number,
+  values: readonly unknown[],
+  options: { attempt?: number } = {},
+): Promise<number> {
+  const batch = input.parse(
+    input.messages,
+    { runId, fromSeq, messages: values, attempt: options.attempt },
+    'appendMessages',
+  )
+  if (batch.messages.length === 0) return 0
+  const params = [
+    batch.runId,
+    batch.fromSeq,
+    batch.messages.map((m) => m.role),
+    batch.messages.map((m) => m.content),
+    batch.attempt,
+  ]
+  const given = `unnest($3::text[], $4::text[]) with ordinality as given (role, content, ordinal)`
+  const written = await db.query(
+    'appendMessages',
+    `insert into messages as m (run_id, seq, role, content, attempt)
+     select $1, $2 + ordinal::int - 1, role, content::json, $5 from ${given}
+      where $2 = 0 or exists (select 1 from messages where run_id = $1 and seq = $2 - 1)
+     on conflict (run_id, seq) do update
+        set role = excluded.role, content = excluded.content, attempt = excluded.attempt
+      where m.attempt < excluded.attempt`,
+    params,
+  )
+  const count = written.rowCount ?? 0
+  if (count === batch.messages.length) return count
+  const { rows } = await db.query<{ seq: number; differs: boolean | null; attempt: number | null }>(
+    'appendMessages',
+    `select $2 + ordinal::int - 1 as seq, m.content::text <> given.content as differs, m.attempt
+       from ${given}
+       left join messages m on m.run_id = $1 and m.seq = $2 + ordinal::int - 1
+      order by ordinal`,
+    params,
+  )
+  if (rows.some((row) => row.attempt === null)) {
+    throw new AuditConflictError(
+      `appendMessages: run '${runId}' has no message at seq ${fromSeq - 1}, so seq ${fromSeq} would leave a gap; append from messageCount()`,
+    )
+  }
+  const conflict = rows.find((row) => row.differs && row.attempt === batch.attempt)
+  if (conflict) {
+    throw new AuditConflictError(
+      `appendMessages: run '${runId}' already has a different message at seq ${conflict.seq} from the same attempt; reload the transcript from there instead of writing over it`,
+    )
+  }
+  return count
+}
+
+function unknownRun(operation: string, runId: string): AuditInputError {
+  return new AuditInputError(
+    `${operation}: run '${runId}' was never recorded; record its start (recordRunStarted) first`,
+  )
+}
