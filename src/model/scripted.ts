@@ -1,0 +1,123 @@
+/**
+ * A model that replays a JSON script of turns, for tests and offline demos. It is stateless: the turn it
+ * plays is the number of assistant messages already in the transcript, so an activity retry or a new
+ * worker after a crash plays the same turn again, with the same call ids.
+ */
+import { readFileSync } from 'node:fs'
+import { z } from 'zod'
+import { ModelConfigError } from './errors.js'
+import { estimateUsage, prepareRequest } from './request.js'
+import type { ModelProvider, ModelRequest, ModelResponse } from './types.js'
+
+const tokenCount = z.number().int().min(0)
+
+const scriptedTurnSchema = z
+  .object({
+    text: z.string().optional(),
+    toolCalls: z
+      .array(
+        z
+          .object({
+            // Any name and arguments: a script may make bad calls on purpose, to test how a run recovers.
+            name: z.string().min(1, 'a tool name is required'),
+            args: z.unknown().default({}),
+          })
+          .strict(),
+      )
+      .default([]),
+    usage: z.object({ inputTokens: tokenCount, outputTokens: tokenCount }).partial().strict().optional(),
+  })
+  .strict()
+
+export const modelScriptSchema = z
+  .object({
+    /** The context window to fit transcripts into (default 200,000), low to exercise eliding. */
+    contextTokens: z.number().int().positive().optional(),
+    turns: z.array(scriptedTurnSchema),
+  })
+  .strict()
+
+/** A script as written (optional fields may be left out). */
+export type ModelScript = z.input<typeof modelScriptSchema>
+
+const DEFAULT_CONTEXT_TOKENS = 200_000
+
+/** What the scripted model says once the script has run out: a final turn, which ends the run. */
+export const SCRIPT_FINISHED_TEXT = 'The script has no more turns.'
+
+function issuePath(path: readonly PropertyKey[]): string {
+  const [first, index, ...rest] = path
+  const field = (parts: readonly PropertyKey[]) =>
+    parts
+      .map((part, i) => (typeof part === 'number' ? `[${part}]` : `${i > 0 ? '.' : ''}${String(part)}`))
+      .join('')
+  if (first === 'turns' && typeof index === 'number') {
+    return rest.length > 0 ? `turn ${index}, ${field(rest)}` : `turn ${index}`
+  }
+  return field(path) || '(script)'
+}
+
+/** Validates a script; the error names the source, the turn (0-based, as in `turns`) and the field. */
+export function parseModelScript(
+  value: unknown,
+  source = 'model script',
+): z.output<typeof modelScriptSchema> {
+  const parsed = modelScriptSchema.safeParse(value)
+  if (parsed.success) return parsed.data
+  const issues = parsed.error.issues.map((issue) => `${issuePath(issue.path)}: ${issue.message}`)
+  throw new ModelConfigError(`${source} is invalid: ${issues.join('; ')}`)
+}
+
+/** Reads and validates a script file. */
+export function loadModelScript(path: string): z.output<typeof modelScriptSchema> {
+  let text: string
+  try {
+    text = readFileSync(path, 'utf8')
+  } catch (error) {
+    throw new ModelConfigError(
+      `cannot read the model script ${path}: ${(error as Error).message}; pass scripted:<path to a JSON script>`,
+    )
+  }
+  let json: unknown
+  try {
+    json = JSON.parse(text)
+  } catch (error) {
+    throw new ModelConfigError(`model script ${path} is not valid JSON: ${(error as Error).message}`)
+  }
+  return parseModelScript(json, `model script ${path}`)
+}
+
+export function scriptedProvider(script: ModelScript, options: { id?: string } = {}): ModelProvider {
+  const { turns, contextTokens = DEFAULT_CONTEXT_TOKENS } = parseModelScript(script)
+  return {
+    id: options.id ?? 'scripted',
+    contextTokens,
+    async generate(request: ModelRequest): Promise<ModelResponse> {
+      request.signal?.throwIfAborted()
+      // Fitted and checked as a real provider would, so a transcript a provider would refuse fails here too.
+      const { messages } = prepareRequest(request, contextTokens)
+      const index = request.messages.filter((message) => message.role === 'assistant').length
+      const turn = turns[index]
+      const reply = turn
+        ? {
+            text: turn.text ?? '',
+            toolCalls: turn.toolCalls.map((call, i) => ({
+              id: `call-${index}-${i}`,
+              name: call.name,
+              args: call.args,
+            })),
+          }
+        : { text: SCRIPT_FINISHED_TEXT, toolCalls: [] }
+      const estimate = estimateUsage(request.system, messages, reply)
+      return {
+        ...reply,
+        usage: {
+          inputTokens: turn?.usage?.inputTokens ?? estimate.inputTokens,
+          outputTokens: turn?.usage?.outputTokens ?? estimate.outputTokens,
+        },
+        finishReason: reply.toolCalls.length > 0 ? 'tool-calls' : 'stop',
+        modelId: 'scripted',
+      }
+    },
+  }
+}
