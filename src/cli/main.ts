@@ -3,12 +3,13 @@
  * only assembles them and turns any failure into one clear line and a non-zero exit.
  */
 import { Command, CommanderError } from 'commander'
+import { registerDb } from './commands/db.js'
 import { CliError } from './errors.js'
 
 /** A subcommand module adds its commands to the program; list each one here. */
 export type Register = (program: Command) => void
 
-const registrations: Register[] = []
+const registrations: Register[] = [registerDb]
 
 export function buildProgram(): Command {
   const program = new Command('tether')
