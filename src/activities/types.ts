@@ -46,9 +46,13 @@ export interface TetherActivities {
     call: ValidatedCall
     noRetry: string[]
   }): Promise<ActionVerdict>
-  /** Runs one command; its observation goes to the transcript at `seq` and its row to `exec_results`. */
+  /**
+   * Runs one command; its observation goes to the transcript at `seq` (after `pending`, the observations
+   * the workflow made itself since the last write: the transcript has no gaps) and its row to `exec_results`.
+   */
   tetherExec(
     input: RunRef & {
+      pending: InlineMessage[]
       call: number
       seq: number
       callId: string
@@ -62,6 +66,7 @@ export interface TetherActivities {
   /** Runs one file tool; the full arguments are read back from the transcript (the reply at `replySeq`). */
   tetherFileTool(
     input: RunRef & {
+      pending: InlineMessage[]
       call: number
       seq: number
       replySeq: number
@@ -74,7 +79,13 @@ export interface TetherActivities {
   ): Promise<ToolSummary>
   /** Runs the contract's verification command (allow-only) and records the gate events. */
   tetherVerify(
-    input: RunRef & { seq: number | null; contract: TaskContract; policy: unknown; timeoutMs: number },
+    input: RunRef & {
+      pending: InlineMessage[]
+      seq: number | null
+      contract: TaskContract
+      policy: unknown
+      timeoutMs: number
+    },
   ): Promise<GateSummary>
   /** Projects one finished step: its row and its refusals (idempotent). */
   tetherRecordStep(input: StepRecord): Promise<void>

@@ -27,6 +27,7 @@ import {
 } from '@temporalio/workflow'
 import type { TetherActivities } from '../activities/types.js'
 import { parseContract, type TaskContract } from '../contract.js'
+import { execActivityOptions } from '../exec/activity-options.js'
 import { type ToolCall, type ValidatedCall, validateToolCall } from '../tools/schemas.js'
 import { ApprovalBook, type DecisionInput, type PendingApproval, type Resolution } from './approvals.js'
 import {
@@ -34,7 +35,6 @@ import {
   commandTimeout,
   deniedByApproverObservation,
   describeRule,
-  gateFailureMessage,
   initialState,
   invalidCallObservation,
   nextAfterTurn,
@@ -103,12 +103,13 @@ const files = proxyActivities<TetherActivities>({
 })
 
 function execActivities(timeoutMs: number): TetherActivities {
-  // One attempt's cap is the command's own timeout plus slack for spawn and kill; a worker crash is noticed
-  // by the heartbeat timeout, and the retry re-runs the command (unless it is on the noRetry list).
+  // One attempt's cap is the command's own timeout plus slack for drain and kill; a worker crash is noticed
+  // by the heartbeat timeout, and the retry re-runs the command — unless it is on the contract's noRetry
+  // list, in which case the retry tells the model the outcome is unknown instead (see tetherExec).
+  const options = execActivityOptions(timeoutMs)
   return proxyActivities<TetherActivities>({
-    startToCloseTimeout: timeoutMs + 60_000,
-    heartbeatTimeout: '30 seconds',
-    retry: { initialInterval: '1 second', maximumAttempts: 3, nonRetryableErrorTypes: ['ExecInputError'] },
+    ...options,
+    retry: { ...options.retry, initialInterval: '1 second', maximumAttempts: 3 },
   })
 }
 
@@ -260,14 +261,17 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
   }
 
   async function verify(step: number, seq: number | null) {
-    return files.tetherVerify({
+    const gate = await files.tetherVerify({
       runId,
       step,
+      pending: seq === null ? [] : state.pending,
       seq,
       contract,
       policy: input.policy,
       timeoutMs: commandTimeout(state, contract, Date.now()),
     })
+    if (seq !== null && !gate.passed) state.pending = []
+    return gate
   }
 
   /** Judges every call, asks humans for the asks (all at once), then runs what may run, in call order. */
@@ -335,6 +339,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
           ? await execActivities(timeoutMs).tetherExec({
               runId,
               step,
+              pending: state.pending,
               call: index,
               seq,
               callId: call.id,
@@ -347,6 +352,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
           : await files.tetherFileTool({
               runId,
               step,
+              pending: state.pending,
               call: index,
               seq,
               replySeq,
@@ -356,6 +362,8 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
               policy: input.policy,
               remembered: state.remembered,
             })
+      // The activity wrote the workflow's own observations before its result.
+      state.pending = []
       lines.push(clip(summary.summary, 300))
     }
     return { lines, refusals }

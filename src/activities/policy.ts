@@ -1,0 +1,152 @@
+/**
+ * The policy activities. Run as *local* activities, so each verdict is recorded in history (replay never
+ * re-judges with newer policy code) without a task-queue round trip. They touch the disk only to resolve
+ * workspace paths, so a symlink inside the workspace is judged by where it really points.
+ */
+import { ApplicationFailure } from '@temporalio/common'
+import { Policy, PolicyError, rememberRule, renderExecVerdict, type Verdict } from '../policy/index.js'
+import type { ValidatedCall } from '../tools/schemas.js'
+import type { Act, ActionVerdict, RememberedRule } from '../workflows/types.js'
+import { longRunningCommand, resolveWorkspacePath } from '../workspace/index.js'
+import type { TetherActivities } from './types.js'
+
+export function policyActivities(): Pick<TetherActivities, 'tetherPrepareRun' | 'tetherCheckAction'> {
+  return {
+    async tetherPrepareRun({ contract, policy: spec }) {
+      const policy = loadPolicy(spec, [])
+      const approvers = [...policy.approvers]
+      if (!contract.verification) return { approvers }
+      const verdict = policy.checkExec(contract.verification.command)
+      if (verdict.effect === 'allow') return { approvers }
+      return {
+        approvers,
+        rejected:
+          `the verification command \`${contract.verification.command.join(' ')}\` is not allowed by the policy ` +
+          `(${verdict.effect}: ${verdict.reason}); the gate runs unattended, so the policy must allow it`,
+      }
+    },
+
+    async tetherCheckAction({ policy: spec, remembered, workspace, call, noRetry }) {
+      return judge(loadPolicy(spec, remembered), workspace, call, noRetry)
+    },
+  }
+}
+
+/** The run's policy: its spec plus the rules approvers asked to remember, in a layer named `remembered`. */
+export function loadPolicy(spec: unknown, remembered: readonly RememberedRule[]): Policy {
+  let policy: Policy
+  try {
+    policy = Policy.fromSpec(spec)
+  } catch (error) {
+    if (error instanceof PolicyError) throw ApplicationFailure.nonRetryable(error.message, 'PolicyError')
+    throw error
+  }
+  if (remembered.length === 0) return policy
+  let layered = policy.layer('remembered')
+  for (const rule of remembered) layered = layered.allow(rule.act, rule.pattern)
+  return layered
+}
+
+/** The verdict on one call; every path is judged as written and as it resolves on disk. */
+export function judge(
+  policy: Policy,
+  workspace: string,
+  call: ValidatedCall,
+  noRetry: readonly string[],
+): ActionVerdict {
+  switch (call.name) {
+    case 'exec':
+      return judgeExec(policy, workspace, call.args.argv, noRetry)
+    case 'read_file':
+    case 'list_dir':
+      return judgePath(policy, workspace, 'read', call.args.path)
+    case 'search':
+      return judgePath(policy, workspace, 'read', '.')
+    case 'write_file':
+    case 'edit_file':
+      return judgePath(policy, workspace, 'write', call.args.path)
+  }
+}
+
+function judgeExec(
+  policy: Policy,
+  workspace: string,
+  argv: string[],
+  noRetry: readonly string[],
+): ActionVerdict {
+  const verdict = policy.checkExec(argv)
+  const remember = rememberRule('exec', argv)
+  const base = {
+    act: 'exec' as const,
+    target: verdict.target,
+    tree: renderExecVerdict(verdict),
+    checks: verdict.checks,
+    noRetry: matchesAny(noRetry, argv),
+    remember: remember.ok ? { ok: true as const, act: 'exec' as const, pattern: remember.pattern } : remember,
+  }
+  if (verdict.effect !== 'deny') {
+    // A command that never exits by design would hold the run until its timeout.
+    const forever = longRunningCommand(workspace, argv)
+    if (forever) {
+      return {
+        ...base,
+        effect: 'deny',
+        rule: 'never-exiting command',
+        layer: 'builtin',
+        reason: `${forever.reason}; run the one-shot form instead: ${forever.alternative}`,
+      }
+    }
+  }
+  return { ...base, ...verdictFields(verdict) }
+}
+
+function judgePath(
+  policy: Policy,
+  workspace: string,
+  act: Extract<Act, 'read' | 'write'>,
+  path: string,
+): ActionVerdict {
+  const resolved = resolveWorkspacePath(workspace, path)
+  if (!resolved.ok) {
+    return {
+      act,
+      target: path,
+      effect: 'deny',
+      rule: 'workspace boundary',
+      layer: 'builtin',
+      reason: resolved.reason,
+    }
+  }
+  const verdicts = [policy.check(act, resolved.normalised)]
+  if (resolved.resolved !== resolved.normalised) verdicts.push(policy.check(act, resolved.resolved))
+  // The stricter of the two wins: a link inside the workspace cannot launder a denied target.
+  const strictest = verdicts.reduce((a, b) => (rank(b.effect) > rank(a.effect) ? b : a))
+  const remember = rememberRule(act, resolved.normalised)
+  return {
+    act,
+    target: resolved.normalised,
+    ...verdictFields(strictest),
+    remember: remember.ok ? { ok: true as const, act, pattern: remember.pattern } : remember,
+  }
+}
+
+function verdictFields(verdict: Verdict): Pick<ActionVerdict, 'effect' | 'rule' | 'layer' | 'reason'> {
+  return {
+    effect: verdict.effect,
+    ...(verdict.rule !== undefined ? { rule: verdict.rule } : {}),
+    ...(verdict.layer !== undefined ? { layer: verdict.layer } : {}),
+    reason: verdict.reason,
+  }
+}
+
+function rank(effect: string): number {
+  return effect === 'deny' ? 2 : effect === 'ask' ? 1 : 0
+}
+
+/** Whether a command matches a `noRetry` pattern, judged like a deny rule (every spelling, wrappers). */
+function matchesAny(patterns: readonly string[], argv: string[]): boolean {
+  if (patterns.length === 0) return false
+  let probe = Policy.permissive().layer('noRetry')
+  for (const pattern of patterns) probe = probe.deny('exec', pattern)
+  return probe.checkExec(argv).effect === 'deny'
+}

@@ -1,0 +1,261 @@
+/**
+ * The tool activities: `exec`, the file tools and the verification gate. Each writes its full (bounded)
+ * observation straight into the transcript at the position the workflow reserved, and its row into the
+ * audit, then returns one summary line — command output never travels through Temporal history.
+ */
+import { Context } from '@temporalio/activity'
+import { ApplicationFailure } from '@temporalio/common'
+import type { AuditStore } from '../audit/index.js'
+import type { ExecResult } from '../exec/index.js'
+import { type ValidatedCall, validateToolCall } from '../tools/schemas.js'
+import { gateFailureMessage } from '../workflows/run-state.js'
+import type { InlineMessage } from '../workflows/types.js'
+import { adviceFor, editFile, listDir, readFile, searchFiles, writeFile } from '../workspace/index.js'
+import { runCommandWithHeartbeats } from './exec.js'
+import { judge, loadPolicy } from './policy.js'
+import { appendInOrder } from './transcript.js'
+import type { TetherActivities } from './types.js'
+
+export function toolActivities(deps: {
+  audit: AuditStore
+}): Pick<TetherActivities, 'tetherExec' | 'tetherFileTool' | 'tetherVerify'> {
+  const { audit } = deps
+  /** Writes the observations the workflow made since the last write, then this call's own. */
+  const writeObservation = (
+    input: { runId: string; seq: number; callId: string; pending: InlineMessage[] },
+    name: string,
+    output: string,
+  ) =>
+    appendInOrder(audit, input.runId, [
+      ...input.pending,
+      { seq: input.seq, message: { role: 'tool', results: [{ callId: input.callId, name, output }] } },
+    ])
+
+  return {
+    async tetherExec(input) {
+      const { runId, step, call, argv } = input
+      const context = Context.current()
+      const recorded = await recordedObservation(audit, input)
+      if (recorded) return recorded
+      // A retry after a crash re-runs the command, unless re-running it could do harm twice.
+      if (context.info.attempt > 1 && input.noRetry) {
+        const output =
+          `[exec interrupted] \`${argv.join(' ')}\` was cut off by a worker failure and was not run again ` +
+          '(it is on the no-retry list); its outcome is unknown. Check its effect before you repeat it.'
+        await writeObservation(input, 'exec', output)
+        return {
+          ok: false,
+          summary: `exec ${clip(argv.join(' '), 120)} → interrupted, not re-run`,
+          status: 'interrupted',
+        }
+      }
+      const startedAt = new Date()
+      const result = await runCommandWithHeartbeats({
+        argv,
+        cwd: input.workspace,
+        workspace: input.workspace,
+        timeoutMs: input.timeoutMs,
+        outputCeiling: input.outputCeiling,
+      })
+      await audit.recordExecResult({
+        runId,
+        step,
+        call,
+        argv,
+        cwd: input.workspace,
+        status: result.status,
+        ...(result.exitCode !== undefined ? { exitCode: result.exitCode } : {}),
+        ...(result.signal !== undefined ? { signal: result.signal } : {}),
+        durationMs: Math.round(result.durationMs),
+        stdout: result.stdout,
+        stderr: result.stderr,
+        startedAt,
+        finishedAt: new Date(),
+        attempt: context.info.attempt,
+      })
+      // The partial result is recorded above; a cancelled activity still reports as cancelled.
+      if (result.status === 'cancelled' && context.cancellationSignal.aborted)
+        throw context.cancellationSignal.reason
+      await writeObservation(input, 'exec', execObservation(argv, result))
+      return {
+        ok: result.status === 'exited' && result.exitCode === 0,
+        summary: `exec ${clip(argv.join(' '), 120)} → ${statusText(result)}`,
+        status: result.status,
+        ...(result.exitCode !== undefined ? { exitCode: result.exitCode } : {}),
+      }
+    },
+
+    async tetherFileTool(input) {
+      const { runId, name, workspace } = input
+      const recorded = await recordedObservation(audit, input)
+      if (recorded) return recorded
+      const call = await callFromTranscript(audit, runId, input.replySeq, input.call, name)
+      // Judged again at execution: a symlink swapped since the policy check must not slip through.
+      const policy = loadPolicy(input.policy, input.remembered)
+      const verdict = judge(policy, workspace, call, [])
+      let outcome: { ok: boolean; output: string; summary: string }
+      if (verdict.effect === 'deny') {
+        outcome = {
+          ok: false,
+          output: `[${verdict.act} refused] ${verdict.target}: ${verdict.reason}`,
+          summary: `${name} refused`,
+        }
+      } else {
+        outcome = await runFileTool(call, workspace, (path) => policy.check('read', path).effect !== 'deny')
+      }
+      await writeObservation(input, name, outcome.output)
+      return { ok: outcome.ok, summary: clip(outcome.summary, 300) }
+    },
+
+    async tetherVerify({ runId, step, seq, pending, contract, policy: spec, timeoutMs }) {
+      const verification = contract.verification
+      if (!verification)
+        throw ApplicationFailure.nonRetryable('this run has no verification command', 'NoGate')
+      const { command, expectExit } = verification
+      const at = () => new Date()
+      // The gate runs only when the policy *allows* it: nobody is there to answer an ask.
+      const verdict = loadPolicy(spec, []).checkExec(command)
+      if (verdict.effect !== 'allow') {
+        const detail = `verification command \`${command.join(' ')}\` is not allowed by the policy (${verdict.effect}: ${verdict.reason})`
+        await audit.recordGateEvent({ runId, step, kind: 'gate_phase_failed', detail, at: at() })
+        return { passed: false, summary: detail, status: 'refused' }
+      }
+      const result = await runCommandWithHeartbeats({
+        argv: command,
+        cwd: contract.workspace,
+        workspace: contract.workspace,
+        timeoutMs,
+        outputCeiling: contract.outputCeiling,
+      })
+      if (result.status === 'cancelled' && Context.current().cancellationSignal.aborted) {
+        throw Context.current().cancellationSignal.reason
+      }
+      const passed = result.status === 'exited' && result.exitCode === expectExit
+      const summary = `\`${command.join(' ')}\` → ${statusText(result)}${passed ? '' : ` (expected exit ${expectExit})`}`
+      await audit.recordGateEvent({
+        runId,
+        step,
+        kind: 'gate_output',
+        detail: execObservation(command, result),
+        at: at(),
+      })
+      await audit.recordGateEvent({
+        runId,
+        step,
+        kind: passed ? 'gate_passed' : 'gate_phase_failed',
+        detail: summary,
+        at: at(),
+      })
+      if (!passed && seq !== null) {
+        await appendInOrder(audit, runId, [
+          ...pending,
+          gateFailureMessage(seq, `${summary}\n${execObservation(command, result)}`),
+        ])
+      }
+      return {
+        passed,
+        summary,
+        status: result.status,
+        ...(result.exitCode !== undefined ? { exitCode: result.exitCode } : {}),
+      }
+    },
+  }
+}
+
+/**
+ * An earlier attempt that finished the call and wrote its observation, then died before reporting: its
+ * result stands, and the command is not run a second time.
+ */
+async function recordedObservation(
+  audit: AuditStore,
+  input: { runId: string; seq: number },
+): Promise<{ ok: boolean; summary: string } | undefined> {
+  const [stored] = await audit.loadMessages(input.runId, { fromSeq: input.seq, limit: 1 })
+  const output = (stored?.content as { results?: Array<{ output: string }> } | undefined)?.results?.[0]
+    ?.output
+  if (output === undefined) return undefined
+  return {
+    ok: !/^\[(\w+ )?(refused|interrupted|unavailable)/.test(output),
+    summary: `${clip(output.split('\n')[0] ?? '', 200)} (recorded by an earlier attempt)`,
+  }
+}
+
+async function callFromTranscript(
+  audit: AuditStore,
+  runId: string,
+  replySeq: number,
+  index: number,
+  name: string,
+): Promise<ValidatedCall> {
+  const [stored] = await audit.loadMessages(runId, { fromSeq: replySeq, limit: 1 })
+  const reply = stored?.content as
+    | { toolCalls?: Array<{ id: string; name: string; args: unknown }> }
+    | undefined
+  const raw = reply?.toolCalls?.[index]
+  if (!raw || raw.name !== name) {
+    throw ApplicationFailure.nonRetryable(
+      `the transcript of run ${runId} has no ${name} call ${index} at message ${replySeq}`,
+      'TranscriptMismatch',
+    )
+  }
+  const validated = validateToolCall(raw)
+  if (!validated.ok) throw ApplicationFailure.nonRetryable(validated.error, 'InvalidToolCall')
+  return validated.call
+}
+
+function runFileTool(call: ValidatedCall, root: string, canRead: (path: string) => boolean) {
+  switch (call.name) {
+    case 'read_file':
+      return readFile(root, call.args)
+    case 'write_file':
+      return writeFile(root, call.args)
+    case 'edit_file':
+      return editFile(root, call.args)
+    case 'list_dir':
+      return listDir(root, call.args)
+    case 'search':
+      return searchFiles(root, call.args, { canRead })
+    case 'exec':
+      throw ApplicationFailure.nonRetryable('exec is not a file tool', 'InvalidToolCall')
+  }
+}
+
+function statusText(result: ExecResult): string {
+  switch (result.status) {
+    case 'exited':
+      return `exit ${result.exitCode}`
+    case 'signalled':
+      return `killed by ${result.signal}`
+    case 'timed-out':
+      return `timed out after ${Math.round(result.durationMs / 1000)} s`
+    case 'cancelled':
+      return 'cancelled'
+    case 'unavailable':
+      return 'program not found'
+  }
+}
+
+/** What the model reads about a command: status, the head and tail of each stream, and advice. */
+export function execObservation(argv: readonly string[], result: ExecResult): string {
+  const joined = argv.join(' ')
+  if (result.status === 'unavailable') {
+    return `[exec unavailable] no \`${argv[0]}\` on PATH; use another program or install it as the project does.`
+  }
+  const elided = result.stdout.elided + result.stderr.elided
+  const lines = [
+    `[exec \`${joined}\` ${statusText(result)}${elided > 0 ? `; ${elided} characters elided from the middle` : ''}]`,
+  ]
+  const stdout = result.stdout.text.trimEnd()
+  const stderr = result.stderr.text.trimEnd()
+  if (stdout) lines.push(stdout)
+  if (stderr) lines.push(`[stderr]\n${stderr}`)
+  if (!stdout && !stderr) lines.push('(no output)')
+  const failed = !(result.status === 'exited' && result.exitCode === 0)
+  const advice = failed ? adviceFor(`${stdout}\n${stderr}`) : undefined
+  if (advice) lines.push(`[advice] ${advice}`)
+  return lines.join('\n')
+}
+
+function clip(text: string, limit: number): string {
+  return text.length <= limit ? text : `${text.slice(0, limit - 1)}…`
+}

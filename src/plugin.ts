@@ -1,0 +1,73 @@
+/**
+ * tether as a Temporal Worker plugin: adds tether's activities to a user's existing Worker and tether's
+ * workflows to its workflow bundle, so the user's own workflows can start `agentRun` as a child workflow.
+ *
+ * ```ts
+ * const worker = await Worker.create({ connection, taskQueue, workflowsPath, plugins: [tetherPlugin()] })
+ * ```
+ *
+ * With `workflowsPath`, the plugin bundles a small entry that re-exports the user's workflows and tether's.
+ * With a prebuilt `workflowBundle`, re-export tether's workflows from your own workflows module instead:
+ * `export { agentRun } from 'tether/workflows'`.
+ */
+import { createHash } from 'node:crypto'
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { SimplePlugin } from '@temporalio/plugin'
+import { createActivities } from './activities/index.js'
+import { type AuditStore, openAudit } from './audit/index.js'
+import type { ModelProvider } from './model/index.js'
+
+export interface TetherPluginOptions {
+  /** An audit store the caller manages; otherwise one is opened (and migrated) when the Worker runs. */
+  audit?: AuditStore
+  /** For the store the plugin opens: default `DATABASE_URL`, else the embedded Postgres in `stateDir`. */
+  databaseUrl?: string
+  stateDir?: string
+  provider?: (choice: string | undefined) => ModelProvider
+}
+
+const TETHER_WORKFLOWS = fileURLToPath(new URL('./workflows/index.js', import.meta.url))
+
+export function tetherPlugin(options: TetherPluginOptions = {}): SimplePlugin {
+  let store = options.audit
+  // The activities exist before the Worker runs; the store they use is opened in runContext.
+  const audit = new Proxy({} as AuditStore, {
+    get(_target, property) {
+      if (!store) throw new Error('the tether audit store is not open yet: run the Worker with worker.run()')
+      const value = Reflect.get(store, property, store)
+      return typeof value === 'function' ? value.bind(store) : value
+    },
+  })
+  return new SimplePlugin({
+    name: 'tether',
+    activities: createActivities({ audit, ...(options.provider ? { provider: options.provider } : {}) }),
+    workflowsPath: (existing) => (existing ? combinedEntry(existing) : TETHER_WORKFLOWS),
+    runContext: async (next) => {
+      if (options.audit) return next()
+      store = await openAudit({
+        ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}),
+        ...(options.stateDir ? { stateDir: options.stateDir } : {}),
+        migrate: true,
+      })
+      try {
+        await next()
+      } finally {
+        await store.close()
+        store = undefined
+      }
+    },
+  })
+}
+
+/** A bundle entry exporting the user's workflows and tether's, written once per distinct pair of paths. */
+function combinedEntry(userWorkflows: string): string {
+  const source = `export * from ${JSON.stringify(userWorkflows)}\nexport * from ${JSON.stringify(TETHER_WORKFLOWS)}\n`
+  const dir = join(tmpdir(), 'tether-plugin')
+  mkdirSync(dir, { recursive: true })
+  const path = join(dir, `workflows-${createHash('sha256').update(source).digest('hex').slice(0, 16)}.js`)
+  writeFileSync(path, source)
+  return path
+}

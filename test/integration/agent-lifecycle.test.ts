@@ -1,0 +1,156 @@
+/** Budgets, cancellation and continue-as-new of a real run. */
+import { existsSync } from 'node:fs'
+import { readFile, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { WorkflowFailedError } from '@temporalio/client'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { AuditStore } from '../../src/audit/index.js'
+import {
+  npmWorkspace,
+  openTestAudit,
+  startAgentWorker,
+  startRun,
+  testPolicy,
+  writeScript,
+} from '../support/agent.js'
+import { connectClient } from '../support/temporal.js'
+
+let audit: AuditStore
+let client: Awaited<ReturnType<typeof connectClient>>
+let agent: Awaited<ReturnType<typeof startAgentWorker>>
+
+beforeAll(async () => {
+  audit = await openTestAudit()
+  client = await connectClient()
+  agent = await startAgentWorker(audit)
+})
+
+afterAll(async () => {
+  await agent?.stop()
+  await client?.close()
+  await audit?.close()
+})
+
+const policy = () => testPolicy().allowExec('true').allowExec('sleep *').allowExec('node tree.js')
+const exec = (...argv: string[]) => ({ name: 'exec', args: { argv } })
+
+async function run(turns: unknown[], contract: Record<string, unknown> = {}) {
+  const ws = await npmWorkspace()
+  const model = `scripted:${await writeScript(ws.path, { turns } as never)}`
+  const handle = await startRun(
+    client.client,
+    agent.taskQueue,
+    { goal: 'g', workspace: ws.path, model, ...contract },
+    policy(),
+  )
+  return { ws, handle }
+}
+
+describe('budgets', () => {
+  it('ends at the step cap', async () => {
+    const { ws, handle } = await run(
+      [{ toolCalls: [exec('true')] }, { toolCalls: [exec('true')] }, { toolCalls: [exec('true')] }],
+      {
+        budgets: { maxSteps: 2 },
+      },
+    )
+    try {
+      expect(await handle.result()).toMatchObject({
+        outcome: 'step-cap',
+        steps: 2,
+        reason: 'reached the step cap of 2',
+      })
+      expect((await audit.runSummary(handle.workflowId))?.outcome).toBe('step-cap')
+    } finally {
+      await ws.cleanup()
+    }
+  })
+
+  it('ends at the token budget', async () => {
+    const { ws, handle } = await run(
+      [
+        { toolCalls: [exec('true')], usage: { inputTokens: 80, outputTokens: 30 } },
+        { toolCalls: [exec('true')] },
+      ],
+      { budgets: { maxTokens: 100 } },
+    )
+    try {
+      expect(await handle.result()).toMatchObject({
+        outcome: 'token-budget',
+        steps: 1,
+        inputTokens: 80,
+        outputTokens: 30,
+      })
+    } finally {
+      await ws.cleanup()
+    }
+  })
+
+  it('ends at the wall-time budget, cutting a command short at the deadline', async () => {
+    const { ws, handle } = await run([{ toolCalls: [exec('sleep', '30')] }, { toolCalls: [exec('true')] }], {
+      budgets: { maxWallTime: '3s' },
+    })
+    try {
+      expect(await handle.result()).toMatchObject({ outcome: 'time-budget', steps: 1 })
+      const [command] = await audit.executedCommands({ runId: handle.workflowId })
+      expect(command?.status).toBe('timed-out')
+    } finally {
+      await ws.cleanup()
+    }
+  })
+})
+
+// Starts a grandchild that ignores SIGTERM and holds stdout, records both pids, then waits.
+const TREE = `
+const { spawn } = require('node:child_process')
+const fs = require('node:fs')
+const child = spawn(process.execPath, ['-e', "process.on('SIGTERM', () => {}); setInterval(() => {}, 1000)"], { stdio: 'inherit' })
+fs.writeFileSync('pids.json', JSON.stringify([process.pid, child.pid]))
+setInterval(() => {}, 1000)
+`
+
+describe('cancellation', () => {
+  it('kills the in-flight command tree and records the run as cancelled', async () => {
+    const { ws, handle } = await run([{ toolCalls: [exec('node', 'tree.js')] }])
+    try {
+      await writeFile(join(ws.path, 'tree.js'), TREE)
+      await expect.poll(() => existsSync(join(ws.path, 'pids.json')), { timeout: 60_000 }).toBe(true)
+      const pids = JSON.parse(await readFile(join(ws.path, 'pids.json'), 'utf8')) as number[]
+      expect(pids.every((pid) => existsSync(`/proc/${pid}`))).toBe(true)
+      await handle.cancel()
+      const failure = await handle.result().catch((error: unknown) => error)
+      expect(failure).toBeInstanceOf(WorkflowFailedError)
+      await expect
+        .poll(() => pids.filter((pid) => existsSync(`/proc/${pid}`)), { timeout: 15_000 })
+        .toEqual([])
+      expect((await audit.runSummary(handle.workflowId))?.outcome).toBe('cancelled')
+      const [command] = await audit.executedCommands({ runId: handle.workflowId })
+      expect(command?.status).toBe('cancelled')
+    } finally {
+      await ws.cleanup()
+    }
+  })
+})
+
+describe('continue-as-new', () => {
+  it('carries a long run across runs with its transcript whole', async () => {
+    // The test server suggests continue-as-new after 200 history events; 30 steps is well past that.
+    const steps = 30
+    const turns = [...Array.from({ length: steps }, () => ({ toolCalls: [exec('true')] })), { text: 'done' }]
+    const { ws, handle } = await run(turns, { budgets: { maxSteps: 100 } })
+    try {
+      const result = await handle.result()
+      expect(result).toMatchObject({ outcome: 'finished', steps: steps + 1 })
+      const first = await client.client.workflow
+        .getHandle(handle.workflowId, handle.firstExecutionRunId)
+        .describe()
+      expect(first.status.name).toBe('CONTINUED_AS_NEW')
+      const messages = await audit.loadMessages(handle.workflowId)
+      // goal + (reply + result) per step + the final reply, numbered without gaps
+      expect(messages.map((m) => m.seq)).toEqual(Array.from({ length: 1 + 2 * steps + 1 }, (_, i) => i))
+      expect((await audit.executedCommands({ runId: handle.workflowId, limit: 100 })).length).toBe(steps)
+    } finally {
+      await ws.cleanup()
+    }
+  })
+})

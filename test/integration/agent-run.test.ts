@@ -1,0 +1,96 @@
+/** The durable agent run end to end: real dev server, real Postgres, real commands, a scripted model. */
+import { readFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { AuditStore } from '../../src/audit/index.js'
+import {
+  npmWorkspace,
+  openTestAudit,
+  startAgentWorker,
+  startRun,
+  testPolicy,
+  writeScript,
+} from '../support/agent.js'
+import { connectClient } from '../support/temporal.js'
+
+let audit: AuditStore
+let client: Awaited<ReturnType<typeof connectClient>>
+let agent: Awaited<ReturnType<typeof startAgentWorker>>
+
+beforeAll(async () => {
+  audit = await openTestAudit()
+  client = await connectClient()
+  agent = await startAgentWorker(audit)
+})
+
+afterAll(async () => {
+  await agent?.stop()
+  await client?.close()
+  await audit?.close()
+})
+
+describe('agentRun', () => {
+  it('fixes a failing test and ends verified, with every step, command and gate result in the audit', async () => {
+    const ws = await npmWorkspace()
+    try {
+      const model = `scripted:${await writeScript(ws.path, {
+        turns: [
+          { text: 'Run the tests first.', toolCalls: [{ name: 'exec', args: { argv: ['npm', 'test'] } }] },
+          { toolCalls: [{ name: 'exec', args: { argv: ['rm', '-rf', 'test'] } }] },
+          { toolCalls: [{ name: 'read_file', args: { path: 'src/math.js' } }] },
+          {
+            toolCalls: [
+              { name: 'edit_file', args: { path: 'src/math.js', search: 'a - b', replace: 'a + b' } },
+            ],
+          },
+          { text: 'Fixed: add now adds.' },
+        ],
+      })}`
+      const handle = await startRun(
+        client.client,
+        agent.taskQueue,
+        { goal: 'make npm test pass', workspace: ws.path, verification: { command: ['npm', 'test'] }, model },
+        testPolicy(),
+      )
+      const result = await handle.result()
+      expect(result).toMatchObject({ runId: handle.workflowId, outcome: 'verified', steps: 5 })
+      expect(await readFile(join(ws.path, 'src/math.js'), 'utf8')).toContain('return a + b')
+
+      const summary = await audit.runSummary(handle.workflowId)
+      expect(summary).toMatchObject({ outcome: 'verified', steps: 5 })
+
+      const ran = await audit.executedCommands({ runId: handle.workflowId })
+      expect(ran.map((c) => [c.step, c.argv.join(' '), c.status, c.exitCode])).toEqual([
+        [1, 'npm test', 'exited', 1],
+      ])
+
+      const refused = await audit.refusedActions({ runId: handle.workflowId, limit: 10 })
+      expect(refused.items).toHaveLength(1)
+      expect(refused.items[0]).toMatchObject({
+        step: 2,
+        act: 'exec',
+        target: 'rm -rf test',
+        layer: 'base',
+        rule: 'rm*',
+      })
+
+      const timeline = await audit.runTimeline(handle.workflowId)
+      const kinds = timeline.map((entry) => entry.type)
+      expect(kinds.filter((k) => k === 'step')).toHaveLength(5)
+      expect(kinds).toContain('gate')
+
+      // The model was told which rule in which layer refused it, and the run carried on.
+      const transcript = (await audit.loadMessages(handle.workflowId)).map((m) => JSON.stringify(m.content))
+      expect(
+        transcript.some(
+          (m) => m.includes('[exec refused] rm -rf test') && m.includes('rule `rm*` in layer `base`'),
+        ),
+      ).toBe(true)
+      expect(transcript.map((_, i) => i)).toEqual(
+        (await audit.loadMessages(handle.workflowId)).map((m) => m.seq),
+      )
+    } finally {
+      await ws.cleanup()
+    }
+  })
+})

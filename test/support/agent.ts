@@ -1,0 +1,75 @@
+/**
+ * Helpers for agent-run integration tests: a fixture workspace, the audit store on the test run's
+ * PostgreSQL, and a Worker serving tether's real activities with a scripted model.
+ */
+import { cp, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import type { Client } from '@temporalio/client'
+import { inject } from 'vitest'
+import { createActivities } from '../../src/activities/index.js'
+import { type AuditStore, openAudit } from '../../src/audit/index.js'
+import type { TaskContractInput } from '../../src/contract.js'
+import type { ModelScript } from '../../src/model/index.js'
+import { Policy } from '../../src/policy/index.js'
+import { agentRun } from '../../src/workflows/index.js'
+import { createWorker, uniqueTaskQueue } from './temporal.js'
+
+const FIXTURE = fileURLToPath(new URL('../fixtures/npm-project/', import.meta.url))
+
+/** A fresh copy of the small npm project whose one test fails (`add` subtracts). */
+export async function npmWorkspace(): Promise<{ path: string; cleanup: () => Promise<void> }> {
+  const path = await mkdtemp(join(tmpdir(), 'tether-ws-'))
+  await cp(FIXTURE, path, { recursive: true })
+  return { path, cleanup: () => rm(path, { recursive: true, force: true }) }
+}
+
+export async function writeScript(dir: string, script: ModelScript): Promise<string> {
+  const path = join(dir, `.script-${Math.random().toString(36).slice(2)}.json`)
+  await writeFile(path, JSON.stringify(script))
+  return path
+}
+
+export function openTestAudit(): Promise<AuditStore> {
+  return openAudit({ databaseUrl: inject('databaseUrl'), migrate: true })
+}
+
+/** The policy most tests run under: tiered, npm test allowed, `rm` denied in an operator's base layer. */
+export function testPolicy(): Policy {
+  return Policy.tiered()
+    .layer('base')
+    .denyExec('rm*')
+    .layer('project')
+    .allowExec('npm test*')
+    .allowWrite('src/*')
+}
+
+export async function startAgentWorker(audit: AuditStore, options: { taskQueue?: string } = {}) {
+  const taskQueue = options.taskQueue ?? uniqueTaskQueue('agent')
+  const { worker, connection } = await createWorker({ taskQueue, activities: createActivities({ audit }) })
+  const running = worker.run()
+  return {
+    taskQueue,
+    worker,
+    stop: async () => {
+      worker.shutdown()
+      await running
+      await connection.close()
+    },
+  }
+}
+
+export function startRun(
+  client: Client,
+  taskQueue: string,
+  contract: TaskContractInput,
+  policy: Policy,
+  workflowId = `run-${Math.random().toString(36).slice(2)}`,
+) {
+  return client.workflow.start(agentRun, {
+    taskQueue,
+    workflowId,
+    args: [{ contract, policy: policy.toSpec() }],
+  })
+}

@@ -1,0 +1,27 @@
+/**
+ * A tether worker in its own process, so a test can SIGKILL it mid-command like a crashed machine.
+ * Env: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, DATABASE_URL, TETHER_TASK_QUEUE, WORKFLOW_BUNDLE.
+ */
+import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker'
+import { createActivities } from '../../src/activities/index.js'
+import { openAudit } from '../../src/audit/index.js'
+
+Runtime.install({ logger: new DefaultLogger('WARN') })
+const env = (name: string) => {
+  const value = process.env[name]
+  if (!value) throw new Error(`worker-process needs ${name}`)
+  return value
+}
+const audit = await openAudit({ databaseUrl: env('DATABASE_URL') })
+const connection = await NativeConnection.connect({ address: env('TEMPORAL_ADDRESS') })
+const worker = await Worker.create({
+  connection,
+  namespace: env('TEMPORAL_NAMESPACE'),
+  taskQueue: env('TETHER_TASK_QUEUE'),
+  workflowBundle: { codePath: env('WORKFLOW_BUNDLE') },
+  activities: createActivities({ audit }),
+})
+process.stdout.write('worker ready\n')
+await worker.run()
+await connection.close()
+await audit.close()

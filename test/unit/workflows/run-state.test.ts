@@ -1,0 +1,96 @@
+import { describe, expect, it } from 'vitest'
+import { parseContract } from '../../../src/contract.js'
+import {
+  budgetOutcome,
+  commandTimeout,
+  initialState,
+  nextAfterTurn,
+  recordUsage,
+  refusalObservation,
+  reserveSeq,
+  reserveSeqs,
+} from '../../../src/workflows/run-state.js'
+
+const contract = parseContract({
+  goal: 'make the tests pass',
+  workspace: '/tmp/ws',
+  verification: { command: ['npm', 'test'] },
+  budgets: { maxSteps: 3, maxTokens: 1_000, maxWallTime: '1h' },
+  execTimeout: '15m',
+})
+const turn = (calls: number, input = 10, output = 5) => ({
+  text: '',
+  toolCalls: Array.from({ length: calls }, (_, i) => ({
+    id: `c${i}`,
+    name: 'exec',
+    args: { argv: ['true'] },
+  })),
+  usage: { inputTokens: input, outputTokens: output },
+  modelId: 'scripted',
+})
+
+describe('run state', () => {
+  it('ends the run at each budget with its own outcome', () => {
+    const state = initialState(undefined, 0)
+    expect(budgetOutcome(state, contract, 0)).toBeUndefined()
+    state.step = 3
+    expect(budgetOutcome(state, contract, 0)?.outcome).toBe('step-cap')
+    state.step = 1
+    recordUsage(state, turn(0, 900, 100))
+    expect(budgetOutcome(state, contract, 0)).toEqual({
+      outcome: 'token-budget',
+      reason: 'used 1000 tokens of a budget of 1000',
+    })
+    const fresh = initialState(undefined, 0)
+    expect(budgetOutcome(fresh, contract, 3_600_000)?.outcome).toBe('time-budget')
+    expect(budgetOutcome(fresh, contract, 3_599_999)).toBeUndefined()
+  })
+
+  it('never lets a command outlive the wall-time budget', () => {
+    const state = initialState(undefined, 0)
+    expect(commandTimeout(state, contract, 0)).toBe(15 * 60_000)
+    expect(commandTimeout(state, contract, 3_600_000 - 5_000)).toBe(5_000)
+    expect(commandTimeout(state, contract, 3_600_000 + 5_000)).toBe(1_000)
+  })
+
+  it('verifies when the model ends its turn and a gate exists, otherwise finishes', () => {
+    expect(nextAfterTurn(turn(2), contract)).toBe('calls')
+    expect(nextAfterTurn(turn(0), contract)).toBe('verify')
+    expect(nextAfterTurn(turn(0), { ...contract, verification: null })).toBe('finish')
+  })
+
+  it('reserves transcript positions: the reply, then one per call, in order', () => {
+    const state = initialState(undefined, 0)
+    expect(reserveSeqs(state, 2)).toEqual({ reply: 1, results: [2, 3] })
+    expect(reserveSeq(state)).toBe(4)
+    expect(reserveSeqs(state, 0)).toEqual({ reply: 5, results: [] })
+    expect(state.nextSeq).toBe(6)
+  })
+
+  it('tells the model which rule in which layer refused a call', () => {
+    const message = refusalObservation(
+      7,
+      { id: 'c0', name: 'exec', args: { argv: ['rm', '-rf', '/'] } },
+      {
+        act: 'exec',
+        target: 'rm -rf /',
+        effect: 'deny',
+        rule: 'rm*',
+        layer: 'base',
+        reason: 'rm is denied.',
+      },
+    )
+    expect(message.seq).toBe(7)
+    expect(message.message.role).toBe('tool')
+    const output = message.message.role === 'tool' ? message.message.results[0]?.output : ''
+    expect(output).toContain('[exec refused] rm -rf / — by rule `rm*` in layer `base`')
+    const byDefault = refusalObservation(
+      7,
+      { id: 'c0', name: 'exec', args: { argv: ['x'] } },
+      { act: 'exec', target: 'x', effect: 'deny', reason: 'exec is denied by default.' },
+    )
+    expect(byDefault.message.role === 'tool' && byDefault.message.results[0]?.output).toContain(
+      'the default for exec',
+    )
+  })
+})
