@@ -14,11 +14,11 @@ import { createHash } from 'node:crypto'
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { SimplePlugin } from '@temporalio/plugin'
 import { createActivities } from './activities/index.js'
 import { type AuditStore, openAudit } from './audit/index.js'
 import type { ModelProvider } from './model/index.js'
+import { tetherWorkflowsPath } from './worker-setup.js'
 
 export interface TetherPluginOptions {
   /** An audit store the caller manages; otherwise one is opened (and migrated) when the Worker runs. */
@@ -28,8 +28,6 @@ export interface TetherPluginOptions {
   stateDir?: string
   provider?: (choice: string | undefined) => ModelProvider
 }
-
-const TETHER_WORKFLOWS = fileURLToPath(new URL('./workflows/index.js', import.meta.url))
 
 export function tetherPlugin(options: TetherPluginOptions = {}): SimplePlugin {
   let store = options.audit
@@ -44,7 +42,7 @@ export function tetherPlugin(options: TetherPluginOptions = {}): SimplePlugin {
   return new SimplePlugin({
     name: 'tether',
     activities: createActivities({ audit, ...(options.provider ? { provider: options.provider } : {}) }),
-    workflowsPath: (existing) => (existing ? combinedEntry(existing) : TETHER_WORKFLOWS),
+    workflowsPath: (existing) => (existing ? combinedEntry(existing) : tetherWorkflowsPath()),
     runContext: async (next) => {
       if (options.audit) return next()
       store = await openAudit({
@@ -64,7 +62,7 @@ export function tetherPlugin(options: TetherPluginOptions = {}): SimplePlugin {
 
 /** A bundle entry exporting the user's workflows and tether's, written once per distinct pair of paths. */
 function combinedEntry(userWorkflows: string): string {
-  const source = `export * from ${JSON.stringify(userWorkflows)}\nexport * from ${JSON.stringify(TETHER_WORKFLOWS)}\n`
+  const source = `export * from ${JSON.stringify(userWorkflows)}\nexport * from ${JSON.stringify(tetherWorkflowsPath())}\n`
   const dir = join(tmpdir(), 'tether-plugin')
   mkdirSync(dir, { recursive: true })
   const path = join(dir, `workflows-${createHash('sha256').update(source).digest('hex').slice(0, 16)}.js`)

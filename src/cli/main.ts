@@ -3,13 +3,17 @@
  * only assembles them and turns any failure into one clear line and a non-zero exit.
  */
 import { Command, CommanderError } from 'commander'
+import { registerApprovals } from './commands/approvals.js'
+import { registerAudit } from './commands/audit.js'
 import { registerDb } from './commands/db.js'
+import { registerDev } from './commands/dev.js'
+import { registerRuns } from './commands/runs.js'
 import { CliError } from './errors.js'
 
 /** A subcommand module adds its commands to the program; list each one here. */
 export type Register = (program: Command) => void
 
-const registrations: Register[] = [registerDb]
+const registrations: Register[] = [registerDev, registerRuns, registerApprovals, registerAudit, registerDb]
 
 export function buildProgram(): Command {
   const program = new Command('tether')

@@ -16,7 +16,7 @@ import { Policy } from '../../src/policy/index.js'
 import { agentRun } from '../../src/workflows/index.js'
 import { createWorker, uniqueTaskQueue } from './temporal.js'
 
-const FIXTURE = fileURLToPath(new URL('../fixtures/npm-project/', import.meta.url))
+const FIXTURE = fileURLToPath(new URL('../../examples/npm-project/', import.meta.url))
 
 /** A fresh copy of the small npm project whose one test fails (`add` subtracts). */
 export async function npmWorkspace(): Promise<{ path: string; cleanup: () => Promise<void> }> {

@@ -1,0 +1,234 @@
+/**
+ * `npm run demo`: tether doing its whole job on a small npm project whose test fails.
+ *
+ * It provides the Temporal CLI if needed, starts a local stack (state in `.tether/demo`), starts a worker,
+ * and runs the agent through an allowed command, a refused one, an `ask` that a second client (the real
+ * `tether approve` command, in another process) answers after a visible wait, a fix, and the verification
+ * gate passing; then it prints the audit's answers. With a model configured in the environment
+ * (OPENROUTER_API_KEY + OPENROUTER_MODEL, or any provider `tether run --model` accepts) the same demo runs
+ * with the real model, and the second client approves whatever it asks.
+ */
+import { spawn } from 'node:child_process'
+import { cp, mkdir, rm, writeFile } from 'node:fs/promises'
+import { join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { Client, Connection } from '@temporalio/client'
+import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker'
+import { type AuditStore, openAudit } from '../src/audit/index.js'
+import { colour, printTable, visible } from '../src/cli/context.js'
+import { followRun } from '../src/cli/follow.js'
+import { newRunId, startAgentRun } from '../src/client.js'
+import { providerFromEnv } from '../src/model/index.js'
+import { Policy } from '../src/policy/index.js'
+import { startLocalStack } from '../src/stack/index.js'
+import { createTetherWorker } from '../src/worker-setup.js'
+
+const root = fileURLToPath(new URL('..', import.meta.url))
+const stateDir = resolve(root, '.tether/demo')
+const workspace = join(stateDir, 'workspace')
+const APPROVER = 'demo-approver'
+const say = (line: string) => console.log(line)
+const section = (title: string) => say(`\n${colour.bold(`── ${title}`)}`)
+
+Runtime.install({ logger: new DefaultLogger('WARN') })
+
+function realModelConfigured(): boolean {
+  try {
+    providerFromEnv(process.env)
+    return true
+  } catch {
+    return false
+  }
+}
+
+const SCRIPT = {
+  turns: [
+    {
+      text: 'Run the tests to see what fails.',
+      toolCalls: [{ name: 'exec', args: { argv: ['npm', 'test'] } }],
+    },
+    {
+      text: 'Start from a clean slate.',
+      toolCalls: [{ name: 'exec', args: { argv: ['rm', '-rf', 'test'] } }],
+    },
+    {
+      text: 'Track my change with git.',
+      toolCalls: [{ name: 'exec', args: { argv: ['git', 'init', '-q'] } }],
+    },
+    { toolCalls: [{ name: 'read_file', args: { path: 'src/math.js' } }] },
+    { toolCalls: [{ name: 'edit_file', args: { path: 'src/math.js', search: 'a - b', replace: 'a + b' } }] },
+    { text: 'add() subtracted; it now adds, so `npm test` should pass.' },
+  ],
+}
+
+/** The second client: the real CLI in another process, as an approver in another time zone would use it. */
+function approveWithCli(approvalId: string, env: NodeJS.ProcessEnv): Promise<number> {
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      join(root, 'src/cli/bin.ts'),
+      'approve',
+      approvalId,
+      '--as',
+      APPROVER,
+      '--reason',
+      'safe: git init in the demo workspace',
+    ],
+    { cwd: root, env, stdio: ['ignore', 'inherit', 'inherit'] },
+  )
+  return new Promise((done) => child.on('close', (code) => done(code ?? 1)))
+}
+
+/** Answers each ask of the run after a visible wait, until the run ends. */
+async function approver(audit: AuditStore, runId: string, env: NodeJS.ProcessEnv, done: () => boolean) {
+  const answered = new Set<string>()
+  while (!done()) {
+    for (const approval of await audit.pendingApprovals({ runId })) {
+      if (answered.has(approval.approvalId)) continue
+      answered.add(approval.approvalId)
+      say(
+        colour.yellow(`  ⏸  the run is waiting for a human: ${approval.act} \`${visible(approval.target)}\``),
+      )
+      for (let s = 3; s > 0; s--) {
+        say(colour.dim(`     a second client answers in ${s} s …`))
+        await new Promise((r) => setTimeout(r, 1000))
+      }
+      say(colour.dim(`     $ tether approve ${approval.approvalId} --as ${APPROVER} --reason "…"`))
+      await approveWithCli(approval.approvalId, env)
+    }
+    await new Promise((r) => setTimeout(r, 300))
+  }
+}
+
+async function main(): Promise<number> {
+  section('1. the local stack')
+  const stack = await startLocalStack({ stateDir, log: (line) => say(colour.dim(`  ${line}`)) })
+  const env = {
+    ...process.env,
+    TEMPORAL_ADDRESS: stack.temporalAddress,
+    DATABASE_URL: stack.databaseUrl,
+    TETHER_STATE_DIR: stateDir,
+  }
+  const audit = await openAudit({ databaseUrl: stack.databaseUrl, migrate: true })
+  const native = await NativeConnection.connect({ address: stack.temporalAddress })
+  const connection = await Connection.connect({ address: stack.temporalAddress })
+  const client = new Client({ connection, namespace: stack.namespace })
+  const taskQueue = 'tether-demo'
+  const worker = await createTetherWorker({
+    connection: native,
+    namespace: stack.namespace,
+    taskQueue,
+    audit,
+  })
+  const running = worker.run()
+  try {
+    section('2. a sample workspace: a small npm project with a failing test')
+    await rm(workspace, { recursive: true, force: true })
+    await mkdir(stateDir, { recursive: true })
+    await cp(join(root, 'examples/npm-project'), workspace, { recursive: true })
+    say(`  ${workspace}  (src/math.js: add() subtracts; test/math.test.js expects 2 + 3 = 5)`)
+
+    const real = realModelConfigured()
+    let model: string | undefined
+    if (!real) {
+      model = `scripted:${join(stateDir, 'script.json')}`
+      await writeFile(join(stateDir, 'script.json'), JSON.stringify(SCRIPT, null, 2))
+    }
+    say(
+      `  model: ${real ? 'from the environment' : 'scripted (set OPENROUTER_API_KEY and OPENROUTER_MODEL for a real one)'}`,
+    )
+    const policy = Policy.fromSpec({
+      ...Policy.tiered()
+        .layer('operator')
+        .denyExec('rm*')
+        .layer('project')
+        .allowExec('npm test*')
+        .allowWrite('src/*')
+        .toSpec(),
+      approvers: [APPROVER],
+    })
+    say(
+      '  policy: tiered (read allow, write/exec ask, net deny, secrets denied) + operator: deny `rm*` + project: allow `npm test*`, write `src/*`',
+    )
+
+    section('3. the run')
+    const handle = await startAgentRun(client, {
+      contract: {
+        goal: 'Make `npm test` pass. The bug is in src/math.js.',
+        workspace,
+        verification: { command: ['npm', 'test'] },
+        budgets: { maxSteps: 20 },
+        ...(model ? { model } : {}),
+      },
+      policy,
+      taskQueue,
+      runId: newRunId(),
+    })
+    say(`  run ${colour.bold(handle.workflowId)}${stack.uiUrl ? `  (Temporal UI: ${stack.uiUrl})` : ''}`)
+    let finished = false
+    const answering = approver(audit, handle.workflowId, env, () => finished)
+    const result = await followRun(client, audit, handle.workflowId, { json: false }).finally(() => {
+      finished = true
+    })
+    await answering
+
+    section('4. the audit answers (the same as `tether audit ran|refused --run …` and `tether show …`)')
+    say(colour.bold('  what actually ran'))
+    printTable(
+      ['STEP', 'COMMAND', 'STATUS'],
+      (await audit.executedCommands({ runId: handle.workflowId })).map((c) => [
+        String(c.step),
+        c.argv.join(' '),
+        c.status === 'exited' ? `exit ${c.exitCode}` : c.status,
+      ]),
+    )
+    say(colour.bold('  what was refused'))
+    printTable(
+      ['STEP', 'ACTION', 'BY', 'REASON'],
+      (await audit.refusedActions({ runId: handle.workflowId, limit: 20 })).items.map((e) => [
+        String(e.step),
+        `${e.act} ${e.target}`,
+        e.rule !== undefined ? `rule ${e.rule} in layer ${e.layer}` : `default for ${e.act}`,
+        e.reason.slice(0, 60),
+      ]),
+    )
+    say(colour.bold('  who approved what'))
+    printTable(
+      ['STEP', 'ACTION', 'DECISION', 'BY', 'VIA', 'WHEN'],
+      (await audit.runTimeline(handle.workflowId))
+        .filter((e) => e.type === 'approval')
+        .map((a) => [
+          String(a.step),
+          `${a.act} ${a.target}`,
+          a.decision ?? 'pending',
+          a.decidedBy ?? '',
+          a.channel ?? '',
+          a.decidedAt?.toISOString().slice(11, 19) ?? '',
+        ]),
+    )
+    say('')
+    say(
+      `${colour.bold('outcome')}: ${result.outcome === 'verified' ? colour.green('verified') : colour.red(result.outcome)}`,
+    )
+    return result.outcome === 'verified' ? 0 : 1
+  } finally {
+    worker.shutdown()
+    await running
+    await native.close()
+    await connection.close()
+    await audit.close()
+    await stack.stop()
+  }
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code
+  },
+  (error: unknown) => {
+    console.error(`demo failed: ${(error as Error).message}`)
+    process.exitCode = 1
+  },
+)

@@ -1,0 +1,70 @@
+/** `tether audit refused|ran`: the two questions people ask the audit most. */
+import type { Command } from 'commander'
+import { print, printJson, printTable, visible, withAudit } from '../context.js'
+import { CliError } from '../errors.js'
+import { formatBytes } from '../follow.js'
+
+export function registerAudit(program: Command): void {
+  const audit = program.command('audit').description('Query the audit store.')
+  audit
+    .command('refused')
+    .description('What the policy or an approver refused, newest first.')
+    .option('--run <run>', 'only one run')
+    .option('--limit <n>', 'how many', '50')
+    .option('--json', 'print JSON')
+    .action(async (options: { run?: string; limit: string; json?: boolean }) => {
+      const page = await withAudit((store) =>
+        store.refusedActions({ limit: limit(options.limit), ...(options.run ? { runId: options.run } : {}) }),
+      )
+      if (options.json) return printJson(page.items)
+      if (page.items.length === 0) return print('nothing was refused')
+      printTable(
+        ['WHEN', 'RUN', 'STEP', 'ACT', 'TARGET', 'BY', 'REASON'],
+        page.items.map((e) => [
+          e.at.toISOString().replace('T', ' ').slice(0, 19),
+          e.runId,
+          String(e.step),
+          e.act,
+          visible(e.target).slice(0, 50),
+          e.rule !== undefined ? `rule ${e.rule} in ${e.layer}` : `default for ${e.act}`,
+          e.reason.slice(0, 80),
+        ]),
+      )
+    })
+  audit
+    .command('ran')
+    .description('The commands that actually ran, with status, exit code and duration.')
+    .option('--run <run>', 'only one run (default: the most recent runs)')
+    .option('--limit <n>', 'how many runs to look at without --run', '10')
+    .option('--json', 'print JSON')
+    .action(async (options: { run?: string; limit: string; json?: boolean }) => {
+      const commands = await withAudit(async (store) => {
+        const runs = options.run
+          ? [options.run]
+          : (await store.listRuns({ limit: limit(options.limit) })).items.map((r) => r.runId)
+        const all = []
+        for (const runId of runs) all.push(...(await store.executedCommands({ runId })))
+        return all
+      })
+      if (options.json) return printJson(commands)
+      if (commands.length === 0) return print('no commands ran')
+      printTable(
+        ['RUN', 'STEP', 'COMMAND', 'STATUS', 'DURATION', 'OUTPUT'],
+        commands.map((c) => [
+          c.runId,
+          String(c.step),
+          visible(c.argv.join(' ')).slice(0, 60),
+          c.status === 'exited' ? `exit ${c.exitCode}` : c.status,
+          `${(c.durationMs / 1000).toFixed(1)} s`,
+          formatBytes(c.stdout.bytes + c.stderr.bytes),
+        ]),
+      )
+    })
+}
+
+function limit(value: string): number {
+  const n = Number(value)
+  if (!Number.isInteger(n) || n < 1)
+    throw new CliError(`--limit must be a positive whole number, not ${value}`)
+  return n
+}

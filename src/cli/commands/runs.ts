@@ -1,0 +1,220 @@
+/** `tether run`, `tether ls`, `tether show`, `tether cancel`. */
+import { resolve } from 'node:path'
+import { WorkflowNotFoundError } from '@temporalio/client'
+import type { Command } from 'commander'
+import { newRunId, startAgentRun } from '../../client.js'
+import { ContractError, type TaskContractInput } from '../../contract.js'
+import { loadPolicyFile, Policy, PolicyError } from '../../policy/index.js'
+import { colour, print, printJson, printTable, withAudit, withTemporal } from '../context.js'
+import { CliError } from '../errors.js'
+import { followRun, printTimeline } from '../follow.js'
+
+interface RunOptions {
+  goal: string
+  workspace: string
+  verify?: string
+  policy?: string
+  model?: string
+  maxSteps?: string
+  maxTokens?: string
+  maxTime?: string
+  id?: string
+  follow?: boolean
+  json?: boolean
+}
+
+export function registerRuns(program: Command): void {
+  program
+    .command('run')
+    .description('Start an agent run on a workspace; with --follow, watch it until it ends.')
+    .requiredOption('--goal <text>', 'what the run should achieve')
+    .requiredOption('--workspace <dir>', 'the project folder the agent works in')
+    .option(
+      '--verify <command>',
+      'the command whose success ends the run, e.g. "npm test" (quotes group words)',
+    )
+    .option('--policy <file>', 'a policy file (JSON or YAML); default: the tiered preset')
+    .option('--model <choice>', 'openrouter:<model>, anthropic:<model>, openai:<model>, scripted:<file>, …')
+    .option('--max-steps <n>', 'step budget (default 50)')
+    .option('--max-tokens <n>', 'token budget (default 2000000)')
+    .option('--max-time <duration>', 'wall-time budget, e.g. 30m or 4h (default 4h)')
+    .option('--id <run-id>', 'the run id (default: run-<time>-<random>)')
+    .option('--follow', 'show steps, commands and approvals as they happen, then the outcome')
+    .option('--json', 'print the run id (and with --follow the result) as JSON')
+    .action(async (options: RunOptions) => {
+      const contract = buildContract(options)
+      const policy = await runPolicy(options.policy, contract)
+      await withTemporal(async (client, target) => {
+        let handle: Awaited<ReturnType<typeof startAgentRun>>
+        try {
+          handle = await startAgentRun(client, {
+            contract,
+            policy,
+            taskQueue: target.taskQueue,
+            runId: options.id ?? newRunId(),
+          })
+        } catch (error) {
+          if (error instanceof ContractError) throw new CliError(error.message)
+          throw error
+        }
+        if (!options.follow) {
+          if (options.json) printJson({ runId: handle.workflowId })
+          else
+            print(
+              `started ${colour.bold(handle.workflowId)} on task queue ${target.taskQueue}; watch it with \`tether show ${handle.workflowId} --follow\``,
+            )
+          return
+        }
+        const result = await withAudit((audit) =>
+          followRun(client, audit, handle.workflowId, { json: options.json === true }),
+        )
+        if (options.json) printJson(result)
+        if (result.outcome !== 'verified' && result.outcome !== 'finished') process.exitCode = 3
+      })
+    })
+
+  program
+    .command('ls')
+    .description('List runs, newest first.')
+    .option('--status <status>', 'running or finished')
+    .option('--limit <n>', 'how many', '20')
+    .option('--json', 'print JSON')
+    .action(async (options: { status?: string; limit: string; json?: boolean }) => {
+      if (options.status && options.status !== 'running' && options.status !== 'finished') {
+        throw new CliError(`--status must be running or finished, not ${options.status}`)
+      }
+      const page = await withAudit((audit) =>
+        audit.listRuns({
+          limit: positive(options.limit, '--limit'),
+          ...(options.status ? { status: options.status as 'running' | 'finished' } : {}),
+        }),
+      )
+      if (options.json) return printJson(page.items)
+      if (page.items.length === 0) return print('no runs yet; start one with `tether run`')
+      printTable(
+        ['RUN', 'STATUS', 'OUTCOME', 'STARTED', 'GOAL'],
+        page.items.map((run) => [
+          run.runId,
+          run.status,
+          run.outcome ?? '',
+          run.startedAt.toISOString().replace('T', ' ').slice(0, 19),
+          (run.goal.split('\n')[0] ?? '').slice(0, 60),
+        ]),
+      )
+    })
+
+  program
+    .command('show')
+    .description("A run's summary and timeline: steps, decisions, commands, approvals and gate results.")
+    .argument('<run>', 'the run id')
+    .option('--follow', 'keep showing new entries until the run ends')
+    .option('--json', 'print JSON')
+    .action(async (runId: string, options: { follow?: boolean; json?: boolean }) => {
+      if (options.follow) {
+        const result = await withTemporal((client) =>
+          withAudit((audit) => followRun(client, audit, runId, { json: options.json === true })),
+        )
+        if (options.json) printJson(result)
+        return
+      }
+      await withAudit(async (audit) => {
+        const summary = await audit.runSummary(runId)
+        if (!summary) throw new CliError(`no run ${runId} in the audit; list runs with \`tether ls\``)
+        const timeline = await audit.runTimeline(runId)
+        if (options.json) return printJson({ summary, timeline })
+        printTimeline(summary, timeline)
+      })
+    })
+
+  program
+    .command('cancel')
+    .description('Cancel a run: its running command is killed, pending approvals are resolved as cancelled.')
+    .argument('<run>', 'the run id')
+    .action(async (runId: string) => {
+      await withTemporal(async (client) => {
+        try {
+          await client.workflow.getHandle(runId).cancel()
+        } catch (error) {
+          if (error instanceof WorkflowNotFoundError)
+            throw new CliError(`no run ${runId} on this Temporal server`)
+          throw error
+        }
+        print(`cancellation requested for ${runId}`)
+      })
+    })
+}
+
+function buildContract(options: RunOptions): TaskContractInput {
+  const verification = options.verify ? { command: splitCommand(options.verify) } : null
+  return {
+    goal: options.goal,
+    workspace: resolve(options.workspace),
+    verification,
+    ...(options.model ? { model: options.model } : {}),
+    budgets: {
+      ...(options.maxSteps ? { maxSteps: positive(options.maxSteps, '--max-steps') } : {}),
+      ...(options.maxTokens ? { maxTokens: positive(options.maxTokens, '--max-tokens') } : {}),
+      ...(options.maxTime ? { maxWallTime: options.maxTime } : {}),
+    },
+  }
+}
+
+/**
+ * The run's policy: the file given, or the tiered preset plus a `contract` layer allowing exactly the
+ * verification command (the person who named it asked for it to run unattended).
+ */
+async function runPolicy(file: string | undefined, contract: TaskContractInput): Promise<Policy> {
+  if (file) {
+    try {
+      return await loadPolicyFile(file)
+    } catch (error) {
+      if (error instanceof PolicyError) throw new CliError(error.message)
+      throw error
+    }
+  }
+  const policy = Policy.tiered()
+  const gate = contract.verification?.command.join(' ')
+  // A command with glob characters would allow more than itself: then a policy file must say so.
+  if (!gate || /[*?]/.test(gate)) return policy
+  return policy.layer('contract').allowExec(gate)
+}
+
+/** Splits a command line into argv the way a person reads it: spaces separate, quotes group, no expansion. */
+export function splitCommand(line: string): string[] {
+  const argv: string[] = []
+  let current = ''
+  let quote: '"' | "'" | undefined
+  let started = false
+  for (let i = 0; i < line.length; i++) {
+    const ch = line[i] as string
+    if (quote) {
+      if (ch === quote) quote = undefined
+      else if (ch === '\\' && quote === '"' && i + 1 < line.length) current += line[++i]
+      else current += ch
+    } else if (ch === '"' || ch === "'") {
+      quote = ch
+      started = true
+    } else if (ch === '\\' && i + 1 < line.length) {
+      current += line[++i]
+      started = true
+    } else if (/\s/.test(ch)) {
+      if (started) argv.push(current)
+      current = ''
+      started = false
+    } else {
+      current += ch
+      started = true
+    }
+  }
+  if (quote) throw new CliError(`unbalanced ${quote} quote in the command: ${line}`)
+  if (started) argv.push(current)
+  if (argv.length === 0) throw new CliError('the verification command is empty')
+  return argv
+}
+
+function positive(value: string, flag: string): number {
+  const n = Number(value)
+  if (!Number.isInteger(n) || n < 1)
+    throw new CliError(`${flag} must be a positive whole number, not ${value}`)
+  return n
+}

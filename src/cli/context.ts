@@ -1,0 +1,116 @@
+/**
+ * What every `tether` subcommand needs: where the state folder is, how to reach Temporal and the audit
+ * store, and how to print for a person (colour only on a terminal) or a script (`--json`).
+ *
+ * `tether dev` records the addresses of the stack it started in `<state>/dev.json`, so other commands in
+ * another terminal find it without any variable set. Environment variables win over that file.
+ */
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { Client, Connection } from '@temporalio/client'
+import { AuditError, type AuditStore, openAudit } from '../audit/index.js'
+import { CliError } from './errors.js'
+
+export interface DevStackRecord {
+  temporalAddress: string
+  namespace: string
+  taskQueue: string
+  uiUrl?: string
+  pid: number
+}
+
+export function stateDir(): string {
+  return process.env.TETHER_STATE_DIR || '.tether'
+}
+
+export function devStackFile(dir = stateDir()): string {
+  return join(dir, 'dev.json')
+}
+
+function devStack(): DevStackRecord | undefined {
+  try {
+    return JSON.parse(readFileSync(devStackFile(), 'utf8')) as DevStackRecord
+  } catch {
+    return undefined
+  }
+}
+
+export function temporalTarget(): { address: string; namespace: string; taskQueue: string } {
+  const dev = devStack()
+  return {
+    address: process.env.TEMPORAL_ADDRESS || dev?.temporalAddress || '127.0.0.1:7233',
+    namespace: process.env.TEMPORAL_NAMESPACE || dev?.namespace || 'default',
+    taskQueue: process.env.TETHER_TASK_QUEUE || dev?.taskQueue || 'tether',
+  }
+}
+
+/** Runs `fn` with a Temporal client; an unreachable server is one clear line, not a stack trace. */
+export async function withTemporal<T>(
+  fn: (client: Client, target: ReturnType<typeof temporalTarget>) => Promise<T>,
+): Promise<T> {
+  const target = temporalTarget()
+  let connection: Connection
+  try {
+    connection = await Connection.connect({ address: target.address, connectTimeout: '5 seconds' })
+  } catch (error) {
+    throw new CliError(
+      `cannot reach Temporal at ${target.address} (${firstLine(error)}); start \`tether dev\`, or set TEMPORAL_ADDRESS`,
+    )
+  }
+  try {
+    return await fn(new Client({ connection, namespace: target.namespace }), target)
+  } finally {
+    await connection.close()
+  }
+}
+
+/** Runs `fn` with the audit store (DATABASE_URL, else the embedded PostgreSQL in the state folder). */
+export async function withAudit<T>(fn: (audit: AuditStore) => Promise<T>): Promise<T> {
+  let audit: AuditStore
+  try {
+    audit = await openAudit({ stateDir: stateDir(), migrate: true })
+  } catch (error) {
+    if (error instanceof AuditError) throw new CliError(error.message)
+    throw error
+  }
+  try {
+    return await fn(audit)
+  } finally {
+    await audit.close()
+  }
+}
+
+export function firstLine(error: unknown): string {
+  return (error instanceof Error ? error.message : String(error)).split('\n')[0] ?? ''
+}
+
+const useColour = () => Boolean(process.stdout.isTTY) && !process.env.NO_COLOR
+const paint = (code: number) => (text: string) => (useColour() ? `\u001b[${code}m${text}\u001b[0m` : text)
+export const colour = { red: paint(31), green: paint(32), yellow: paint(33), dim: paint(2), bold: paint(1) }
+
+export function printJson(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`)
+}
+
+export function print(line = ''): void {
+  process.stdout.write(`${line}\n`)
+}
+
+/** Left-aligned columns for a person; the header is dimmed on a terminal. */
+export function printTable(header: string[], rows: string[][]): void {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] ?? '').length)))
+  const line = (cells: string[]) =>
+    cells
+      .map((cell, i) => (i === cells.length - 1 ? cell : cell.padEnd(widths[i] ?? 0)))
+      .join('  ')
+      .trimEnd()
+  print(colour.dim(line(header)))
+  for (const row of rows) print(line(row))
+}
+
+/** Escapes control, zero-width and other invisible characters so a person sees what will really run. */
+export function visible(text: string): string {
+  return text.replace(/[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u2028-\u202e\u2060-\u2064\ufeff]/g, (ch) =>
+    ch === '\n' ? '\\n' : ch === '\t' ? '\\t' : `\\u{${ch.codePointAt(0)?.toString(16)}}`,
+  )
+}

@@ -1,0 +1,145 @@
+/** Rendering a run's timeline, and following a live run until it ends (`--follow`). */
+import type { Client } from '@temporalio/client'
+import type { AuditStore, RunSummary, TimelineEntry } from '../audit/index.js'
+import type { AgentRunResult } from '../workflows/index.js'
+import { colour, print, visible } from './context.js'
+
+export function printTimeline(summary: RunSummary, timeline: TimelineEntry[]): void {
+  print(`${colour.bold(summary.runId)}  ${outcomeText(summary.outcome ?? summary.status)}`)
+  print(colour.dim(`goal: ${summary.goal.split('\n')[0] ?? ''}`))
+  for (const entry of timeline) print(entryLine(entry))
+  print(
+    colour.dim(
+      `${summary.steps} steps, ${summary.inputTokens + summary.outputTokens} tokens` +
+        (summary.durationMs !== undefined ? `, ${(summary.durationMs / 1000).toFixed(1)} s` : ''),
+    ),
+  )
+}
+
+function outcomeText(outcome: string): string {
+  if (outcome === 'verified' || outcome === 'finished') return colour.green(outcome)
+  if (outcome === 'running') return colour.yellow(outcome)
+  return colour.red(outcome)
+}
+
+export function entryKey(entry: TimelineEntry): string {
+  switch (entry.type) {
+    case 'step':
+      return `step:${entry.step}`
+    case 'policy':
+      return `policy:${entry.id}`
+    case 'exec':
+      return `exec:${entry.step}:${entry.call}:${entry.attempt}`
+    case 'gate':
+      return `gate:${entry.step}:${entry.kind}:${entry.at.getTime()}`
+    case 'approval':
+      return `approval:${entry.approvalId}:${entry.decision ?? 'pending'}`
+  }
+}
+
+export function entryLine(entry: TimelineEntry): string {
+  switch (entry.type) {
+    case 'step':
+      return `${colour.bold(`step ${entry.step}`)}  ${visible(entry.decision)}`
+    case 'policy':
+      return entry.kind === 'refusal'
+        ? `  ${colour.red('refused')}   ${entry.act} ${visible(entry.target)}  ${colour.dim(
+            entry.rule !== undefined
+              ? `rule ${entry.rule} in layer ${entry.layer}`
+              : `default for ${entry.act}`,
+          )}`
+        : `  ${entry.effect === 'allow' ? colour.green('decided') : colour.yellow('decided')}   ${entry.act} ${visible(entry.target)}  ${colour.dim(`${entry.decidedBy ?? ''} via ${entry.source}: ${entry.reason}`)}`
+    case 'exec': {
+      const status = entry.status === 'exited' ? `exit ${entry.exitCode}` : entry.status
+      const bytes = entry.stdout.bytes + entry.stderr.bytes
+      return `  ${colour.dim('ran')}       ${visible(entry.argv.join(' '))}  → ${entry.exitCode === 0 ? colour.green(status) : colour.yellow(status)}  ${colour.dim(`${(entry.durationMs / 1000).toFixed(1)} s, ${formatBytes(bytes)}`)}`
+    }
+    case 'gate':
+      return `  ${entry.kind === 'gate_passed' ? colour.green('gate') : entry.kind === 'gate_output' ? colour.dim('gate') : colour.red('gate')}      ${visible((entry.detail.split('\n')[0] ?? '').slice(0, 160))}`
+    case 'approval':
+      return entry.decision
+        ? `  ${colour.bold('approval')}  ${entry.act} ${visible(entry.target)} → ${entry.decision} by ${entry.decidedBy} via ${entry.channel}${entry.reason ? `: ${entry.reason}` : ''}`
+        : `  ${colour.yellow('waiting')}   approval ${entry.approvalId}: ${entry.act} ${visible(entry.target)} — answer with \`tether approve ${entry.approvalId} --as <you>\` or \`tether deny …\``
+  }
+}
+
+export function formatBytes(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`
+  return `${(bytes / 1024 / 1024).toFixed(1)} MiB`
+}
+
+/**
+ * Prints a live run's timeline as it grows (commands with a live elapsed time and byte count from their
+ * heartbeats, approvals waiting) until the run closes; returns its result.
+ */
+export async function followRun(
+  client: Client,
+  audit: AuditStore,
+  runId: string,
+  options: { json: boolean; intervalMs?: number },
+): Promise<AgentRunResult | { runId: string; outcome: string; reason?: string }> {
+  const handle = client.workflow.getHandle(runId)
+  const seen = new Set<string>()
+  const live = Boolean(process.stdout.isTTY) && !options.json
+  let liveLine = false
+  let lastProgress = 0
+  const clearLive = () => {
+    if (liveLine) process.stdout.write('\r\u001b[2K')
+    liveLine = false
+  }
+  for (;;) {
+    const description = await handle.describe()
+    if (!options.json) {
+      for (const entry of await audit.runTimeline(runId)) {
+        const key = entryKey(entry)
+        if (seen.has(key)) continue
+        seen.add(key)
+        clearLive()
+        print(entryLine(entry))
+      }
+      const running = description.raw.pendingActivities?.find((a) => a.activityType?.name === 'tetherExec')
+      if (running) {
+        const details = heartbeat(running.heartbeatDetails?.payloads?.[0]?.data)
+        const text = colour.dim(
+          `  running … ${((details?.elapsedMs ?? 0) / 1000).toFixed(0)} s, ${formatBytes(details?.bytes ?? 0)} of output`,
+        )
+        if (live) {
+          process.stdout.write(`\r\u001b[2K${text}`)
+          liveLine = true
+        } else if (Date.now() - lastProgress > 10_000) {
+          print(text)
+          lastProgress = Date.now()
+        }
+      } else clearLive()
+    }
+    if (description.status.name !== 'RUNNING') {
+      clearLive()
+      const summary = await audit.runSummary(runId)
+      const result =
+        description.status.name === 'COMPLETED'
+          ? ((await handle.result()) as AgentRunResult)
+          : {
+              runId,
+              outcome: summary?.outcome ?? description.status.name.toLowerCase(),
+              ...(summary?.reason ? { reason: summary.reason } : {}),
+            }
+      if (!options.json) {
+        print(
+          `${colour.bold('outcome')}   ${outcomeText(result.outcome)}${result.reason ? colour.dim(` — ${result.reason}`) : ''}`,
+        )
+      }
+      return result
+    }
+    await new Promise((resolve) => setTimeout(resolve, options.intervalMs ?? 500))
+  }
+}
+
+function heartbeat(data: Uint8Array | null | undefined): { elapsedMs?: number; bytes?: number } | undefined {
+  if (!data) return undefined
+  try {
+    return JSON.parse(Buffer.from(data).toString('utf8')) as { elapsedMs?: number; bytes?: number }
+  } catch {
+    return undefined
+  }
+}

@@ -1,0 +1,25 @@
+/**
+ * tether's public surface for teams embedding it in their Temporal estate: the plugin for an existing
+ * Worker, the client helpers to start runs and answer approvals, the contract and policy types, and the
+ * audit store. Workflow code imports `tether/workflows` instead (it has no Node dependencies).
+ */
+export { type ActivityDependencies, createActivities, type TetherActivities } from './activities/index.js'
+export { type AuditStore, openAudit } from './audit/index.js'
+export { answerApproval, newRunId, type StartRunOptions, startAgentRun } from './client.js'
+export {
+  ContractError,
+  parseContract,
+  type TaskContract,
+  type TaskContractInput,
+  taskContractSchema,
+} from './contract.js'
+export { type TetherPluginOptions, tetherPlugin } from './plugin.js'
+export { loadPolicyFile, Policy, PolicyError } from './policy/index.js'
+export { createTetherWorker, type TetherWorkerOptions } from './worker-setup.js'
+export type {
+  AgentRunInput,
+  AgentRunResult,
+  DecisionInput,
+  Outcome,
+  PendingApproval,
+} from './workflows/index.js'
