@@ -139,7 +139,9 @@ export function connectionError(
       true,
     )
   }
-  if (code === '57P01' || code === '57P02' || code?.startsWith('08') || LOST_CONNECTION.test(message)) {
+  // Class 08 is connection trouble, except 08P01 (a malformed protocol message: a bug, not the network).
+  const connectionClass = code?.startsWith('08') && code !== '08P01'
+  if (code === '57P01' || code === '57P02' || connectionClass || LOST_CONNECTION.test(message)) {
     return fail(
       `lost the connection to ${at} during ${operation} (${message || code}); audit writes are idempotent, so retrying is safe`,
       true,

@@ -49,5 +49,5 @@ export {
   type TimelineEntry,
 } from './queries.js'
 export { AuditStore, type EmbeddedServer, migrate, type OpenAuditOptions, openAudit } from './store.js'
-export { TEXT_LIMIT } from './text.js'
+export { boundedText, TEXT_LIMIT } from './text.js'
 export type { DecisionOutcome, StoredDecision } from './writers.js'

@@ -338,7 +338,7 @@ export async function appendMessages(
        from ${given}
        left join messages m on m.run_id = $1 and m.seq = $2 + ordinal::int - 1
       order by ordinal`,
-    params,
+    params.slice(0, 4),
   )
   if (rows.some((row) => row.attempt === null)) {
     throw new AuditConflictError(

@@ -1,0 +1,301 @@
+/**
+ * The writers on a real PostgreSQL: a retry or several workers racing the same write leave exactly one row;
+ * the first approval decision wins; later exec attempts replace earlier ones; bad input is refused whole.
+ */
+import { randomUUID } from 'node:crypto'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import {
+  AuditConflictError,
+  AuditInputError,
+  type AuditStore,
+  openAudit,
+  PATH_TARGET_LIMIT,
+  TEXT_LIMIT,
+} from '../../../src/audit/index.js'
+import {
+  approvalRequest,
+  at,
+  countRows,
+  createTestDatabase,
+  execResult,
+  refusal,
+  runStarted,
+  stepRecord,
+  type TestDatabase,
+} from './support.js'
+
+const WORKERS = 4
+
+describe('audit writers', () => {
+  let db: TestDatabase
+  let store: AuditStore
+  /** Separate pools, as separate workers would have. */
+  let workers: AuditStore[]
+
+  beforeAll(async () => {
+    db = await createTestDatabase('writers')
+    store = await openAudit({ databaseUrl: db.url })
+    workers = await Promise.all(
+      Array.from({ length: WORKERS }, () => openAudit({ databaseUrl: db.url, maxConnections: 2 })),
+    )
+  })
+  afterAll(async () => {
+    await Promise.all([store, ...(workers ?? [])].map((s) => s?.close()))
+    await db?.drop()
+  })
+
+  /** Every worker performs `write` at once; returns their results. */
+  const race = <T>(write: (worker: AuditStore) => Promise<T>) => Promise.all(workers.map(write))
+
+  it('write each row once when every worker repeats the same writes concurrently', async () => {
+    const runId = `race-${randomUUID()}`
+    const started = await race((w) => w.recordRunStarted(runStarted(runId)))
+    expect(started.filter(Boolean)).toHaveLength(1)
+
+    const steps = [0, 1, 2].map((step) => stepRecord(runId, step))
+    const events = [refusal(runId, 1, 0), refusal(runId, 1, 1), refusal(runId, 2, 0)]
+    const results = await race(async (w) => ({
+      steps: await Promise.all(steps.map((s) => w.recordStep(s))),
+      events: await w.recordPolicyEvents(events),
+      exec: await w.recordExecResult(execResult(runId, 0, 0)),
+      gate: await w.recordGateEvent({
+        runId,
+        step: 2,
+        kind: 'gate_passed',
+        detail: 'npm test exited 0',
+        at: at(30),
+      }),
+      approval: await w.recordApprovalRequested(approvalRequest(`a-${runId}`, runId)),
+      messages: await w.appendMessages(runId, 0, [{ role: 'user', content: 'hi' }, { role: 'assistant' }]),
+    }))
+
+    for (let step = 0; step < steps.length; step++) {
+      expect(results.filter((r) => r.steps[step])).toHaveLength(1)
+    }
+    expect(results.reduce((sum, r) => sum + r.events, 0)).toBe(events.length)
+    expect(results.filter((r) => r.exec)).toHaveLength(1)
+    expect(results.filter((r) => r.gate)).toHaveLength(1)
+    expect(results.filter((r) => r.approval)).toHaveLength(1)
+    expect(results.reduce((sum, r) => sum + r.messages, 0)).toBe(2)
+
+    const where = 'run_id = $1'
+    expect(await countRows(db.url, 'runs', where, [runId])).toBe(1)
+    expect(await countRows(db.url, 'steps', where, [runId])).toBe(3)
+    expect(await countRows(db.url, 'policy_events', where, [runId])).toBe(3)
+    expect(await countRows(db.url, 'exec_results', where, [runId])).toBe(1)
+    expect(await countRows(db.url, 'gate_events', where, [runId])).toBe(1)
+    expect(await countRows(db.url, 'approvals', where, [runId])).toBe(1)
+    expect(await countRows(db.url, 'messages', where, [runId])).toBe(2)
+  })
+
+  it('treat a retried write as a no-op that reports the row as its own', async () => {
+    const runId = `retry-${randomUUID()}`
+    expect(await store.recordRunStarted(runStarted(runId))).toBe(true)
+    expect(await store.recordRunStarted(runStarted(runId, { goal: 'a later, different goal' }))).toBe(false)
+    expect(await store.recordStep(stepRecord(runId, 0))).toBe(true)
+    expect(await store.recordStep(stepRecord(runId, 0))).toBe(false)
+    expect(await store.recordPolicyEvents([refusal(runId, 0, 0), refusal(runId, 0, 0)])).toBe(1)
+    expect(await store.recordPolicyEvents([refusal(runId, 0, 0), refusal(runId, 0, 1)])).toBe(1)
+    expect(await store.recordPolicyEvents([])).toBe(0)
+    const summary = await store.runSummary(runId)
+    expect(summary?.goal).toBe('make the failing test pass')
+  })
+
+  it('move a run’s finish forward in workflow time only', async () => {
+    const runId = `finish-${randomUUID()}`
+    await store.recordRunStarted(runStarted(runId))
+    const finish = { runId, steps: 3, inputTokens: 300, outputTokens: 30 }
+    expect(await store.recordRunFinished({ ...finish, outcome: 'verified', finishedAt: at(100) })).toBe(true)
+    expect(await store.recordRunFinished({ ...finish, outcome: 'verified', finishedAt: at(100) })).toBe(true)
+    // A stale retry of an earlier finish (e.g. before a reset) cannot overwrite the later one.
+    expect(await store.recordRunFinished({ ...finish, outcome: 'failed', finishedAt: at(50) })).toBe(false)
+    expect((await store.runSummary(runId))?.outcome).toBe('verified')
+    expect(await store.recordRunFinished({ ...finish, outcome: 'step-cap', finishedAt: at(200) })).toBe(true)
+    expect((await store.runSummary(runId))?.outcome).toBe('step-cap')
+
+    await expect(
+      store.recordRunFinished({ ...finish, runId: 'never-started', outcome: 'verified', finishedAt: at(1) }),
+    ).rejects.toThrow(/run 'never-started' was never recorded/)
+  })
+
+  it('let a later exec attempt replace an earlier one, and never the reverse', async () => {
+    const runId = `exec-${randomUUID()}`
+    await store.recordRunStarted(runStarted(runId))
+    const first = execResult(runId, 1, 0, { attempt: 1, exitCode: 1, status: 'exited' })
+    const second = execResult(runId, 1, 0, { attempt: 2, exitCode: 0, status: 'exited' })
+    expect(await store.recordExecResult(first)).toBe(true)
+    expect(await store.recordExecResult(second)).toBe(true)
+    expect(await store.recordExecResult(second)).toBe(false)
+    expect(await store.recordExecResult(first)).toBe(false)
+    const [command] = await store.executedCommands({ runId })
+    expect(command).toMatchObject({ attempt: 2, exitCode: 0 })
+    expect(await countRows(db.url, 'exec_results', 'run_id = $1', [runId])).toBe(1)
+  })
+
+  it('keep the first approval decision and report a different later one as lost', async () => {
+    const runId = `approval-${randomUUID()}`
+    const approvalId = randomUUID()
+    await store.recordRunStarted(runStarted(runId))
+    await store.recordApprovalRequested(approvalRequest(approvalId, runId))
+    const approve = {
+      approvalId,
+      decision: 'approved' as const,
+      decidedBy: 'ana',
+      channel: 'update' as const,
+      decidedAt: at(60),
+      remember: 'npm publish --dry-run*',
+    }
+    const { approvalId: _, ...decision } = approve
+    expect(await store.recordApprovalDecision(approve)).toEqual({ won: true, stored: decision })
+    // The activity retried: same decision, still reported as won.
+    expect((await store.recordApprovalDecision(approve)).won).toBe(true)
+
+    const timeout = await store.recordApprovalDecision({
+      approvalId,
+      decision: 'timeout',
+      decidedBy: 'tether',
+      channel: 'timeout',
+      decidedAt: at(3600),
+      reason: 'timeout',
+    })
+    expect(timeout.won).toBe(false)
+    expect(timeout.stored).toMatchObject({ decision: 'approved', decidedBy: 'ana', channel: 'update' })
+
+    await expect(
+      store.recordApprovalDecision({ ...approve, approvalId: 'no-such-approval' }),
+    ).rejects.toThrow(/approval 'no-such-approval' was never requested/)
+  })
+
+  it('let exactly one of several racing different decisions win', async () => {
+    const runId = `approval-race-${randomUUID()}`
+    const approvalId = randomUUID()
+    await store.recordRunStarted(runStarted(runId))
+    await store.recordApprovalRequested(approvalRequest(approvalId, runId))
+    const outcomes = await Promise.all(
+      workers.map((w, i) =>
+        w.recordApprovalDecision({
+          approvalId,
+          decision: i % 2 ? 'denied' : 'approved',
+          decidedBy: `approver-${i}`,
+          channel: 'signal',
+          decidedAt: at(100 + i),
+        }),
+      ),
+    )
+    const winners = outcomes.filter((o) => o.won)
+    expect(winners).toHaveLength(1)
+    expect(outcomes.every((o) => o.stored.decidedBy === winners[0]?.stored.decidedBy)).toBe(true)
+  })
+
+  it('store the transcript exactly, refuse gaps and a different message at a taken seq', async () => {
+    const runId = `messages-${randomUUID()}`
+    await store.recordRunStarted(runStarted(runId))
+    const tricky = [
+      { role: 'user', content: 'NUL \u0000 inside, a lone surrogate \ud800, emoji 🧵, quotes "\'\\' },
+      {
+        role: 'assistant',
+        toolCalls: [{ id: 'c1', name: 'exec', args: { argv: ['sh', '-c', 'a && b; $(c)'] } }],
+      },
+      'a bare string message',
+      null,
+    ]
+    expect(await store.appendMessages(runId, 0, tricky)).toBe(4)
+    expect(await store.appendMessages(runId, 2, tricky.slice(2))).toBe(0)
+    const stored = await store.loadMessages(runId)
+    expect(stored.map((m) => m.content)).toEqual(tricky)
+    expect(stored.map((m) => [m.seq, m.role])).toEqual([
+      [0, 'user'],
+      [1, 'assistant'],
+      [2, undefined],
+      [3, undefined],
+    ])
+    expect(await store.messageCount(runId)).toBe(4)
+    expect((await store.loadMessages(runId, { fromSeq: 1, limit: 2 })).map((m) => m.seq)).toEqual([1, 2])
+
+    await expect(store.appendMessages(runId, 6, [{ role: 'tool' }])).rejects.toThrow(AuditConflictError)
+    await expect(store.appendMessages(runId, 6, [{ role: 'tool' }])).rejects.toThrow(
+      /seq 6 would leave a gap/,
+    )
+    await expect(store.appendMessages(runId, 3, [{ role: 'other' }])).rejects.toThrow(
+      /already has a different message at seq 3/,
+    )
+    expect((await store.loadMessages(runId, { fromSeq: 3 }))[0]?.content).toBeNull()
+    expect(await store.messageCount(runId)).toBe(4)
+  })
+
+  it('replace a transcript message only from a later attempt of its writer', async () => {
+    const runId = `messages-attempt-${randomUUID()}`
+    await store.recordRunStarted(runStarted(runId))
+    await store.appendMessages(runId, 0, [{ role: 'user', content: 'go' }])
+    expect(
+      await store.appendMessages(runId, 1, [{ role: 'tool', output: 'first run' }], { attempt: 1 }),
+    ).toBe(1)
+    expect(
+      await store.appendMessages(runId, 1, [{ role: 'tool', output: 'second run' }], { attempt: 2 }),
+    ).toBe(1)
+    // A stale attempt arriving late changes nothing.
+    expect(
+      await store.appendMessages(runId, 1, [{ role: 'tool', output: 'first run' }], { attempt: 1 }),
+    ).toBe(0)
+    expect((await store.loadMessages(runId, { fromSeq: 1 }))[0]?.content).toEqual({
+      role: 'tool',
+      output: 'second run',
+    })
+  })
+
+  it('refuse bad input with the field named, writing nothing', async () => {
+    const runId = `input-${randomUUID()}`
+    await store.recordRunStarted(runStarted(runId))
+    const bad = [
+      [() => store.recordStep(stepRecord(runId, -1)), /recordStep: step: /],
+      [() => store.recordStep(stepRecord(runId, 1, { startedAt: 'yesterday' })), /recordStep: startedAt: /],
+      [
+        () =>
+          store.recordPolicyEvents([refusal(runId, 0, 0), refusal(runId, 0, 1, { act: 'fly' as 'exec' })]),
+        /recordPolicyEvents: 1\.act: /,
+      ],
+      [
+        () =>
+          store.recordPolicyEvents([
+            refusal(runId, 0, 2, { act: 'write', target: 'x'.repeat(PATH_TARGET_LIMIT + 1) }),
+          ]),
+        /target: a write target must be a path/,
+      ],
+      [
+        () =>
+          store.recordExecResult(
+            execResult(runId, 0, 0, { stdout: { ...execResult(runId, 0, 0).stdout, sha256: 'nope' } }),
+          ),
+        /recordExecResult: stdout\.sha256: /,
+      ],
+      [() => store.recordStep(stepRecord(`unknown-${runId}`, 0)), /recordStep: the run has no row in runs/],
+      [() => store.refusedActions({ before: 'not-a-cursor' }), /refusedActions: before: not a cursor/],
+      [() => store.listRuns({ limit: 0 }), /listRuns: limit must be an integer from 1 to 1000/],
+    ] as const
+    for (const [write, message] of bad) {
+      const error = await write().then(
+        () => undefined,
+        (e: unknown) => e,
+      )
+      expect(error, String(message)).toBeInstanceOf(AuditInputError)
+      expect((error as Error).message).toMatch(message)
+    }
+    expect(await countRows(db.url, 'policy_events', 'run_id = $1', [runId])).toBe(0)
+    expect(await countRows(db.url, 'steps', 'run_id = $1', [runId])).toBe(0)
+  })
+
+  it('bound free text and keep NUL visible instead of failing the write', async () => {
+    const runId = `text-${randomUUID()}`
+    await store.recordRunStarted(runStarted(runId))
+    const long = `${'h'.repeat(TEXT_LIMIT)}${'t'.repeat(TEXT_LIMIT)}`
+    await store.recordStep(stepRecord(runId, 0, { observation: long }))
+    await store.recordPolicyEvents([refusal(runId, 0, 0, { target: 'rm\u0000-rf' })])
+    const [step] = (await store.runTimeline(runId)).filter((e) => e.type === 'step')
+    expect(step?.type === 'step' && step.observation.length).toBeLessThan(TEXT_LIMIT + 100)
+    expect(step?.type === 'step' && step.observation).toMatch(
+      new RegExp(`^h+\\n\\[\\.\\.\\. ${TEXT_LIMIT} characters elided \\.\\.\\.\\]\\nt+$`),
+    )
+    const { items } = await store.refusedActions({ runId })
+    expect(items[0]?.target).toBe('rm\u2400-rf')
+  })
+})
