@@ -1,0 +1,32 @@
+/**
+ * The workspace a run works in: path safety, the file tools offered to the model, toolchain detection,
+ * never-exiting-command recognition and failure advice. Pure Node — nothing here imports Temporal.
+ */
+export { ADVICE, adviceFor } from './advice.js'
+export { type ListDirArgs, listDir } from './list.js'
+export { type LongRunning, longRunningCommand } from './long-running.js'
+export {
+  DEFAULT_LIMITS,
+  type PathTarget,
+  type ToolOptions,
+  type ToolOutcome,
+  type WorkspaceLimits,
+} from './outcome.js'
+export {
+  type NormalisedPath,
+  normaliseWorkspacePath,
+  type PathResolution,
+  type ResolvedPath,
+  ROOT_PATH,
+  resolveWorkspacePath,
+} from './paths.js'
+export { type ReadFileArgs, readFile } from './read.js'
+export { type SearchArgs, type SearchOptions, searchFiles } from './search.js'
+export {
+  describeToolchain,
+  detectToolchain,
+  formatArgv,
+  type Toolchain,
+  type ToolchainCommand,
+} from './toolchain.js'
+export { type EditFileArgs, editFile, type WriteFileArgs, writeFile } from './write.js'

@@ -1,0 +1,326 @@
+/**
+ * What kind of project the workspace is, from marker files at its root, and the commands such a project
+ * usually builds and tests with. These are guesses for the system prompt, stated as unverified: the agent
+ * still runs them through `exec` under the policy, and a run's verification command is never taken from
+ * here without the CLI deciding so.
+ */
+import { readdir } from 'node:fs/promises'
+import { hasEntry, readWorkspaceText } from './io.js'
+
+export type ToolchainCommand = 'install' | 'configure' | 'build' | 'test' | 'lint' | 'typecheck' | 'format'
+
+export interface Toolchain {
+  /** `rust`, `node`, `deno`, `go`, `python`, `jvm`, `elixir`, `ruby`, `php`, `swift`, `cmake`, `make`, `dotnet`. */
+  ecosystem: string
+  /** The marker file at the workspace root that decided it. */
+  marker: string
+  /** The tool that runs the commands: `cargo`, `npm`, `pnpm`, `yarn`, `bun`, `uv`, `poetry`, `pip`, … */
+  manager: string
+  /** argv arrays, only for the commands this project plausibly has. */
+  commands: Partial<Record<ToolchainCommand, string[]>>
+}
+
+type Commands = Toolchain['commands']
+
+function parseJsonObject(text: string | undefined): Record<string, unknown> {
+  if (text === undefined) return {}
+  try {
+    const parsed: unknown = JSON.parse(text)
+    return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)
+      ? (parsed as Record<string, unknown>)
+      : {}
+  } catch {
+    return {}
+  }
+}
+
+function stringRecord(value: unknown): Record<string, string> {
+  if (typeof value !== 'object' || value === null) return {}
+  return Object.fromEntries(
+    Object.entries(value).filter((entry): entry is [string, string] => typeof entry[1] === 'string'),
+  )
+}
+
+/** The scripts of a package.json, without npm's placeholder test script (it only fails). */
+export function packageScripts(manifest: Record<string, unknown>): Record<string, string> {
+  const scripts = stringRecord(manifest.scripts)
+  if (scripts.test?.includes('no test specified')) delete scripts.test
+  return scripts
+}
+
+const NODE_LOCKFILES: ReadonlyArray<[string, string]> = [
+  ['bun.lockb', 'bun'],
+  ['bun.lock', 'bun'],
+  ['pnpm-lock.yaml', 'pnpm'],
+  ['yarn.lock', 'yarn'],
+  ['package-lock.json', 'npm'],
+  ['npm-shrinkwrap.json', 'npm'],
+]
+
+/** The package manager of a Node project: by lockfile, else by the `packageManager` field, else npm. */
+function nodePackageManager(root: string, manifest: Record<string, unknown>): string {
+  for (const [file, manager] of NODE_LOCKFILES) if (hasEntry(root, file)) return manager
+  const declared =
+    typeof manifest.packageManager === 'string' ? manifest.packageManager.split('@')[0] : undefined
+  return declared && ['npm', 'pnpm', 'yarn', 'bun'].includes(declared) ? declared : 'npm'
+}
+
+async function detectNode(root: string): Promise<Toolchain> {
+  const manifest = parseJsonObject(readWorkspaceText(root, 'package.json'))
+  const manager = nodePackageManager(root, manifest)
+  const scripts = packageScripts(manifest)
+  const run = (script: string) => [manager, 'run', script]
+  const commands: Commands = { install: [manager, 'install'] }
+  if (scripts.build) commands.build = run('build')
+  // `bun test` is Bun's own test runner, not the package's test script.
+  if (scripts.test) commands.test = manager === 'bun' ? run('test') : [manager, 'test']
+  if (scripts.lint) commands.lint = run('lint')
+  const typecheck = ['typecheck', 'type-check', 'check-types'].find((name) => scripts[name])
+  const dependencies = { ...stringRecord(manifest.dependencies), ...stringRecord(manifest.devDependencies) }
+  if (typecheck) commands.typecheck = run(typecheck)
+  else if (dependencies.typescript && hasEntry(root, 'tsconfig.json')) {
+    const runners: Record<string, string[]> = { pnpm: ['pnpm', 'exec'], yarn: ['yarn'], bun: ['bunx'] }
+    const runner = runners[manager] ?? ['npx']
+    commands.typecheck = [...runner, 'tsc', '--noEmit']
+  }
+  if (scripts.format) commands.format = run('format')
+  return { ecosystem: 'node', marker: 'package.json', manager, commands }
+}
+
+async function detectPython(root: string, marker: string): Promise<Toolchain> {
+  const pyproject = readWorkspaceText(root, 'pyproject.toml') ?? ''
+  const manager = hasEntry(root, 'uv.lock')
+    ? 'uv'
+    : hasEntry(root, 'poetry.lock') || pyproject.includes('[tool.poetry]')
+      ? 'poetry'
+      : pyproject.includes('[tool.uv]')
+        ? 'uv'
+        : 'pip'
+  const runners: Record<string, string[]> = { uv: ['uv', 'run'], poetry: ['poetry', 'run'] }
+  const runner = runners[manager] ?? ['python3', '-m']
+  const install =
+    manager === 'uv'
+      ? ['uv', 'sync']
+      : manager === 'poetry'
+        ? ['poetry', 'install']
+        : marker === 'requirements.txt'
+          ? ['python3', '-m', 'pip', 'install', '-r', 'requirements.txt']
+          : ['python3', '-m', 'pip', 'install', '-e', '.']
+  const commands: Commands = { install, test: [...runner, 'pytest'] }
+  if (pyproject.includes('ruff')) {
+    commands.lint = [...runner, 'ruff', 'check', '.']
+    commands.format = [...runner, 'ruff', 'format', '.']
+  }
+  if (pyproject.includes('mypy')) commands.typecheck = [...runner, 'mypy', '.']
+  return { ecosystem: 'python', marker, manager, commands }
+}
+
+/** Targets a Makefile defines at the start of a line (`test:`, `lint: deps`). */
+function makeTargets(makefile: string): Set<string> {
+  return new Set([...makefile.matchAll(/^([A-Za-z0-9_.-]+)\s*:(?!=)/gm)].map((match) => match[1]!))
+}
+
+async function detectMake(root: string, marker: string): Promise<Toolchain> {
+  const targets = makeTargets(readWorkspaceText(root, marker) ?? '')
+  const commands: Commands = { build: ['make'] }
+  const test = ['test', 'check'].find((target) => targets.has(target))
+  if (test) commands.test = ['make', test]
+  if (targets.has('lint')) commands.lint = ['make', 'lint']
+  if (targets.has('format') || targets.has('fmt'))
+    commands.format = ['make', targets.has('format') ? 'format' : 'fmt']
+  return { ecosystem: 'make', marker, manager: 'make', commands }
+}
+
+async function detectComposer(root: string): Promise<Toolchain> {
+  const manifest = parseJsonObject(readWorkspaceText(root, 'composer.json'))
+  const scripts = stringRecord(manifest.scripts)
+  const requireDev = stringRecord(manifest['require-dev'])
+  const commands: Commands = { install: ['composer', 'install'] }
+  if (scripts.test !== undefined) commands.test = ['composer', 'test']
+  else if (requireDev['phpunit/phpunit'] !== undefined) commands.test = ['vendor/bin/phpunit']
+  if (scripts.lint !== undefined) commands.lint = ['composer', 'lint']
+  return { ecosystem: 'php', marker: 'composer.json', manager: 'composer', commands }
+}
+
+async function detectRuby(root: string): Promise<Toolchain> {
+  const gemfile = readWorkspaceText(root, 'Gemfile') ?? ''
+  const rspec = hasEntry(root, '.rspec') || hasEntry(root, 'spec')
+  const commands: Commands = {
+    install: ['bundle', 'install'],
+    test: rspec ? ['bundle', 'exec', 'rspec'] : ['bundle', 'exec', 'rake', 'test'],
+  }
+  if (gemfile.includes('rubocop')) commands.lint = ['bundle', 'exec', 'rubocop']
+  return { ecosystem: 'ruby', marker: 'Gemfile', manager: 'bundler', commands }
+}
+
+async function detectJvm(root: string, marker: string): Promise<Toolchain> {
+  if (marker === 'pom.xml') {
+    const mvn = hasEntry(root, 'mvnw') ? './mvnw' : 'mvn'
+    return {
+      ecosystem: 'jvm',
+      marker,
+      manager: 'maven',
+      commands: {
+        install: [mvn, '-B', 'dependency:go-offline'],
+        build: [mvn, '-B', 'compile'],
+        test: [mvn, '-B', 'test'],
+      },
+    }
+  }
+  const gradle = hasEntry(root, 'gradlew') ? './gradlew' : 'gradle'
+  return {
+    ecosystem: 'jvm',
+    marker,
+    manager: 'gradle',
+    commands: { build: [gradle, 'assemble'], test: [gradle, 'test'], lint: [gradle, 'check'] },
+  }
+}
+
+/** Markers with fixed commands: no file needs reading to choose them. */
+const FIXED: Record<string, Omit<Toolchain, 'marker'>> = {
+  'Cargo.toml': {
+    ecosystem: 'rust',
+    manager: 'cargo',
+    commands: {
+      install: ['cargo', 'fetch'],
+      build: ['cargo', 'build'],
+      test: ['cargo', 'test'],
+      lint: ['cargo', 'clippy', '--all-targets'],
+      typecheck: ['cargo', 'check'],
+      format: ['cargo', 'fmt'],
+    },
+  },
+  'deno.json': {
+    ecosystem: 'deno',
+    manager: 'deno',
+    commands: {
+      test: ['deno', 'test'],
+      lint: ['deno', 'lint'],
+      typecheck: ['deno', 'check', '.'],
+      format: ['deno', 'fmt'],
+    },
+  },
+  'go.mod': {
+    ecosystem: 'go',
+    manager: 'go',
+    commands: {
+      install: ['go', 'mod', 'download'],
+      build: ['go', 'build', './...'],
+      test: ['go', 'test', './...'],
+      lint: ['go', 'vet', './...'],
+      format: ['gofmt', '-w', '.'],
+    },
+  },
+  'mix.exs': {
+    ecosystem: 'elixir',
+    manager: 'mix',
+    commands: {
+      install: ['mix', 'deps.get'],
+      build: ['mix', 'compile'],
+      test: ['mix', 'test'],
+      lint: ['mix', 'format', '--check-formatted'],
+      format: ['mix', 'format'],
+    },
+  },
+  'Package.swift': {
+    ecosystem: 'swift',
+    manager: 'swiftpm',
+    commands: {
+      install: ['swift', 'package', 'resolve'],
+      build: ['swift', 'build'],
+      test: ['swift', 'test'],
+    },
+  },
+  'CMakeLists.txt': {
+    ecosystem: 'cmake',
+    manager: 'cmake',
+    commands: {
+      configure: ['cmake', '-S', '.', '-B', 'build'],
+      build: ['cmake', '--build', 'build'],
+      test: ['ctest', '--test-dir', 'build'],
+    },
+  },
+}
+
+async function fixed(_root: string, marker: string): Promise<Toolchain> {
+  const known = FIXED[marker]!
+  return { ...known, marker, commands: structuredClone(known.commands) }
+}
+
+/** Root marker files in the order they are looked for; the first one present decides. */
+const MARKERS: ReadonlyArray<[string, (root: string, marker: string) => Promise<Toolchain>]> = [
+  ['Cargo.toml', fixed],
+  ['deno.json', fixed],
+  ['deno.jsonc', async (root) => ({ ...(await fixed(root, 'deno.json')), marker: 'deno.jsonc' })],
+  ['package.json', detectNode],
+  ['go.mod', fixed],
+  ['pyproject.toml', detectPython],
+  ['requirements.txt', detectPython],
+  ['pom.xml', detectJvm],
+  ['build.gradle', detectJvm],
+  ['build.gradle.kts', detectJvm],
+  ['mix.exs', fixed],
+  ['Gemfile', detectRuby],
+  ['composer.json', detectComposer],
+  ['Package.swift', fixed],
+  ['CMakeLists.txt', fixed],
+  ['Makefile', detectMake],
+  ['GNUmakefile', detectMake],
+  ['makefile', detectMake],
+]
+
+const DOTNET_MARKER = /\.(sln|csproj|fsproj)$/
+
+async function detectDotnet(root: string): Promise<Toolchain | undefined> {
+  const names = await readdir(root).catch(() => [] as string[])
+  const candidates = names.filter((name) => DOTNET_MARKER.test(name)).sort()
+  // A solution names the whole build; prefer it over any one project.
+  const marker = candidates.find((name) => name.endsWith('.sln')) ?? candidates[0]
+  if (!marker) return undefined
+  return {
+    ecosystem: 'dotnet',
+    marker,
+    manager: 'dotnet',
+    commands: {
+      install: ['dotnet', 'restore'],
+      build: ['dotnet', 'build'],
+      test: ['dotnet', 'test'],
+      lint: ['dotnet', 'format', '--verify-no-changes'],
+      format: ['dotnet', 'format'],
+    },
+  }
+}
+
+/** Detects the project's toolchain from marker files at the workspace root (only the root is examined). */
+export async function detectToolchain(root: string): Promise<Toolchain | undefined> {
+  for (const [marker, detect] of MARKERS) if (hasEntry(root, marker)) return detect(root, marker)
+  return detectDotnet(root)
+}
+
+/** An argv as a person would type it; arguments that need quoting are quoted. */
+export function formatArgv(argv: readonly string[]): string {
+  return argv.map((arg) => (/^[\w@%+=:,./-]+$/.test(arg) ? arg : JSON.stringify(arg))).join(' ')
+}
+
+const COMMAND_ORDER: readonly ToolchainCommand[] = [
+  'install',
+  'configure',
+  'build',
+  'typecheck',
+  'lint',
+  'format',
+  'test',
+]
+
+/** The lines the system prompt shows about the project, stating that the commands are unverified guesses. */
+export function describeToolchain(toolchain: Toolchain): string {
+  const lines = [
+    `Project: ${toolchain.ecosystem} (marker file ${toolchain.marker}; runs with ${toolchain.manager}).`,
+    'Likely commands — unverified defaults guessed from marker files; check the project (scripts, README, CI) before relying on them:',
+  ]
+  for (const kind of COMMAND_ORDER) {
+    const argv = toolchain.commands[kind]
+    if (argv) lines.push(`- ${kind}: ${formatArgv(argv)}`)
+  }
+  return lines.join('\n')
+}
