@@ -21,7 +21,7 @@ const NETWORK = [
   /failed to establish a new connection/i,
 ]
 const REFUSED =
-  /\bECONNREFUSED\s+\[?([0-9a-fA-F.:]+?)\]?:\d+|Failed to connect to (\S+) port \d+.*Connection refused/g
+  /\bECONNREFUSED\s+\[?([0-9a-fA-F.:]+)\]?:\d+|Failed to connect to (\S+) port \d+.*Connection refused/g
 const LOOPBACK = /^(127\.|::1$|0:0:0:0:0:0:0:1$|localhost$|0\.0\.0\.0$|::$|::ffff:127\.)/i
 
 export const ADVICE = {

@@ -363,6 +363,27 @@ function genericWatch(program: string, args: string[]): Finding | undefined {
 // ---------------------------------------------------------------------------------------------------------
 // Unwrapping: wrappers that run another command, and package managers that run package scripts.
 
+/** How each package manager runs a JavaScript tool installed in the project. */
+const RUNNERS: Record<string, string[]> = {
+  npm: ['npx'],
+  pnpm: ['pnpm', 'exec'],
+  yarn: ['yarn'],
+  bun: ['bunx'],
+}
+/** Wrappers that run a project's JavaScript tool, and how to spell that again in an alternative. */
+const JS_RUNNERS: Record<string, string[]> = {
+  npx: ['npx'],
+  pnpx: ['pnpx'],
+  bunx: ['bunx'],
+  'npm exec': ['npx'],
+  'npm x': ['npx'],
+  'pnpm exec': ['pnpm', 'exec'],
+  'pnpm dlx': ['pnpm', 'dlx'],
+  'yarn exec': ['yarn'],
+  'yarn dlx': ['yarn', 'dlx'],
+  'bun x': ['bunx'],
+}
+
 /** Wrappers → their options that take a value (so the value is not mistaken for the command). */
 const WRAPPERS: Record<string, string[]> = {
   env: ['-u', '--unset', '-C', '--chdir'],
@@ -416,7 +437,7 @@ function commandStart(args: readonly string[], valued: readonly string[], assign
 }
 
 type Unwrapped =
-  | { kind: 'argv'; argv: string[] }
+  | { kind: 'argv'; argv: string[]; runner?: string[] }
   | { kind: 'shell'; text: string }
   | { kind: 'bounded' }
   | undefined
@@ -432,6 +453,9 @@ function unwrap(program: string, args: string[]): Unwrapped {
     return { kind: 'shell', text: args[args.indexOf('-c') + 1] ?? '' }
   }
   const valued = WRAPPERS[program]
+  if (valued && JS_RUNNERS[program]) {
+    return { kind: 'argv', argv: args.slice(commandStart(args, valued, false)), runner: JS_RUNNERS[program] }
+  }
   if (valued) {
     return {
       kind: 'argv',
@@ -442,9 +466,11 @@ function unwrap(program: string, args: string[]): Unwrapped {
   const sub = positional(args)
   if (subs && sub !== undefined && subs.includes(sub)) {
     const rest = args.slice(args.indexOf(sub) + 1)
+    const runner = JS_RUNNERS[`${program} ${sub}`]
     return {
       kind: 'argv',
       argv: rest.slice(commandStart(rest, ['--with', '--python', '-p', '--package'], false)),
+      ...(runner ? { runner } : {}),
     }
   }
   if (program === 'dotenv')
@@ -612,7 +638,7 @@ function scriptCall(
   root: string,
   manager: string,
   args: string[],
-): ScriptCall | { kind: 'argv'; argv: string[] } | undefined {
+): ScriptCall | { kind: 'argv'; argv: string[]; runner: string[] } | undefined {
   const { at, dir } = managerPrefix(args)
   const command = args[at]
   const rest = args.slice(at + 1)
@@ -630,7 +656,7 @@ function scriptCall(
     const extra = manager === 'npm' ? afterDashes(rest) : passThrough(rest.slice(nameAt + 1))
     if (manager === 'bun' || manager === 'yarn') {
       if (dir !== undefined && !Object.hasOwn(scriptsOf(root, dir), script))
-        return { kind: 'argv', argv: [script, ...extra] }
+        return { kind: 'argv', argv: [script, ...extra], runner: RUNNERS[manager]! }
     }
     return { manager, dir, script, extra }
   }
@@ -649,7 +675,9 @@ function scriptCall(
   // `pnpm dev`, `yarn dev`, `bun dev`: the script of that name, else the program of that name.
   if (dir === undefined || Object.hasOwn(scriptsOf(root, dir), command))
     return { manager, dir, script: command, extra: passThrough(rest) }
-  return manager === 'bun' ? undefined : { kind: 'argv', argv: [command, ...passThrough(rest)] }
+  return manager === 'bun'
+    ? undefined
+    : { kind: 'argv', argv: [command, ...passThrough(rest)], runner: RUNNERS[manager]! }
 }
 
 function scriptsOf(root: string, dir: string): Record<string, string> {
@@ -691,15 +719,17 @@ interface Found {
   finding: Finding
   /** How the command was reached: `npm run dev` → the script's text → … */
   trail: string[]
-  /** The package manager whose script led here, for the `npx`-style spelling of the alternative. */
-  manager: string | undefined
+  /** How JavaScript tools were run on the way here (`npx`, `pnpm exec`, a package script's manager). */
+  runner: string[] | undefined
 }
 
 interface Context {
   root: string
   trail: string[]
-  manager: string | undefined
+  runner: string[] | undefined
   depth: number
+  /** Inside a chain of wrappers, whose outermost spelling is already on the trail. */
+  wrapped: boolean
 }
 
 /** How deep wrappers and scripts are followed (`npm run a` → `npm run b` → … ). */
@@ -719,10 +749,11 @@ function judgeArgv(argv: readonly string[], context: Context): Found | undefined
     ...context,
     depth: context.depth + 1,
     trail: [...context.trail, label],
+    wrapped: false,
   })
   const unwrapped = unwrap(program, args)
   if (unwrapped?.kind === 'bounded') return undefined
-  if (unwrapped?.kind === 'argv') return judgeArgv(unwrapped.argv, { ...context, depth: context.depth + 1 })
+  if (unwrapped?.kind === 'argv') return judgeUnwrapped(argv, unwrapped, context)
   if (unwrapped?.kind === 'shell') return judgeShell(unwrapped.text, deeper(`\`${formatArgv(argv)}\``))
   const payload = shellPayload(program, args)
   if (payload && 'text' in payload) return judgeShell(payload.text, deeper(`\`${formatArgv(argv)}\``))
@@ -734,14 +765,29 @@ function judgeArgv(argv: readonly string[], context: Context): Found | undefined
   }
   if (['npm', 'pnpm', 'yarn', 'bun'].includes(program)) {
     const call = scriptCall(context.root, program, args)
-    if (call && 'kind' in call) return judgeArgv(call.argv, { ...context, depth: context.depth + 1 })
+    if (call && 'kind' in call) return judgeUnwrapped(argv, call, context)
     if (call) return judgeScript(call, `\`${formatArgv(argv)}\``, context)
   }
   if (program === 'concurrently') return judgeConcurrently(args, deeper(`\`${formatArgv(argv)}\``))
   if (['run-p', 'run-s', 'npm-run-all'].includes(program))
     return judgeRunAll(args, `\`${formatArgv(argv)}\``, context)
   const finding = NODE_RULES[program]?.(args) ?? SYSTEM_RULES[program]?.(args) ?? genericWatch(program, args)
-  return finding ? { argv: [...argv], finding, trail: context.trail, manager: context.manager } : undefined
+  return finding ? { argv: [...argv], finding, trail: context.trail, runner: context.runner } : undefined
+}
+
+/** Judges what a wrapper runs; the trail shows the outermost spelling once (`npx vitest -w` → `vitest -w`). */
+function judgeUnwrapped(
+  argv: readonly string[],
+  unwrapped: { argv: string[]; runner?: string[] },
+  context: Context,
+): Found | undefined {
+  return judgeArgv(unwrapped.argv, {
+    ...context,
+    depth: context.depth + 1,
+    runner: unwrapped.runner ?? context.runner,
+    trail: context.wrapped ? context.trail : [...context.trail, `\`${formatArgv(argv)}\``],
+    wrapped: true,
+  })
 }
 
 function judgeShell(text: string, context: Context): Found | undefined {
@@ -764,7 +810,7 @@ function judgeCommands(commands: ShellCommand[], context: Context): Found | unde
             instead: 'run the loop body once, or loop a bounded number of times',
           },
           trail: context.trail,
-          manager: context.manager,
+          runner: context.runner,
         }
       }
     }
@@ -780,7 +826,8 @@ function judgeScript(call: ScriptCall, label: string, context: Context): Found |
   const scriptContext = (name: string, body: string): Context => ({
     ...context,
     depth: context.depth + 1,
-    manager: call.manager,
+    runner: RUNNERS[call.manager],
+    wrapped: false,
     trail: [...context.trail, `${label} runs the package script "${name}" (\`${clipText(body)}\`)`],
   })
   for (const [name, body] of [
@@ -798,7 +845,7 @@ function judgeScript(call: ScriptCall, label: string, context: Context): Found |
     argv: [],
     finding: { what, instead },
     trail: [...context.trail, label],
-    manager: call.manager,
+    runner: RUNNERS[call.manager],
   })
   if (text === undefined) {
     // `npm start` without a start script runs `node server.js` when that file exists.
@@ -876,7 +923,7 @@ function judgeConcurrently(args: string[], context: Context): Found | undefined 
 
 function judgeRunAll(args: string[], label: string, context: Context): Found | undefined {
   for (const pattern of args.filter((arg) => !arg.startsWith('-'))) {
-    const found = judgeScriptNames(pattern, context.manager ?? 'npm', label, context)
+    const found = judgeScriptNames(pattern, 'npm', label, context)
     if (found) return found
   }
   return undefined
@@ -915,21 +962,14 @@ const NODE_BINARIES = new Set([
   'coffee',
   'eleventy',
 ])
-const RUNNERS: Record<string, string[]> = {
-  npm: ['npx'],
-  pnpm: ['pnpm', 'exec'],
-  yarn: ['yarn'],
-  bun: ['bunx'],
-}
 
 function alternativeOf(found: Found): string {
   const { instead } = found.finding
   if (typeof instead === 'string') return instead
   const program = instead[0] ?? ''
-  // A JavaScript tool named by a package script lives in node_modules/.bin, not on PATH.
-  const runner =
-    found.manager && (NODE_RULES[program] || NODE_BINARIES.has(program)) ? (RUNNERS[found.manager] ?? []) : []
-  return `\`${formatArgv([...runner, ...instead])}\``
+  // A JavaScript tool reached through npx or a package script lives in node_modules/.bin, not on PATH.
+  const local = NODE_RULES[program] !== undefined || NODE_BINARIES.has(program)
+  return `\`${formatArgv([...(local && found.runner ? found.runner : []), ...instead])}\``
 }
 
 /**
@@ -937,7 +977,7 @@ function alternativeOf(found: Found): string {
  * what to run instead. Reads the workspace's package.json to follow package scripts.
  */
 export function longRunningCommand(root: string, argv: readonly string[]): LongRunning | undefined {
-  const found = judgeArgv(argv, { root, trail: [], manager: undefined, depth: 0 })
+  const found = judgeArgv(argv, { root, trail: [], runner: undefined, depth: 0, wrapped: false })
   if (!found) return undefined
   // `npm run dev` runs the package script "dev" (`vite`) → `vite` starts a server that runs until it is stopped
   const reason =
