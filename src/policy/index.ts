@@ -1,0 +1,21 @@
+/**
+ * The policy module's door. Pure and deterministic (no Temporal, no I/O except `loadPolicyFile`, which
+ * reaches the file system only when called), so a workflow, a local activity and the CLI share one judge.
+ */
+export { PolicyError } from './errors.js'
+export { loadPolicyFile, parsePolicyText } from './file.js'
+export { Policy } from './policy.js'
+export { namesSensitivePath, readOnlyName } from './readonly.js'
+export { type RememberedRule, rememberRule } from './remember.js'
+export { quoteWord, renderCommand, renderExecVerdict } from './render.js'
+export type { LayerSpec, PolicySpec, PolicySpecInput, RuleSpec } from './spec.js'
+export {
+  ACTS,
+  type Act,
+  EFFECTS,
+  type Effect,
+  type ExecCheck,
+  type ExecNodeKind,
+  type ExecVerdict,
+  type Verdict,
+} from './types.js'

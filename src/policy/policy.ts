@@ -1,0 +1,712 @@
+/**
+ * The policy: an ordered stack of named layers of allow / ask / deny rules over read, write, exec and net,
+ * plus a default effect per act. Immutable (every builder returns a new Policy), pure and deterministic,
+ * so it runs anywhere, including inside a Temporal workflow or a local activity.
+ *
+ * Evaluation, for every act: a matching deny in any layer wins, else a matching ask, else a matching allow,
+ * else the act's default. Deny and ask rules match generously (every spelling, case-folded); allow rules
+ * match strictly (the target as given). Exec is judged on the effective command tree (see exec/analyse.ts).
+ */
+
+import { PolicyError } from './errors.js'
+import { type AnalysedNode, analyseArgv, analyseScript, basename } from './exec/analyse.js'
+import { globMatches, globsIntersect } from './glob.js'
+import { readOnlyName } from './readonly.js'
+import { escapeText, renderCommand } from './render.js'
+import { RuleIndex } from './rules.js'
+import { staticWords } from './shell/parse.js'
+import { type INCLUDES, type PolicySpec, parseSpec, type RuleSpec } from './spec.js'
+import {
+  ACTS,
+  type Act,
+  EFFECT_RANK,
+  type Effect,
+  type ExecCheck,
+  type ExecVerdict,
+  type Verdict,
+} from './types.js'
+
+type Include = (typeof INCLUDES)[number]
+
+interface Layer {
+  readonly name: string
+  readonly rules: readonly RuleSpec[]
+}
+
+interface State {
+  readonly layers: readonly Layer[]
+  readonly defaults: Readonly<Record<Act, Effect>>
+  readonly include: readonly Include[]
+  readonly approvers: readonly string[]
+  /** Index of the layer builders add to; -1 until `layer()` is called (then a `policy` layer is made). */
+  readonly current: number
+}
+
+interface Compiled {
+  readonly refs: ReadonlyArray<{ pattern: string; layer: string }>
+  readonly indexes: Readonly<Record<Act, Readonly<Record<Effect, RuleIndex>>>>
+  /** Exec rules as lists, for commands with run-time words (matched by glob intersection). */
+  readonly execLists: Readonly<Record<Effect, ReadonlyArray<{ pattern: string; index: number }>>>
+  readonly hasExecDeny: boolean
+}
+
+const SECRET_PATTERNS = ['.env', '.env.*', '*.pem', '*.key', 'id_rsa', 'id_ed25519']
+
+/** Program names people cannot read reliably: whitespace, control, invisible or non-ASCII characters. */
+const UNREADABLE_PROGRAM = /[^\x21-\x7e]/
+/** What makes two spellings of one argument look different without meaning anything different. */
+const NOISE = /[\x00-\x1f\x7f-\x9f\u00ad\u200b-\u200f\u2028-\u202e\u2060-\u2064\ufeff]/g
+const NEEDS_NORMALISING =
+  /[\x00-\x1f\x7f-\x9f\u00ad\u200b-\u200f\u2028-\u202e\u2060-\u2064\ufeff]|\s\s|^\s|\s$/
+
+export class Policy {
+  private compiledCache: Compiled | undefined
+
+  private constructor(private readonly state: State) {}
+
+  // ---- presets
+
+  /** Everything allowed. */
+  static permissive(): Policy {
+    return new Policy({ layers: [], defaults: allDefaults('allow'), include: [], approvers: [], current: -1 })
+  }
+
+  /** Read allowed, write and exec asked, net denied; secrets (`.env`, keys) never read or written. */
+  static tiered(): Policy {
+    return Policy.withSecrets({ read: 'allow', write: 'ask', exec: 'ask', net: 'deny' })
+  }
+
+  /** Everything denied unless a rule allows it; secrets stay denied even under a broad allow. */
+  static strict(): Policy {
+    return Policy.withSecrets(allDefaults('deny'))
+  }
+
+  private static withSecrets(defaults: Record<Act, Effect>): Policy {
+    const rules: RuleSpec[] = []
+    for (const act of ['read', 'write'] as const) {
+      for (const pattern of SECRET_PATTERNS) rules.push({ act, effect: 'deny', pattern })
+    }
+    return new Policy({
+      layers: [{ name: 'builtin-secrets', rules }],
+      defaults,
+      include: [],
+      approvers: [],
+      current: -1,
+    })
+  }
+
+  /** Validates a spec (a policy file's content or `toSpec()` output); throws PolicyError naming the field. */
+  static fromSpec(spec: unknown, file?: string): Policy {
+    const parsed = parseSpec(spec, file)
+    const base = parsed.preset ? Policy[parsed.preset]() : undefined
+    const defaults = { ...base?.state.defaults } as Partial<Record<Act, Effect>>
+    for (const act of ACTS) {
+      const given = parsed.defaults?.[act]
+      if (given) defaults[act] = given
+      else if (!defaults[act]) {
+        const field = `defaults.${act}`
+        throw new PolicyError(
+          `${file ? `${file}: ` : ''}${field}: expected allow, ask or deny (without a preset every act needs a default)`,
+          field,
+          file,
+        )
+      }
+    }
+    const layers: Layer[] = [...(base?.state.layers ?? [])]
+    const seen = new Set<string>()
+    for (const [i, layer] of (parsed.layers ?? []).entries()) {
+      if (seen.has(layer.name)) {
+        const field = `layers[${i}].name`
+        throw new PolicyError(
+          `${file ? `${file}: ` : ''}${field}: the layer name "${layer.name}" is used twice`,
+          field,
+          file,
+        )
+      }
+      seen.add(layer.name)
+      const existing = layers.findIndex((l) => l.name === layer.name)
+      if (existing === -1) layers.push({ name: layer.name, rules: layer.rules })
+      else layers[existing] = { name: layer.name, rules: [...layers[existing]!.rules, ...layer.rules] }
+    }
+    const policy = new Policy({
+      layers,
+      defaults: defaults as Record<Act, Effect>,
+      include: [...new Set(parsed.include ?? [])],
+      approvers: parsed.approvers ?? [],
+      current: -1,
+    })
+    policy.checkExamples(parsed.layers ?? [], file)
+    return policy
+  }
+
+  /** JSON-serialisable; `Policy.fromSpec(p.toSpec())` is the same policy. */
+  toSpec(): PolicySpec {
+    const spec: PolicySpec = {
+      version: 1,
+      defaults: { ...this.state.defaults },
+      layers: this.state.layers.map((layer) => ({
+        name: layer.name,
+        rules: layer.rules.map((rule) => ({ ...rule })),
+      })),
+    }
+    if (this.state.include.length > 0) spec.include = [...this.state.include]
+    if (this.state.approvers.length > 0) spec.approvers = [...this.state.approvers]
+    return spec
+  }
+
+  /** Who may answer an ask; empty means anyone. */
+  get approvers(): readonly string[] {
+    return this.state.approvers
+  }
+
+  /** The effect an act gets when no rule matches. */
+  defaultFor(act: Act): Effect {
+    return this.state.defaults[act]
+  }
+
+  // ---- builders (each returns a new Policy)
+
+  /** Later rules go into the layer `name` (created on top of the stack if it does not exist). */
+  layer(name: string): Policy {
+    if (typeof name !== 'string' || name === '')
+      throw new PolicyError('a layer needs a non-empty name', 'layer')
+    const index = this.state.layers.findIndex((l) => l.name === name)
+    if (index !== -1) return new Policy({ ...this.state, current: index })
+    return new Policy({
+      ...this.state,
+      layers: [...this.state.layers, { name, rules: [] }],
+      current: this.state.layers.length,
+    })
+  }
+
+  allow(act: Act, pattern: string): Policy {
+    return this.addToCurrent(act, 'allow', pattern)
+  }
+
+  ask(act: Act, pattern: string): Policy {
+    return this.addToCurrent(act, 'ask', pattern)
+  }
+
+  deny(act: Act, pattern: string): Policy {
+    return this.addToCurrent(act, 'deny', pattern)
+  }
+
+  allowExec(pattern: string): Policy {
+    return this.allow('exec', pattern)
+  }
+  askExec(pattern: string): Policy {
+    return this.ask('exec', pattern)
+  }
+  denyExec(pattern: string): Policy {
+    return this.deny('exec', pattern)
+  }
+  allowRead(pattern: string): Policy {
+    return this.allow('read', pattern)
+  }
+  askRead(pattern: string): Policy {
+    return this.ask('read', pattern)
+  }
+  denyRead(pattern: string): Policy {
+    return this.deny('read', pattern)
+  }
+  allowWrite(pattern: string): Policy {
+    return this.allow('write', pattern)
+  }
+  askWrite(pattern: string): Policy {
+    return this.ask('write', pattern)
+  }
+  denyWrite(pattern: string): Policy {
+    return this.deny('write', pattern)
+  }
+  allowNet(pattern: string): Policy {
+    return this.allow('net', pattern)
+  }
+  askNet(pattern: string): Policy {
+    return this.ask('net', pattern)
+  }
+  denyNet(pattern: string): Policy {
+    return this.deny('net', pattern)
+  }
+
+  /**
+   * Adds one rule to the layer `layer` (created on top if missing) without moving the builders' current
+   * layer: how a run adds an approver's remembered rule to its `remembered` layer.
+   */
+  withRule(layer: string, act: Act, effect: Effect, pattern: string): Policy {
+    const rule = validRule(act, effect, pattern)
+    const index = this.state.layers.findIndex((l) => l.name === layer)
+    if (index === -1) {
+      return new Policy({ ...this.state, layers: [...this.state.layers, { name: layer, rules: [rule] }] })
+    }
+    return new Policy({
+      ...this.state,
+      layers: replaceAt(this.state.layers, index, appendRule(this.state.layers[index]!, rule)),
+    })
+  }
+
+  /** Auto-allows the curated read-only commands (docs/policy.md), unless an argument names a secret. */
+  withReadOnlyCommands(): Policy {
+    if (this.state.include.includes('read-only')) return this
+    return new Policy({ ...this.state, include: [...this.state.include, 'read-only'] })
+  }
+
+  withApprovers(approvers: readonly string[]): Policy {
+    return new Policy({ ...this.state, approvers: [...approvers] })
+  }
+
+  withDefault(act: Act, effect: Effect): Policy {
+    validRule(act, effect, '*')
+    return new Policy({ ...this.state, defaults: { ...this.state.defaults, [act]: effect } })
+  }
+
+  private addToCurrent(act: Act, effect: Effect, pattern: string): Policy {
+    const rule = validRule(act, effect, pattern)
+    const state = this.state.current === -1 ? this.layer('policy').state : this.state
+    const index = state.current
+    return new Policy({
+      ...state,
+      layers: replaceAt(state.layers, index, appendRule(state.layers[index]!, rule)),
+    })
+  }
+
+  // ---- judging
+
+  /**
+   * Judges one target: a workspace path (read/write), `host` or `host:port` (net), or a command line
+   * (exec: parsed as bash and judged like `checkExec`).
+   */
+  check(act: Act, target: string): Verdict {
+    if (typeof target !== 'string') return refusal(act, String(target), 'The target is not a string.')
+    switch (act) {
+      case 'read':
+      case 'write':
+        return this.checkPath(act, target)
+      case 'net':
+        return this.checkNet(target)
+      case 'exec': {
+        const { checks: _checks, ...verdict } = this.judgeTree(analyseScript(target), escapeText(target))
+        return verdict
+      }
+      default:
+        return refusal(act, target, `"${String(act)}" is not an act (read, write, exec or net).`)
+    }
+  }
+
+  /** Judges an argv (program first) on its effective command tree; `checks` lists every judged node. */
+  checkExec(argv: readonly string[]): ExecVerdict {
+    if (!Array.isArray(argv) || argv.length === 0 || argv.some((word) => typeof word !== 'string')) {
+      return {
+        ...refusal('exec', '', 'argv must be a non-empty array of strings, the program first.'),
+        checks: [],
+      }
+    }
+    const display = renderCommand(argv)
+    if (argv.some((word) => word.includes('\0'))) {
+      return {
+        ...refusal('exec', display, 'An argument contains a NUL character, which no program can receive.'),
+        checks: [],
+      }
+    }
+    return this.judgeTree(analyseArgv(argv), display)
+  }
+
+  private judgeTree(nodes: readonly AnalysedNode[], display: string): ExecVerdict {
+    const checks = nodes.map((node) => this.judgeNode(node))
+    let deciding: ExecCheck | undefined
+    for (const check of checks) {
+      if (!deciding || EFFECT_RANK[check.effect] > EFFECT_RANK[deciding.effect]) deciding = check
+      else if (check.effect === deciding.effect && deciding.rule === undefined && check.rule !== undefined)
+        deciding = check
+    }
+    if (!deciding) {
+      const effect = this.state.defaults.exec
+      return {
+        effect,
+        act: 'exec',
+        target: display,
+        reason: `"${display}" runs nothing; the exec default is ${effect}.`,
+        checks,
+      }
+    }
+    return {
+      effect: deciding.effect,
+      ...(deciding.rule !== undefined ? { rule: deciding.rule } : {}),
+      ...(deciding.layer !== undefined ? { layer: deciding.layer } : {}),
+      act: 'exec',
+      target: display,
+      reason: deciding.reason,
+      checks,
+    }
+  }
+
+  private judgeNode(node: AnalysedNode): ExecCheck {
+    const place = { kind: node.kind, depth: node.depth }
+    switch (node.kind) {
+      case 'opaque': {
+        const deny = this.compiled.hasExecDeny
+        const target = escapeText(node.target)
+        return {
+          effect: deny ? 'deny' : 'ask',
+          act: 'exec',
+          target,
+          reason: `Not analysable: ${escapeText(node.note ?? 'unknown construct')}; ${
+            deny ? 'refused, since the policy has exec deny rules' : 'it needs approval'
+          } (tether never allows what it cannot analyse).`,
+          ...place,
+        }
+      }
+      case 'file': {
+        const act = node.act === 'exec' ? 'write' : node.act
+        return { ...capped(this.check(act, node.target), node.cap), ...place }
+      }
+      default:
+        return { ...this.judgeCommand(node), ...place }
+    }
+  }
+
+  private judgeCommand(node: AnalysedNode): Verdict {
+    const argv = node.argv
+    const program = argv[0]!
+    const display = renderCommand(argv, node.dynamic)
+    if (program === '' || UNREADABLE_PROGRAM.test(program)) {
+      return refusal(
+        'exec',
+        display,
+        `The program name ${quoteForReason(program)} contains whitespace, control, invisible or non-ASCII characters, which is always denied.`,
+      )
+    }
+    const compiled = this.compiled
+    const base = basename(program)
+    let denied: number
+    let asked: number
+    if (node.dynamic) {
+      const globs = execForms(
+        program,
+        base,
+        argv.map((word, i) => (node.dynamic?.[i] ? '*' : word)),
+        node.forms,
+      )
+      denied = firstIntersecting(compiled.execLists.deny, globs)
+      asked = firstIntersecting(compiled.execLists.ask, globs)
+    } else {
+      const forms = execForms(program, base, argv, node.forms)
+      denied = first(compiled.indexes.exec.deny, forms)
+      asked = first(compiled.indexes.exec.ask, forms)
+    }
+    if (denied !== Infinity) return this.ruleVerdict('exec', 'deny', display, denied)
+    if (asked !== Infinity) return this.ruleVerdict('exec', 'ask', display, asked)
+    if (node.kind === 'wrapper') {
+      if (node.cap)
+        return {
+          effect: 'ask',
+          act: 'exec',
+          target: display,
+          reason: `"${display}" needs approval: ${node.cap}.`,
+        }
+      return {
+        effect: 'allow',
+        act: 'exec',
+        target: display,
+        reason: `"${display}" ${node.note ?? 'is a wrapper'}; what it runs is judged.`,
+      }
+    }
+    let allowed: number
+    if (node.dynamic) {
+      // Allowed only when every value the run-time words can take is allowed: `allow echo*` covers `echo $x`.
+      const firstDynamic = node.dynamic.indexOf(true)
+      const prefix = `${argv.slice(0, firstDynamic).join(' ')} `
+      allowed = Infinity
+      for (const { pattern, index } of compiled.execLists.allow) {
+        if (index < allowed && pattern.endsWith('*') && globMatches(pattern, prefix)) allowed = index
+      }
+    } else {
+      allowed = Math.min(
+        compiled.indexes.exec.allow.first(program),
+        compiled.indexes.exec.allow.first(argv.join(' ')),
+      )
+    }
+    if (allowed !== Infinity) return capped(this.ruleVerdict('exec', 'allow', display, allowed), node.cap)
+    if (
+      this.state.include.includes('read-only') &&
+      !node.dynamic &&
+      !node.interpreter &&
+      node.kind === 'command'
+    ) {
+      const name = readOnlyName(argv)
+      if (name) {
+        return capped(
+          {
+            effect: 'allow',
+            rule: name,
+            layer: 'read-only',
+            act: 'exec',
+            target: display,
+            reason: `"${display}" is allowed: it is on the read-only list (${name}).`,
+          },
+          node.cap,
+        )
+      }
+    }
+    return capped(this.defaultVerdict('exec', display), node.cap)
+  }
+
+  private checkPath(act: 'read' | 'write', target: string): Verdict {
+    const display = escapeText(target)
+    const normalised = normalisePath(target)
+    const strict = withLastSegment([normalised])
+    const generous = (normalised === target ? strict : withLastSegment([normalised, target])).map(fold)
+    return this.evaluate(act, generous, strict, display)
+  }
+
+  private checkNet(target: string): Verdict {
+    const display = escapeText(target)
+    const forms = netForms(target)
+    if (!forms) return refusal('net', display, `"${display}" is not a host or host:port.`)
+    return this.evaluate('net', forms, forms, display)
+  }
+
+  private evaluate(
+    act: Act,
+    generous: readonly string[],
+    strict: readonly string[],
+    display: string,
+  ): Verdict {
+    const { indexes } = this.compiled
+    const denied = first(indexes[act].deny, generous)
+    if (denied !== Infinity) return this.ruleVerdict(act, 'deny', display, denied)
+    const asked = first(indexes[act].ask, generous)
+    if (asked !== Infinity) return this.ruleVerdict(act, 'ask', display, asked)
+    const allowed = first(indexes[act].allow, strict)
+    if (allowed !== Infinity) return this.ruleVerdict(act, 'allow', display, allowed)
+    return this.defaultVerdict(act, display)
+  }
+
+  private ruleVerdict(act: Act, effect: Effect, display: string, index: number): Verdict {
+    const ref = this.compiled.refs[index]!
+    const by = `rule "${escapeText(ref.pattern)}" in layer "${escapeText(ref.layer)}"`
+    const reason =
+      effect === 'deny'
+        ? `${subject(act, display)} is denied by ${by}.`
+        : effect === 'ask'
+          ? `${subject(act, display)} needs approval: ${by}.`
+          : `${subject(act, display)} is allowed by ${by}.`
+    return { effect, rule: ref.pattern, layer: ref.layer, act, target: display, reason }
+  }
+
+  private defaultVerdict(act: Act, display: string): Verdict {
+    const effect = this.state.defaults[act]
+    return {
+      effect,
+      act,
+      target: display,
+      reason: `No rule matches ${subject(act, display)}; the ${act} default is ${effect}.`,
+    }
+  }
+
+  private get compiled(): Compiled {
+    this.compiledCache ??= compile(this.state)
+    return this.compiledCache
+  }
+
+  /** Every rule's `match` / `not_match` examples must come out as the rule says. */
+  private checkExamples(layers: readonly Layer[], file: string | undefined): void {
+    for (const [i, layer] of layers.entries()) {
+      for (const [j, rule] of layer.rules.entries()) {
+        if (!rule.match && !rule.not_match) continue
+        // A probe holding only this rule, whose defaults are the opposite of the rule's effect.
+        const probe = new Policy({
+          layers: [
+            { name: layer.name, rules: [{ act: rule.act, effect: rule.effect, pattern: rule.pattern }] },
+          ],
+          defaults: allDefaults(rule.effect === 'allow' ? 'deny' : 'allow'),
+          include: [],
+          approvers: [],
+          current: -1,
+        })
+        const judge = (example: string): Verdict =>
+          rule.act === 'exec'
+            ? probe.checkExec(staticWords(example) ?? ['sh', '-c', example])
+            : probe.check(rule.act, example)
+        for (const [kind, examples] of [
+          ['match', rule.match],
+          ['not_match', rule.not_match],
+        ] as const) {
+          for (const [k, example] of (examples ?? []).entries()) {
+            const verdict = judge(example)
+            const decided = verdict.rule === rule.pattern && verdict.effect === rule.effect
+            if (decided === (kind === 'match')) continue
+            const field = `layers[${i}].rules[${j}].${kind}[${k}]`
+            const expectation = kind === 'match' ? 'should decide' : 'should not decide'
+            throw new PolicyError(
+              `${file ? `${file}: ` : ''}${field}: the rule ${rule.effect} ${rule.act} "${rule.pattern}" ${expectation} ` +
+                `"${escapeText(example)}", but: ${verdict.reason}`,
+              field,
+              file,
+            )
+          }
+        }
+      }
+    }
+  }
+}
+
+// ---- helpers
+
+function allDefaults(effect: Effect): Record<Act, Effect> {
+  return { read: effect, write: effect, exec: effect, net: effect }
+}
+
+function validRule(act: Act, effect: Effect, pattern: string): RuleSpec {
+  if (!(ACTS as readonly string[]).includes(act))
+    throw new PolicyError(`"${String(act)}" is not an act: expected read, write, exec or net`, 'act')
+  if (!(['allow', 'ask', 'deny'] as const).includes(effect))
+    throw new PolicyError(`"${String(effect)}" is not an effect: expected allow, ask or deny`, 'effect')
+  if (typeof pattern !== 'string' || pattern === '' || pattern.includes('\0')) {
+    throw new PolicyError('a pattern must be a non-empty string without NUL characters', 'pattern')
+  }
+  return { act, effect, pattern }
+}
+
+function appendRule(layer: Layer, rule: RuleSpec): Layer {
+  return { name: layer.name, rules: [...layer.rules, rule] }
+}
+
+function replaceAt<T>(list: readonly T[], index: number, value: T): T[] {
+  const copy = [...list]
+  copy[index] = value
+  return copy
+}
+
+function fold(text: string): string {
+  return text.toLowerCase()
+}
+
+function compile(state: State): Compiled {
+  const refs: Array<{ pattern: string; layer: string }> = []
+  const indexes = {} as Record<Act, Record<Effect, RuleIndex>>
+  for (const act of ACTS)
+    indexes[act] = { allow: new RuleIndex(), ask: new RuleIndex(), deny: new RuleIndex() }
+  const execLists: Record<Effect, Array<{ pattern: string; index: number }>> = {
+    allow: [],
+    ask: [],
+    deny: [],
+  }
+  for (const layer of state.layers) {
+    for (const rule of layer.rules) {
+      const index = refs.length
+      refs.push({ pattern: rule.pattern, layer: layer.name })
+      // Deny and ask match case-folded (generous); hosts are case-insensitive whatever the effect.
+      const pattern = rule.effect !== 'allow' || rule.act === 'net' ? fold(rule.pattern) : rule.pattern
+      indexes[rule.act][rule.effect].add(pattern, index)
+      if (rule.act === 'exec') execLists[rule.effect].push({ pattern, index })
+    }
+  }
+  return { refs, indexes, execLists, hasExecDeny: execLists.deny.length > 0 }
+}
+
+function first(index: RuleIndex, forms: readonly string[]): number {
+  if (index.size === 0) return Infinity
+  let best = Infinity
+  for (const form of forms) {
+    const found = index.first(form)
+    if (found < best) best = found
+  }
+  return best
+}
+
+function firstIntersecting(
+  list: ReadonlyArray<{ pattern: string; index: number }>,
+  globs: readonly string[],
+): number {
+  let best = Infinity
+  for (const { pattern, index } of list) {
+    if (index < best && globs.some((glob) => globsIntersect(pattern, glob))) best = index
+  }
+  return best
+}
+
+/**
+ * The spellings deny and ask rules see, case-folded: the program as given and by basename, the joined argv
+ * with either, the same with control/invisible characters, empty words and repeated spaces removed, and
+ * any canonical forms the analyser found (git without its global options).
+ */
+function execForms(
+  program: string,
+  base: string,
+  argv: readonly string[],
+  extra?: readonly string[],
+): string[] {
+  const joined = argv.join(' ')
+  const forms = [fold(program), fold(joined)]
+  if (base !== program) forms.push(fold(base), fold([base, ...argv.slice(1)].join(' ')))
+  if (argv.includes('') || NEEDS_NORMALISING.test(joined)) {
+    const cleaned = argv.map((word) => word.replace(NOISE, '').trim()).filter((word) => word !== '')
+    const normal = cleaned.join(' ').replace(/\s+/g, ' ')
+    forms.push(fold(normal))
+    if (base !== program) forms.push(fold([base, ...cleaned.slice(1)].join(' ').replace(/\s+/g, ' ')))
+  }
+  for (const form of extra ?? []) forms.push(fold(form))
+  return forms
+}
+
+/** Lexical normalisation: no `//`, no `.` segments, `..` resolved where it can be. */
+export function normalisePath(path: string): string {
+  const absolute = path.startsWith('/')
+  const out: string[] = []
+  for (const segment of path.split('/')) {
+    if (segment === '' || segment === '.') continue
+    if (segment === '..' && out.length > 0 && out[out.length - 1] !== '..') out.pop()
+    else if (segment === '..' && absolute) continue
+    else out.push(segment)
+  }
+  const joined = out.join('/')
+  return absolute ? `/${joined}` : joined || '.'
+}
+
+function withLastSegment(paths: readonly string[]): string[] {
+  const forms = [...paths]
+  for (const path of paths) {
+    const slash = path.lastIndexOf('/')
+    if (slash !== -1 && slash < path.length - 1) forms.push(path.slice(slash + 1))
+  }
+  return forms
+}
+
+/** `host:port` and `host` (a rule naming only the host covers every port), lower-cased. */
+function netForms(target: string): string[] | undefined {
+  const lowered = target.trim().toLowerCase()
+  if (lowered === '' || /[\s\x00-\x1f\x7f/\\@]/.test(lowered)) return undefined
+  const bracketed = /^\[([0-9a-f:.]+)\](?::(\d+))?$/.exec(lowered)
+  if (bracketed)
+    return bracketed[2] ? [`[${bracketed[1]}]:${bracketed[2]}`, `[${bracketed[1]}]`] : [`[${bracketed[1]}]`]
+  const port = /^([^:]+):(\d+)$/.exec(lowered)
+  const host = (port ? port[1]! : lowered).replace(/\.$/, '')
+  if (host === '') return undefined
+  return port ? [`${host}:${port[2]}`, host] : [host]
+}
+
+function capped(verdict: Verdict, cap: string | undefined): Verdict {
+  if (!cap || verdict.effect !== 'allow') return verdict
+  return {
+    effect: 'ask',
+    act: verdict.act,
+    target: verdict.target,
+    reason: `${verdict.reason.replace(/\.$/, '')}, but ${cap}, so it needs approval.`,
+  }
+}
+
+function refusal(act: Act, target: string, reason: string): Verdict {
+  return { effect: 'deny', act, target, reason }
+}
+
+function subject(act: Act, display: string): string {
+  return act === 'exec'
+    ? `"${display}"`
+    : act === 'net'
+      ? `connecting to "${display}"`
+      : `${act === 'read' ? 'reading' : 'writing'} "${display}"`
+}
+
+function quoteForReason(program: string): string {
+  return renderCommand([program])
+}

@@ -1,0 +1,63 @@
+/**
+ * How tether shows commands to people: each word quoted the way bash would read it back, with control,
+ * invisible and non-ASCII characters written as escapes (`$'r\u200bm'`), so an approver sees exactly what
+ * will run and a lookalike cannot pass for the real thing.
+ */
+import type { ExecVerdict } from './types.js'
+
+const PLAIN = /^[A-Za-z0-9_@%+=:,./~^-]+$/
+const PRINTABLE_ASCII = /^[\x20-\x7e]*$/
+
+/** One argv word as a human should read it. */
+export function quoteWord(word: string): string {
+  if (word === '') return "''"
+  if (PLAIN.test(word)) return word
+  if (PRINTABLE_ASCII.test(word)) return `'${word.replace(/'/g, `'\\''`)}'`
+  let escaped = ''
+  for (const char of word) {
+    const code = char.codePointAt(0)!
+    if (char === '\\') escaped += '\\\\'
+    else if (char === "'") escaped += "\\'"
+    else if (char === '\n') escaped += '\\n'
+    else if (char === '\t') escaped += '\\t'
+    else if (char === '\r') escaped += '\\r'
+    else if (code >= 0x20 && code <= 0x7e) escaped += char
+    else if (code <= 0xff) escaped += `\\x${code.toString(16).padStart(2, '0')}`
+    else if (code <= 0xffff) escaped += `\\u${code.toString(16).padStart(4, '0')}`
+    else escaped += `\\U${code.toString(16).padStart(8, '0')}`
+  }
+  return `$'${escaped}'`
+}
+
+/** A command line for humans; `dynamic` words (from a script) are shown as written, escapes applied. */
+export function renderCommand(argv: readonly string[], dynamic?: readonly boolean[]): string {
+  return argv.map((word, i) => (dynamic?.[i] ? escapeText(word) : quoteWord(word))).join(' ')
+}
+
+/** Free text (a path, a script excerpt) with the same escapes but no quoting. */
+export function escapeText(text: string): string {
+  if (PRINTABLE_ASCII.test(text)) return text
+  const quoted = quoteWord(text)
+  return quoted.startsWith("$'") ? quoted.slice(2, -1) : text
+}
+
+const EFFECT_LABEL = { allow: 'allow', ask: 'ask  ', deny: 'deny ' } as const
+
+/**
+ * The judged tree of an exec verdict, one node per line, indented by depth:
+ *
+ *     deny: "git push" is denied by rule "git push*" in layer "ops".
+ *       allow wrapper  sh -c 'npm test && git push'  — a transparent wrapper: what it runs is judged.
+ *         allow command  npm test                    — allowed by rule "npm test*" in layer "dev".
+ *         deny  command  git push                    — denied by rule "git push*" in layer "ops".
+ */
+export function renderExecVerdict(verdict: ExecVerdict): string {
+  const lines = [`${verdict.effect}: ${verdict.reason}`]
+  for (const check of verdict.checks) {
+    const where = check.kind === 'file' ? `${check.act} ${check.target}` : check.target
+    lines.push(
+      `${'  '.repeat(check.depth + 1)}${EFFECT_LABEL[check.effect]} ${check.kind.padEnd(7)}  ${where}  — ${check.reason}`,
+    )
+  }
+  return lines.join('\n')
+}

@@ -1,0 +1,100 @@
+/**
+ * The policy spec: the JSON-serialisable form of a policy (what `toSpec()` returns, what a policy file holds,
+ * what travels through Temporal history). Validated with zod; errors name the field's path.
+ */
+import { z } from 'zod'
+import { PolicyError } from './errors.js'
+import { ACTS, EFFECTS } from './types.js'
+
+const act = z.enum(ACTS)
+const effect = z.enum(EFFECTS)
+
+const pattern = z
+  .string()
+  .min(1, 'a pattern must not be empty')
+  .refine((p) => !p.includes('\0'), 'a pattern must not contain a NUL character')
+
+const ruleSchema = z
+  .object({
+    act,
+    effect,
+    pattern,
+    /** Example targets (for exec: command lines) this rule must decide; checked when the policy loads. */
+    match: z.array(z.string().min(1)).optional(),
+    /** Example targets this rule must not decide. */
+    not_match: z.array(z.string().min(1)).optional(),
+  })
+  .strict()
+
+const layerSchema = z
+  .object({
+    name: z.string().min(1, 'a layer needs a name').max(100),
+    rules: z.array(ruleSchema),
+  })
+  .strict()
+
+export const PRESETS = ['permissive', 'tiered', 'strict'] as const
+export const INCLUDES = ['read-only'] as const
+
+export const policySpecSchema = z
+  .object({
+    version: z.literal(1).optional(),
+    /** Start from a preset's layers and defaults; `defaults` and `layers` below then refine it. */
+    preset: z.enum(PRESETS).optional(),
+    defaults: z
+      .object({ read: effect, write: effect, exec: effect, net: effect })
+      .partial()
+      .strict()
+      .optional(),
+    /** Built-in rule sets: `read-only` auto-allows the curated read-only commands (see docs/policy.md). */
+    include: z.array(z.enum(INCLUDES)).optional(),
+    layers: z.array(layerSchema).optional(),
+    /** Who may answer an `ask`; empty or absent means anyone. */
+    approvers: z.array(z.string().min(1, 'an approver name must not be empty')).optional(),
+  })
+  .strict()
+
+export type PolicySpecInput = z.input<typeof policySpecSchema>
+export type RuleSpec = z.infer<typeof ruleSchema>
+export type LayerSpec = z.infer<typeof layerSchema>
+
+/** What `toSpec()` returns: fully expanded (no preset), every default present. */
+export interface PolicySpec {
+  version: 1
+  defaults: {
+    read: z.infer<typeof effect>
+    write: z.infer<typeof effect>
+    exec: z.infer<typeof effect>
+    net: z.infer<typeof effect>
+  }
+  layers: LayerSpec[]
+  include?: Array<(typeof INCLUDES)[number]>
+  approvers?: string[]
+}
+
+/** `layers[2].rules[0].act` for zod's `['layers', 2, 'rules', 0, 'act']`. */
+export function fieldPath(path: ReadonlyArray<PropertyKey>): string {
+  let text = ''
+  for (const key of path)
+    text += typeof key === 'number' ? `[${key}]` : text ? `.${String(key)}` : String(key)
+  return text || '(the policy itself)'
+}
+
+export function parseSpec(input: unknown, file?: string): z.infer<typeof policySpecSchema> {
+  const result = policySpecSchema.safeParse(input)
+  if (result.success) return result.data
+  const issue = result.error.issues[0]!
+  const field = fieldPath(issue.path)
+  throw new PolicyError(`${file ? `${file}: ` : ''}${field}: ${describeIssue(issue)}`, field, file)
+}
+
+function describeIssue(issue: z.core.$ZodIssue): string {
+  if (issue.code === 'unrecognized_keys') {
+    return `unknown field${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `"${k}"`).join(', ')}`
+  }
+  if (issue.code === 'invalid_value') {
+    return `expected one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`
+  }
+  if (issue.code === 'invalid_type') return `expected ${issue.expected}`
+  return issue.message
+}

@@ -1,0 +1,48 @@
+/** The vocabulary of the policy: what is judged (acts), the possible outcomes (effects) and verdicts. */
+
+export const ACTS = ['read', 'write', 'exec', 'net'] as const
+export const EFFECTS = ['allow', 'ask', 'deny'] as const
+
+/** `read`/`write` take workspace-relative paths, `exec` an argv, `net` `host` or `host:port`. */
+export type Act = (typeof ACTS)[number]
+export type Effect = (typeof EFFECTS)[number]
+
+/** How strict an effect is; the strictest one found anywhere in a judged tree wins. */
+export const EFFECT_RANK: Readonly<Record<Effect, number>> = { allow: 0, ask: 1, deny: 2 }
+
+/**
+ * One judgement. `rule` and `layer` name the deciding rule; both are absent when the act's default decided
+ * (or when the analyser decided, e.g. an unreadable script). Plain data: it travels through Temporal history.
+ */
+export interface Verdict {
+  effect: Effect
+  rule?: string
+  layer?: string
+  /** The act the target was judged as (a redirection inside a script is judged as a `write`). */
+  act: Act
+  target: string
+  /** One sentence for a human (and the model): what was decided and why. */
+  reason: string
+}
+
+/** What kind of node of an exec tree a check judged. */
+export type ExecNodeKind =
+  /** A command that will run (the argv itself, a wrapper's payload, a command inside a script). */
+  | 'command'
+  /** A wrapper or shell whose payload is judged separately; it only counts when a deny/ask rule names it. */
+  | 'wrapper'
+  /** A file the command reads or writes (a redirection, `sed -i`, `sort -o`, `find -fprint`, …). */
+  | 'file'
+  /** Something the analyser could not reduce to static commands: never allowed. */
+  | 'opaque'
+
+/** One judged node of an exec call, in tree order; `depth` is its nesting under the call. */
+export interface ExecCheck extends Verdict {
+  kind: ExecNodeKind
+  depth: number
+}
+
+/** The verdict on a whole exec call: the strictest of its checks, with every node that was judged. */
+export interface ExecVerdict extends Verdict {
+  checks: ExecCheck[]
+}
