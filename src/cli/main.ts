@@ -7,13 +7,21 @@ import { registerApprovals } from './commands/approvals.js'
 import { registerAudit } from './commands/audit.js'
 import { registerDb } from './commands/db.js'
 import { registerDev } from './commands/dev.js'
+import { registerPolicy } from './commands/policy.js'
 import { registerRuns } from './commands/runs.js'
 import { CliError } from './errors.js'
 
 /** A subcommand module adds its commands to the program; list each one here. */
 export type Register = (program: Command) => void
 
-const registrations: Register[] = [registerDev, registerRuns, registerApprovals, registerAudit, registerDb]
+const registrations: Register[] = [
+  registerDev,
+  registerRuns,
+  registerApprovals,
+  registerAudit,
+  registerDb,
+  registerPolicy,
+]
 
 export function buildProgram(): Command {
   const program = new Command('tether')

@@ -407,7 +407,7 @@ export class Policy {
         effect: 'allow',
         act: 'exec',
         target: display,
-        reason: `"${display}" ${node.note ?? 'is a wrapper'}; what it runs is judged.`,
+        reason: `${quoteForReason(program)} ${node.note ?? 'is a wrapper'}; what it runs is judged.`,
       }
     }
     let allowed: number
@@ -486,11 +486,18 @@ export class Policy {
     const by = `rule "${escapeText(ref.pattern)}" in layer "${escapeText(ref.layer)}"`
     const reason =
       effect === 'deny'
-        ? `${subject(act, display)} is denied by ${by}.`
+        ? `is denied by ${by}`
         : effect === 'ask'
-          ? `${subject(act, display)} needs approval: ${by}.`
-          : `${subject(act, display)} is allowed by ${by}.`
-    return { effect, rule: ref.pattern, layer: ref.layer, act, target: display, reason }
+          ? `needs approval: ${by}`
+          : `is allowed by ${by}`
+    return {
+      effect,
+      rule: ref.pattern,
+      layer: ref.layer,
+      act,
+      target: display,
+      reason: sentence(`${subject(act, display)} ${reason}.`),
+    }
   }
 
   private defaultVerdict(act: Act, display: string): Verdict {
@@ -709,4 +716,8 @@ function subject(act: Act, display: string): string {
 
 function quoteForReason(program: string): string {
   return renderCommand([program])
+}
+
+function sentence(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1)
 }
