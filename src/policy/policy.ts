@@ -343,14 +343,15 @@ export class Policy {
     const place = { kind: node.kind, depth: node.depth }
     switch (node.kind) {
       case 'opaque': {
-        const deny = this.compiled.hasExecDeny
+        // Never weaker than the exec default either: under a deny-by-default policy it is denied.
+        const deny = this.compiled.hasExecDeny || this.state.defaults.exec === 'deny'
         const target = escapeText(node.target)
         return {
           effect: deny ? 'deny' : 'ask',
           act: 'exec',
           target,
           reason: `Not analysable: ${escapeText(node.note ?? 'unknown construct')}; ${
-            deny ? 'refused, since the policy has exec deny rules' : 'it needs approval'
+            deny ? 'refused, since the policy denies commands' : 'it needs approval'
           } (tether never allows what it cannot analyse).`,
           ...place,
         }

@@ -47,16 +47,16 @@ const EFFECT_LABEL = { allow: 'allow', ask: 'ask  ', deny: 'deny ' } as const
  * The judged tree of an exec verdict, one node per line, indented by depth:
  *
  *     deny: "git push" is denied by rule "git push*" in layer "ops".
- *       allow wrapper  sh -c 'npm test && git push'  — a transparent wrapper: what it runs is judged.
- *         allow command  npm test                    — allowed by rule "npm test*" in layer "dev".
- *         deny  command  git push                    — denied by rule "git push*" in layer "ops".
+ *       allow wrapper  sh -c 'npm test && git push'  -- sh runs a shell script; what it runs is judged.
+ *         allow command  npm test  -- "npm test" is allowed by rule "npm test*" in layer "dev".
+ *         deny  command  git push  -- "git push" is denied by rule "git push*" in layer "ops".
  */
 export function renderExecVerdict(verdict: ExecVerdict): string {
   const lines = [`${verdict.effect}: ${verdict.reason}`]
   for (const check of verdict.checks) {
     const where = check.kind === 'file' ? `${check.act} ${check.target}` : check.target
     lines.push(
-      `${'  '.repeat(check.depth + 1)}${EFFECT_LABEL[check.effect]} ${check.kind.padEnd(7)}  ${where}  — ${check.reason}`,
+      `${'  '.repeat(check.depth + 1)}${EFFECT_LABEL[check.effect]} ${check.kind.padEnd(7)}  ${where}  -- ${check.reason}`,
     )
   }
   return lines.join('\n')
