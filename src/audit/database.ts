@@ -2,6 +2,7 @@
  * The connection pool behind the store, with every driver error turned into a one-line AuditError that names
  * the server and the operation.
  */
+import { createHash } from 'node:crypto'
 import pg from 'pg'
 import {
   AuditError,
@@ -31,6 +32,21 @@ const types: pg.CustomTypesConfig = {
       : pg.types.getTypeParser(oid, format)) as pg.CustomTypesConfig['getTypeParser'],
 }
 
+/**
+ * Every statement is prepared once per connection under a name derived from its text, so repeated audit
+ * queries skip parsing and planning. Texts never embed values, so the set of names stays small.
+ */
+const statementNames = new Map<string, string>()
+
+function statementName(text: string): string {
+  let name = statementNames.get(text)
+  if (!name) {
+    name = `tether_${createHash('sha1').update(text).digest('hex').slice(0, 16)}`
+    statementNames.set(text, name)
+  }
+  return name
+}
+
 export class Database {
   readonly pool: pg.Pool
   readonly server: ServerAddress
@@ -56,35 +72,25 @@ export class Database {
     values?: unknown[],
   ): Promise<pg.QueryResult<Row>> {
     try {
-      return await this.pool.query<Row>(text, values)
+      return await this.pool.query<Row>({ name: statementName(text), text, values })
     } catch (error) {
       throw this.translate(error, operation)
     }
   }
 
   /** Runs `work` in a transaction on one connection; rolls back if it throws. */
-  async transaction<T>(operation: string, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    let client: pg.PoolClient
-    try {
-      client = await this.pool.connect()
-    } catch (error) {
-      throw this.translate(error, operation)
-    }
-    let broken = false
-    try {
+  transaction<T>(operation: string, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    return this.withClient(operation, async (client) => {
       await client.query('begin')
-      const result = await work(client)
-      await client.query('commit')
-      return result
-    } catch (error) {
-      await client.query('rollback').catch(() => {
-        broken = true
-      })
-      throw this.translate(error, operation)
-    } finally {
-      // A connection that failed mid-transaction is discarded rather than handed to the next caller.
-      client.release(broken)
-    }
+      try {
+        const result = await work(client)
+        await client.query('commit')
+        return result
+      } catch (error) {
+        await client.query('rollback').catch(() => {})
+        throw error
+      }
+    })
   }
 
   /** Runs `work` on one dedicated connection (no transaction is opened). */
@@ -102,6 +108,7 @@ export class Database {
       failed = error
       throw this.translate(error, operation)
     } finally {
+      // A connection that broke is discarded rather than handed to the next caller.
       client.release(failed !== undefined && connectionError(failed, this.server, operation) !== undefined)
     }
   }

@@ -45,7 +45,6 @@ export {
   type RunSummary,
   type StepRow,
   type StoredMessage,
-  type StreamSummary,
   type TimelineEntry,
 } from './queries.js'
 export { AuditStore, type EmbeddedServer, migrate, type OpenAuditOptions, openAudit } from './store.js'

@@ -4,6 +4,7 @@
  * newest-first index and page with a keyset cursor, so a page costs the same on the first and the
  * thousandth call.
  */
+import type { StreamCapture } from '../exec/index.js'
 import type { Database } from './database.js'
 import { AuditInputError } from './errors.js'
 import type {
@@ -40,14 +41,6 @@ export interface PolicyEventRow {
   at: Date
 }
 
-export interface StreamSummary {
-  text: string
-  elided: number
-  bytes: number
-  lines: number
-  sha256: string
-}
-
 export interface ExecutedCommand {
   runId: string
   step: number
@@ -59,8 +52,8 @@ export interface ExecutedCommand {
   exitCode?: number | undefined
   signal?: string | undefined
   durationMs: number
-  stdout: StreamSummary
-  stderr: StreamSummary
+  stdout: StreamCapture
+  stderr: StreamCapture
   startedAt: Date
   finishedAt: Date
 }
@@ -143,13 +136,6 @@ export interface RunSummary extends RunRow {
 
 export const MAX_PAGE = 1000
 
-const cursorTimestamp = `to_char(%s at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`
-
-/** `at` in microseconds as text (exact, unlike a JS Date) plus a tiebreak key, as an opaque string. */
-function encodeCursor(at: string, key: string | number): string {
-  return Buffer.from(JSON.stringify([at, key])).toString('base64url')
-}
-
 function decodeCursor(cursor: string, operation: string): [string, string | number] {
   try {
     const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'))
@@ -185,32 +171,104 @@ function requireId(value: unknown, field: string, operation: string): string {
   return value
 }
 
-/** A null column becomes an absent field. */
-const opt = <T>(value: T | null): T | undefined => value ?? undefined
-
 type Row = Record<string, unknown>
 
-const POLICY_COLUMNS = `id, run_id, step, call, kind, source, act, target, effect, rule, layer, decided_by, reason,
-  checks, at, ${cursorTimestamp.replace('%s', 'at')} as cursor_at`
+/** A WHERE clause built from optional filters, with numbered parameters. */
+class Conditions {
+  readonly values: unknown[] = []
+  constructor(readonly clauses: string[] = []) {}
 
-function policyEvent(row: Row): PolicyEventRow {
-  return {
-    id: row.id as number,
-    runId: row.run_id as string,
-    step: row.step as number,
-    call: row.call as number,
-    kind: row.kind as PolicyEventRow['kind'],
-    source: row.source as string,
-    act: row.act as Act,
-    target: row.target as string,
-    effect: row.effect as Effect,
-    rule: opt(row.rule as string | null),
-    layer: opt(row.layer as string | null),
-    decidedBy: opt(row.decided_by as string | null),
-    reason: row.reason as string,
-    checks: opt(row.checks),
-    at: row.at as Date,
+  /** Adds `value` as the next parameter and returns its placeholder. */
+  param(value: unknown): string {
+    this.values.push(value)
+    return `$${this.values.length}`
   }
+
+  get sql(): string {
+    return this.clauses.length ? `where ${this.clauses.join(' and ')}` : ''
+  }
+}
+
+/**
+ * A newest-first page by keyset: rows before the cursor's (time, tiebreak), the next cursor taken from the
+ * last row. The cursor carries the time as microsecond text (exact, unlike a JS Date) and is opaque to
+ * callers.
+ */
+async function keysetPage<T>(
+  db: Database,
+  operation: string,
+  query: {
+    columns: string
+    table: string
+    conditions: Conditions
+    time: string
+    tiebreak: { column: string; type: 'bigint' | 'text' }
+    before: string | undefined
+    limit: number
+    map: (row: Row) => T
+  },
+): Promise<Page<T>> {
+  const { conditions, time, tiebreak } = query
+  if (query.before !== undefined) {
+    const [at, key] = decodeCursor(query.before, operation)
+    conditions.clauses.push(
+      `(${time}, ${tiebreak.column}) < (${conditions.param(at)}::timestamptz, ${conditions.param(key)}::${tiebreak.type})`,
+    )
+  }
+  const limit = conditions.param(query.limit + 1)
+  const { rows } = await db.query<Row>(
+    operation,
+    `select ${query.columns}, to_char(${time} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as cursor_at
+       from ${query.table} ${conditions.sql}
+      order by ${time} desc, ${tiebreak.column} desc limit ${limit}`,
+    conditions.values,
+  )
+  const items = rows.slice(0, query.limit)
+  const last = items[items.length - 1]
+  const next =
+    rows.length > query.limit && last
+      ? Buffer.from(JSON.stringify([last.cursor_at, last[tiebreak.column]])).toString('base64url')
+      : undefined
+  return { items: items.map(query.map), next }
+}
+
+/** Timestamp columns: Date objects from the driver, ISO strings inside to_json rows. */
+const TIMESTAMPS = new Set(['at', 'started_at', 'finished_at', 'requested_at', 'deadline', 'decided_at'])
+/** Columns that serve the query (paging, filtering) and are not part of the result. */
+const INTERNAL = new Set(['cursor_at', 'refused'])
+
+/**
+ * A row as a result object: snake_case columns become camelCase fields, NULL an absent field, timestamps
+ * Dates. The column lists below are the contract with the result interfaces above.
+ */
+function record<T>(row: Row): T {
+  const result: Row = {}
+  for (const [column, value] of Object.entries(row)) {
+    if (INTERNAL.has(column)) continue
+    const field = column.replace(/_([a-z0-9])/g, (_, letter: string) => letter.toUpperCase())
+    result[field] =
+      value === null
+        ? undefined
+        : TIMESTAMPS.has(column) && !(value instanceof Date)
+          ? new Date(value as string)
+          : value
+  }
+  return result as T
+}
+
+const STREAM_FIELDS = ['text', 'elided', 'bytes', 'lines', 'sha256'] as const
+
+/** An exec_results row, its per-stream columns (`stdout_text`, …) gathered into `stdout` and `stderr`. */
+function executedCommand(row: Row): ExecutedCommand {
+  const flat: Row = { ...row }
+  const streams: Record<string, Row> = { stdout: {}, stderr: {} }
+  for (const [name, stream] of Object.entries(streams)) {
+    for (const field of STREAM_FIELDS) {
+      stream[field] = row[`${name}_${field}`]
+      delete flat[`${name}_${field}`]
+    }
+  }
+  return { ...record<Omit<ExecutedCommand, 'stdout' | 'stderr'>>(flat), ...streams } as ExecutedCommand
 }
 
 /**
@@ -222,66 +280,26 @@ export async function refusedActions(
   options: { runId?: string; limit?: number; before?: string } = {},
 ): Promise<Page<PolicyEventRow>> {
   const operation = 'refusedActions'
-  const limit = pageLimit(options.limit, 100, operation)
-  const values: unknown[] = []
-  const where = ['refused']
+  const conditions = new Conditions(['refused'])
   if (options.runId !== undefined) {
-    values.push(requireId(options.runId, 'runId', operation))
-    where.push(`run_id = $${values.length}`)
+    conditions.clauses.push(`run_id = ${conditions.param(requireId(options.runId, 'runId', operation))}`)
   }
-  if (options.before !== undefined) {
-    const [at, id] = decodeCursor(options.before, operation)
-    values.push(at, id)
-    where.push(`(at, id) < ($${values.length - 1}::timestamptz, $${values.length}::bigint)`)
-  }
-  values.push(limit + 1)
-  const { rows } = await db.query<Row>(
-    operation,
-    `select ${POLICY_COLUMNS} from policy_events where ${where.join(' and ')}
-      order by at desc, id desc limit $${values.length}`,
-    values,
-  )
-  return page(rows, limit, policyEvent, (row) => encodeCursor(row.cursor_at as string, row.id as number))
-}
-
-function page<T>(rows: Row[], limit: number, map: (row: Row) => T, cursor: (row: Row) => string): Page<T> {
-  const items = rows.slice(0, limit)
-  const last = items[items.length - 1]
-  return { items: items.map(map), next: rows.length > limit && last ? cursor(last) : undefined }
+  return keysetPage(db, operation, {
+    columns:
+      'id, run_id, step, call, kind, source, act, target, effect, rule, layer, decided_by, reason, checks, at',
+    table: 'policy_events',
+    conditions,
+    time: 'at',
+    tiebreak: { column: 'id', type: 'bigint' },
+    before: options.before,
+    limit: pageLimit(options.limit, 100, operation),
+    map: record<PolicyEventRow>,
+  })
 }
 
 const EXEC_COLUMNS = `run_id, step, call, attempt, argv, cwd, status, exit_code, signal, duration_ms,
   stdout_text, stdout_elided, stdout_bytes, stdout_lines, stdout_sha256,
   stderr_text, stderr_elided, stderr_bytes, stderr_lines, stderr_sha256, started_at, finished_at`
-
-function stream(row: Row, prefix: 'stdout' | 'stderr'): StreamSummary {
-  return {
-    text: row[`${prefix}_text`] as string,
-    elided: row[`${prefix}_elided`] as number,
-    bytes: row[`${prefix}_bytes`] as number,
-    lines: row[`${prefix}_lines`] as number,
-    sha256: row[`${prefix}_sha256`] as string,
-  }
-}
-
-function executedCommand(row: Row): ExecutedCommand {
-  return {
-    runId: row.run_id as string,
-    step: row.step as number,
-    call: row.call as number,
-    attempt: row.attempt as number,
-    argv: row.argv as string[],
-    cwd: row.cwd as string,
-    status: row.status as ExecStatus,
-    exitCode: opt(row.exit_code as number | null),
-    signal: opt(row.signal as string | null),
-    durationMs: row.duration_ms as number,
-    stdout: stream(row, 'stdout'),
-    stderr: stream(row, 'stderr'),
-    startedAt: row.started_at as Date,
-    finishedAt: row.finished_at as Date,
-  }
-}
 
 /** "What actually ran" in one run: every command with its status, exit, duration and output, in order. */
 export async function executedCommands(
@@ -302,29 +320,6 @@ export async function executedCommands(
 const APPROVAL_COLUMNS = `approval_id, run_id, step, call, act, target, tree, rule, layer, approvers,
   requested_at, deadline, decision, decided_by, channel, decided_at, reason, remember`
 
-function approval(row: Row): ApprovalRow {
-  return {
-    approvalId: row.approval_id as string,
-    runId: row.run_id as string,
-    step: row.step as number,
-    call: row.call as number,
-    act: row.act as Act,
-    target: row.target as string,
-    tree: row.tree,
-    rule: opt(row.rule as string | null),
-    layer: opt(row.layer as string | null),
-    approvers: row.approvers as string[],
-    requestedAt: row.requested_at as Date,
-    deadline: row.deadline as Date,
-    decision: opt(row.decision as ApprovalDecision | null),
-    decidedBy: opt(row.decided_by as string | null),
-    channel: opt(row.channel as DecisionChannel | null),
-    decidedAt: opt(row.decided_at as Date | null),
-    reason: opt(row.reason as string | null),
-    remember: opt(row.remember as string | null),
-  }
-}
-
 /**
  * "What is waiting for me": undecided approvals, oldest request first. With `approver`, only those that
  * person may answer (they are on the approval's list, or the list is empty = anyone).
@@ -335,154 +330,83 @@ export async function pendingApprovals(
 ): Promise<ApprovalRow[]> {
   const operation = 'pendingApprovals'
   const limit = pageLimit(options.limit, MAX_PAGE, operation)
-  const values: unknown[] = []
-  const where = ['decision is null']
+  const conditions = new Conditions(['decision is null'])
   if (options.approver !== undefined) {
-    values.push(requireId(options.approver, 'approver', operation))
-    where.push(`(cardinality(approvers) = 0 or $${values.length} = any (approvers))`)
+    const approver = conditions.param(requireId(options.approver, 'approver', operation))
+    conditions.clauses.push(`(cardinality(approvers) = 0 or ${approver} = any (approvers))`)
   }
   if (options.runId !== undefined) {
-    values.push(requireId(options.runId, 'runId', operation))
-    where.push(`run_id = $${values.length}`)
+    conditions.clauses.push(`run_id = ${conditions.param(requireId(options.runId, 'runId', operation))}`)
   }
-  values.push(limit)
   const { rows } = await db.query<Row>(
     operation,
-    `select ${APPROVAL_COLUMNS} from approvals where ${where.join(' and ')}
-      order by requested_at, approval_id limit $${values.length}`,
-    values,
+    `select ${APPROVAL_COLUMNS} from approvals ${conditions.sql}
+      order by requested_at, approval_id limit ${conditions.param(limit)}`,
+    conditions.values,
   )
-  return rows.map(approval)
-}
-
-function stepRow(row: Row): StepRow {
-  return {
-    runId: row.run_id as string,
-    step: row.step as number,
-    toolCalls: row.tool_calls as StepRow['toolCalls'],
-    decision: row.decision as string,
-    observation: row.observation as string,
-    inputTokens: row.input_tokens as number,
-    outputTokens: row.output_tokens as number,
-    startedAt: row.started_at as Date,
-    finishedAt: row.finished_at as Date,
-  }
-}
-
-function gateEvent(row: Row): GateEventRow {
-  return {
-    runId: row.run_id as string,
-    step: row.step as number,
-    kind: row.kind as GateKind,
-    detail: row.detail as string,
-    at: row.at as Date,
-  }
-}
-
-/** Where an entry sits inside its step: the model's turn, then each call's events, then the gate. */
-function timelineKey(entry: TimelineEntry): [number, number, number, number] {
-  switch (entry.type) {
-    case 'step':
-      return [0, 0, 0, 0]
-    case 'approval':
-      return [1, entry.call, entry.requestedAt.getTime(), 0]
-    case 'policy':
-      return [1, entry.call, entry.at.getTime(), 1]
-    case 'exec':
-      return [1, entry.call, entry.startedAt.getTime(), 2]
-    case 'gate':
-      return [2, 0, entry.at.getTime(), 0]
-  }
-}
-
-function compareTimeline(a: TimelineEntry, b: TimelineEntry): number {
-  if (a.step !== b.step) return a.step - b.step
-  const ka = timelineKey(a)
-  const kb = timelineKey(b)
-  for (let i = 0; i < ka.length; i++) {
-    const d = (ka[i] ?? 0) - (kb[i] ?? 0)
-    if (d !== 0) return d
-  }
-  return 0
+  return rows.map(record<ApprovalRow>)
 }
 
 /**
- * A run's history in order: per step, the model's turn, then each call's approval, policy events and
- * command, then the verification gate.
+ * One statement (one snapshot, one round trip): each table's rows as JSON with their place in the run —
+ * per step, the model's turn first, then each call's approval, policy events and command in time order
+ * (a decision before a refusal at the same instant), then the gate.
  */
+const TIMELINE = `
+  select 'step' as type, to_json(s) as row, step, 0 as section, 0 as call, started_at as at, 0 as rank,
+         '' as tiebreak
+    from steps s where run_id = $1
+  union all
+  select 'approval', to_json(a), step, 1, call, requested_at, 0, '' from approvals a where run_id = $1
+  union all
+  select 'policy', to_json(p), step, 1, call, at, 1, kind || source from policy_events p where run_id = $1
+  union all
+  select 'exec', to_json(e), step, 1, call, started_at, 2, '' from exec_results e where run_id = $1
+  union all
+  select 'gate', to_json(g), step, 2, 0, at, 0, kind from gate_events g where run_id = $1
+  order by step, section, call, at, rank, tiebreak`
+
+const timelineRow = (type: TimelineEntry['type'], row: Row) =>
+  type === 'exec' ? executedCommand(row) : record<object>(row)
+
+/** A run's history in order (see TIMELINE). */
 export async function runTimeline(db: Database, runId: string): Promise<TimelineEntry[]> {
   const operation = 'runTimeline'
   requireId(runId, 'runId', operation)
-  const [steps, events, commands, gates, approvals] = await Promise.all([
-    db.query<Row>(operation, 'select * from steps where run_id = $1', [runId]),
-    db.query<Row>(operation, `select ${POLICY_COLUMNS} from policy_events where run_id = $1`, [runId]),
-    db.query<Row>(operation, `select ${EXEC_COLUMNS} from exec_results where run_id = $1`, [runId]),
-    db.query<Row>(operation, 'select * from gate_events where run_id = $1', [runId]),
-    db.query<Row>(operation, `select ${APPROVAL_COLUMNS} from approvals where run_id = $1`, [runId]),
-  ])
-  const entries: TimelineEntry[] = [
-    ...steps.rows.map((row) => ({ type: 'step' as const, ...stepRow(row) })),
-    ...events.rows.map((row) => ({ type: 'policy' as const, ...policyEvent(row) })),
-    ...commands.rows.map((row) => ({ type: 'exec' as const, ...executedCommand(row) })),
-    ...gates.rows.map((row) => ({ type: 'gate' as const, ...gateEvent(row) })),
-    ...approvals.rows.map((row) => ({ type: 'approval' as const, ...approval(row) })),
-  ]
-  return entries.sort(compareTimeline)
+  const { rows } = await db.query<{ type: TimelineEntry['type']; row: Row }>(operation, TIMELINE, [runId])
+  return rows.map(({ type, row }) => ({ type, ...timelineRow(type, row) }) as TimelineEntry)
 }
 
 const RUN_COLUMNS = `run_id, goal, workspace, status, outcome, reason, task_queue, parent_run_id, started_at,
   finished_at`
 
-function runRow(row: Row): RunRow {
-  return {
-    runId: row.run_id as string,
-    goal: row.goal as string,
-    workspace: row.workspace as string,
-    status: row.status as RunStatus,
-    outcome: opt(row.outcome as string | null),
-    reason: opt(row.reason as string | null),
-    taskQueue: opt(row.task_queue as string | null),
-    parentRunId: opt(row.parent_run_id as string | null),
-    startedAt: row.started_at as Date,
-    finishedAt: opt(row.finished_at as Date | null),
-  }
-}
-
-/** A run's outcome, steps, tokens and duration, with counts of its refusals, commands and open approvals. */
+/**
+ * A run's outcome, steps, tokens and duration, with counts of its refusals, commands and open approvals.
+ * A finished run's counts come from its row (COALESCE evaluates the step sums only while it runs).
+ */
 export async function runSummary(db: Database, runId: string): Promise<RunSummary | undefined> {
   const operation = 'runSummary'
   requireId(runId, 'runId', operation)
   const { rows } = await db.query<Row>(
     operation,
     `select ${RUN_COLUMNS},
-            coalesce(r.steps, s.steps) as steps,
-            coalesce(r.input_tokens, s.input_tokens) as input_tokens,
-            coalesce(r.output_tokens, s.output_tokens) as output_tokens,
+            coalesce(r.steps, (select count(*) from steps s where s.run_id = r.run_id)) as steps,
+            coalesce(r.input_tokens, (select sum(input_tokens) from steps s where s.run_id = r.run_id), 0)
+              as input_tokens,
+            coalesce(r.output_tokens, (select sum(output_tokens) from steps s where s.run_id = r.run_id), 0)
+              as output_tokens,
             (extract(epoch from r.finished_at - r.started_at) * 1000)::bigint as duration_ms,
             (select count(*) from policy_events p where p.run_id = r.run_id and p.refused) as refusals,
             (select count(*) from exec_results e where e.run_id = r.run_id) as commands,
-            (select count(*) from approvals a where a.run_id = r.run_id and a.decision is null) as pending
+            (select count(*) from approvals a where a.run_id = r.run_id and a.decision is null)
+              as pending_approvals
        from runs r
-       cross join lateral (
-         select count(*) as steps, coalesce(sum(input_tokens), 0)::bigint as input_tokens,
-                coalesce(sum(output_tokens), 0)::bigint as output_tokens
-           from steps where run_id = r.run_id
-       ) s
       where r.run_id = $1`,
     [runId],
   )
   const [row] = rows
   if (!row) return undefined
-  return {
-    ...runRow(row),
-    steps: row.steps as number,
-    inputTokens: row.input_tokens as number,
-    outputTokens: row.output_tokens as number,
-    durationMs: opt(row.duration_ms as number | null),
-    refusals: row.refusals as number,
-    commands: row.commands as number,
-    pendingApprovals: row.pending as number,
-  }
+  return record<RunSummary>(row)
 }
 
 /** Runs, newest first, optionally only those still running or finished; paged by `before`. */
@@ -491,32 +415,25 @@ export async function listRuns(
   options: { limit?: number; status?: RunStatus; before?: string } = {},
 ): Promise<Page<RunRow>> {
   const operation = 'listRuns'
-  const limit = pageLimit(options.limit, 100, operation)
-  const values: unknown[] = []
-  const where: string[] = []
+  const conditions = new Conditions()
   if (options.status !== undefined) {
     if (options.status !== 'running' && options.status !== 'finished') {
       throw new AuditInputError(
         `${operation}: status must be 'running' or 'finished' (got '${options.status}')`,
       )
     }
-    values.push(options.status)
-    where.push(`status = $${values.length}`)
+    conditions.clauses.push(`status = ${conditions.param(options.status)}`)
   }
-  if (options.before !== undefined) {
-    const [at, runId] = decodeCursor(options.before, operation)
-    values.push(at, String(runId))
-    where.push(`(started_at, run_id) < ($${values.length - 1}::timestamptz, $${values.length})`)
-  }
-  values.push(limit + 1)
-  const { rows } = await db.query<Row>(
-    operation,
-    `select ${RUN_COLUMNS}, ${cursorTimestamp.replace('%s', 'started_at')} as cursor_at from runs
-      ${where.length ? `where ${where.join(' and ')}` : ''}
-      order by started_at desc, run_id desc limit $${values.length}`,
-    values,
-  )
-  return page(rows, limit, runRow, (row) => encodeCursor(row.cursor_at as string, row.run_id as string))
+  return keysetPage(db, operation, {
+    columns: RUN_COLUMNS,
+    table: 'runs',
+    conditions,
+    time: 'started_at',
+    tiebreak: { column: 'run_id', type: 'text' },
+    before: options.before,
+    limit: pageLimit(options.limit, 100, operation),
+    map: record<RunRow>,
+  })
 }
 
 export interface StoredMessage {
@@ -547,7 +464,8 @@ export async function loadMessages(
     'select seq, role, content from messages where run_id = $1 and seq >= $2 order by seq limit $3',
     [runId, fromSeq, options.limit ?? null],
   )
-  return rows.map((row) => ({ seq: row.seq, role: opt(row.role), content: row.content }))
+  // Not record(): a message may itself be JSON null, which must come back as null.
+  return rows.map(({ seq, role, content }) => ({ seq, role: role ?? undefined, content }))
 }
 
 /** How many messages the run's transcript holds: the sequence number the next append starts at. */
