@@ -11,9 +11,8 @@
  * `export { agentRun } from 'tether/workflows'`.
  */
 import { createHash } from 'node:crypto'
-import { mkdirSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { writeFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
 import { SimplePlugin } from '@temporalio/plugin'
 import { createActivities } from './activities/index.js'
 import { type AuditStore, openAudit } from './audit/index.js'
@@ -60,12 +59,17 @@ export function tetherPlugin(options: TetherPluginOptions = {}): SimplePlugin {
   })
 }
 
-/** A bundle entry exporting the user's workflows and tether's, written once per distinct pair of paths. */
+/**
+ * A bundle entry exporting the user's workflows and tether's. It sits beside the user's workflows module
+ * (as a hidden file, one per distinct pair of paths) because the bundler resolves the SDK's own modules
+ * from the entry's folder, exactly as it would for the user's module.
+ */
 function combinedEntry(userWorkflows: string): string {
   const source = `export * from ${JSON.stringify(userWorkflows)}\nexport * from ${JSON.stringify(tetherWorkflowsPath())}\n`
-  const dir = join(tmpdir(), 'tether-plugin')
-  mkdirSync(dir, { recursive: true })
-  const path = join(dir, `workflows-${createHash('sha256').update(source).digest('hex').slice(0, 16)}.js`)
+  const path = join(
+    dirname(userWorkflows),
+    `.tether-workflows-${createHash('sha256').update(source).digest('hex').slice(0, 12)}.js`,
+  )
   writeFileSync(path, source)
   return path
 }

@@ -12,6 +12,7 @@ import {
   ApplicationFailure,
   allHandlersFinished,
   CancellationScope,
+  ContinueAsNew,
   condition,
   continueAsNew,
   defineQuery,
@@ -246,6 +247,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
       }
     }
   } catch (error) {
+    if (error instanceof ContinueAsNew) throw error
     if (isCancellation(error)) {
       await CancellationScope.nonCancellable(async () => {
         for (const request of book.pending()) {

@@ -62,21 +62,25 @@ async function starts(dir: string): Promise<number[]> {
 describe('crash-resume', () => {
   it.each([
     { name: 'reruns an interrupted command on the new worker', noRetry: [] as string[], runs: 2 },
-    { name: 'does not rerun a command on the noRetry list, and says so', noRetry: ['node slow.js'], runs: 1 },
+    {
+      name: 'does not rerun a command on the noRetry list, and says so',
+      noRetry: ['node slow.cjs'],
+      runs: 1,
+    },
   ])('$name', async ({ noRetry, runs }) => {
     const taskQueue = uniqueTaskQueue('crash')
     const ws = await npmWorkspace()
     try {
-      await writeFile(join(ws.path, 'slow.js'), SLOW)
+      await writeFile(join(ws.path, 'slow.cjs'), SLOW)
       const model = `scripted:${await writeScript(ws.path, {
-        turns: [{ toolCalls: [{ name: 'exec', args: { argv: ['node', 'slow.js'] } }] }, { text: 'done' }],
+        turns: [{ toolCalls: [{ name: 'exec', args: { argv: ['node', 'slow.cjs'] } }] }, { text: 'done' }],
       })}`
       const first = await startWorkerProcess(taskQueue)
       const handle = await startRun(
         client.client,
         taskQueue,
         { goal: 'survive a crash', workspace: ws.path, model, noRetry },
-        testPolicy().allowExec('node slow.js'),
+        testPolicy().allowExec('node slow.cjs'),
       )
       await expect.poll(() => starts(ws.path), { timeout: 60_000 }).toHaveLength(1)
       first.kill('SIGKILL')

@@ -31,11 +31,16 @@ afterAll(async () => {
   await audit?.close()
 })
 
-const policy = () => testPolicy().allowExec('true').allowExec('sleep *').allowExec('node tree.js')
+const policy = () => testPolicy().allowExec('true').allowExec('sleep *').allowExec('node tree.cjs')
 const exec = (...argv: string[]) => ({ name: 'exec', args: { argv } })
 
-async function run(turns: unknown[], contract: Record<string, unknown> = {}) {
+async function run(
+  turns: unknown[],
+  contract: Record<string, unknown> = {},
+  files: Record<string, string> = {},
+) {
   const ws = await npmWorkspace()
+  for (const [name, content] of Object.entries(files)) await writeFile(join(ws.path, name), content)
   const model = `scripted:${await writeScript(ws.path, { turns } as never)}`
   const handle = await startRun(
     client.client,
@@ -111,9 +116,8 @@ setInterval(() => {}, 1000)
 
 describe('cancellation', () => {
   it('kills the in-flight command tree and records the run as cancelled', async () => {
-    const { ws, handle } = await run([{ toolCalls: [exec('node', 'tree.js')] }])
+    const { ws, handle } = await run([{ toolCalls: [exec('node', 'tree.cjs')] }], {}, { 'tree.cjs': TREE })
     try {
-      await writeFile(join(ws.path, 'tree.js'), TREE)
       await expect.poll(() => existsSync(join(ws.path, 'pids.json')), { timeout: 60_000 }).toBe(true)
       const pids = JSON.parse(await readFile(join(ws.path, 'pids.json'), 'utf8')) as number[]
       expect(pids.every((pid) => existsSync(`/proc/${pid}`))).toBe(true)
@@ -140,7 +144,7 @@ describe('continue-as-new', () => {
     const { ws, handle } = await run(turns, { budgets: { maxSteps: 100 } })
     try {
       const result = await handle.result()
-      expect(result).toMatchObject({ outcome: 'finished', steps: steps + 1 })
+      expect(result, result.reason).toMatchObject({ outcome: 'finished', steps: steps + 1 })
       const first = await client.client.workflow
         .getHandle(handle.workflowId, handle.firstExecutionRunId)
         .describe()
