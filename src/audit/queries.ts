@@ -243,10 +243,10 @@ const INTERNAL = new Set(['cursor_at', 'refused'])
  */
 function record<T>(row: Row): T {
   const result: Row = {}
-  for (const [column, value] of Object.entries(row)) {
+  for (const column in row) {
     if (INTERNAL.has(column)) continue
-    const field = column.replace(/_([a-z0-9])/g, (_, letter: string) => letter.toUpperCase())
-    result[field] =
+    const value = row[column]
+    result[fieldName(column)] =
       value === null
         ? undefined
         : TIMESTAMPS.has(column) && !(value instanceof Date)
@@ -254,6 +254,18 @@ function record<T>(row: Row): T {
           : value
   }
   return result as T
+}
+
+const fieldNames = new Map<string, string>()
+
+/** `decided_by` → `decidedBy`, remembered: the same few dozen columns are named on every row. */
+function fieldName(column: string): string {
+  let field = fieldNames.get(column)
+  if (field === undefined) {
+    field = column.replace(/_([a-z0-9])/g, (_, letter: string) => letter.toUpperCase())
+    fieldNames.set(column, field)
+  }
+  return field
 }
 
 const STREAM_FIELDS = ['text', 'elided', 'bytes', 'lines', 'sha256'] as const
