@@ -154,6 +154,8 @@ export async function writeResolved(
   bytes: Uint8Array,
   options: { expect?: FileIdentity } = {},
 ): Promise<WriteResult> {
+  if (target.resolved === '.')
+    return failure('failed', `${target.normalised} is the workspace root, a directory`)
   const parent = path.dirname(target.absolute)
   const name = path.basename(target.absolute)
   const missing: string[] = []
@@ -232,7 +234,11 @@ async function replaceEntry(
   if (options.expect && !sameIdentity(before, options.expect)) {
     return failure('refused', `${shown} changed after it was read; read it again and repeat the edit`)
   }
-  const temporary = path.join(directory.reach, `.${name}.${randomBytes(6).toString('hex')}.tether-tmp`)
+  // Short enough for any file system's name limit, whatever the length of `name`.
+  const temporary = path.join(
+    directory.reach,
+    `.${name.slice(0, 64)}.${randomBytes(6).toString('hex')}.tether-tmp`,
+  )
   let handle: FileHandle | undefined
   try {
     handle = await open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o666)

@@ -144,9 +144,19 @@ const NODE_RULES: Record<string, Rule> = {
   'json-server': always({ what: SERVES, instead: NO_SERVER }),
 }
 
-const follows = (program: string, ...flags: string[]): Rule => {
-  return (args) =>
-    on(args, ...flags) ? { what: FOLLOWS, instead: [program, ...drop(args, ...flags)] } : undefined
+/** `-f`/`--follow`, also inside a cluster (`-fu nginx`, `-n5f`): the command follows its output forever. */
+function follows(program: readonly string[], letters = 'f'): Rule {
+  const cluster = new RegExp(`^-[a-zA-Z0-9]*[${letters}][a-zA-Z0-9]*$`)
+  const isFollow = (arg: string) => arg === '--follow' || arg.startsWith('--follow=') || cluster.test(arg)
+  return (args) => {
+    if (!args.some(isFollow)) return undefined
+    const kept = args.flatMap((arg) => {
+      if (!isFollow(arg)) return [arg]
+      const rest = arg.startsWith('--') ? '' : arg.replace(new RegExp(`[${letters}]`, 'g'), '')
+      return rest === '-' || rest === '' ? [] : [rest]
+    })
+    return { what: FOLLOWS, instead: [...program, ...kept] }
+  }
 }
 
 const INTERACTIVE: Finding = {
@@ -230,21 +240,10 @@ const SYSTEM_RULES: Record<string, Rule> = {
   kubectl: (args) => {
     const sub = positional(args)
     if (sub === 'port-forward' || sub === 'proxy') return { what: SERVES, instead: NO_SERVER }
-    return sub === 'logs' || sub === 'attach' ? follows('kubectl', '-f', '--follow')(args) : undefined
+    return sub === 'logs' || sub === 'attach' ? follows(['kubectl'])(args) : undefined
   },
-  tail: (args) =>
-    args.some((arg) => arg === '--follow' || arg.startsWith('--follow=') || /^-[a-zA-Z0-9]*[fF]/.test(arg))
-      ? {
-          what: FOLLOWS,
-          instead: [
-            'tail',
-            ...args.filter(
-              (arg) => !(arg.startsWith('--follow') || /^-[a-zA-Z0-9]*[fF]/.test(arg) || arg === '--retry'),
-            ),
-          ],
-        }
-      : undefined,
-  journalctl: follows('journalctl', '-f', '--follow'),
+  tail: follows(['tail'], 'fF'),
+  journalctl: follows(['journalctl']),
   sleep: (args) =>
     args.some((arg) => /^inf(inity)?$/i.test(arg))
       ? {
@@ -304,12 +303,12 @@ function composeRule(program: string[], args: string[]): Finding | undefined {
       instead: `\`${formatArgv([...program, ...args, '--detach'])}\` starts the services in the background (stop them with \`${formatArgv([...program, 'down'])}\`)`,
     }
   }
-  return sub === 'logs' ? follows(program.join(' '), '-f', '--follow')(args) : undefined
+  return sub === 'logs' ? follows(program)(args) : undefined
 }
 
 function containerRule(program: string, args: string[]): Finding | undefined {
   if (args[0] === 'compose') return composeRule([program, 'compose'], args.slice(1))
-  return positional(args) === 'logs' ? follows(program, '-f', '--follow')(args) : undefined
+  return positional(args) === 'logs' ? follows([program])(args) : undefined
 }
 
 function netcatRule(args: string[]): Finding | undefined {
@@ -483,7 +482,7 @@ function unwrap(program: string, args: string[]): Unwrapped {
     const script = args[commandStart(args, ['-r', '--require', '--import', '--loader'], false)]
     if (script?.includes('node_modules/')) {
       const name = path.basename(script).replace(/\.[cm]?js$/, '')
-      return { kind: 'argv', argv: [name, ...args.slice(args.indexOf(script) + 1)] }
+      return { kind: 'argv', argv: [name, ...args.slice(args.indexOf(script) + 1)], runner: ['npx'] }
     }
   }
   return undefined

@@ -73,15 +73,6 @@ function tooLarge(shown: string, bytes: number, maxBytes: number, verb: string):
   )
 }
 
-function notAFileTarget(target: ResolvedPath, verb: string): ToolOutcome | undefined {
-  if (target.resolved !== '.') return undefined
-  return refusal(
-    'refused: that path is the workspace root, a directory',
-    `${verb} ${target.normalised}: the root`,
-    target.normalised,
-  )
-}
-
 /** Creates or replaces a file, creating missing parent directories; never writes through a symlink out of the root. */
 export async function writeFile(
   root: string,
@@ -92,8 +83,6 @@ export async function writeFile(
   const target = await resolveForTool(root, args.path, options, 'write')
   if (!target.ok) return target.outcome
   const shown = target.path.normalised
-  const rootRefusal = notAFileTarget(target.path, 'write')
-  if (rootRefusal) return rootRefusal
   const bytes = Buffer.from(args.content, 'utf8')
   if (bytes.length > limits.maxWriteBytes) return tooLarge(shown, bytes.length, limits.maxWriteBytes, 'write')
   const existing = await readExisting(root, target.path, 'write', limits.maxWriteBytes)
@@ -169,8 +158,6 @@ export async function editFile(
   const target = await resolveForTool(root, args.path, options, 'edit')
   if (!target.ok) return target.outcome
   const shown = target.path.normalised
-  const rootRefusal = notAFileTarget(target.path, 'edit')
-  if (rootRefusal) return rootRefusal
   const existing = await readExisting(root, target.path, 'edit', limits.maxWriteBytes)
   if (existing.state === 'refused') return existing.outcome
   if (existing.state === 'missing') {

@@ -40,6 +40,22 @@ describe('longRunningCommand: direct commands', () => {
       '`react-scripts test --watchAll=false`',
     ],
     [['ping', 'example.com'], '`ping example.com` pings until it is stopped', '`ping -c 3 example.com`'],
+    [
+      ['journalctl', '-fu', 'nginx'],
+      '`journalctl -fu nginx` follows its output and never exits',
+      '`journalctl -u nginx`',
+    ],
+    [['tail', '-n5F', 'a.log'], '`tail -n5F a.log` follows its output and never exits', '`tail -n5 a.log`'],
+    [
+      ['docker', 'compose', 'logs', '-f', 'web'],
+      '`docker compose logs -f web` follows its output and never exits',
+      '`docker compose logs web`',
+    ],
+    [
+      ['node', 'node_modules/vite/bin/vite.js'],
+      '`node node_modules/vite/bin/vite.js` → `vite` starts a server that runs until it is stopped',
+      '`npx vite build`',
+    ],
   ])('%j is refused', async (argv, reason, alternative) => {
     const box = await sandbox()
     expect(longRunningCommand(box.root, argv)).toEqual({ reason, alternative })

@@ -1,8 +1,17 @@
 import { spawn } from 'node:child_process'
-import { chmod, readdir, readFile as readRaw, rename, stat, symlink } from 'node:fs/promises'
+import {
+  chmod,
+  mkdir,
+  readdir,
+  readFile as readRaw,
+  rename,
+  stat,
+  symlink,
+  writeFile as writeRaw,
+} from 'node:fs/promises'
 import path from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { editFile, resolveWorkspacePath, writeFile } from '../../../src/workspace/index.js'
+import { editFile, readFile, resolveWorkspacePath, writeFile } from '../../../src/workspace/index.js'
 import { sandbox } from './fixture.js'
 
 const read = (root: string, relPath: string) => readRaw(path.join(root, relPath), 'utf8')
@@ -96,7 +105,9 @@ describe('writeFile', () => {
     expect((await writeFile(box.root, { path: 'src', content: 'x' })).output).toBe(
       'src is a directory, not a file',
     )
-    expect((await writeFile(box.root, { path: '.', content: 'x' })).ok).toBe(false)
+    expect((await writeFile(box.root, { path: '.', content: 'x' })).output).toBe(
+      '. is a directory, not a file',
+    )
   })
 })
 
@@ -187,33 +198,42 @@ describe('editFile', () => {
   })
 })
 
-describe('writes racing a process that swaps a directory for an outside symlink', () => {
-  it('never put a byte outside the workspace', async () => {
+describe('file tools racing a process that swaps a directory for an outside symlink', () => {
+  it('never put a byte outside the workspace, nor read one from there', async () => {
     const box = await sandbox()
-    await box.files({ 'build/keep.txt': '', 'spare/keep.txt': '' })
+    await box.files({ 'nest/build/secret.txt': 'inside\n' })
+    // The outside has the same shape, so a path followed through the swapped link finds something there.
+    await mkdir(path.join(box.outside, 'build'))
+    await writeRaw(path.join(box.outside, 'build/secret.txt'), 'outside secret\n')
     await symlink(box.outside, path.join(box.root, 'escape'))
-    // Another process flips `build` between a real directory and a symlink to the outside, as fast as it can.
+    // Another process flips `nest` between the real directory and a symlink to the outside, as fast as it can.
     const swapper = spawn(
       process.execPath,
       [
         '-e',
         `const fs = require('node:fs'); const r = ${JSON.stringify(box.root)}; const p = (n) => r + '/' + n
-         for (;;) { try { fs.renameSync(p('build'), p('real')); fs.renameSync(p('escape'), p('build'));
-           fs.renameSync(p('build'), p('escape')); fs.renameSync(p('real'), p('build')) } catch {} }`,
+         for (;;) { try { fs.renameSync(p('nest'), p('real')); fs.renameSync(p('escape'), p('nest'));
+           fs.renameSync(p('nest'), p('escape')); fs.renameSync(p('real'), p('nest')) } catch {} }`,
       ],
       { stdio: 'ignore' },
     )
+    const outcomes = []
     try {
-      const outcomes = []
-      for (let i = 0; i < 300; i++) {
-        outcomes.push(await writeFile(box.root, { path: `build/out-${i}.txt`, content: `${i}` }))
-        outcomes.push(await writeFile(box.root, { path: `build/new-${i}/f.txt`, content: `${i}` }))
+      for (let i = 0; i < 200; i++) {
+        outcomes.push(await writeFile(box.root, { path: `nest/build/out-${i}.txt`, content: `${i}` }))
+        outcomes.push(await writeFile(box.root, { path: `nest/build/new-${i}/f.txt`, content: `${i}` }))
+        outcomes.push(
+          await editFile(box.root, { path: 'nest/build/secret.txt', search: 'secret', replace: 'secret' }),
+        )
+        outcomes.push(await readFile(box.root, { path: 'nest/build/secret.txt' }))
       }
-      // Some writes land inside, some are refused; none may land outside.
-      expect(outcomes.some((outcome) => outcome.ok)).toBe(true)
     } finally {
       swapper.kill('SIGKILL')
     }
-    expect(await readdir(box.outside)).toEqual(['secret.txt'])
+    // Some calls succeed, some are refused; none may touch the outside.
+    expect(outcomes.some((outcome) => outcome.ok)).toBe(true)
+    expect(outcomes.filter((outcome) => outcome.output.includes('outside secret'))).toEqual([])
+    expect((await readdir(box.outside)).sort()).toEqual(['build', 'secret.txt'])
+    expect(await readdir(path.join(box.outside, 'build'))).toEqual(['secret.txt'])
   }, 60_000)
 })
