@@ -13,7 +13,7 @@ import {
   testPolicy,
   writeScript,
 } from '../support/agent.js'
-import { connectClient } from '../support/temporal.js'
+import { connectClient, recordHistory } from '../support/temporal.js'
 
 let audit: AuditStore
 let client: Awaited<ReturnType<typeof connectClient>>
@@ -128,6 +128,7 @@ describe('cancellation', () => {
         .poll(() => pids.filter((pid) => existsSync(`/proc/${pid}`)), { timeout: 15_000 })
         .toEqual([])
       expect((await audit.runSummary(handle.workflowId))?.outcome).toBe('cancelled')
+      await recordHistory(handle, 'agent-run-cancelled')
       const [command] = await audit.executedCommands({ runId: handle.workflowId })
       expect(command?.status).toBe('cancelled')
     } finally {
@@ -149,6 +150,10 @@ describe('continue-as-new', () => {
         .getHandle(handle.workflowId, handle.firstExecutionRunId)
         .describe()
       expect(first.status.name).toBe('CONTINUED_AS_NEW')
+      await recordHistory(
+        client.client.workflow.getHandle(handle.workflowId, handle.firstExecutionRunId),
+        'agent-run-continued',
+      )
       const messages = await audit.loadMessages(handle.workflowId)
       // goal + (reply + result) per step + the final reply, numbered without gaps
       expect(messages.map((m) => m.seq)).toEqual(Array.from({ length: 1 + 2 * steps + 1 }, (_, i) => i))

@@ -11,7 +11,7 @@ import {
   testPolicy,
   writeScript,
 } from '../support/agent.js'
-import { connectClient } from '../support/temporal.js'
+import { connectClient, recordHistory } from '../support/temporal.js'
 
 let audit: AuditStore
 let client: Awaited<ReturnType<typeof connectClient>>
@@ -54,6 +54,7 @@ describe('agentRun', () => {
       )
       const result = await handle.result()
       expect(result).toMatchObject({ runId: handle.workflowId, outcome: 'verified', steps: 5 })
+      await recordHistory(handle, 'agent-run-verified')
       expect(await readFile(join(ws.path, 'src/math.js'), 'utf8')).toContain('return a + b')
 
       const summary = await audit.runSummary(handle.workflowId)

@@ -14,7 +14,7 @@ import {
   pendingApprovalsQuery,
 } from '../../src/workflows/index.js'
 import { npmWorkspace, openTestAudit, startAgentWorker, startRun, writeScript } from '../support/agent.js'
-import { connectClient, uniqueTaskQueue } from '../support/temporal.js'
+import { connectClient, recordHistory, uniqueTaskQueue } from '../support/temporal.js'
 
 let audit: AuditStore
 let client: Awaited<ReturnType<typeof connectClient>>
@@ -96,6 +96,7 @@ describe('approvals', () => {
       expect(answer).toMatchObject({ approvalId: pending!.approvalId, decision: 'approved' })
       expect(await handle.result()).toMatchObject({ outcome: 'finished' })
       expect(existsSync(join(ws.path, 'approved.txt'))).toBe(true)
+      await recordHistory(handle, 'approval-approved')
 
       const [row] = (await audit.runTimeline(handle.workflowId)).filter((e) => e.type === 'approval')
       expect(row).toMatchObject({
@@ -206,6 +207,7 @@ describe('approvals', () => {
       expect(received[0]).toMatchObject({ type: 'approval.requested', runId: handle.workflowId })
       const reminders = received.filter((r) => r.type === 'approval.reminder')
       expect(reminders.length).toBeGreaterThanOrEqual(2)
+      await recordHistory(handle, 'approval-timeout-reminders')
       expect(JSON.stringify(received[0])).toContain('tether approve')
     } finally {
       server.close()
@@ -234,6 +236,7 @@ describe('approvals', () => {
       expect(existsSync(join(ws.path, 'later.txt'))).toBe(true)
       const [row] = (await audit.runTimeline(handle.workflowId)).filter((e) => e.type === 'approval')
       expect(row).toMatchObject({ decision: 'approved', decidedBy: 'bob', channel: 'signal' })
+      await recordHistory(handle, 'approval-signal-offline')
     } finally {
       await ws.cleanup()
     }

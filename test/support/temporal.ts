@@ -26,3 +26,18 @@ export async function createWorker(
   })
   return { worker, connection }
 }
+
+/**
+ * With TETHER_RECORD_HISTORIES=1, saves a run's history under test/histories/ so the replay test guards
+ * today's workflow code against it. Recorded histories are committed; re-record them deliberately.
+ */
+export async function recordHistory(
+  handle: { fetchHistory(): Promise<unknown> },
+  name: string,
+): Promise<void> {
+  if (!process.env.TETHER_RECORD_HISTORIES) return
+  const { writeFile } = await import('node:fs/promises')
+  const { historyToJSON } = await import('@temporalio/common/lib/proto-utils.js')
+  const history = (await handle.fetchHistory()) as Parameters<typeof historyToJSON>[0]
+  await writeFile(new URL(`../histories/${name}.json`, import.meta.url), `${historyToJSON(history)}\n`)
+}
