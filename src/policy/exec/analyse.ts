@@ -123,6 +123,11 @@ export class Analysis {
       this.opaque(depth, w.argv.join(' '), `the command name ${w.argv[0]} is only known at run time`)
       return
     }
+    if (w.argv[0]!.startsWith('-')) {
+      // No program is named like an option: the words before it were misread, so nothing here is certain.
+      this.opaque(depth, w.argv.join(' '), `the command would start with the option-like word ${w.argv[0]}`)
+      return
+    }
     const handler = HANDLERS.get(handlerName(w.argv[0]!)) ?? patternHandler(handlerName(w.argv[0]!))
     if (!handler) {
       this.command(depth, w, cap)
@@ -829,7 +834,8 @@ function packageManager(runners: string[]): Handler {
     dynamicArgsOk: true,
     analyse(a, w, depth, cap) {
       let i = 1
-      while (i < w.argv.length && w.argv[i]!.startsWith('-')) {
+      // Empty words are skipped too: the tool would reject them, and judging the rest is the safe reading.
+      while (i < w.argv.length && (w.argv[i] === '' || w.argv[i]!.startsWith('-'))) {
         if (w.dynamic?.[i])
           return a.opaque(depth, w.argv.join(' '), `${w.argv[0]} is given a word only known at run time`)
         const arg = w.argv[i]!
@@ -905,7 +911,7 @@ handle('git', {
         /^(-C|--git-dir|--work-tree|--namespace|--super-prefix|--list-cmds|--attr-source)$/.test(arg)
       ) {
         i++
-      } else if (!arg.startsWith('-')) break
+      } else if (arg !== '' && !arg.startsWith('-')) break
     }
     const sub = argv[i]
     const rest = argv.slice(i + 1)

@@ -1,3 +1,4 @@
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: these strings are bash source, where ${…} is parameter expansion
 /** Exec is judged on the effective command: spellings, wrappers, launch options and shell scripts. */
 import { describe, expect, it } from 'vitest'
 import { Policy, renderExecVerdict } from '../../../src/policy/index.js'

@@ -1,3 +1,4 @@
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: these strings are bash source, where ${…} is parameter expansion
 /** The bash parser: quote removal, every command found, problems reported, agreement with mvdan/sh. */
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
