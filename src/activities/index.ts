@@ -2,7 +2,8 @@
  * tether's activities, built over their dependencies: the audit store (Postgres) and a way to pick a model
  * provider. Thin adapters: the work lives in policy/, exec/, workspace/, model/ and audit/.
  */
-import type { AuditStore } from '../audit/index.js'
+import { ApplicationFailure } from '@temporalio/common'
+import { AuditConflictError, AuditConnectionError, AuditInputError, type AuditStore } from '../audit/index.js'
 import { type ModelProvider, providerFromEnv } from '../model/index.js'
 import { modelActivities } from './model.js'
 import { policyActivities } from './policy.js'
@@ -22,11 +23,39 @@ export interface ActivityDependencies {
 
 export function createActivities(deps: ActivityDependencies): TetherActivities {
   const provider = deps.provider ?? cachedProviders(process.env)
-  return {
+  const activities: TetherActivities = {
     ...policyActivities(),
     ...modelActivities({ audit: deps.audit, provider }),
     ...toolActivities({ audit: deps.audit }),
     ...projectionActivities({ audit: deps.audit, ...(deps.fetch ? { fetch: deps.fetch } : {}) }),
+  }
+  return Object.fromEntries(
+    Object.entries(activities).map(([name, fn]) => [
+      name,
+      failFastOnBadInput(fn as (input: never) => Promise<unknown>),
+    ]),
+  ) as unknown as TetherActivities
+}
+
+/**
+ * An audit write refused for its content (bad input, a conflicting transcript row) fails the same way on
+ * every attempt: report it as non-retryable instead of retrying forever. A server that is down stays
+ * retryable.
+ */
+function failFastOnBadInput<I, O>(fn: (input: I) => Promise<O>): (input: I) => Promise<O> {
+  return async (input) => {
+    try {
+      return await fn(input)
+    } catch (error) {
+      if (
+        error instanceof AuditInputError ||
+        error instanceof AuditConflictError ||
+        (error instanceof AuditConnectionError && !error.retryable)
+      ) {
+        throw ApplicationFailure.nonRetryable(error.message, error.name)
+      }
+      throw error
+    }
   }
 }
 

@@ -93,7 +93,7 @@ function judgeExec(
         effect: 'deny',
         rule: 'never-exiting command',
         layer: 'builtin',
-        reason: `${forever.reason}; run the one-shot form instead: ${forever.alternative}`,
+        reason: `${forever.reason}. Instead: ${forever.alternative}`,
       }
     }
   }

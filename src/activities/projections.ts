@@ -103,7 +103,7 @@ export function projectionActivities(deps: {
     },
 
     async tetherApprovalDecided({ runId, request, resolution, remembered, refusedAfterApproval }) {
-      await audit.recordApprovalDecision({
+      const { won } = await audit.recordApprovalDecision({
         approvalId: request.approvalId,
         decision: resolution.decision,
         decidedBy: resolution.decidedBy,
@@ -112,6 +112,8 @@ export function projectionActivities(deps: {
         ...(resolution.reason ? { reason: resolution.reason } : {}),
         ...(remembered && 'pattern' in remembered ? { remember: remembered.pattern } : {}),
       })
+      // The first decision stands; a different one already stored means this one changed nothing.
+      if (!won) return
       const at = new Date(resolution.decidedAt)
       const base = { runId, step: request.step, call: request.call, act: request.act, target: request.target }
       await audit.recordPolicyEvents([

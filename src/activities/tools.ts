@@ -10,7 +10,15 @@ import type { ExecResult } from '../exec/index.js'
 import { type ValidatedCall, validateToolCall } from '../tools/schemas.js'
 import { gateFailureMessage } from '../workflows/run-state.js'
 import type { InlineMessage } from '../workflows/types.js'
-import { adviceFor, editFile, listDir, readFile, searchFiles, writeFile } from '../workspace/index.js'
+import {
+  adviceFor,
+  editFile,
+  listDir,
+  readFile,
+  searchFiles,
+  type ToolOptions,
+  writeFile,
+} from '../workspace/index.js'
 import { runCommandWithHeartbeats } from './exec.js'
 import { judge, loadPolicy } from './policy.js'
 import { appendInOrder } from './transcript.js'
@@ -101,7 +109,18 @@ export function toolActivities(deps: {
           summary: `${name} refused`,
         }
       } else {
-        outcome = await runFileTool(call, workspace, (path) => policy.check('read', path).effect !== 'deny')
+        const act = name === 'write_file' || name === 'edit_file' ? 'write' : 'read'
+        outcome = await runFileTool(call, workspace, {
+          // The tool re-resolves the path when it opens it; a deny on either form still stops it there.
+          authorize: ({ normalised, resolved }) => {
+            for (const target of new Set([normalised, resolved])) {
+              const check = policy.check(act, target)
+              if (check.effect === 'deny') return `[${act} refused] ${target}: ${check.reason}`
+            }
+            return true
+          },
+          canRead: (path) => policy.check('read', path).effect !== 'deny',
+        })
       }
       await writeObservation(input, name, outcome.output)
       return { ok: outcome.ok, summary: clip(outcome.summary, 300) }
@@ -203,18 +222,23 @@ async function callFromTranscript(
   return validated.call
 }
 
-function runFileTool(call: ValidatedCall, root: string, canRead: (path: string) => boolean) {
+function runFileTool(
+  call: ValidatedCall,
+  root: string,
+  checks: { authorize: NonNullable<ToolOptions['authorize']>; canRead: (path: string) => boolean },
+) {
+  const options = { authorize: checks.authorize }
   switch (call.name) {
     case 'read_file':
-      return readFile(root, call.args)
+      return readFile(root, call.args, options)
     case 'write_file':
-      return writeFile(root, call.args)
+      return writeFile(root, call.args, options)
     case 'edit_file':
-      return editFile(root, call.args)
+      return editFile(root, call.args, options)
     case 'list_dir':
-      return listDir(root, call.args)
+      return listDir(root, call.args, options)
     case 'search':
-      return searchFiles(root, call.args, { canRead })
+      return searchFiles(root, call.args, { ...options, canRead: checks.canRead })
     case 'exec':
       throw ApplicationFailure.nonRetryable('exec is not a file tool', 'InvalidToolCall')
   }

@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto'
 import { closeSync, fchownSync, openSync } from 'node:fs'
 import { chmod, chown, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { arch, platform, userInfo } from 'node:os'
-import { dirname, join } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
 import pg from 'pg'
 import { freePort, isAlive, sleep, stopProcess } from './process.js'
 
@@ -133,8 +133,10 @@ async function initialise(dataDir: string, owner: Owner, log?: (line: string) =>
   await mkdir(dataDir, { recursive: true, mode: 0o700 })
   if (owner.uid !== undefined) {
     await chown(dataDir, owner.uid, owner.gid ?? owner.uid)
-    // The server user must be able to reach its data folder.
+    // The server user must be able to reach its data folder: open tether's own state folder, and say
+    // plainly when a folder above it is closed to other users.
     await chmod(dirname(dataDir), 0o755)
+    await requireTraversable(dirname(dirname(dataDir)))
   }
   const credentials: Credentials = { user: 'tether', password: randomBytes(18).toString('base64url') }
   const pwfile = join(dirname(dataDir), `.pgpass-${randomBytes(6).toString('hex')}`)
@@ -239,6 +241,19 @@ async function runningServer(dataDir: string): Promise<{ pid: number; port: numb
   const port = Number(lines[3])
   if (!Number.isInteger(pid) || !Number.isInteger(port) || !isAlive(pid)) return undefined
   return { pid, port }
+}
+
+async function requireTraversable(dir: string): Promise<void> {
+  for (let current = resolve(dir); ; current = dirname(current)) {
+    const { mode } = await stat(current)
+    if ((mode & 0o001) === 0) {
+      throw new EmbeddedPostgresError(
+        `PostgreSQL runs as the 'postgres' user, which cannot enter ${current} (mode ${(mode & 0o777).toString(8)}); ` +
+          'make it traversable (chmod o+x), choose another state folder, or set DATABASE_URL',
+      )
+    }
+    if (current === dirname(current)) return
+  }
 }
 
 async function exists(path: string): Promise<boolean> {
