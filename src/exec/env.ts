@@ -1,0 +1,161 @@
+/**
+ * The `scrubbed` environment: tether's own environment without variables that look like secrets and
+ * without ones that make a program load or run something other than what argv names (loader preloads,
+ * shell start-up files, pagers, editors, credential helpers, language-runtime injection).
+ *
+ * Names are compared upper-cased, so `npm_config_//registry/:_authToken` is caught by `TOKEN`. The rules
+ * are deliberately broad (`KEY` also catches `KEYBOARD_LAYOUT`): a missing harmless variable costs less
+ * than a leaked secret. A caller that needs a variable back passes an explicit record instead, e.g.
+ * `{ ...scrubEnv(process.env), NEEDED: 'x' }`.
+ */
+
+export interface EnvScrubRules {
+  /** Exact names. */
+  readonly names: readonly string[]
+  readonly prefixes: readonly string[]
+  readonly substrings: readonly string[]
+  readonly suffixes: readonly string[]
+  /** Exceptions that survive although a rule above matches them (commit identity only). */
+  readonly keep: readonly string[]
+}
+
+export const SCRUBBED_ENV: EnvScrubRules = Object.freeze({
+  names: Object.freeze([
+    // Connection strings carry passwords.
+    'DATABASE_URL',
+    'PGPASSFILE',
+    'PGSERVICEFILE',
+    'REDIS_URL',
+    'MONGO_URL',
+    'MONGO_URI',
+    'MONGODB_URI',
+    'AMQP_URL',
+    'RABBITMQ_URL',
+    'BROKER_URL',
+    'CELERY_BROKER_URL',
+    'KRB5CCNAME',
+    'GPG_AGENT_INFO',
+    // Well-known tokens (also caught by the substrings; listed so the documentation is explicit).
+    'GITHUB_TOKEN',
+    'GH_TOKEN',
+    'NPM_TOKEN',
+    'OPENROUTER_API_KEY',
+    'OPENAI_API_KEY',
+    'ANTHROPIC_API_KEY',
+    // Shell start-up and behaviour.
+    'ENV',
+    'BASH_ENV',
+    'ZDOTDIR',
+    'PROMPT_COMMAND',
+    'PS4',
+    'SHELLOPTS',
+    'BASHOPTS',
+    'CDPATH',
+    'GLOBIGNORE',
+    'IFS',
+    // Pagers, editors, browsers and password prompts run programs of the variable's choosing.
+    'PAGER',
+    'MANPAGER',
+    'SYSTEMD_PAGER',
+    'LESSOPEN',
+    'LESSCLOSE',
+    'EDITOR',
+    'VISUAL',
+    'BROWSER',
+    'SSH_ASKPASS',
+    'SUDO_ASKPASS',
+    'GIT_ASKPASS',
+    'GIT_PAGER',
+    'GIT_EDITOR',
+    'GIT_SEQUENCE_EDITOR',
+    'GIT_EXTERNAL_DIFF',
+    'GIT_SSH',
+    'GIT_SSH_COMMAND',
+    'GIT_PROXY_COMMAND',
+    'GIT_EXEC_PATH',
+    'GIT_TEMPLATE_DIR',
+    // Language runtimes that load code named by the environment.
+    'NODE_OPTIONS',
+    'NODE_PATH',
+    'NODE_REPL_EXTERNAL_MODULE',
+    'PYTHONSTARTUP',
+    'PYTHONPATH',
+    'PYTHONHOME',
+    'PYTHONBREAKPOINT',
+    'PYTHONINSPECT',
+    'PERL5OPT',
+    'PERL5LIB',
+    'PERLLIB',
+    'PERL5DB',
+    'RUBYOPT',
+    'RUBYLIB',
+    'JAVA_TOOL_OPTIONS',
+    '_JAVA_OPTIONS',
+    'JDK_JAVA_OPTIONS',
+    'GCONV_PATH',
+    'HOSTALIASES',
+    'RUSTC_WRAPPER',
+    'RUSTC_WORKSPACE_WRAPPER',
+    'CARGO_BUILD_RUSTC_WRAPPER',
+    'GOFLAGS',
+  ]),
+  prefixes: Object.freeze([
+    // Dynamic loader: LD_PRELOAD, LD_LIBRARY_PATH, LD_AUDIT, DYLD_INSERT_LIBRARIES, …
+    'LD_',
+    'DYLD_',
+    // Exported bash functions override commands in every bash script.
+    'BASH_FUNC_',
+    // git reads config, hooks, repositories and helpers from these (GIT_CONFIG_*, GIT_DIR, …).
+    'GIT_',
+    // npm config from the environment can set script-shell, userconfig, registries and tokens.
+    'NPM_CONFIG_',
+    // Cloud credentials and their config.
+    'AWS_',
+    'AZURE_',
+    'ARM_',
+    'GOOGLE_',
+    'GCLOUD_',
+    'CLOUDSDK_',
+    'VAULT_',
+  ]),
+  substrings: Object.freeze([
+    'TOKEN',
+    'SECRET',
+    'PASSWORD',
+    'PASSWD',
+    'PASSPHRASE',
+    'KEY',
+    'CREDENTIAL',
+    'AUTH',
+    'PRIVATE',
+    'COOKIE',
+    'DATABASE_URL',
+    'CONNECTION_STRING',
+  ]),
+  suffixes: Object.freeze(['_DSN', '_PAT']),
+  keep: Object.freeze(['GIT_AUTHOR_NAME', 'GIT_AUTHOR_EMAIL', 'GIT_COMMITTER_NAME', 'GIT_COMMITTER_EMAIL']),
+})
+
+const names = new Set(SCRUBBED_ENV.names)
+const keep = new Set(SCRUBBED_ENV.keep)
+
+/** True when `scrubbed` drops this variable. */
+export function isScrubbedEnvName(name: string): boolean {
+  const upper = name.toUpperCase()
+  if (keep.has(upper)) return false
+  return (
+    names.has(upper) ||
+    SCRUBBED_ENV.prefixes.some((prefix) => upper.startsWith(prefix)) ||
+    SCRUBBED_ENV.substrings.some((part) => upper.includes(part)) ||
+    SCRUBBED_ENV.suffixes.some((suffix) => upper.endsWith(suffix))
+  )
+}
+
+/** A copy of `env` without the variables `isScrubbedEnvName` matches (and without unset ones). */
+export function scrubEnv(env: Readonly<Record<string, string | undefined>>): Record<string, string> {
+  const kept: Record<string, string> = {}
+  for (const [name, value] of Object.entries(env)) {
+    if (value !== undefined && !isScrubbedEnvName(name)) kept[name] = value
+  }
+  return kept
+}

@@ -1,0 +1,203 @@
+/**
+ * runCommand: one command, argv only, in its own process group, with bounded capture and a whole-tree kill.
+ *
+ * Built on `node:child_process` rather than execa. execa signals only the direct child on timeout and
+ * cancellation (its `forceKillAfterDelay` too), buffers whole streams unless told not to, and settles only
+ * when the streams end, so a grandchild holding stdout open keeps it waiting; working around all three
+ * would leave little of execa in use. `spawn(program, args, { shell: false, detached: true })` is exactly
+ * the process we want (no shell, own session and group), and the rest is the small state machine below.
+ * execa also stays a development dependency that way (v10 needs Node 22; we run on Node 20).
+ */
+import { type ChildProcess, spawn } from 'node:child_process'
+import type { Readable } from 'node:stream'
+import { OutputCapture } from './capture.js'
+import { ExecInputError, ExecSpawnError } from './errors.js'
+import { ProcessTree } from './process-tree.js'
+import type { ExecResult, ExecStatus, RunCommandOptions } from './types.js'
+import { type ValidatedOptions, validateOptions } from './validate.js'
+
+/** After the tree is gone, how long the pipes may take to report end of file before we close them. */
+const PIPE_CLOSE_MS = 1_000
+/** Spawn errors that mean "this program cannot be run": data for the model, not a fault. */
+const UNAVAILABLE_CODES = new Set([
+  'ENOENT',
+  'EACCES',
+  'ENOTDIR',
+  'ELOOP',
+  'ENAMETOOLONG',
+  'EISDIR',
+  'ENOEXEC',
+])
+
+type Stop = 'timed-out' | 'cancelled'
+
+/**
+ * Runs `argv` and resolves with how it ended and what it printed; never rejects for the command's own
+ * failure (non-zero exit, signal, timeout, missing program). Rejects with ExecInputError, nothing
+ * spawned, for invalid options; with ExecSpawnError when the OS cannot start processes at all; with the
+ * error an `onProgress` callback threw, after killing the tree.
+ */
+export async function runCommand(options: RunCommandOptions): Promise<ExecResult> {
+  // Validation throws synchronously; inside this async function that still becomes a rejection.
+  return new Run(validateOptions(options)).result()
+}
+
+function whenClosed(stream: Readable): Promise<void> {
+  return new Promise((resolve) => {
+    if (stream.closed) resolve()
+    else stream.once('close', () => resolve())
+  })
+}
+
+/** Whether `promise` settles within `ms`; a plain timer, as an aborted sleep costs an exception per call. */
+function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(false), ms)
+    promise.then(() => {
+      clearTimeout(timer)
+      resolve(true)
+    })
+  })
+}
+
+class Run {
+  private readonly started = performance.now()
+  private readonly stdout: OutputCapture
+  private readonly stderr: OutputCapture
+  private exit: { code: number | null; signal: NodeJS.Signals | null } | undefined
+  private progressError: { error: unknown } | undefined
+  private requestStop: (stop: Stop) => void = () => {}
+
+  constructor(private readonly options: ValidatedOptions) {
+    this.stdout = new OutputCapture(options.outputCeiling)
+    this.stderr = new OutputCapture(options.outputCeiling)
+  }
+
+  async result(): Promise<ExecResult> {
+    const { signal } = this.options
+    if (signal?.aborted) return this.finish('cancelled')
+    const [program, ...args] = this.options.argv as [string, ...string[]]
+    let child: ChildProcess
+    try {
+      child = spawn(program, args, {
+        cwd: this.options.cwd,
+        env: this.options.env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        shell: false,
+        // A new session, so the child leads its own process group and no terminal signals reach it.
+        detached: true,
+      })
+    } catch (error) {
+      return this.notStarted(error)
+    }
+    const started = await new Promise<unknown>((resolve) => {
+      child.once('spawn', () => resolve(undefined))
+      child.once('error', resolve)
+    })
+    if (started !== undefined) return this.notStarted(started)
+    return this.supervise(child)
+  }
+
+  private async supervise(child: ChildProcess): Promise<ExecResult> {
+    const { stdout, stderr } = child as ChildProcess & { stdout: Readable; stderr: Readable }
+    const tree = new ProcessTree(child.pid!)
+    const leaderRunning = () => this.exit === undefined
+    const exited = new Promise<void>((resolve) =>
+      child.once('exit', (code, signal) => {
+        this.exit = { code, signal }
+        resolve()
+      }),
+    )
+    stdout.on('data', (chunk: Buffer) => this.take(this.stdout, chunk))
+    stderr.on('data', (chunk: Buffer) => this.take(this.stderr, chunk))
+    const pipesClosed = Promise.all([whenClosed(stdout), whenClosed(stderr)])
+
+    const stopped = new Promise<Stop>((resolve) => {
+      this.requestStop = resolve
+    })
+    const timer = setTimeout(() => this.requestStop('timed-out'), this.options.timeoutMs)
+    const onAbort = () => this.requestStop('cancelled')
+    this.options.signal?.addEventListener('abort', onAbort, { once: true })
+    let stop: Stop | undefined
+    try {
+      stop = await Promise.race([exited.then(() => undefined), stopped])
+      clearTimeout(timer)
+      this.options.signal?.removeEventListener('abort', onAbort)
+      if (stop) {
+        await tree.kill(this.options.killGraceMs, leaderRunning)
+        await settlesWithin(exited, PIPE_CLOSE_MS)
+      }
+      // The child is gone; whatever still holds a pipe open or lingers in the group is a leftover.
+      const drained = stop !== undefined || (await settlesWithin(pipesClosed, this.options.drainMs))
+      if (!drained || tree.alive()) await tree.kill(this.options.killGraceMs, leaderRunning)
+      if (!(await settlesWithin(pipesClosed, PIPE_CLOSE_MS))) {
+        // Held open by a process outside the tree (it left the session): stop reading rather than hang.
+        stdout.destroy()
+        stderr.destroy()
+      }
+    } finally {
+      clearTimeout(timer)
+      this.options.signal?.removeEventListener('abort', onAbort)
+    }
+    if (this.progressError) throw this.progressError.error
+    const status: ExecStatus = stop ?? (this.exit?.signal ? 'signalled' : 'exited')
+    return this.finish(status)
+  }
+
+  private take(capture: OutputCapture, chunk: Buffer): void {
+    capture.push(chunk)
+    const { onProgress } = this.options
+    if (!onProgress || this.progressError) return
+    try {
+      onProgress({
+        elapsedMs: Math.round(performance.now() - this.started),
+        bytes: this.stdout.bytes + this.stderr.bytes,
+      })
+    } catch (error) {
+      // Thrown inside a stream event it would crash the process; end the command and reject instead.
+      this.progressError = { error }
+      this.requestStop('cancelled')
+    }
+  }
+
+  private notStarted(error: unknown): ExecResult {
+    const code = (error as NodeJS.ErrnoException).code ?? ''
+    const program = this.options.argv[0]!
+    if (code === 'E2BIG') {
+      throw new ExecInputError(
+        'argv',
+        'with the environment, is larger than the OS accepts (E2BIG); pass less, e.g. through a file',
+      )
+    }
+    if (!UNAVAILABLE_CODES.has(code)) {
+      throw new ExecSpawnError(
+        `could not start "${program}": ${(error as Error).message}; check the worker's resources`,
+        {
+          cause: error,
+        },
+      )
+    }
+    const named = JSON.stringify(program)
+    const reason =
+      code === 'ENOENT'
+        ? program.includes('/')
+          ? `${named} was not found (nor the interpreter its first line names)`
+          : `no program named ${named} on PATH`
+        : code === 'EACCES'
+          ? `${named} is not executable (permission denied)`
+          : `${named} cannot be run (${code})`
+    return { ...this.finish('unavailable'), reason }
+  }
+
+  private finish(status: ExecStatus): ExecResult {
+    const result: ExecResult = {
+      status,
+      stdout: this.stdout.finish(),
+      stderr: this.stderr.finish(),
+      durationMs: Math.round(performance.now() - this.started),
+    }
+    if (this.exit?.code != null) result.exitCode = this.exit.code
+    if (this.exit?.signal != null) result.signal = this.exit.signal
+    return result
+  }
+}
