@@ -1,5 +1,15 @@
 /** The workflow bundle the test suite uses: tether's workflows plus a few that exist only for tests. */
-import { condition, defineSignal, proxyActivities, setHandler } from '@temporalio/workflow'
+import {
+  ActivityFailure,
+  CancelledFailure,
+  condition,
+  defineSignal,
+  proxyActivities,
+  setHandler,
+} from '@temporalio/workflow'
+import type { ExecActivityInput, execCommand } from '../../src/activities/exec.js'
+import { execActivityOptions } from '../../src/exec/activity-options.js'
+import type { ExecResult } from '../../src/exec/types.js'
 
 export * from '../../src/workflows/index.js'
 
@@ -19,4 +29,25 @@ export async function smokeWorkflow(name: string): Promise<string> {
   const greeting = await greet(name)
   await condition(() => answer !== undefined)
   return `${greeting}; ${answer}`
+}
+
+/**
+ * Runs one command through the exec activity with the options tether recommends. A cancelled command's
+ * partial result travels back in the CancelledFailure and is returned, so nothing it printed is lost.
+ */
+export async function execCommandWorkflow(
+  input: ExecActivityInput,
+  heartbeatTimeoutMs: number,
+): Promise<{ completed?: ExecResult; cancelled?: ExecResult }> {
+  const activities = proxyActivities<{ execCommand: typeof execCommand }>(
+    execActivityOptions(input.timeoutMs, { heartbeatTimeoutMs, killGraceMs: input.killGraceMs }),
+  )
+  try {
+    return { completed: await activities.execCommand(input) }
+  } catch (error) {
+    if (error instanceof ActivityFailure && error.cause instanceof CancelledFailure) {
+      return { cancelled: error.cause.details[0] as ExecResult }
+    }
+    throw error
+  }
 }
