@@ -19,6 +19,7 @@ import {
   defineSignal,
   defineUpdate,
   isCancellation,
+  patched,
   proxyActivities,
   proxyLocalActivities,
   setHandler,
@@ -80,6 +81,13 @@ const local = proxyLocalActivities<TetherActivities>({
 // Projections retry until Postgres is back: a run never fails because its audit store blinked.
 const projections = proxyActivities<TetherActivities>({
   startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
+})
+// The step projection runs on every step: as a local activity it costs a few milliseconds instead of a
+// task-queue round trip. (Runs recorded before this change keep the remote activity: see recordStep.)
+const localProjections = proxyLocalActivities<TetherActivities>({
+  startToCloseTimeout: '30 seconds',
+  localRetryThreshold: '10 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 })
 const model = proxyActivities<TetherActivities>({
@@ -446,7 +454,8 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     startedAt: number,
     refusals: Array<{ call: number; verdict: ActionVerdict }>,
   ) {
-    await projections.tetherRecordStep({
+    const recorder = patched('record-step-locally') ? localProjections : projections
+    await recorder.tetherRecordStep({
       runId: id,
       step,
       toolCalls: turn.toolCalls,
