@@ -3,33 +3,11 @@ import { existsSync } from 'node:fs'
 import { readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { WorkflowFailedError } from '@temporalio/client'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { AuditStore } from '../../src/audit/index.js'
-import {
-  npmWorkspace,
-  openTestAudit,
-  startAgentWorker,
-  startRun,
-  testPolicy,
-  writeScript,
-} from '../support/agent.js'
-import { connectClient, recordHistory } from '../support/temporal.js'
+import { describe, expect, it } from 'vitest'
+import { npmWorkspace, startRun, testPolicy, useAgentHarness, writeScript } from '../support/agent.js'
+import { recordHistory } from '../support/temporal.js'
 
-let audit: AuditStore
-let client: Awaited<ReturnType<typeof connectClient>>
-let agent: Awaited<ReturnType<typeof startAgentWorker>>
-
-beforeAll(async () => {
-  audit = await openTestAudit()
-  client = await connectClient()
-  agent = await startAgentWorker(audit)
-})
-
-afterAll(async () => {
-  await agent?.stop()
-  await client?.close()
-  await audit?.close()
-})
+const harness = useAgentHarness()
 
 const policy = () => testPolicy().allowExec('true').allowExec('sleep *').allowExec('node tree.cjs')
 const exec = (...argv: string[]) => ({ name: 'exec', args: { argv } })
@@ -43,8 +21,8 @@ async function run(
   for (const [name, content] of Object.entries(files)) await writeFile(join(ws.path, name), content)
   const model = `scripted:${await writeScript(ws.path, { turns } as never)}`
   const handle = await startRun(
-    client.client,
-    agent.taskQueue,
+    harness.client,
+    harness.taskQueue,
     { goal: 'g', workspace: ws.path, model, ...contract },
     policy(),
   )
@@ -65,7 +43,7 @@ describe('budgets', () => {
         steps: 2,
         reason: 'reached the step cap of 2',
       })
-      expect((await audit.runSummary(handle.workflowId))?.outcome).toBe('step-cap')
+      expect((await harness.audit.runSummary(handle.workflowId))?.outcome).toBe('step-cap')
     } finally {
       await ws.cleanup()
     }
@@ -97,7 +75,7 @@ describe('budgets', () => {
     })
     try {
       expect(await handle.result()).toMatchObject({ outcome: 'time-budget', steps: 1 })
-      const [command] = await audit.executedCommands({ runId: handle.workflowId })
+      const [command] = await harness.audit.executedCommands({ runId: handle.workflowId })
       expect(command?.status).toBe('timed-out')
     } finally {
       await ws.cleanup()
@@ -127,9 +105,9 @@ describe('cancellation', () => {
       await expect
         .poll(() => pids.filter((pid) => existsSync(`/proc/${pid}`)), { timeout: 15_000 })
         .toEqual([])
-      expect((await audit.runSummary(handle.workflowId))?.outcome).toBe('cancelled')
+      expect((await harness.audit.runSummary(handle.workflowId))?.outcome).toBe('cancelled')
       await recordHistory(handle, 'agent-run-cancelled')
-      const [command] = await audit.executedCommands({ runId: handle.workflowId })
+      const [command] = await harness.audit.executedCommands({ runId: handle.workflowId })
       expect(command?.status).toBe('cancelled')
     } finally {
       await ws.cleanup()
@@ -146,18 +124,20 @@ describe('continue-as-new', () => {
     try {
       const result = await handle.result()
       expect(result, result.reason).toMatchObject({ outcome: 'finished', steps: steps + 1 })
-      const first = await client.client.workflow
+      const first = await harness.client.workflow
         .getHandle(handle.workflowId, handle.firstExecutionRunId)
         .describe()
       expect(first.status.name).toBe('CONTINUED_AS_NEW')
       await recordHistory(
-        client.client.workflow.getHandle(handle.workflowId, handle.firstExecutionRunId),
+        harness.client.workflow.getHandle(handle.workflowId, handle.firstExecutionRunId),
         'agent-run-continued',
       )
-      const messages = await audit.loadMessages(handle.workflowId)
+      const messages = await harness.audit.loadMessages(handle.workflowId)
       // goal + (reply + result) per step + the final reply, numbered without gaps
       expect(messages.map((m) => m.seq)).toEqual(Array.from({ length: 1 + 2 * steps + 1 }, (_, i) => i))
-      expect((await audit.executedCommands({ runId: handle.workflowId, limit: 100 })).length).toBe(steps)
+      expect((await harness.audit.executedCommands({ runId: handle.workflowId, limit: 100 })).length).toBe(
+        steps,
+      )
     } finally {
       await ws.cleanup()
     }

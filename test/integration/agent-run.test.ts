@@ -1,33 +1,11 @@
 /** The durable agent run end to end: real dev server, real Postgres, real commands, a scripted model. */
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { AuditStore } from '../../src/audit/index.js'
-import {
-  npmWorkspace,
-  openTestAudit,
-  startAgentWorker,
-  startRun,
-  testPolicy,
-  writeScript,
-} from '../support/agent.js'
-import { connectClient, recordHistory } from '../support/temporal.js'
+import { describe, expect, it } from 'vitest'
+import { npmWorkspace, startRun, testPolicy, useAgentHarness, writeScript } from '../support/agent.js'
+import { recordHistory } from '../support/temporal.js'
 
-let audit: AuditStore
-let client: Awaited<ReturnType<typeof connectClient>>
-let agent: Awaited<ReturnType<typeof startAgentWorker>>
-
-beforeAll(async () => {
-  audit = await openTestAudit()
-  client = await connectClient()
-  agent = await startAgentWorker(audit)
-})
-
-afterAll(async () => {
-  await agent?.stop()
-  await client?.close()
-  await audit?.close()
-})
+const harness = useAgentHarness()
 
 describe('agentRun', () => {
   it('fixes a failing test and ends verified, with every step, command and gate result in the audit', async () => {
@@ -47,8 +25,8 @@ describe('agentRun', () => {
         ],
       })}`
       const handle = await startRun(
-        client.client,
-        agent.taskQueue,
+        harness.client,
+        harness.taskQueue,
         { goal: 'make npm test pass', workspace: ws.path, verification: { command: ['npm', 'test'] }, model },
         testPolicy(),
       )
@@ -57,15 +35,15 @@ describe('agentRun', () => {
       await recordHistory(handle, 'agent-run-verified')
       expect(await readFile(join(ws.path, 'src/math.js'), 'utf8')).toContain('return a + b')
 
-      const summary = await audit.runSummary(handle.workflowId)
+      const summary = await harness.audit.runSummary(handle.workflowId)
       expect(summary).toMatchObject({ outcome: 'verified', steps: 5 })
 
-      const ran = await audit.executedCommands({ runId: handle.workflowId })
+      const ran = await harness.audit.executedCommands({ runId: handle.workflowId })
       expect(ran.map((c) => [c.step, c.argv.join(' '), c.status, c.exitCode])).toEqual([
         [1, 'npm test', 'exited', 1],
       ])
 
-      const refused = await audit.refusedActions({ runId: handle.workflowId, limit: 10 })
+      const refused = await harness.audit.refusedActions({ runId: handle.workflowId, limit: 10 })
       expect(refused.items).toHaveLength(1)
       expect(refused.items[0]).toMatchObject({
         step: 2,
@@ -75,20 +53,22 @@ describe('agentRun', () => {
         rule: 'rm*',
       })
 
-      const timeline = await audit.runTimeline(handle.workflowId)
+      const timeline = await harness.audit.runTimeline(handle.workflowId)
       const kinds = timeline.map((entry) => entry.type)
       expect(kinds.filter((k) => k === 'step')).toHaveLength(5)
       expect(kinds).toContain('gate')
 
       // The model was told which rule in which layer refused it, and the run carried on.
-      const transcript = (await audit.loadMessages(handle.workflowId)).map((m) => JSON.stringify(m.content))
+      const transcript = (await harness.audit.loadMessages(handle.workflowId)).map((m) =>
+        JSON.stringify(m.content),
+      )
       expect(
         transcript.some(
           (m) => m.includes('[exec refused] rm -rf test') && m.includes('rule `rm*` in layer `base`'),
         ),
       ).toBe(true)
       expect(transcript.map((_, i) => i)).toEqual(
-        (await audit.loadMessages(handle.workflowId)).map((m) => m.seq),
+        (await harness.audit.loadMessages(handle.workflowId)).map((m) => m.seq),
       )
     } finally {
       await ws.cleanup()

@@ -4,8 +4,7 @@ import { mkdir, rm, symlink, writeFile } from 'node:fs/promises'
 import { createServer } from 'node:http'
 import { join } from 'node:path'
 import { WorkflowUpdateFailedError } from '@temporalio/client'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { AuditStore } from '../../src/audit/index.js'
+import { describe, expect, it } from 'vitest'
 import { Policy } from '../../src/policy/index.js'
 import {
   decideSignal,
@@ -13,35 +12,21 @@ import {
   PENDING_APPROVAL,
   pendingApprovalsQuery,
 } from '../../src/workflows/index.js'
-import { npmWorkspace, openTestAudit, startAgentWorker, startRun, writeScript } from '../support/agent.js'
-import { connectClient, recordHistory, uniqueTaskQueue } from '../support/temporal.js'
+import { npmWorkspace, startAgentWorker, startRun, useAgentHarness, writeScript } from '../support/agent.js'
+import { recordHistory, uniqueTaskQueue } from '../support/temporal.js'
 
-let audit: AuditStore
-let client: Awaited<ReturnType<typeof connectClient>>
-let agent: Awaited<ReturnType<typeof startAgentWorker>>
-
-beforeAll(async () => {
-  audit = await openTestAudit()
-  client = await connectClient()
-  agent = await startAgentWorker(audit)
-})
-
-afterAll(async () => {
-  await agent?.stop()
-  await client?.close()
-  await audit?.close()
-})
+const harness = useAgentHarness()
 
 /** Exec asks by default; alice and bob may answer; `rm` is denied in an operator layer. */
 const policy = () =>
   Policy.fromSpec({ ...Policy.tiered().layer('ops').denyExec('rm*').toSpec(), approvers: ['alice', 'bob'] })
 const touch = (file: string) => ({ name: 'exec', args: { argv: ['touch', file] } })
 
-async function run(turns: unknown[], contract: Record<string, unknown> = {}, taskQueue = agent.taskQueue) {
+async function run(turns: unknown[], contract: Record<string, unknown> = {}, taskQueue = harness.taskQueue) {
   const ws = await npmWorkspace()
   const model = `scripted:${await writeScript(ws.path, { turns } as never)}`
   const handle = await startRun(
-    client.client,
+    harness.client,
     taskQueue,
     { goal: 'touch files', workspace: ws.path, model, ...contract },
     policy(),
@@ -67,17 +52,17 @@ describe('approvals', () => {
         approvers: ['alice', 'bob'],
       })
       expect(pending?.tree).toContain('touch')
-      const mine = await audit.pendingApprovals({ approver: 'alice' })
+      const mine = await harness.audit.pendingApprovals({ approver: 'alice' })
       expect(mine.map((a) => a.approvalId)).toContain(pending?.approvalId)
-      expect((await audit.pendingApprovals({ approver: 'mallory' })).map((a) => a.approvalId)).not.toContain(
-        pending?.approvalId,
-      )
+      expect(
+        (await harness.audit.pendingApprovals({ approver: 'mallory' })).map((a) => a.approvalId),
+      ).not.toContain(pending?.approvalId)
       // The search attribute lists the waiting run (visibility lags: poll).
       await expect
         .poll(
           async () => {
             const ids: string[] = []
-            for await (const wf of client.client.workflow.list({
+            for await (const wf of harness.client.workflow.list({
               query: `${PENDING_APPROVAL.name} = 'true'`,
             })) {
               ids.push(wf.workflowId)
@@ -98,21 +83,23 @@ describe('approvals', () => {
       expect(existsSync(join(ws.path, 'approved.txt'))).toBe(true)
       await recordHistory(handle, 'approval-approved')
 
-      const [row] = (await audit.runTimeline(handle.workflowId)).filter((e) => e.type === 'approval')
+      const [row] = (await harness.audit.runTimeline(handle.workflowId)).filter((e) => e.type === 'approval')
       expect(row).toMatchObject({
         decision: 'approved',
         decidedBy: 'alice',
         channel: 'update',
         reason: 'harmless',
       })
-      const decisions = (await audit.runTimeline(handle.workflowId)).filter((e) => e.type === 'policy')
+      const decisions = (await harness.audit.runTimeline(handle.workflowId)).filter(
+        (e) => e.type === 'policy',
+      )
       expect(decisions).toEqual([
         expect.objectContaining({ kind: 'decision', source: 'update', decidedBy: 'alice', effect: 'allow' }),
       ])
       await expect
         .poll(async () => {
           const ids: string[] = []
-          for await (const wf of client.client.workflow.list({
+          for await (const wf of harness.client.workflow.list({
             query: `${PENDING_APPROVAL.name} = 'true'`,
           })) {
             ids.push(wf.workflowId)
@@ -141,7 +128,9 @@ describe('approvals', () => {
       expect(String((second as Error).cause ?? second)).toContain('already denied by bob')
       await handle.result()
       expect(existsSync(join(ws.path, 'denied.txt'))).toBe(false)
-      const transcript = (await audit.loadMessages(handle.workflowId)).map((m) => JSON.stringify(m.content))
+      const transcript = (await harness.audit.loadMessages(handle.workflowId)).map((m) =>
+        JSON.stringify(m.content),
+      )
       expect(transcript.some((m) => m.includes('denied by bob: not in prod'))).toBe(true)
     } finally {
       await ws.cleanup()
@@ -202,7 +191,7 @@ describe('approvals', () => {
     try {
       await handle.result()
       expect(existsSync(join(ws.path, 'late.txt'))).toBe(false)
-      const [row] = (await audit.runTimeline(handle.workflowId)).filter((e) => e.type === 'approval')
+      const [row] = (await harness.audit.runTimeline(handle.workflowId)).filter((e) => e.type === 'approval')
       expect(row).toMatchObject({ decision: 'timeout', channel: 'timeout', reason: 'timeout' })
       expect(received[0]).toMatchObject({ type: 'approval.requested', runId: handle.workflowId })
       const reminders = received.filter((r) => r.type === 'approval.reminder')
@@ -217,7 +206,7 @@ describe('approvals', () => {
 
   it('applies a signal sent while no worker runs once a worker is back', async () => {
     const taskQueue = uniqueTaskQueue('offline')
-    const offline = await startAgentWorker(audit, { taskQueue })
+    const offline = await startAgentWorker(harness.audit, { taskQueue })
     const { ws, handle } = await run([{ toolCalls: [touch('later.txt')] }, { text: 'ok' }], {}, taskQueue)
     try {
       const [pending] = await waitForPending(handle)
@@ -227,14 +216,14 @@ describe('approvals', () => {
         decision: 'approve',
         approver: 'bob',
       })
-      const back = await startAgentWorker(audit, { taskQueue })
+      const back = await startAgentWorker(harness.audit, { taskQueue })
       try {
         await handle.result()
       } finally {
         await back.stop()
       }
       expect(existsSync(join(ws.path, 'later.txt'))).toBe(true)
-      const [row] = (await audit.runTimeline(handle.workflowId)).filter((e) => e.type === 'approval')
+      const [row] = (await harness.audit.runTimeline(handle.workflowId)).filter((e) => e.type === 'approval')
       expect(row).toMatchObject({ decision: 'approved', decidedBy: 'bob', channel: 'signal' })
       await recordHistory(handle, 'approval-signal-offline')
     } finally {
@@ -271,9 +260,9 @@ describe('approvals', () => {
       await handle.result()
       for (const file of ['one.txt', 'three.txt', 'four.txt'])
         expect(existsSync(join(ws.path, file))).toBe(true)
-      expect((await audit.runTimeline(handle.workflowId)).filter((e) => e.type === 'approval')).toHaveLength(
-        3,
-      )
+      expect(
+        (await harness.audit.runTimeline(handle.workflowId)).filter((e) => e.type === 'approval'),
+      ).toHaveLength(3)
     } finally {
       await ws.cleanup()
     }
@@ -296,7 +285,7 @@ describe('approvals', () => {
         args: [{ approvalId: pending!.approvalId, decision: 'approve', approver: 'alice' }],
       })
       await handle.result()
-      const refusals = (await audit.refusedActions({ runId: handle.workflowId, limit: 10 })).items
+      const refusals = (await harness.audit.refusedActions({ runId: handle.workflowId, limit: 10 })).items
       expect(refusals).toHaveLength(1)
       expect(refusals[0]?.reason).toContain('an approval never crosses a deny')
       const { readFile } = await import('node:fs/promises')
@@ -312,9 +301,9 @@ describe('approvals', () => {
       const [pending] = await waitForPending(handle)
       await handle.cancel()
       await handle.result().catch(() => undefined)
-      const approvals = await audit.pendingApprovals({})
+      const approvals = await harness.audit.pendingApprovals({})
       expect(approvals.map((a) => a.approvalId)).not.toContain(pending!.approvalId)
-      const [row] = (await audit.runTimeline(handle.workflowId)).filter((e) => e.type === 'approval')
+      const [row] = (await harness.audit.runTimeline(handle.workflowId)).filter((e) => e.type === 'approval')
       expect(row).toMatchObject({ decision: 'cancelled', channel: 'cancel' })
     } finally {
       await ws.cleanup()

@@ -7,14 +7,14 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { Client } from '@temporalio/client'
-import { inject } from 'vitest'
+import { afterAll, beforeAll, inject } from 'vitest'
 import { createActivities } from '../../src/activities/index.js'
 import { type AuditStore, openAudit } from '../../src/audit/index.js'
 import type { TaskContractInput } from '../../src/contract.js'
 import type { ModelScript } from '../../src/model/index.js'
 import { Policy } from '../../src/policy/index.js'
 import { agentRun } from '../../src/workflows/index.js'
-import { createWorker, uniqueTaskQueue } from './temporal.js'
+import { connectClient, createWorker, uniqueTaskQueue } from './temporal.js'
 
 const FIXTURE = fileURLToPath(new URL('../../examples/npm-project/', import.meta.url))
 
@@ -72,4 +72,26 @@ export function startRun(
     workflowId,
     args: [{ contract, policy: policy.toSpec() }],
   })
+}
+
+/** One audit store, Temporal client and agent Worker per test file, stopped after its last test. */
+export function useAgentHarness(): { audit: AuditStore; client: Client; taskQueue: string } {
+  const harness = {} as { audit: AuditStore; client: Client; taskQueue: string }
+  let stopAgent: (() => Promise<void>) | undefined
+  let closeClient: (() => Promise<void>) | undefined
+  beforeAll(async () => {
+    harness.audit = await openTestAudit()
+    const connected = await connectClient()
+    harness.client = connected.client
+    closeClient = connected.close
+    const agent = await startAgentWorker(harness.audit)
+    harness.taskQueue = agent.taskQueue
+    stopAgent = agent.stop
+  })
+  afterAll(async () => {
+    await stopAgent?.()
+    await closeClient?.()
+    await harness.audit?.close()
+  })
+  return harness
 }
