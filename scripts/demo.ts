@@ -12,16 +12,14 @@ import { spawn } from 'node:child_process'
 import { cp, mkdir, rm, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { Client, Connection } from '@temporalio/client'
-import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker'
-import { type AuditStore, openAudit } from '../src/audit/index.js'
+import { DefaultLogger, Runtime } from '@temporalio/worker'
+import type { AuditStore } from '../src/audit/index.js'
 import { colour, printTable, visible } from '../src/cli/context.js'
 import { followRun } from '../src/cli/follow.js'
 import { newRunId, startAgentRun } from '../src/client.js'
 import { providerFromEnv } from '../src/model/index.js'
 import { Policy } from '../src/policy/index.js'
-import { startLocalStack } from '../src/stack/index.js'
-import { createTetherWorker } from '../src/worker-setup.js'
+import { startLocalTether } from '../src/worker-setup.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const stateDir = resolve(root, '.tether/demo')
@@ -104,25 +102,18 @@ async function approver(audit: AuditStore, runId: string, env: NodeJS.ProcessEnv
 
 async function main(): Promise<number> {
   section('1. the local stack')
-  const stack = await startLocalStack({ stateDir, log: (line) => say(colour.dim(`  ${line}`)) })
+  const local = await startLocalTether({
+    stateDir,
+    taskQueue: 'tether-demo',
+    log: (line) => say(colour.dim(`  ${line}`)),
+  })
+  const { stack, audit, client, taskQueue } = local
   const env = {
     ...process.env,
     TEMPORAL_ADDRESS: stack.temporalAddress,
     DATABASE_URL: stack.databaseUrl,
     TETHER_STATE_DIR: stateDir,
   }
-  const audit = await openAudit({ databaseUrl: stack.databaseUrl, migrate: true })
-  const native = await NativeConnection.connect({ address: stack.temporalAddress })
-  const connection = await Connection.connect({ address: stack.temporalAddress })
-  const client = new Client({ connection, namespace: stack.namespace })
-  const taskQueue = 'tether-demo'
-  const worker = await createTetherWorker({
-    connection: native,
-    namespace: stack.namespace,
-    taskQueue,
-    audit,
-  })
-  const running = worker.run()
   try {
     section('2. a sample workspace: a small npm project with a failing test')
     await rm(workspace, { recursive: true, force: true })
@@ -214,12 +205,7 @@ async function main(): Promise<number> {
     )
     return result.outcome === 'verified' ? 0 : 1
   } finally {
-    worker.shutdown()
-    await running
-    await native.close()
-    await connection.close()
-    await audit.close()
-    await stack.stop()
+    await local.stop()
   }
 }
 

@@ -4,10 +4,12 @@
  */
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
-import { type NativeConnection, Worker } from '@temporalio/worker'
+import { Client, Connection } from '@temporalio/client'
+import { NativeConnection, Worker } from '@temporalio/worker'
 import { createActivities } from './activities/index.js'
-import type { AuditStore } from './audit/index.js'
+import { type AuditStore, openAudit } from './audit/index.js'
 import type { ModelProvider } from './model/index.js'
+import { type LocalStack, type LocalStackOptions, startLocalStack } from './stack/index.js'
 
 /** tether's workflows module: the compiled `.js` in a build, the `.ts` source in a checkout. */
 export function tetherWorkflowsPath(): string {
@@ -44,4 +46,56 @@ export function createTetherWorker(options: TetherWorkerOptions): Promise<Worker
     // Running commands get this long to finish on shutdown before they are cancelled and retried elsewhere.
     shutdownGraceTime: '30 seconds',
   })
+}
+
+/** tether on one machine: the local stack, the audit store, a client and a running worker. */
+export interface LocalTether {
+  stack: LocalStack
+  audit: AuditStore
+  client: Client
+  taskQueue: string
+  /** Settles when the worker stops (after `stop()`, or SIGINT/SIGTERM through the Temporal runtime). */
+  running: Promise<void>
+  stop(): Promise<void>
+}
+
+/** Starts the local stack and a worker on `taskQueue`; `stop()` undoes all of it, in order. */
+export async function startLocalTether(
+  options: LocalStackOptions & { taskQueue: string },
+): Promise<LocalTether> {
+  const stack = await startLocalStack(options)
+  const closers: Array<() => Promise<void>> = [() => stack.stop()]
+  const close = async () => {
+    for (const closer of closers.splice(0).reverse()) await closer()
+  }
+  try {
+    const audit = await openAudit({ databaseUrl: stack.databaseUrl, migrate: true, maxConnections: 20 })
+    closers.push(() => audit.close())
+    const native = await NativeConnection.connect({ address: stack.temporalAddress })
+    closers.push(() => native.close())
+    const connection = await Connection.connect({ address: stack.temporalAddress })
+    closers.push(() => connection.close())
+    const worker = await createTetherWorker({
+      connection: native,
+      namespace: stack.namespace,
+      taskQueue: options.taskQueue,
+      audit,
+    })
+    const running = worker.run()
+    closers.push(async () => {
+      if (worker.getState() === 'RUNNING') worker.shutdown()
+      await running
+    })
+    return {
+      stack,
+      audit,
+      client: new Client({ connection, namespace: stack.namespace }),
+      taskQueue: options.taskQueue,
+      running,
+      stop: close,
+    }
+  } catch (error) {
+    await close()
+    throw error
+  }
 }

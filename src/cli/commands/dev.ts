@@ -3,11 +3,8 @@
  * `<state>/temporal.db`), the embedded PostgreSQL (or DATABASE_URL) and one worker — until Ctrl-C.
  */
 import { rm, writeFile } from 'node:fs/promises'
-import { NativeConnection } from '@temporalio/worker'
 import type { Command } from 'commander'
-import { openAudit } from '../../audit/index.js'
-import { startLocalStack } from '../../stack/index.js'
-import { createTetherWorker } from '../../worker-setup.js'
+import { startLocalTether } from '../../worker-setup.js'
 import { colour, type DevStackRecord, devStackFile, print, stateDir, temporalTarget } from '../context.js'
 
 export function registerDev(program: Command): void {
@@ -20,17 +17,16 @@ export function registerDev(program: Command): void {
     .action(async (options: { headless?: boolean }) => {
       const dir = stateDir()
       const { taskQueue, namespace } = temporalTarget()
-      const stack = await startLocalStack({
+      const local = await startLocalTether({
         stateDir: dir,
         temporalAddress: process.env.TEMPORAL_ADDRESS,
         databaseUrl: process.env.DATABASE_URL,
         ui: !options.headless,
+        taskQueue,
         log: (line) => print(colour.dim(line)),
       })
-      const audit = await openAudit({ databaseUrl: stack.databaseUrl, migrate: true })
-      const connection = await NativeConnection.connect({ address: stack.temporalAddress })
+      const { stack, audit } = local
       try {
-        const worker = await createTetherWorker({ connection, namespace, taskQueue, audit })
         const record: DevStackRecord = {
           temporalAddress: stack.temporalAddress,
           namespace,
@@ -46,12 +42,10 @@ export function registerDev(program: Command): void {
         print(`  worker        task queue ${taskQueue}`)
         print(colour.dim('  other tether commands in this folder find this stack; Ctrl-C stops it'))
         // The Temporal runtime turns SIGINT/SIGTERM into a graceful worker shutdown.
-        await worker.run()
+        await local.running
       } finally {
         await rm(devStackFile(dir), { force: true })
-        await connection.close()
-        await audit.close()
-        await stack.stop()
+        await local.stop()
         print('tether dev stopped')
       }
     })
