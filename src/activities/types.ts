@@ -8,10 +8,10 @@ import type { ValidatedCall } from '../tools/schemas.js'
 import type { Channel, PendingApproval, Resolution } from '../workflows/approvals.js'
 import type {
   ActionVerdict,
+  AgentRunResult,
   GateSummary,
   InlineMessage,
   ModelTurn,
-  Outcome,
   RememberedRule,
   RunPreparation,
   ToolSummary,
@@ -89,15 +89,8 @@ export interface TetherActivities {
   ): Promise<GateSummary>
   /** Projects one finished step: its row and its refusals (idempotent). */
   tetherRecordStep(input: StepRecord): Promise<void>
-  tetherFinishRun(input: {
-    runId: string
-    outcome: Outcome
-    reason?: string
-    steps: number
-    inputTokens: number
-    outputTokens: number
-    finishedAt: number
-  }): Promise<void>
+  /** Records the run's result; `finishedAt` is workflow time. */
+  tetherFinishRun(input: AgentRunResult & { finishedAt: number }): Promise<void>
   tetherApprovalRequested(input: {
     runId: string
     request: PendingApproval
