@@ -3,7 +3,13 @@
  * count and sha256 of everything. Bytes are decoded incrementally (a character split across reads is
  * joined, never cut), invalid UTF-8 becomes U+FFFD as a TextDecoder would, and characters are Unicode code
  * points, so a surrogate pair is never split either.
+ *
+ * The middle of a long stream is never decoded: once the head is full, a read that is valid UTF-8 is
+ * counted on its bytes (a continuation byte adds no character), which is several times faster than
+ * decoding it, and only the bytes that can still end up in the tail are kept. A read with invalid bytes
+ * is decoded, so its U+FFFD count is exactly the decoder's.
  */
+import { isUtf8 } from 'node:buffer'
 import { createHash, type Hash } from 'node:crypto'
 import { TextDecoder } from 'node:util'
 import type { StreamCapture } from './types.js'
@@ -11,7 +17,6 @@ import type { StreamCapture } from './types.js'
 const NEWLINE = 0x0a
 const HIGH_SURROGATE = /[\uD800-\uDBFF]/
 const NOT_HIGH_SURROGATES = /[^\uD800-\uDBFF]+/g
-const REPLACEMENT = '\uFFFD'
 
 export function elisionMarker(elided: number): string {
   return `\n[... ${elided} characters elided ...]\n`
@@ -22,6 +27,27 @@ function codePoints(text: string): number {
   // The test is nearly free on Latin-1 strings, which V8 knows hold no surrogates.
   if (!HIGH_SURROGATE.test(text)) return text.length
   return text.length - text.replace(NOT_HIGH_SURROGATES, '').length
+}
+
+function isLowSurrogate(code: number): boolean {
+  return code >= 0xdc00 && code <= 0xdfff
+}
+
+/** Index in `text` just after its first `count` code points. */
+function indexAfter(text: string, count: number, textCodePoints: number): number {
+  if (textCodePoints === text.length) return count
+  let index = 0
+  for (let seen = 0; seen < count; seen++) index += isLowSurrogate(text.charCodeAt(index + 1)) ? 2 : 1
+  return index
+}
+
+/** The last `count` code points of `text`. */
+function lastCodePoints(text: string, count: number, textCodePoints: number): string {
+  if (count >= textCodePoints) return text
+  if (textCodePoints === text.length) return text.slice(text.length - count)
+  let index = text.length
+  for (let seen = 0; seen < count; seen++) index -= isLowSurrogate(text.charCodeAt(index - 1)) ? 2 : 1
+  return text.slice(index)
 }
 
 /** Bytes of a UTF-8 sequence that starts with `lead`; 0 for ASCII and bytes that cannot start one. */
@@ -54,34 +80,41 @@ function unfinished(last: readonly number[]): number[] {
   return []
 }
 
-/** Four-byte sequence leads in `chunk`: each becomes one surrogate pair in valid input. */
-function fourByteLeads(chunk: Uint8Array): number {
+/** Continuation bytes (0b10xxxxxx) in `bytes`, four at a time. */
+function continuationBytes(bytes: Uint8Array): number {
   let count = 0
-  for (let lead = 0xf0; lead <= 0xf4; lead++) {
-    for (let at = chunk.indexOf(lead); at !== -1; at = chunk.indexOf(lead, at + 1)) count++
+  let index = 0
+  const isContinuation = (byte: number) => (byte & 0xc0) === 0x80
+  for (; index < bytes.length && (bytes.byteOffset + index) % 4 !== 0; index++) {
+    if (isContinuation(bytes[index]!)) count++
   }
+  const words = new Uint32Array(bytes.buffer, bytes.byteOffset + index, (bytes.length - index) >>> 2)
+  for (let i = 0; i < words.length; i++) {
+    const word = words[i]!
+    // Bit 7 of each byte set where the byte's top bits are 10; then the four flags summed by a multiply.
+    const flags = word & ~(word << 1) & 0x80808080
+    if (flags !== 0) count += Math.imul(flags >>> 7, 0x01010101) >>> 24
+  }
+  for (index += words.length * 4; index < bytes.length; index++) if (isContinuation(bytes[index]!)) count++
   return count
 }
 
-function isLowSurrogate(code: number): boolean {
-  return code >= 0xdc00 && code <= 0xdfff
-}
-
-/** Index in `text` just after its first `count` code points. */
-function indexAfter(text: string, count: number, textCodePoints: number): number {
-  if (textCodePoints === text.length) return count
-  let index = 0
-  for (let seen = 0; seen < count; seen++) index += isLowSurrogate(text.charCodeAt(index + 1)) ? 2 : 1
-  return index
-}
-
-/** The last `count` code points of `text`. */
-function lastCodePoints(text: string, count: number, textCodePoints: number): string {
-  if (count >= textCodePoints) return text
-  if (textCodePoints === text.length) return text.slice(text.length - count)
-  let index = text.length
-  for (let seen = 0; seen < count; seen++) index -= isLowSurrogate(text.charCodeAt(index - 1)) ? 2 : 1
-  return text.slice(index)
+/**
+ * Characters the decoder would produce for `chunk`, counted on the bytes, or undefined when the chunk (with
+ * the bytes held back around it) is not valid UTF-8 or too small to bother.
+ */
+function cleanCount(
+  chunk: Uint8Array,
+  heldBefore: readonly number[],
+  heldAfter: readonly number[],
+): number | undefined {
+  if (chunk.length < 8) return undefined
+  const completing = heldBefore.length > 0 ? sequenceLength(heldBefore[0]!) - heldBefore.length : 0
+  if (completing > 0 && !isUtf8(Uint8Array.from([...heldBefore, ...chunk.subarray(0, completing)])))
+    return undefined
+  const body = chunk.subarray(completing, chunk.length - heldAfter.length)
+  if (!isUtf8(body)) return undefined
+  return (completing > 0 ? 1 : 0) + body.length - continuationBytes(body)
 }
 
 /** A fresh decoder, as the stream's own one started: a leading byte order mark is kept as a character. */
@@ -90,8 +123,9 @@ function utf8Decoder(): TextDecoder {
 }
 
 /**
- * Raw bytes whose decoding ends with the stream's current tail. Kept instead of decoded text because a
- * decoded read that survives until the next one makes V8 grow its young generation by tens of MiB.
+ * Raw bytes whose decoding ends with the stream's current tail. Kept instead of decoded text, which would
+ * be wasted work for all but the last read, and whose survival from one read to the next makes V8 grow
+ * its young generation by tens of MiB.
  */
 interface TailWindow {
   /** What the stream's decoder held back just before `bytes`. */
@@ -123,7 +157,9 @@ function tailWindow(chunk: Uint8Array, held: readonly number[], count: number): 
  */
 export class OutputCapture {
   private readonly hash: Hash = createHash('sha256')
-  private readonly decoder = utf8Decoder()
+  private decoder = utf8Decoder()
+  /** Set while reads counted on their bytes have bypassed the decoder. */
+  private decoderBehind = false
   private readonly headLimit: number
   private readonly tailLimit: number
   private head = ''
@@ -156,31 +192,43 @@ export class OutputCapture {
     this.byteCount += chunk.length
     this.lastByte = chunk[chunk.length - 1]!
     for (let at = chunk.indexOf(NEWLINE); at !== -1; at = chunk.indexOf(NEWLINE, at + 1)) this.newlines++
-    const text = this.decoder.decode(chunk, { stream: true })
     const heldBefore = this.held
     const last =
       chunk.length >= 3 ? [...chunk.subarray(chunk.length - 3)] : [...heldBefore, ...chunk].slice(-3)
     this.held = unfinished(last)
-    // Without U+FFFD the input decoded cleanly, so surrogate pairs can be counted on the bytes (memchr) instead
-    // of on the text (a regular expression, several times slower): one per four-byte lead, counting a lead
-    // held back from the previous read and not one held back from this read.
-    const pairs = () => fourByteLeads(chunk) + Number(heldBefore[0]! >= 0xf0) - Number(this.held[0]! >= 0xf0)
-    const count = text.indexOf(REPLACEMENT) === -1 ? text.length - pairs() : codePoints(text)
-    const afterHead = this.addHead(text, count)
-    if (afterHead === undefined || this.tailLimit === 0) return
-    if (afterHead.count >= this.tailLimit) {
+
+    let text: string | undefined
+    let count = this.headCount === this.headLimit ? cleanCount(chunk, heldBefore, this.held) : undefined
+    if (count === undefined) {
+      text = this.decode(chunk, heldBefore)
+      count = codePoints(text)
+    } else {
+      this.decoderBehind = true
+    }
+    this.total += count
+    if (text !== undefined) {
+      const rest = this.addHead(text, count)
+      if (rest === undefined) return
+      text = rest.text
+      count = rest.count
+    }
+    if (this.tailLimit === 0) return
+    if (count >= this.tailLimit) {
       this.window = tailWindow(chunk, heldBefore, this.tailLimit)
       this.tail = ''
       this.tailCount = 0
     } else {
-      this.addTail(afterHead.text, afterHead.count)
+      this.addTail(text ?? this.decode(chunk, heldBefore), count)
     }
   }
 
   finish(): StreamCapture {
     // A stream that ended inside a character yields U+FFFD here, as a one-shot decode would.
+    this.syncDecoder(this.held)
     const rest = this.decoder.decode()
-    const afterHead = this.addHead(rest, codePoints(rest))
+    const count = codePoints(rest)
+    this.total += count
+    const afterHead = this.addHead(rest, count)
     if (afterHead && this.tailLimit > 0) this.addTail(afterHead.text, afterHead.count)
     this.settleWindow()
     const tail = lastCodePoints(this.tail, this.tailLimit, this.tailCount)
@@ -194,10 +242,22 @@ export class OutputCapture {
     }
   }
 
-  /** Counts decoded text holding `count` code points and fills the head; returns what is left for the tail. */
+  private decode(chunk: Uint8Array, heldBefore: readonly number[]): string {
+    this.syncDecoder(heldBefore)
+    return this.decoder.decode(chunk, { stream: true })
+  }
+
+  /** After reads that bypassed it, a new decoder holding what the old one would hold now. */
+  private syncDecoder(held: readonly number[]): void {
+    if (!this.decoderBehind) return
+    this.decoder = utf8Decoder()
+    this.decoder.decode(new Uint8Array(held), { stream: true })
+    this.decoderBehind = false
+  }
+
+  /** Fills the head with decoded text holding `count` code points; returns what is left for the tail. */
   private addHead(text: string, count: number): { text: string; count: number } | undefined {
     if (text.length === 0) return undefined
-    this.total += count
     const room = this.headLimit - this.headCount
     if (room === 0) return { text, count }
     if (count <= room) {

@@ -90,39 +90,47 @@ class Run {
     } catch (error) {
       return this.notStarted(error)
     }
-    const started = await new Promise<unknown>((resolve) => {
-      child.once('spawn', () => resolve(undefined))
-      child.once('error', resolve)
-    })
-    if (started !== undefined) return this.notStarted(started)
-    return this.supervise(child)
-  }
-
-  private async supervise(child: ChildProcess): Promise<ExecResult> {
-    const { stdout, stderr } = child as ChildProcess & { stdout: Readable; stderr: Readable }
-    const tree = new ProcessTree(child.pid!)
-    const leaderRunning = () => this.exit === undefined
+    // Listening before the spawn is confirmed, so an early exit cannot be missed.
     const exited = new Promise<void>((resolve) =>
       child.once('exit', (code, signal) => {
         this.exit = { code, signal }
         resolve()
       }),
     )
+    const stopped = new Promise<Stop>((resolve) => {
+      this.requestStop = resolve
+    })
+    const started = await new Promise<unknown>((resolve) => {
+      child.once('spawn', () => resolve(undefined))
+      child.once('error', resolve)
+    })
+    if (started !== undefined) return this.notStarted(started)
+    return this.supervise(child, exited, stopped)
+  }
+
+  private async supervise(
+    child: ChildProcess,
+    exited: Promise<void>,
+    stopped: Promise<Stop>,
+  ): Promise<ExecResult> {
+    const { stdout, stderr } = child as ChildProcess & { stdout: Readable; stderr: Readable }
+    const tree = new ProcessTree(child.pid!)
+    const leaderRunning = () => this.exit === undefined
     stdout.on('data', (chunk: Buffer) => this.take(this.stdout, chunk))
     stderr.on('data', (chunk: Buffer) => this.take(this.stderr, chunk))
     const pipesClosed = Promise.all([whenClosed(stdout), whenClosed(stderr)])
 
-    const stopped = new Promise<Stop>((resolve) => {
-      this.requestStop = resolve
-    })
     const timer = setTimeout(() => this.requestStop('timed-out'), this.options.timeoutMs)
+    const { signal } = this.options
     const onAbort = () => this.requestStop('cancelled')
-    this.options.signal?.addEventListener('abort', onAbort, { once: true })
+    signal?.addEventListener('abort', onAbort, { once: true })
+    // An abort while the spawn was being confirmed fired no event we could hear.
+    if (signal?.aborted) onAbort()
     let stop: Stop | undefined
     try {
       stop = await Promise.race([exited.then(() => undefined), stopped])
       clearTimeout(timer)
-      this.options.signal?.removeEventListener('abort', onAbort)
+      signal?.removeEventListener('abort', onAbort)
       if (stop) {
         await tree.kill(this.options.killGraceMs, leaderRunning)
         await settlesWithin(exited, PIPE_CLOSE_MS)
@@ -137,7 +145,7 @@ class Run {
       }
     } finally {
       clearTimeout(timer)
-      this.options.signal?.removeEventListener('abort', onAbort)
+      signal?.removeEventListener('abort', onAbort)
     }
     if (this.progressError) throw this.progressError.error
     const status: ExecStatus = stop ?? (this.exit?.signal ? 'signalled' : 'exited')

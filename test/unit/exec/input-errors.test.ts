@@ -63,6 +63,12 @@ describe('runCommand refuses bad input before spawning anything', () => {
     expect((await refusal({ argv: ['touch', marker, 'x\uD800'] })).field).toBe('argv[2]')
   })
 
+  it('an argv larger than the OS accepts', async () => {
+    const error = await refusal({ argv: ['touch', marker, 'x'.repeat(3_000_000)] })
+    expect(error.field).toBe('argv')
+    expect(error.message).toMatch(/E2BIG/)
+  })
+
   it('an empty program name', async () => {
     expect((await refusal({ argv: ['', marker] })).field).toBe('argv[0]')
   })
