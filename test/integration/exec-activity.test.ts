@@ -83,7 +83,9 @@ describe('exec activity on the Temporal dev server', () => {
       expect((activityFailure as ActivityFailure).retryState).toBe(RetryState.NON_RETRYABLE_FAILURE)
       expect(activityFailure?.cause).toBeInstanceOf(ApplicationFailure)
       expect(activityFailure?.cause).toMatchObject({ type: 'ExecInputError', nonRetryable: true })
-      expect((activityFailure?.cause as Error | undefined)?.message).toMatch(/^argv\[1\]: contains a NUL byte/)
+      expect((activityFailure?.cause as Error | undefined)?.message).toMatch(
+        /^argv\[1\]: contains a NUL byte/,
+      )
     })
   })
 })
