@@ -19,15 +19,7 @@ import { type ValidatedOptions, validateOptions } from './validate.js'
 /** After the tree is gone, how long the pipes may take to report end of file before we close them. */
 const PIPE_CLOSE_MS = 1_000
 /** Spawn errors that mean "this program cannot be run": data for the model, not a fault. */
-const UNAVAILABLE_CODES = new Set([
-  'ENOENT',
-  'EACCES',
-  'ENOTDIR',
-  'ELOOP',
-  'ENAMETOOLONG',
-  'EISDIR',
-  'ENOEXEC',
-])
+const UNAVAILABLE_CODES = new Set(['ENOENT', 'EACCES', 'ENOTDIR', 'ELOOP', 'ENAMETOOLONG', 'EISDIR'])
 
 type Stop = 'timed-out' | 'cancelled'
 
@@ -189,7 +181,7 @@ class Run {
     const reason =
       code === 'ENOENT'
         ? program.includes('/')
-          ? `${named} was not found (nor the interpreter its first line names)`
+          ? `${named} was not found (or the interpreter its #! line names was not)`
           : `no program named ${named} on PATH`
         : code === 'EACCES'
           ? `${named} is not executable (permission denied)`

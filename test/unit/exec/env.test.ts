@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import { isScrubbedEnvName, SCRUBBED_ENV, scrubEnv } from '../../../src/exec/index.js'
 
@@ -76,5 +77,14 @@ describe('scrubbed environment rules', () => {
     const env = { PATH: '/usr/bin', GITHUB_TOKEN: 'ghp_x', EMPTY: '', UNSET: undefined }
     expect(scrubEnv(env)).toEqual({ PATH: '/usr/bin', EMPTY: '' })
     expect(env.GITHUB_TOKEN).toBe('ghp_x')
+  })
+
+  it('is documented in full in docs/exec.md', () => {
+    const docs = readFileSync(new URL('../../../docs/exec.md', import.meta.url), 'utf8')
+    const { names, prefixes, substrings, suffixes, keep } = SCRUBBED_ENV
+    const missing = [...names, ...prefixes, ...substrings, ...suffixes, ...keep].filter(
+      (rule) => !docs.includes(`\`${rule}\``),
+    )
+    expect(missing).toEqual([])
   })
 })
