@@ -176,6 +176,9 @@ describe('tether CLI', () => {
         '--json',
       ])
       expect(JSON.parse(started.stdout)).toEqual({ runId })
+      expect(started.stderr).toBe(
+        'verification: `npm test` (detected from the workspace; --verify none for no gate)\n',
+      )
 
       const waitFor = async () => {
         for (;;) {

@@ -5,6 +5,7 @@ import type { Command } from 'commander'
 import { newRunId, startAgentRun } from '../../client.js'
 import { ContractError, type TaskContractInput } from '../../contract.js'
 import { loadPolicyFile, Policy, PolicyError } from '../../policy/index.js'
+import { detectToolchain, formatArgv } from '../../workspace/index.js'
 import { colour, print, printJson, printTable, withAudit, withTemporal } from '../context.js'
 import { CliError } from '../errors.js'
 import { followRun, printTimeline } from '../follow.js'
@@ -31,7 +32,8 @@ export function registerRuns(program: Command): void {
     .requiredOption('--workspace <dir>', 'the project folder the agent works in')
     .option(
       '--verify <command>',
-      'the command whose success ends the run, e.g. "npm test" (quotes group words)',
+      'the command whose success ends the run, e.g. "npm test" (quotes group words); default: the test ' +
+        'command detected from the workspace (package.json, Cargo.toml, go.mod, …); "none" for no gate',
     )
     .option('--policy <file>', 'a policy file (JSON or YAML); default: the tiered preset')
     .option('--model <choice>', 'openrouter:<model>, anthropic:<model>, openai:<model>, scripted:<file>, …')
@@ -42,7 +44,7 @@ export function registerRuns(program: Command): void {
     .option('--follow', 'show steps, commands and approvals as they happen, then the outcome')
     .option('--json', 'print the run id (and with --follow the result) as JSON')
     .action(async (options: RunOptions) => {
-      const contract = buildContract(options)
+      const contract = await buildContract(options)
       const policy = await runPolicy(options.policy, contract)
       await withTemporal(async (client, target) => {
         let handle: Awaited<ReturnType<typeof startAgentRun>>
@@ -144,11 +146,13 @@ export function registerRuns(program: Command): void {
     })
 }
 
-function buildContract(options: RunOptions): TaskContractInput {
-  const verification = options.verify ? { command: splitCommand(options.verify) } : null
+async function buildContract(options: RunOptions): Promise<TaskContractInput> {
+  const workspace = resolve(options.workspace)
+  const command = options.verify === undefined ? await detectedTest(workspace) : options.verify
+  const verification = command && command !== 'none' ? { command: splitCommand(command) } : null
   return {
     goal: options.goal,
-    workspace: resolve(options.workspace),
+    workspace,
     verification,
     ...(options.model ? { model: options.model } : {}),
     budgets: {
@@ -157,6 +161,15 @@ function buildContract(options: RunOptions): TaskContractInput {
       ...(options.maxTime ? { maxWallTime: options.maxTime } : {}),
     },
   }
+}
+
+/** The project's own test command, when its toolchain says what it is (printed, so nobody is surprised). */
+async function detectedTest(workspace: string): Promise<string | undefined> {
+  const test = (await detectToolchain(workspace))?.commands.test
+  if (!test) return undefined
+  const line = formatArgv(test)
+  process.stderr.write(`verification: \`${line}\` (detected from the workspace; --verify none for no gate)\n`)
+  return line
 }
 
 /**
