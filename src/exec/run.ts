@@ -12,6 +12,7 @@ import { type ChildProcess, spawn } from 'node:child_process'
 import type { Readable } from 'node:stream'
 import { OutputCapture } from './capture.js'
 import { ExecInputError, ExecSpawnError } from './errors.js'
+import { guardProcessGroup } from './orphan-guard.js'
 import { ProcessTree } from './process-tree.js'
 import type { ExecResult, ExecStatus, RunCommandOptions } from './types.js'
 import { type ValidatedOptions, validateOptions } from './validate.js'
@@ -107,6 +108,8 @@ class Run {
   ): Promise<ExecResult> {
     const { stdout, stderr } = child as ChildProcess & { stdout: Readable; stderr: Readable }
     const tree = new ProcessTree(child.pid!)
+    // Should this process die mid-command, the guard kills the group: no command outlives its runner.
+    const release = guardProcessGroup(child.pid!)
     const leaderRunning = () => this.exit === undefined
     stdout.on('data', (chunk: Buffer) => this.take(this.stdout, chunk))
     stderr.on('data', (chunk: Buffer) => this.take(this.stderr, chunk))
@@ -138,6 +141,7 @@ class Run {
     } finally {
       clearTimeout(timer)
       signal?.removeEventListener('abort', onAbort)
+      release()
     }
     if (this.progressError) throw this.progressError.error
     const status: ExecStatus = stop ?? (this.exit?.signal ? 'signalled' : 'exited')

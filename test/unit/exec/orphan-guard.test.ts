@@ -1,0 +1,44 @@
+/** A command must not outlive a runner process that dies without cleaning up (SIGKILL, OOM, crash). */
+import { spawn } from 'node:child_process'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { expect, it } from 'vitest'
+
+function groupMembers(pgid: number): number[] {
+  const members: number[] = []
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'latin1')
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      if (Number(fields[2]) === pgid && fields[0] !== 'Z') members.push(Number(name))
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return members
+}
+
+it('kills a running command tree when its runner process is SIGKILLed', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'tether-orphan-'))
+  try {
+    const pidFile = join(dir, 'pid')
+    const parent = spawn(
+      process.execPath,
+      ['--import', 'tsx', fileURLToPath(new URL('../../support/orphan-parent.ts', import.meta.url)), pidFile],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    )
+    await expect
+      .poll(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== '', { timeout: 30_000 })
+      .toBe(true)
+    const leader = Number(readFileSync(pidFile, 'utf8'))
+    await expect.poll(() => groupMembers(leader).length, { timeout: 10_000 }).toBeGreaterThanOrEqual(2)
+    parent.kill('SIGKILL')
+    await expect.poll(() => groupMembers(leader), { timeout: 15_000 }).toEqual([])
+  } finally {
+    await rm(dir, { recursive: true, force: true })
+  }
+}, 60_000)
