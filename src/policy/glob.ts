@@ -8,9 +8,11 @@ export type GlobShape =
   | { kind: 'exact'; literal: string }
   | { kind: 'prefix'; literal: string }
   | { kind: 'suffix'; literal: string }
+  | { kind: 'contains'; literal: string }
   | { kind: 'regexp'; regexp: RegExp }
 
-const REGEXP_SPECIAL = /[\\^$.*+?()[\]{}|/-]/
+/** Characters with a meaning in a RegExp (with the `u` flag, escaping anything else is an error). */
+const REGEXP_SPECIAL = /[\\^$.*+?()[\]{}|/]/
 
 export function globShape(pattern: string): GlobShape {
   // `**` means the same as `*`; collapsing keeps the shapes below simple.
@@ -20,6 +22,9 @@ export function globShape(pattern: string): GlobShape {
     if (stars === 0) return { kind: 'exact', literal: glob }
     if (stars === 1 && glob.endsWith('*')) return { kind: 'prefix', literal: glob.slice(0, -1) }
     if (stars === 1 && glob.startsWith('*')) return { kind: 'suffix', literal: glob.slice(1) }
+    if (stars === 2 && glob.startsWith('*') && glob.endsWith('*')) {
+      return { kind: 'contains', literal: glob.slice(1, -1) }
+    }
   }
   return { kind: 'regexp', regexp: new RegExp(`^${globToRegExpSource(glob)}$`, 'su') }
 }
@@ -43,6 +48,8 @@ export function globMatches(pattern: string, target: string): boolean {
       return target.startsWith(shape.literal)
     case 'suffix':
       return target.endsWith(shape.literal)
+    case 'contains':
+      return target.includes(shape.literal)
     case 'regexp':
       return shape.regexp.test(target)
   }

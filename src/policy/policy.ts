@@ -12,8 +12,8 @@ import { PolicyError } from './errors.js'
 import { type AnalysedNode, analyseArgv, analyseScript, basename } from './exec/analyse.js'
 import { globMatches, globsIntersect } from './glob.js'
 import { readOnlyName } from './readonly.js'
-import { escapeText, renderCommand } from './render.js'
-import { RuleIndex } from './rules.js'
+import { escapeText, isPlainWord, renderCommand } from './render.js'
+import { ALL_EFFECTS, ALLOW, DENY_OR_ASK, RuleIndex } from './rules.js'
 import { staticWords } from './shell/parse.js'
 import { type INCLUDES, type PolicySpec, parseSpec, type RuleSpec } from './spec.js'
 import {
@@ -43,8 +43,9 @@ interface State {
 }
 
 interface Compiled {
-  readonly refs: ReadonlyArray<{ pattern: string; layer: string }>
-  readonly indexes: Readonly<Record<Act, Readonly<Record<Effect, RuleIndex>>>>
+  /** Each rule by index, with how a reason names it (`rule "x" in layer "y"`, escaped for humans). */
+  readonly refs: ReadonlyArray<{ pattern: string; layer: string; by: string }>
+  readonly indexes: Readonly<Record<Act, RuleIndex>>
   /** Exec rules as lists, for commands with run-time words (matched by glob intersection). */
   readonly execLists: Readonly<Record<Effect, ReadonlyArray<{ pattern: string; index: number }>>>
   readonly hasExecDeny: boolean
@@ -294,82 +295,99 @@ export class Policy {
 
   /** Judges an argv (program first) on its effective command tree; `checks` lists every judged node. */
   checkExec(argv: readonly string[]): ExecVerdict {
-    if (!Array.isArray(argv) || argv.length === 0 || argv.some((word) => typeof word !== 'string')) {
-      return {
-        ...refusal('exec', '', 'argv must be a non-empty array of strings, the program first.'),
-        checks: [],
+    let nul = false
+    if (Array.isArray(argv) && argv.length > 0) {
+      for (const word of argv) {
+        if (typeof word !== 'string') return this.malformed()
+        if (word.includes('\0')) nul = true
       }
+    } else return this.malformed()
+    if (nul) {
+      const reason = 'An argument contains a NUL character, which no program can receive.'
+      return { ...refusal('exec', renderCommand(argv), reason), checks: [] }
     }
-    const display = renderCommand(argv)
-    if (argv.some((word) => word.includes('\0'))) {
-      return {
-        ...refusal('exec', display, 'An argument contains a NUL character, which no program can receive.'),
-        checks: [],
-      }
-    }
-    return this.judgeTree(analyseArgv(argv), display)
+    return this.judgeTree(analyseArgv(argv), argv)
   }
 
-  private judgeTree(nodes: readonly AnalysedNode[], display: string): ExecVerdict {
-    const checks = nodes.map((node) => this.judgeNode(node))
+  private malformed(): ExecVerdict {
+    return {
+      ...refusal('exec', '', 'argv must be a non-empty array of strings, the program first.'),
+      checks: [],
+    }
+  }
+
+  /** `shown` is the call as a human reads it, or its argv (rendered only when no node already did). */
+  private judgeTree(nodes: readonly AnalysedNode[], shown: string | readonly string[]): ExecVerdict {
+    const checks: ExecCheck[] = new Array(nodes.length)
     let deciding: ExecCheck | undefined
-    for (const check of checks) {
+    for (let i = 0; i < nodes.length; i++) {
+      const check = this.judgeNode(nodes[i]!)
+      checks[i] = check
+      // The strictest effect decides; among equals, the first check a rule decided names the rule.
       if (!deciding || EFFECT_RANK[check.effect] > EFFECT_RANK[deciding.effect]) deciding = check
-      else if (check.effect === deciding.effect && deciding.rule === undefined && check.rule !== undefined)
+      else if (check.effect === deciding.effect && deciding.rule === undefined && check.rule !== undefined) {
         deciding = check
+      }
+    }
+    let display: string
+    if (typeof shown === 'string') display = shown
+    else {
+      const root = nodes[0]
+      const rendered =
+        root &&
+        root.depth === 0 &&
+        (root.kind === 'command' || root.kind === 'wrapper') &&
+        root.argv.length === shown.length
+      display = rendered ? checks[0]!.target : renderCommand(shown)
     }
     if (!deciding) {
       const effect = this.state.defaults.exec
-      return {
-        effect,
-        act: 'exec',
-        target: display,
-        reason: `"${display}" runs nothing; the exec default is ${effect}.`,
-        checks,
-      }
+      const reason = `"${display}" runs nothing; the exec default is ${effect}.`
+      return { effect, act: 'exec', target: display, reason, checks }
     }
-    return {
+    const verdict: ExecVerdict = {
       effect: deciding.effect,
-      ...(deciding.rule !== undefined ? { rule: deciding.rule } : {}),
-      ...(deciding.layer !== undefined ? { layer: deciding.layer } : {}),
       act: 'exec',
       target: display,
       reason: deciding.reason,
       checks,
     }
+    if (deciding.rule !== undefined) verdict.rule = deciding.rule
+    if (deciding.layer !== undefined) verdict.layer = deciding.layer
+    return verdict
   }
 
   private judgeNode(node: AnalysedNode): ExecCheck {
-    const place = { kind: node.kind, depth: node.depth }
-    switch (node.kind) {
-      case 'opaque': {
-        // Never weaker than the exec default either: under a deny-by-default policy it is denied.
-        const deny = this.compiled.hasExecDeny || this.state.defaults.exec === 'deny'
-        const target = escapeText(node.target)
-        return {
-          effect: deny ? 'deny' : 'ask',
-          act: 'exec',
-          target,
-          reason: `Not analysable: ${escapeText(node.note ?? 'unknown construct')}; ${
-            deny ? 'refused, since the policy denies commands' : 'it needs approval'
-          } (tether never allows what it cannot analyse).`,
-          ...place,
-        }
+    let verdict: Verdict
+    if (node.kind === 'opaque') {
+      // Never weaker than the exec default either: under a deny-by-default policy it is denied.
+      const deny = this.compiled.hasExecDeny || this.state.defaults.exec === 'deny'
+      verdict = {
+        effect: deny ? 'deny' : 'ask',
+        act: 'exec',
+        target: escapeText(node.target),
+        reason: `Not analysable: ${escapeText(node.note ?? 'unknown construct')}; ${
+          deny ? 'refused, since the policy denies commands' : 'it needs approval'
+        } (tether never allows what it cannot analyse).`,
       }
-      case 'file': {
-        const act = node.act === 'exec' ? 'write' : node.act
-        return { ...capped(this.check(act, node.target), node.cap), ...place }
-      }
-      default:
-        return { ...this.judgeCommand(node), ...place }
-    }
+    } else if (node.kind === 'file') {
+      verdict = capped(this.check(node.act === 'exec' ? 'write' : node.act, node.target), node.cap)
+    } else verdict = this.judgeCommand(node)
+    // Every verdict above is a fresh object, so it becomes the check in place.
+    const check = verdict as ExecCheck
+    check.kind = node.kind
+    check.depth = node.depth
+    return check
   }
 
   private judgeCommand(node: AnalysedNode): Verdict {
     const argv = node.argv
     const program = argv[0]!
-    const display = renderCommand(argv, node.dynamic)
-    if (program === '' || UNREADABLE_PROGRAM.test(program)) {
+    const joined = argv.join(' ')
+    // Plain words (the usual case) are shown as they are and need no normalised spelling.
+    const plain = !node.dynamic && argv.every(isPlainWord)
+    const display = plain ? joined : renderCommand(argv, node.dynamic)
+    if (!plain && (program === '' || UNREADABLE_PROGRAM.test(program))) {
       return refusal(
         'exec',
         display,
@@ -380,19 +398,16 @@ export class Policy {
     const base = basename(program)
     let denied: number
     let asked: number
+    let found: number[] | undefined
     if (node.dynamic) {
-      const globs = execForms(
-        program,
-        base,
-        argv.map((word, i) => (node.dynamic?.[i] ? '*' : word)),
-        node.forms,
-      )
+      const globArgv = argv.map((word, i) => (node.dynamic?.[i] ? '*' : word))
+      const globs = execForms(program, base, globArgv, globArgv.join(' '), false, node.forms)
       denied = firstIntersecting(compiled.execLists.deny, globs)
       asked = firstIntersecting(compiled.execLists.ask, globs)
     } else {
-      const forms = execForms(program, base, argv, node.forms)
-      denied = first(compiled.indexes.exec.deny, forms)
-      asked = first(compiled.indexes.exec.ask, forms)
+      found = scanCommand(compiled.indexes.exec, program, base, argv, joined, plain, node.forms)
+      denied = found[0]!
+      asked = found[1]!
     }
     if (denied !== Infinity) return this.ruleVerdict('exec', 'deny', display, denied)
     if (asked !== Infinity) return this.ruleVerdict('exec', 'ask', display, asked)
@@ -421,10 +436,7 @@ export class Policy {
         if (index < allowed && pattern.endsWith('*') && globMatches(pattern, prefix)) allowed = index
       }
     } else {
-      allowed = Math.min(
-        compiled.indexes.exec.allow.first(program),
-        compiled.indexes.exec.allow.first(argv.join(' ')),
-      )
+      allowed = found![2]!
     }
     if (allowed !== Infinity) return capped(this.ruleVerdict('exec', 'allow', display, allowed), node.cap)
     if (
@@ -472,32 +484,31 @@ export class Policy {
     strict: readonly string[],
     display: string,
   ): Verdict {
-    const { indexes } = this.compiled
-    const denied = first(indexes[act].deny, generous)
-    if (denied !== Infinity) return this.ruleVerdict(act, 'deny', display, denied)
-    const asked = first(indexes[act].ask, generous)
-    if (asked !== Infinity) return this.ruleVerdict(act, 'ask', display, asked)
-    const allowed = first(indexes[act].allow, strict)
-    if (allowed !== Infinity) return this.ruleVerdict(act, 'allow', display, allowed)
+    const [denied, asked, allowed] = scanForms(this.compiled.indexes[act], generous, strict)
+    if (denied !== Infinity) return this.ruleVerdict(act, 'deny', display, denied!)
+    if (asked !== Infinity) return this.ruleVerdict(act, 'ask', display, asked!)
+    if (allowed !== Infinity) return this.ruleVerdict(act, 'allow', display, allowed!)
     return this.defaultVerdict(act, display)
   }
 
   private ruleVerdict(act: Act, effect: Effect, display: string, index: number): Verdict {
     const ref = this.compiled.refs[index]!
-    const by = `rule "${escapeText(ref.pattern)}" in layer "${escapeText(ref.layer)}"`
     const reason =
       effect === 'deny'
-        ? `is denied by ${by}`
+        ? `is denied by ${ref.by}`
         : effect === 'ask'
-          ? `needs approval: ${by}`
-          : `is allowed by ${by}`
+          ? `needs approval: ${ref.by}`
+          : `is allowed by ${ref.by}`
     return {
       effect,
       rule: ref.pattern,
       layer: ref.layer,
       act,
       target: display,
-      reason: sentence(`${subject(act, display)} ${reason}.`),
+      reason:
+        act === 'exec'
+          ? `${subject(act, display)} ${reason}.`
+          : sentence(`${subject(act, display)} ${reason}.`),
     }
   }
 
@@ -590,10 +601,9 @@ function fold(text: string): string {
 }
 
 function compile(state: State): Compiled {
-  const refs: Array<{ pattern: string; layer: string }> = []
-  const indexes = {} as Record<Act, Record<Effect, RuleIndex>>
-  for (const act of ACTS)
-    indexes[act] = { allow: new RuleIndex(), ask: new RuleIndex(), deny: new RuleIndex() }
+  const refs: Array<{ pattern: string; layer: string; by: string }> = []
+  const indexes = {} as Record<Act, RuleIndex>
+  for (const act of ACTS) indexes[act] = new RuleIndex()
   const execLists: Record<Effect, Array<{ pattern: string; index: number }>> = {
     allow: [],
     ask: [],
@@ -602,24 +612,26 @@ function compile(state: State): Compiled {
   for (const layer of state.layers) {
     for (const rule of layer.rules) {
       const index = refs.length
-      refs.push({ pattern: rule.pattern, layer: layer.name })
+      const by = `rule "${escapeText(rule.pattern)}" in layer "${escapeText(layer.name)}"`
+      refs.push({ pattern: rule.pattern, layer: layer.name, by })
       // Deny and ask match case-folded (generous); hosts are case-insensitive whatever the effect.
       const pattern = rule.effect !== 'allow' || rule.act === 'net' ? fold(rule.pattern) : rule.pattern
-      indexes[rule.act][rule.effect].add(pattern, index)
+      indexes[rule.act].add(pattern, rule.effect, index)
       if (rule.act === 'exec') execLists[rule.effect].push({ pattern, index })
     }
   }
   return { refs, indexes, execLists, hasExecDeny: execLists.deny.length > 0 }
 }
 
-function first(index: RuleIndex, forms: readonly string[]): number {
-  if (index.size === 0) return Infinity
-  let best = Infinity
-  for (const form of forms) {
-    const found = index.first(form)
-    if (found < best) best = found
-  }
-  return best
+/**
+ * The first deny and ask rules matching any `generous` form and the first allow rule matching any `strict`
+ * form, as `[deny, ask, allow]` rule indexes (Infinity for none). A form in both lists is scanned once.
+ */
+function scanForms(index: RuleIndex, generous: readonly string[], strict: readonly string[]): number[] {
+  const found = [Infinity, Infinity, Infinity]
+  for (const form of strict) if (!generous.includes(form)) index.scan(form, ALLOW, found)
+  for (const form of generous) index.scan(form, strict.includes(form) ? ALL_EFFECTS : DENY_OR_ASK, found)
+  return found
 }
 
 function firstIntersecting(
@@ -642,19 +654,47 @@ function execForms(
   program: string,
   base: string,
   argv: readonly string[],
-  extra?: readonly string[],
+  joined: string,
+  plain: boolean,
+  extra: readonly string[] | undefined,
 ): string[] {
-  const joined = argv.join(' ')
   const forms = [fold(program), fold(joined)]
   if (base !== program) forms.push(fold(base), fold([base, ...argv.slice(1)].join(' ')))
-  if (argv.includes('') || NEEDS_NORMALISING.test(joined)) {
+  if (!plain && (argv.includes('') || NEEDS_NORMALISING.test(joined))) {
     const cleaned = argv.map((word) => word.replace(NOISE, '').trim()).filter((word) => word !== '')
     const normal = cleaned.join(' ').replace(/\s+/g, ' ')
     forms.push(fold(normal))
     if (base !== program) forms.push(fold([base, ...cleaned.slice(1)].join(' ').replace(/\s+/g, ' ')))
   }
-  for (const form of extra ?? []) forms.push(fold(form))
+  if (extra) for (const form of extra) forms.push(fold(form).replace(/\s+/g, ' '))
   return forms
+}
+
+/**
+ * `scanForms` for a command, without building form lists: the program and the joined argv are scanned once
+ * each for every effect when folding changes nothing (the usual case), the other spellings for deny and ask.
+ */
+function scanCommand(
+  index: RuleIndex,
+  program: string,
+  base: string,
+  argv: readonly string[],
+  joined: string,
+  plain: boolean,
+  extra: readonly string[] | undefined,
+): number[] {
+  const found = [Infinity, Infinity, Infinity]
+  const foldedProgram = fold(program)
+  index.scanWord(foldedProgram, foldedProgram === program ? ALL_EFFECTS : DENY_OR_ASK, found)
+  if (foldedProgram !== program) index.scanWord(program, ALLOW, found)
+  const foldedLine = fold(joined)
+  index.scan(foldedLine, foldedLine === joined ? ALL_EFFECTS : DENY_OR_ASK, found)
+  if (foldedLine !== joined) index.scan(joined, ALLOW, found)
+  if (base !== program || !plain || extra) {
+    const forms = execForms(program, base, argv, joined, plain, extra)
+    for (let i = 2; i < forms.length; i++) index.scan(forms[i]!, DENY_OR_ASK, found)
+  }
+  return found
 }
 
 /** Lexical normalisation: no `//`, no `.` segments, `..` resolved where it can be. */

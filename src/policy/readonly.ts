@@ -176,8 +176,13 @@ const SENSITIVE_NAME =
 const SENSITIVE_PATH =
   /(^|\/)(\.ssh|\.aws|\.gnupg|\.azure|\.kube|\.docker|\.config\/gcloud|\.config\/gh|\.config\/hub|\.cargo\/credentials|\.gem\/credentials|\.terraform\.d|\.password-store|\.local\/share\/keyrings)(\/|$)|^\/proc\/[^/]+\/environ$|^\/etc\/(shadow|gshadow|sudoers)/i
 
+/** A cheap first look: every sensitive name or path contains one of these. */
+const MAYBE_SENSITIVE =
+  /env|pem|key|p12|pfx|jks|ppk|gpg|asc|kdbx|tfstate|id_|rc|pypirc|netrc|credential|pgpass|cnf|htpasswd|token|kubeconfig|cfg|secret|shadow|sudoers|boto|ssh|aws|gnupg|azure|kube|docker|gcloud|config|cargo|gem|terraform|password|keyring|proc/i
+
 /** Whether a word (or the value inside `--opt=value`) names a path holding secrets. */
 export function namesSensitivePath(word: string): boolean {
+  if (!MAYBE_SENSITIVE.test(word)) return false
   for (const piece of word.split(/[=:,]/)) {
     const path = piece.replace(/^~/, '')
     const last = path.replace(/\/+$/, '').split('/').pop() ?? ''

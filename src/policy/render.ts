@@ -8,6 +8,11 @@ import type { ExecVerdict } from './types.js'
 const PLAIN = /^[A-Za-z0-9_@%+=:,./~^-]+$/
 const PRINTABLE_ASCII = /^[\x20-\x7e]*$/
 
+/** Whether a word reads the same with or without quoting (and is not empty). */
+export function isPlainWord(word: string): boolean {
+  return PLAIN.test(word)
+}
+
 /** One argv word as a human should read it. */
 export function quoteWord(word: string): string {
   if (word === '') return "''"

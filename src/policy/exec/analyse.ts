@@ -23,17 +23,17 @@ export interface AnalysedNode {
   /** The command (for `command` and `wrapper` nodes). */
   argv: readonly string[]
   /** Which argv words are only known at run time (from a script). */
-  dynamic?: readonly boolean[]
+  dynamic?: readonly boolean[] | undefined
   /** The file or host of a `file` node; the text a problem was found in for `opaque` nodes. */
   target: string
   /** More spellings of the command that deny and ask rules also see (e.g. git without its global options). */
-  forms?: readonly string[]
+  forms?: readonly string[] | undefined
   /** Why an allowed command is asked about anyway (it runs in a changed context). */
-  cap?: string
+  cap?: string | undefined
   /** Why the node is opaque, or what a wrapper does. */
-  note?: string
+  note?: string | undefined
   /** A command whose program runs code given to it (never auto-allowed by the read-only list). */
-  interpreter?: boolean
+  interpreter?: boolean | undefined
 }
 
 const MAX_NODES = 400
@@ -53,6 +53,7 @@ function from(w: Words, start: number): Words {
 }
 
 export function basename(program: string): string {
+  if (!program.includes('/')) return program
   const trimmed = program.replace(/\/+$/, '')
   const slash = trimmed.lastIndexOf('/')
   return slash === -1 ? trimmed : trimmed.slice(slash + 1)
@@ -88,32 +89,44 @@ export class Analysis {
         target,
         `the file it ${act === 'read' ? 'reads' : 'writes'} is only known at run time`,
       )
-    } else this.add({ kind: 'file', depth, act, argv: [], target, ...(cap ? { cap } : {}) })
+    } else this.add({ kind: 'file', depth, act, argv: [], target, cap })
   }
 
   net(depth: number, target: string, cap?: string): void {
-    this.add({ kind: 'file', depth, act: 'net', argv: [], target, ...(cap ? { cap } : {}) })
-  }
-
-  private node(kind: 'command' | 'wrapper', depth: number, w: Words, extra: Partial<AnalysedNode>): boolean {
-    return this.add({
-      kind,
-      depth,
-      act: 'exec',
-      argv: w.argv,
-      ...(w.dynamic ? { dynamic: w.dynamic } : {}),
-      target: w.argv.join(' '),
-      ...extra,
-    })
+    this.add({ kind: 'file', depth, act: 'net', argv: [], target, cap })
   }
 
   /** The node for a program that is judged as it stands (its launch options were analysed separately). */
-  command(depth: number, w: Words, cap: string | undefined, extra: Partial<AnalysedNode> = {}): boolean {
-    return this.node('command', depth, w, { ...(cap ? { cap } : {}), ...extra })
+  command(
+    depth: number,
+    w: Words,
+    cap: string | undefined,
+    extra?: { forms?: string[]; interpreter?: boolean },
+  ): boolean {
+    return this.add({
+      kind: 'command',
+      depth,
+      act: 'exec',
+      argv: w.argv,
+      dynamic: w.dynamic,
+      target: '',
+      cap,
+      forms: extra?.forms,
+      interpreter: extra?.interpreter,
+    })
   }
 
   wrapper(depth: number, w: Words, cap: string | undefined, note: string): boolean {
-    return this.node('wrapper', depth, w, { ...(cap ? { cap } : {}), note })
+    return this.add({
+      kind: 'wrapper',
+      depth,
+      act: 'exec',
+      argv: w.argv,
+      dynamic: w.dynamic,
+      target: '',
+      cap,
+      note,
+    })
   }
 
   /** Analyses one command and everything it launches. */
@@ -128,7 +141,7 @@ export class Analysis {
       this.opaque(depth, w.argv.join(' '), `the command would start with the option-like word ${w.argv[0]}`)
       return
     }
-    const handler = HANDLERS.get(handlerName(w.argv[0]!)) ?? patternHandler(handlerName(w.argv[0]!))
+    const handler = handlerFor(w.argv[0]!)
     if (!handler) {
       this.command(depth, w, cap)
       return
@@ -757,6 +770,20 @@ handle(
 )
 handle('ed', interpreter({ inline: '', readsStdin: true }))
 handle('less more most', interpreter({ inline: '', plusCommands: true }))
+
+const HANDLER_CACHE = new Map<string, Handler | null>()
+
+/** The handler for a program, by case-folded basename; looked up once per distinct program spelling. */
+function handlerFor(program: string): Handler | undefined {
+  let handler = HANDLER_CACHE.get(program)
+  if (handler === undefined) {
+    const name = handlerName(program)
+    handler = HANDLERS.get(name) ?? patternHandler(name) ?? null
+    if (HANDLER_CACHE.size > 4096) HANDLER_CACHE.clear()
+    HANDLER_CACHE.set(program, handler)
+  }
+  return handler ?? undefined
+}
 
 function patternHandler(name: string): Handler | undefined {
   if (/^(python|pypy)[0-9.]*$/.test(name)) return PYTHON

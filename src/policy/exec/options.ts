@@ -12,7 +12,12 @@ export interface OptionSpec {
   readonly flags: ReadonlySet<string>
 }
 
+const SPECS = new Map<string, OptionSpec>()
+
+/** Parses an option table (once per table: handlers call this on every command they analyse). */
 export function optionSpec(table: string): OptionSpec {
+  const known = SPECS.get(table)
+  if (known) return known
   const withValue = new Set<string>()
   const attachedOnly = new Set<string>()
   const flags = new Set<string>()
@@ -21,7 +26,9 @@ export function optionSpec(table: string): OptionSpec {
     else if (item.endsWith('=')) withValue.add(item.slice(0, -1))
     else flags.add(item)
   }
-  return { withValue, attachedOnly, flags }
+  const spec = { withValue, attachedOnly, flags }
+  SPECS.set(table, spec)
+  return spec
 }
 
 export interface ParsedOption {

@@ -399,3 +399,12 @@ describe('the judged tree', () => {
     expect(policy.check('exec', 'npm test')).toMatchObject({ effect: 'allow', rule: 'npm test*' })
   })
 })
+
+describe('what a human is shown', () => {
+  it('keeps words with spaces, empty words and quotes distinguishable', () => {
+    expect(Policy.permissive().checkExec(['git', 'commit -m x']).target).toBe("git 'commit -m x'")
+    expect(Policy.permissive().checkExec(['git', 'commit', '-m', 'x']).target).toBe('git commit -m x')
+    expect(Policy.permissive().checkExec(['a', '', 'b']).target).toBe("a '' b")
+    expect(Policy.permissive().checkExec(['a', '']).target).toBe("a ''")
+  })
+})
