@@ -1,5 +1,5 @@
 /** Policy files, remembered rules and `tether policy check`. */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { execa } from 'execa'
@@ -102,6 +102,32 @@ describe('policy files', () => {
 
   it('parses text without touching the disk', () => {
     expect(parsePolicyText('{"preset":"strict"}', 'inline.json').checkExec(['ls']).effect).toBe('deny')
+  })
+})
+
+describe('the example policies', () => {
+  const examples = new URL('../../../examples/policies/', import.meta.url)
+
+  it('all load, with every rule example holding', async () => {
+    const names = await readdir(examples)
+    expect(names.length).toBeGreaterThanOrEqual(3)
+    for (const name of names)
+      await expect(loadPolicyFile(new URL(name, examples).pathname)).resolves.toBeDefined()
+  })
+
+  it('judge as their comments say', async () => {
+    const team = await loadPolicyFile(new URL('team.yaml', examples).pathname)
+    expect(team.checkExec(['npm', 'test']).effect).toBe('allow')
+    expect(team.checkExec(['git', 'log']).effect).toBe('allow')
+    expect(team.checkExec(['sh', '-c', 'npm test && git push']).effect).toBe('deny')
+    expect(team.check('write', 'src/a.ts').effect).toBe('allow')
+    expect(team.check('write', 'src/.env').effect).toBe('deny')
+    const gate = await loadPolicyFile(new URL('gate.json', examples).pathname)
+    expect(gate.checkExec(['npm', 'test']).effect).toBe('allow')
+    expect(gate.checkExec(['npm', 'test', '--', '-u']).effect).toBe('deny')
+    const sandbox = await loadPolicyFile(new URL('sandbox.yaml', examples).pathname)
+    expect(sandbox.checkExec(['make', 'all']).effect).toBe('allow')
+    expect(sandbox.checkExec(['sh', '-c', 'eval "$x"']).effect).toBe('deny')
   })
 })
 
