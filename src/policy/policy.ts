@@ -401,11 +401,18 @@ export class Policy {
     let found: number[] | undefined
     if (node.dynamic) {
       const globArgv = argv.map((word, i) => (node.dynamic?.[i] ? '*' : word))
-      const globs = execForms(program, base, globArgv, globArgv.join(' '), false, node.forms)
+      const globs = execForms({
+        program,
+        base,
+        argv: globArgv,
+        joined: globArgv.join(' '),
+        plain: false,
+        extra: node.forms,
+      })
       denied = firstIntersecting(compiled.execLists.deny, globs)
       asked = firstIntersecting(compiled.execLists.ask, globs)
     } else {
-      found = scanCommand(compiled.indexes.exec, program, base, argv, joined, plain, node.forms)
+      found = scanCommand(compiled.indexes.exec, { program, base, argv, joined, plain, extra: node.forms })
       denied = found[0]!
       asked = found[1]!
     }
@@ -650,14 +657,18 @@ function firstIntersecting(
  * with either, the same with control/invisible characters, empty words and repeated spaces removed, and
  * any canonical forms the analyser found (git without its global options).
  */
-function execForms(
-  program: string,
-  base: string,
-  argv: readonly string[],
-  joined: string,
-  plain: boolean,
-  extra: readonly string[] | undefined,
-): string[] {
+interface CommandText {
+  program: string
+  base: string
+  argv: readonly string[]
+  joined: string
+  /** Every word plain (see render.ts): nothing to normalise. */
+  plain: boolean
+  /** More spellings from the analyser. */
+  extra: readonly string[] | undefined
+}
+
+function execForms({ program, base, argv, joined, plain, extra }: CommandText): string[] {
   const forms = [fold(program), fold(joined)]
   if (base !== program) forms.push(fold(base), fold([base, ...argv.slice(1)].join(' ')))
   if (!plain && (argv.includes('') || NEEDS_NORMALISING.test(joined))) {
@@ -674,15 +685,8 @@ function execForms(
  * `scanForms` for a command, without building form lists: the program and the joined argv are scanned once
  * each for every effect when folding changes nothing (the usual case), the other spellings for deny and ask.
  */
-function scanCommand(
-  index: RuleIndex,
-  program: string,
-  base: string,
-  argv: readonly string[],
-  joined: string,
-  plain: boolean,
-  extra: readonly string[] | undefined,
-): number[] {
+function scanCommand(index: RuleIndex, command: CommandText): number[] {
+  const { program, base, joined, plain, extra } = command
   const found = [Infinity, Infinity, Infinity]
   const foldedProgram = fold(program)
   index.scanWord(foldedProgram, foldedProgram === program ? ALL_EFFECTS : DENY_OR_ASK, found)
@@ -691,7 +695,7 @@ function scanCommand(
   index.scan(foldedLine, foldedLine === joined ? ALL_EFFECTS : DENY_OR_ASK, found)
   if (foldedLine !== joined) index.scan(joined, ALLOW, found)
   if (base !== program || !plain || extra) {
-    const forms = execForms(program, base, argv, joined, plain, extra)
+    const forms = execForms(command)
     for (let i = 2; i < forms.length; i++) index.scan(forms[i]!, DENY_OR_ASK, found)
   }
   return found

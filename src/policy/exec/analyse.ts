@@ -13,7 +13,7 @@
 
 import { parseScript, staticWords } from '../shell/parse.js'
 import type { ExecNodeKind } from '../types.js'
-import { longOptionValues, optionSpec, scanOptions, shortOptionValues } from './options.js'
+import { longOptionValues, optionSpec, type ParsedOption, scanOptions, shortOptionValues } from './options.js'
 import { sedEffects } from './sed.js'
 
 export interface AnalysedNode {
@@ -35,6 +35,8 @@ export interface AnalysedNode {
   /** A command whose program runs code given to it (never auto-allowed by the read-only list). */
   interpreter?: boolean | undefined
 }
+
+type NodeExtra = Pick<AnalysedNode, 'forms' | 'note' | 'interpreter'>
 
 const MAX_NODES = 400
 const MAX_DEPTH = 12
@@ -97,14 +99,24 @@ export class Analysis {
   }
 
   /** The node for a program that is judged as it stands (its launch options were analysed separately). */
-  command(
+  command(depth: number, w: Words, cap: string | undefined, extra?: NodeExtra): boolean {
+    return this.execNode('command', depth, w, cap, extra)
+  }
+
+  wrapper(depth: number, w: Words, cap: string | undefined, note: string): boolean {
+    return this.execNode('wrapper', depth, w, cap, { note })
+  }
+
+  private execNode(
+    kind: 'command' | 'wrapper',
     depth: number,
     w: Words,
     cap: string | undefined,
-    extra?: { forms?: string[]; interpreter?: boolean },
+    extra?: NodeExtra,
   ): boolean {
+    // Every exec node has the same fields in the same order (one object shape for the judge).
     return this.add({
-      kind: 'command',
+      kind,
       depth,
       act: 'exec',
       argv: w.argv,
@@ -112,21 +124,26 @@ export class Analysis {
       target: '',
       cap,
       forms: extra?.forms,
+      note: extra?.note,
       interpreter: extra?.interpreter,
     })
   }
 
-  wrapper(depth: number, w: Words, cap: string | undefined, note: string): boolean {
-    return this.add({
-      kind: 'wrapper',
-      depth,
-      act: 'exec',
-      argv: w.argv,
-      dynamic: w.dynamic,
-      target: '',
-      cap,
-      note,
-    })
+  /**
+   * Reads a command's options (see `scanOptions`); when they cannot be read the command becomes an opaque
+   * node and the result is undefined.
+   */
+  options(
+    w: Words,
+    depth: number,
+    table: string,
+    start = 1,
+    looseLong = false,
+  ): { index: number; options: ParsedOption[] } | undefined {
+    const scan = scanOptions(w.argv, start, optionSpec(table), w.dynamic, looseLong)
+    if (scan.ok) return scan
+    this.opaque(depth, w.argv.join(' '), scan.problem)
+    return undefined
   }
 
   /** Analyses one command and everything it launches. */
@@ -257,6 +274,26 @@ function handle(names: string, handler: Handler): void {
   for (const name of names.split(' ')) HANDLERS.set(name, handler)
 }
 
+/** A handler that reads the command's options from `table` first; unreadable options make it opaque. */
+function withOptions(
+  table: string,
+  analyse: (
+    a: Analysis,
+    w: Words,
+    depth: number,
+    cap: string | undefined,
+    scan: { index: number; options: ParsedOption[] },
+  ) => void,
+): Handler {
+  return {
+    dynamicArgsOk: true,
+    analyse(a, w, depth, cap) {
+      const scan = a.options(w, depth, table)
+      if (scan) analyse(a, w, depth, cap, scan)
+    },
+  }
+}
+
 /**
  * A wrapper whose payload starts after its options (and `positionals` fixed operands). `context` caps what
  * it runs at ask; `noPayload` options make it a plain command (e.g. `sudo -l` only lists).
@@ -269,12 +306,11 @@ function wrapper(options: {
   noPayload?: string[]
   assignments?: boolean
 }): Handler {
-  const spec = optionSpec(options.spec)
   return {
     dynamicArgsOk: true,
     analyse(a, w, depth, cap) {
-      const scan = scanOptions(w.argv, 1, spec, w.dynamic)
-      if (!scan.ok) return a.opaque(depth, w.argv.join(' '), scan.problem)
+      const scan = a.options(w, depth, options.spec)
+      if (!scan) return
       if (scan.options.some((o) => options.noPayload?.includes(o.name))) return void a.command(depth, w, cap)
       let start = scan.index + (options.positionals ?? 0)
       if (w.dynamic?.slice(scan.index, start + 1).some(Boolean)) {
@@ -393,22 +429,20 @@ handle(
     positionals: 1,
   }),
 )
-handle('xargs', {
-  dynamicArgsOk: true,
-  analyse(a, w, depth, cap) {
-    const spec = optionSpec(
-      '-0 -r -t -p -x -o --null --no-run-if-empty --verbose --interactive --exit --open-tty -a= -d= -E= -I= -L= -n= ' +
-        '-P= -s= --arg-file= --delimiter= --max-lines= --max-args= --max-procs= --max-chars= --process-slot-var= ' +
-        '-e[=] -i[=] -l[=] --eof[=] --replace[=]',
-    )
-    const scan = scanOptions(w.argv, 1, spec, w.dynamic)
-    if (!scan.ok) return a.opaque(depth, w.argv.join(' '), scan.problem)
-    const context = cap ?? 'xargs adds words read from its input, so the full command is not known here'
-    const payload = scan.index < w.argv.length ? from(w, scan.index) : words(['echo'])
-    if (a.wrapper(depth, w, context, 'runs its command with arguments read from its input'))
-      a.run(payload, depth + 1, context)
-  },
-})
+handle(
+  'xargs',
+  withOptions(
+    '-0 -r -t -p -x -o --null --no-run-if-empty --verbose --interactive --exit --open-tty -a= -d= -E= -I= -L= -n= ' +
+      '-P= -s= --arg-file= --delimiter= --max-lines= --max-args= --max-procs= --max-chars= --process-slot-var= ' +
+      '-e[=] -i[=] -l[=] --eof[=] --replace[=]',
+    (a, w, depth, cap, scan) => {
+      const context = cap ?? 'xargs adds words read from its input, so the full command is not known here'
+      const payload = scan.index < w.argv.length ? from(w, scan.index) : words(['echo'])
+      if (a.wrapper(depth, w, context, 'runs its command with arguments read from its input'))
+        a.run(payload, depth + 1, context)
+    },
+  ),
+)
 handle('busybox toybox', {
   dynamicArgsOk: true,
   analyse(a, w, depth, cap) {
@@ -493,60 +527,54 @@ handle('cross-env', {
 })
 
 /** `/usr/bin/time`: a wrapper whose `-o FILE` writes. */
-handle('time', {
-  dynamicArgsOk: true,
-  analyse(a, w, depth, cap) {
-    const spec = optionSpec(
-      '-p -v -q -a --portability --verbose --quiet --append -o= -f= --output= --format=',
-    )
-    const scan = scanOptions(w.argv, 1, spec, w.dynamic)
-    if (!scan.ok) return a.opaque(depth, w.argv.join(' '), scan.problem)
-    if (scan.index >= w.argv.length) return void a.command(depth, w, cap)
-    if (!a.wrapper(depth, w, cap, 'runs its command and reports its resource use')) return
-    for (const o of scan.options)
-      if (o.name === '-o' || o.name === '--output') a.file(depth + 1, 'write', o.value ?? '', false, cap)
-    a.run(from(w, scan.index), depth + 1, cap)
-  },
-})
+handle(
+  'time',
+  withOptions(
+    '-p -v -q -a --portability --verbose --quiet --append -o= -f= --output= --format=',
+    (a, w, depth, cap, scan) => {
+      if (scan.index >= w.argv.length) return void a.command(depth, w, cap)
+      if (!a.wrapper(depth, w, cap, 'runs its command and reports its resource use')) return
+      for (const o of scan.options)
+        if (o.name === '-o' || o.name === '--output') a.file(depth + 1, 'write', o.value ?? '', false, cap)
+      a.run(from(w, scan.index), depth + 1, cap)
+    },
+  ),
+)
 
-handle('watch', {
-  dynamicArgsOk: true,
-  analyse(a, w, depth, cap) {
-    const spec = optionSpec(
-      '-b -e -g -c -x -p -t -w -C --beep --errexit --chgexit --color --no-color --exec --precise --no-title --no-wrap ' +
-        '--no-linewrap -n= -q= --interval= --equexit= -d[=] --differences[=]',
-    )
-    const scan = scanOptions(w.argv, 1, spec, w.dynamic)
-    if (!scan.ok) return a.opaque(depth, w.argv.join(' '), scan.problem)
-    if (scan.index >= w.argv.length) return void a.command(depth, w, cap)
-    if (!a.wrapper(depth, w, cap, 'runs its command repeatedly')) return
-    const payload = from(w, scan.index)
-    if (scan.options.some((o) => o.name === '-x' || o.name === '--exec')) a.run(payload, depth + 1, cap)
-    else if (payload.dynamic)
-      a.opaque(depth + 1, payload.argv.join(' '), 'watch runs a command line only known at run time')
-    else a.script(payload.argv.join(' '), depth + 1, cap)
-  },
-})
+handle(
+  'watch',
+  withOptions(
+    '-b -e -g -c -x -p -t -w -C --beep --errexit --chgexit --color --no-color --exec --precise --no-title --no-wrap ' +
+      '--no-linewrap -n= -q= --interval= --equexit= -d[=] --differences[=]',
+    (a, w, depth, cap, scan) => {
+      if (scan.index >= w.argv.length) return void a.command(depth, w, cap)
+      if (!a.wrapper(depth, w, cap, 'runs its command repeatedly')) return
+      const payload = from(w, scan.index)
+      if (scan.options.some((o) => o.name === '-x' || o.name === '--exec')) a.run(payload, depth + 1, cap)
+      else if (payload.dynamic)
+        a.opaque(depth + 1, payload.argv.join(' '), 'watch runs a command line only known at run time')
+      else a.script(payload.argv.join(' '), depth + 1, cap)
+    },
+  ),
+)
 
-handle('flock', {
-  dynamicArgsOk: true,
-  analyse(a, w, depth, cap) {
-    const spec = optionSpec(
-      '-s -x -e -u -n -o -F --shared --exclusive --unlock --nonblock --nb --close --no-fork --verbose ' +
-        '-w= -E= -c= --timeout= --wait= --conflict-exit-code= --command=',
-    )
-    const scan = scanOptions(w.argv, 1, spec, w.dynamic)
-    if (!scan.ok) return a.opaque(depth, w.argv.join(' '), scan.problem)
-    const command = scan.options.find((o) => o.name === '-c' || o.name === '--command')
-    const rest = scan.index + 1
-    if (!command && rest >= w.argv.length) return void a.command(depth, w, cap)
-    if (!a.wrapper(depth, w, cap, 'runs its command holding a lock')) return
-    if (command) a.script(command.value ?? '', depth + 1, cap)
-    else if (w.argv[rest] === '-c' || w.argv[rest] === '--command')
-      a.script(w.argv[rest + 1] ?? '', depth + 1, cap)
-    else a.run(from(w, rest), depth + 1, cap)
-  },
-})
+handle(
+  'flock',
+  withOptions(
+    '-s -x -e -u -n -o -F --shared --exclusive --unlock --nonblock --nb --close --no-fork --verbose ' +
+      '-w= -E= -c= --timeout= --wait= --conflict-exit-code= --command=',
+    (a, w, depth, cap, scan) => {
+      const command = scan.options.find((o) => o.name === '-c' || o.name === '--command')
+      const rest = scan.index + 1
+      if (!command && rest >= w.argv.length) return void a.command(depth, w, cap)
+      if (!a.wrapper(depth, w, cap, 'runs its command holding a lock')) return
+      if (command) a.script(command.value ?? '', depth + 1, cap)
+      else if (w.argv[rest] === '-c' || w.argv[rest] === '--command')
+        a.script(w.argv[rest + 1] ?? '', depth + 1, cap)
+      else a.run(from(w, rest), depth + 1, cap)
+    },
+  ),
+)
 
 /** `su`/`runuser`: `-c` scripts (or a `-u user -- cmd` payload) as another user. */
 handle('su runuser', {
@@ -579,12 +607,13 @@ handle('su runuser', {
 /** `ssh host command…`: the command is a shell script run remotely; `-o ProxyCommand=…` runs locally. */
 handle('ssh', {
   analyse(a, w, depth, cap) {
-    const spec = optionSpec(
+    const scan = a.options(
+      w,
+      depth,
       '-4 -6 -A -a -C -f -G -g -K -k -M -N -n -q -s -T -t -V -v -X -x -Y -y ' +
         '-B= -b= -c= -D= -E= -e= -F= -I= -i= -J= -L= -l= -m= -O= -o= -p= -Q= -R= -S= -W= -w=',
     )
-    const scan = scanOptions(w.argv, 1, spec)
-    if (!scan.ok) return a.opaque(depth, w.argv.join(' '), scan.problem)
+    if (!scan) return
     const context = cap ?? 'ssh runs it on another machine'
     if (!a.wrapper(depth, w, context, 'runs a command on another machine')) return
     if (scan.options.some((o) => o.name === '-F'))
@@ -834,15 +863,15 @@ const AWK: Handler = {
 // ---- runners (npx and friends): the payload is a package's program
 
 function runner(a: Analysis, w: Words, start: number, depth: number, cap: string | undefined): void {
-  const spec = optionSpec(
+  const scan = a.options(
+    w,
+    depth,
     '-y -q --yes --no --quiet --no-install --ignore-existing --silent -p= --package= --call= -c= --shell= ' +
       '--prefix= --registry= --cache= --userconfig= -w= --workspace= --python= --with= --from= --spec= --verbose',
+    start,
+    true,
   )
-  const scan = scanOptions(w.argv, start, spec, w.dynamic, true)
-  if (!scan.ok) {
-    a.opaque(depth, w.argv.join(' '), scan.problem)
-    return
-  }
+  if (!scan) return
   const call = scan.options.find((o) => o.name === '-c' || o.name === '--call')
   if (!a.wrapper(depth, w, cap, 'runs a program from a package')) return
   if (call) a.script(call.value ?? '', depth + 1, cap)
@@ -1124,33 +1153,36 @@ handle('sed gsed', {
   },
 })
 
-handle('man', {
-  analyse(a, w, depth, cap) {
-    if (!a.command(depth, w, cap)) return
-    const argv = w.argv.slice(1)
-    for (const pager of [
-      ...longOptionValues(argv, '--pager'),
-      ...shortOptionValues(argv, 'P', 'PHCLMmSsER'),
-    ]) {
-      a.script(pager, depth + 1, cap)
-    }
-    for (const browser of [
-      ...longOptionValues(argv, '--html'),
-      ...shortOptionValues(argv, 'H', 'PHCLMmSsER'),
-    ]) {
-      a.script(browser, depth + 1, cap)
-    }
-  },
-})
+/**
+ * A program judged as it stands, whose options name shell commands it runs: each `[long, letter]` is one
+ * option (`--pager=CMD`, `-P CMD`); `valued` lists the option letters that take a value.
+ */
+function runsScriptsFrom(options: ReadonlyArray<readonly [string, string]>, valued: string): Handler {
+  return {
+    analyse(a, w, depth, cap) {
+      if (!a.command(depth, w, cap)) return
+      const argv = w.argv.slice(1)
+      for (const [long, letter] of options) {
+        for (const command of [...longOptionValues(argv, long), ...shortOptionValues(argv, letter, valued)]) {
+          a.script(command, depth + 1, cap)
+        }
+      }
+    },
+  }
+}
 
-handle('rsync', {
-  analyse(a, w, depth, cap) {
-    if (!a.command(depth, w, cap)) return
-    const argv = w.argv.slice(1)
-    for (const shell of [...longOptionValues(argv, '--rsh'), ...shortOptionValues(argv, 'e', 'eBfTM')])
-      a.script(shell, depth + 1, cap)
-  },
-})
+handle(
+  'man',
+  runsScriptsFrom(
+    [
+      ['--pager', 'P'],
+      ['--html', 'H'],
+    ],
+    'PHCLMmSsER',
+  ),
+)
+handle('rsync', runsScriptsFrom([['--rsh', 'e']], 'eBfTM'))
+handle('script', runsScriptsFrom([['--command', 'c']], 'cEIOBTmot'))
 
 handle('scp sftp', {
   analyse(a, w, depth, cap) {
@@ -1176,19 +1208,6 @@ handle('zip', {
     const tt = argv.indexOf('-TT')
     if (tt !== -1 && argv[tt + 1] !== undefined) commands.push(argv[tt + 1]!)
     for (const command of commands) a.script(command, depth + 1, cap)
-  },
-})
-
-handle('script', {
-  analyse(a, w, depth, cap) {
-    if (!a.command(depth, w, cap)) return
-    const argv = w.argv.slice(1)
-    for (const command of [
-      ...longOptionValues(argv, '--command'),
-      ...shortOptionValues(argv, 'c', 'cEIOBTmot'),
-    ]) {
-      a.script(command, depth + 1, cap)
-    }
   },
 })
 
