@@ -11,7 +11,7 @@
  * - Anything that cannot be reduced to static commands becomes an `opaque` node, which is never allowed.
  */
 
-import { parseScript, staticWords } from '../shell/parse.js'
+import { parseScript, type ShellAssignment, type ShellWord, staticWords } from '../shell/parse.js'
 import type { ExecNodeKind } from '../types.js'
 import { longOptionValues, optionSpec, type ParsedOption, scanOptions, shortOptionValues } from './options.js'
 import { sedEffects } from './sed.js'
@@ -179,39 +179,54 @@ export class Analysis {
     const parsed = cachedParse(source)
     let scriptCap = cap
     for (const item of parsed.items) {
+      const at = depth + item.depth
       if (item.type === 'command') {
-        const sensitive = sensitiveAssignment(item)
-        if (sensitive) scriptCap ??= `the script sets ${sensitive}, which changes how later commands run`
+        const assigned = assignedVariables(item)
+        this.assignments(assigned, at, scriptCap)
+        // A standalone assignment or export changes the environment of every later command.
+        const sensitive =
+          (item.words.length === 0 || isDeclaration(item.words)) &&
+          assigned.find((v) => SENSITIVE_VARIABLE.test(v.name))
+        if (sensitive) scriptCap ??= `the script sets ${sensitive.name}, which changes how later commands run`
         if (item.words.length === 0) continue
         const here =
           item.assigns.length > 0
-            ? (scriptCap ?? `it runs with environment variables set (${item.assigns.join(', ')})`)
+            ? (scriptCap ??
+              `it runs with environment variables set (${item.assigns.map((v) => v.name).join(', ')})`)
             : scriptCap
-        if (declaresArithmetic(item.words)) {
-          this.opaque(
-            depth + item.depth,
-            joinWords(item.words),
-            'an integer declaration evaluates arithmetic, which can run commands',
-          )
-        }
+        const problem = builtinProblem(item.words)
+        if (problem) this.opaque(at, joinWords(item.words), problem)
         this.run(
           words(
             item.words.map((word) => word.text),
             item.words.map((word) => word.dynamic),
           ),
-          depth + item.depth,
+          at,
           here,
         )
       } else if (item.type === 'redirect') {
-        this.file(depth + item.depth, item.act, item.target.text, item.target.dynamic, scriptCap)
+        this.file(at, item.act, item.target.text, item.target.dynamic, scriptCap)
       } else if (item.type === 'net') {
-        this.net(depth + item.depth, item.target, scriptCap)
+        this.net(at, item.target, scriptCap)
       } else {
-        this.opaque(
-          depth + item.depth,
-          source.length > 80 ? `${source.slice(0, 77)}...` : source,
-          item.reason,
-        )
+        this.opaque(at, source.length > 80 ? `${source.slice(0, 77)}...` : source, item.reason)
+      }
+    }
+  }
+
+  /**
+   * Environment assignments whose value is code: variables bash itself runs (`PS4`, `BASH_ENV`, …) are
+   * opaque; variables that name a command for a program to run (`GIT_SSH_COMMAND`, `PAGER`, …) have that
+   * command judged.
+   */
+  assignments(assigned: readonly ShellAssignment[], depth: number, cap: string | undefined): void {
+    for (const { name, value } of assigned) {
+      if (CODE_VARIABLE.test(name))
+        this.opaque(depth, `${name}=${value.text}`, `bash runs the value of ${name} as code`)
+      else if (COMMAND_VARIABLE.test(name) && value.text !== '') {
+        if (value.dynamic)
+          this.opaque(depth, `${name}=${value.text}`, `${name} names a command only known at run time`)
+        else this.script(value.text, depth + 1, cap)
       }
     }
   }
@@ -227,20 +242,58 @@ function isDeclaration(list: readonly { text: string }[]): boolean {
   return list.length > 0 && DECLARATIONS.has(list[0]!.text)
 }
 
-function declaresArithmetic(list: readonly { text: string }[]): boolean {
-  return isDeclaration(list) && list.slice(1).some((w) => /^-[a-zA-Z]*i/.test(w.text))
+/** Variables bash evaluates as code: prompts (with `set -x`, PS4 runs substitutions), startup files. */
+const CODE_VARIABLE = /^(PS[0-4]|PROMPT_COMMAND|BASH_ENV|ENV|SHELLOPTS|BASHOPTS|BASH_FUNC_.*)$/
+/** Variables whose value is a command some program runs. */
+const COMMAND_VARIABLE =
+  /^(GIT_SSH_COMMAND|GIT_SSH|GIT_EDITOR|GIT_PAGER|GIT_SEQUENCE_EDITOR|GIT_EXTERNAL_DIFF|GIT_ASKPASS|GIT_PROXY_COMMAND|SSH_ASKPASS|SUDO_ASKPASS|EDITOR|VISUAL|PAGER|MANPAGER|SYSTEMD_PAGER|LESSOPEN|LESSCLOSE|BROWSER|RSYNC_RSH|CVS_RSH|TAR_OPTIONS|FCEDIT)$/
+/** Builtins that take variable names, where `name[subscript]` evaluates the subscript as arithmetic. */
+const NAME_BUILTINS = new Set([
+  'printf',
+  'read',
+  'declare',
+  'typeset',
+  'local',
+  'export',
+  'readonly',
+  'unset',
+  'test',
+  '[',
+  'mapfile',
+  'readarray',
+  'getopts',
+  'wait',
+])
+const COMPUTED_SUBSCRIPT = /\[[^\]]*[$`][^\]]*\]/
+
+/** The assignments of a script command: before it (`X=1 cmd`) and, for `export X=1`, as its words. */
+function assignedVariables(item: {
+  words: readonly ShellWord[]
+  assigns: readonly ShellAssignment[]
+}): ShellAssignment[] {
+  const assigned = [...item.assigns]
+  if (isDeclaration(item.words)) {
+    for (const word of item.words.slice(1)) {
+      const eq = word.text.indexOf('=')
+      if (eq > 0)
+        assigned.push({
+          name: word.text.slice(0, eq),
+          value: { text: word.text.slice(eq + 1), dynamic: word.dynamic },
+        })
+    }
+  }
+  return assigned
 }
 
-/** A standalone assignment or export of a variable that changes how later commands are found or run. */
-function sensitiveAssignment(item: {
-  words: readonly { text: string }[]
-  assigns: readonly string[]
-}): string | undefined {
-  const names = item.words.length === 0 ? [...item.assigns] : []
-  if (isDeclaration(item.words)) {
-    for (const w of item.words.slice(1)) names.push(w.text.split('=')[0]!)
+/** Why a builtin's arguments cannot be analysed (integer declarations, computed subscripts), if they cannot. */
+function builtinProblem(list: readonly ShellWord[]): string | undefined {
+  if (isDeclaration(list) && list.slice(1).some((w) => /^-[a-zA-Z]*i/.test(w.text))) {
+    return 'an integer declaration evaluates arithmetic, which can run commands'
   }
-  return names.find((name) => SENSITIVE_VARIABLE.test(name))
+  if (NAME_BUILTINS.has(list[0]!.text) && list.slice(1).some((w) => COMPUTED_SUBSCRIPT.test(w.text))) {
+    return `${list[0]!.text} is given a variable name with a computed subscript, which bash evaluates as arithmetic`
+  }
+  return undefined
 }
 
 function joinWords(list: readonly { text: string }[]): string {
@@ -312,7 +365,7 @@ function wrapper(options: {
       const scan = a.options(w, depth, options.spec)
       if (!scan) return
       if (scan.options.some((o) => options.noPayload?.includes(o.name))) return void a.command(depth, w, cap)
-      let start = scan.index + (options.positionals ?? 0)
+      const start = scan.index + (options.positionals ?? 0)
       if (w.dynamic?.slice(scan.index, start + 1).some(Boolean)) {
         return a.opaque(
           depth,
@@ -320,19 +373,14 @@ function wrapper(options: {
           `${w.argv[0]} is given a word only known at run time where its command starts`,
         )
       }
-      let context = options.context
-      if (options.assignments) {
-        const first = start
-        while (start < w.argv.length && /^[A-Za-z_][A-Za-z0-9_]*=/.test(w.argv[start]!)) start++
-        if (start > first)
-          context ??= `it sets environment variables (${w.argv
-            .slice(first, start)
-            .map((x) => x.split('=')[0])
-            .join(', ')})`
-      }
-      if (start >= w.argv.length) return void a.command(depth, w, cap)
-      const payloadCap = cap ?? context
-      if (a.wrapper(depth, from(w, 0), payloadCap, options.what)) a.run(from(w, start), depth + 1, payloadCap)
+      const { end, assigned } = options.assignments
+        ? leadingAssignments(w, start)
+        : { end: start, assigned: [] }
+      if (end >= w.argv.length) return void a.command(depth, w, cap)
+      const payloadCap = cap ?? options.context ?? settingContext(w.argv[0]!, assigned)
+      if (!a.wrapper(depth, w, payloadCap, options.what)) return
+      a.assignments(assigned, depth + 1, payloadCap)
+      a.run(from(w, end), depth + 1, payloadCap)
     },
   }
 }
@@ -498,33 +546,50 @@ handle('env', {
       i += scan.index
     }
     if (argv[i] === '--') i++
-    const first = i
-    while (i < argv.length && /^[A-Za-z_][A-Za-z0-9_]*=/.test(argv[i]!)) i++
-    const all = words(argv, dynamic)
-    if (i >= argv.length) return void a.command(depth, all, cap)
-    const context =
-      cap ??
-      (i > first
-        ? `env sets environment variables (${argv
-            .slice(first, i)
-            .map((x) => x.split('=')[0])
-            .join(', ')})`
-        : undefined)
-    if (a.wrapper(depth, all, context, 'runs its command in a changed environment'))
-      a.run(from(all, i), depth + 1, context)
+    changedEnvironment(a, words(argv, dynamic), i, depth, cap)
   },
 })
 handle('cross-env', {
   dynamicArgsOk: true,
-  analyse(a, w, depth, cap) {
-    let i = 1
-    while (i < w.argv.length && /^[A-Za-z_][A-Za-z0-9_]*=/.test(w.argv[i]!)) i++
-    if (i >= w.argv.length) return void a.command(depth, w, cap)
-    const context = cap ?? 'cross-env sets environment variables'
-    if (a.wrapper(depth, w, context, 'runs its command in a changed environment'))
-      a.run(from(w, i), depth + 1, context)
-  },
+  analyse: (a, w, depth, cap) => changedEnvironment(a, w, 1, depth, cap),
 })
+
+/** `NAME=value… command…` from `start`: the assignments are judged, and what runs gets a changed context. */
+function changedEnvironment(
+  a: Analysis,
+  w: Words,
+  start: number,
+  depth: number,
+  cap: string | undefined,
+): void {
+  const { end, assigned } = leadingAssignments(w, start)
+  if (end >= w.argv.length) return void a.command(depth, w, cap)
+  const context = cap ?? settingContext(w.argv[0]!, assigned)
+  if (!a.wrapper(depth, w, context, 'runs its command in a changed environment')) return
+  a.assignments(assigned, depth + 1, context)
+  a.run(from(w, end), depth + 1, context)
+}
+
+/** The `NAME=value` words of `w` from `start` on: where they end, and what they assign. */
+function leadingAssignments(w: Words, start: number): { end: number; assigned: ShellAssignment[] } {
+  const assigned: ShellAssignment[] = []
+  let end = start
+  for (; end < w.argv.length; end++) {
+    const word = w.argv[end]!
+    const eq = word.indexOf('=')
+    if (eq < 1 || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(word.slice(0, eq))) break
+    assigned.push({
+      name: word.slice(0, eq),
+      value: { text: word.slice(eq + 1), dynamic: w.dynamic?.[end] ?? false },
+    })
+  }
+  return { end, assigned }
+}
+
+function settingContext(program: string, assigned: readonly ShellAssignment[]): string | undefined {
+  if (assigned.length === 0) return undefined
+  return `${basename(program)} sets environment variables (${assigned.map((v) => v.name).join(', ')})`
+}
 
 /** `/usr/bin/time`: a wrapper whose `-o FILE` writes. */
 handle(

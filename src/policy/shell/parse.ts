@@ -26,8 +26,14 @@ export interface ShellWord {
   dynamic: boolean
 }
 
+/** `NAME=value` before a command (or alone); an array assignment `NAME=(…)` has a dynamic value. */
+export interface ShellAssignment {
+  name: string
+  value: ShellWord
+}
+
 export type ScriptItem =
-  | { type: 'command'; words: ShellWord[]; assigns: string[]; depth: number }
+  | { type: 'command'; words: ShellWord[]; assigns: ShellAssignment[]; depth: number }
   | { type: 'redirect'; act: 'read' | 'write'; target: ShellWord; depth: number }
   | { type: 'net'; target: string; depth: number }
   | { type: 'problem'; reason: string; depth: number }
@@ -425,6 +431,9 @@ class Parser {
     }
     for (let i = 0; i < words.length; i++) {
       const word = words[i]!
+      if (!word.quoted && word.text === '-v' && /\[.*[$`].*\]/.test(words[i + 1]?.text ?? '')) {
+        this.problem('"[[ -v name[…] ]]" evaluates the subscript as arithmetic, which can run commands')
+      }
       if (word.quoted || !/^-(eq|ne|lt|le|gt|ge)$/.test(word.text)) continue
       const operands = [words[i - 1], words[i + 1]]
       if (operands.some((operand) => !operand || operand.dynamic || !/^-?\d+$/.test(operand.text))) {
@@ -492,7 +501,7 @@ class Parser {
 
   private parseSimpleCommand(): void {
     const words: ShellWord[] = []
-    const assigns: string[] = []
+    const assigns: ShellAssignment[] = []
     const depthHere = this.depth
     const at = this.items.length
     for (;;) {
@@ -515,8 +524,10 @@ class Parser {
       if (words.length === 0) {
         const assignment = ASSIGNMENT.exec(this.src.slice(this.pos, this.pos + 256))
         if (assignment) {
-          assigns.push(assignment[1]!)
-          this.readAssignment(assignment[0].length, assignment[2])
+          assigns.push({
+            name: assignment[1]!,
+            value: this.readAssignment(assignment[0].length, assignment[2]),
+          })
           continue
         }
       }
@@ -531,25 +542,28 @@ class Parser {
     this.items.splice(at, 0, { type: 'command', words, assigns, depth: depthHere })
   }
 
-  private readAssignment(length: number, subscript: string | undefined): void {
+  private readAssignment(length: number, subscript: string | undefined): ShellWord {
     if (subscript && !/^\[(\d+|@|\*)?\]$/.test(subscript)) {
       this.problem('an array subscript is evaluated as arithmetic, which can run commands')
     }
     this.pos += length
     if (this.peek() === '(') {
       // name=(a b c): every element is a word.
+      const start = this.pos
       this.pos++
       for (;;) {
         this.skipNewlines()
         if (this.peek() === ')') {
           this.pos++
-          return
+          return { text: this.src.slice(start, this.pos), dynamic: true }
         }
         if (this.pos >= this.src.length) throw new ParseError('an array assignment is never closed')
         this.readWord()
       }
     }
-    if (!this.atWordBoundary(0)) this.readWord()
+    if (this.atWordBoundary(0)) return { text: '', dynamic: false }
+    const value = this.readWord()
+    return { text: value.text, dynamic: value.dynamic }
   }
 
   /** Reads a redirection at the cursor if there is one. */
@@ -739,6 +753,12 @@ class Parser {
         } else inner += c
       }
       this.parseNested(inner)
+    } else if (this.startsWith('$[')) {
+      // The old spelling of `$(( … ))`.
+      const close = this.src.indexOf(']', this.pos + 2)
+      if (close === -1) throw new ParseError('"$[" is never closed')
+      this.checkArithmetic(this.src.slice(this.pos + 2, close))
+      this.pos = close + 1
     } else if (this.startsWith('$((')) {
       const close = this.findArithmeticEnd(this.pos + 3)
       this.checkArithmetic(this.src.slice(this.pos + 3, close))
