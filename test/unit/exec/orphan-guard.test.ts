@@ -22,6 +22,20 @@ function groupMembers(pgid: number): number[] {
   return members
 }
 
+/** Guard processes on this machine (for the failure message). */
+function guards(): number[] {
+  return readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .filter((name) => {
+      try {
+        return readFileSync(`/proc/${name}/cmdline`, 'utf8').includes('const groups = new Set()')
+      } catch {
+        return false
+      }
+    })
+    .map(Number)
+}
+
 it('kills a running command tree when its runner process is SIGKILLed', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'tether-orphan-'))
   try {
@@ -36,9 +50,16 @@ it('kills a running command tree when its runner process is SIGKILLed', async ()
       .toBe(true)
     const leader = Number(readFileSync(pidFile, 'utf8'))
     await expect.poll(() => groupMembers(leader).length, { timeout: 10_000 }).toBeGreaterThanOrEqual(2)
+    // Give the guard (a fresh node process) time to start on a loaded machine; the kill must not race it.
+    await new Promise((resolve) => setTimeout(resolve, 1_000))
     parent.kill('SIGKILL')
-    await expect.poll(() => groupMembers(leader), { timeout: 15_000 }).toEqual([])
+    await expect
+      .poll(() => groupMembers(leader), {
+        timeout: 30_000,
+        message: `guards running: ${guards().join(', ') || 'none'}`,
+      })
+      .toEqual([])
   } finally {
     await rm(dir, { recursive: true, force: true })
   }
-}, 60_000)
+}, 90_000)
