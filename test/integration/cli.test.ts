@@ -231,7 +231,17 @@ describe('tether CLI', () => {
       )
       const bad = join(ws.path, 'bad.yaml')
       await writeFile(bad, 'defaults:\n  exec: maybe\n')
-      const badPolicy = await tether(['run', '--goal', 'g', '--workspace', ws.path, '--verify', 'none', '--policy', bad])
+      const badPolicy = await tether([
+        'run',
+        '--goal',
+        'g',
+        '--workspace',
+        ws.path,
+        '--verify',
+        'none',
+        '--policy',
+        bad,
+      ])
       expect(badPolicy.code).toBe(1)
       expect(badPolicy.stderr.trim().split('\n')).toHaveLength(1)
       expect(badPolicy.stderr).toContain('defaults.exec')
