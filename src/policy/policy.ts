@@ -49,6 +49,8 @@ interface Compiled {
   /** Exec rules as lists, for commands with run-time words (matched by glob intersection). */
   readonly execLists: Readonly<Record<Effect, ReadonlyArray<{ pattern: string; index: number }>>>
   readonly hasExecDeny: boolean
+  /** Whether the read-only list is included. */
+  readonly readOnly: boolean
 }
 
 const SECRET_PATTERNS = ['.env', '.env.*', '*.pem', '*.key', 'id_rsa', 'id_ed25519']
@@ -447,7 +449,7 @@ export class Policy {
     }
     if (allowed !== Infinity) return capped(this.ruleVerdict('exec', 'allow', display, allowed), node.cap)
     if (
-      this.state.include.includes('read-only') &&
+      this.compiled.readOnly &&
       !node.dynamic &&
       !node.interpreter &&
       node.kind === 'command'
@@ -627,7 +629,13 @@ function compile(state: State): Compiled {
       if (rule.act === 'exec') execLists[rule.effect].push({ pattern, index })
     }
   }
-  return { refs, indexes, execLists, hasExecDeny: execLists.deny.length > 0 }
+  return {
+    refs,
+    indexes,
+    execLists,
+    hasExecDeny: execLists.deny.length > 0,
+    readOnly: state.include.includes('read-only'),
+  }
 }
 
 /**

@@ -8,9 +8,18 @@ import type { ExecVerdict } from './types.js'
 const PLAIN = /^[A-Za-z0-9_@%+=:,./~^-]+$/
 const PRINTABLE_ASCII = /^[\x20-\x7e]*$/
 
+/** The ASCII characters of PLAIN, as a table: checking every word of every command is a hot path. */
+const PLAIN_CHARS = new Uint8Array(128)
+for (let code = 0; code < 128; code++) PLAIN_CHARS[code] = PLAIN.test(String.fromCharCode(code)) ? 1 : 0
+
 /** Whether a word reads the same with or without quoting (and is not empty). */
 export function isPlainWord(word: string): boolean {
-  return PLAIN.test(word)
+  if (word.length === 0) return false
+  for (let i = 0; i < word.length; i++) {
+    const code = word.charCodeAt(i)
+    if (code >= 128 || PLAIN_CHARS[code] === 0) return false
+  }
+  return true
 }
 
 /** One argv word as a human should read it. */
