@@ -448,12 +448,7 @@ export class Policy {
       allowed = found![2]!
     }
     if (allowed !== Infinity) return capped(this.ruleVerdict('exec', 'allow', display, allowed), node.cap)
-    if (
-      this.compiled.readOnly &&
-      !node.dynamic &&
-      !node.interpreter &&
-      node.kind === 'command'
-    ) {
+    if (this.compiled.readOnly && !node.dynamic && !node.interpreter && node.kind === 'command') {
       const name = readOnlyName(argv)
       if (name) {
         return capped(
