@@ -334,13 +334,11 @@ export class Policy {
     let display: string
     if (typeof shown === 'string') display = shown
     else {
+      // The root node judged this very argv (same array) when nothing was rewritten (`env -S` splits words).
       const root = nodes[0]
-      const rendered =
-        root &&
-        root.depth === 0 &&
-        (root.kind === 'command' || root.kind === 'wrapper') &&
-        root.argv.length === shown.length
-      display = rendered ? checks[0]!.target : renderCommand(shown)
+      const same =
+        root !== undefined && root.argv === shown && (root.kind === 'command' || root.kind === 'wrapper')
+      display = same ? checks[0]!.target : renderCommand(shown)
     }
     if (!deciding) {
       const effect = this.state.defaults.exec

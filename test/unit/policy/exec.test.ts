@@ -418,3 +418,10 @@ describe('what a human is shown', () => {
     expect(Policy.permissive().checkExec(['a', '']).target).toBe("a ''")
   })
 })
+
+describe('the call as shown', () => {
+  it('is the argv as given, even when the analysis rewrote it', () => {
+    expect(Policy.permissive().checkExec(['env', '-Sls -la']).target).toBe("env '-Sls -la'")
+    expect(Policy.permissive().checkExec(['sudo', 'ls']).target).toBe('sudo ls')
+  })
+})
