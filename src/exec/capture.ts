@@ -88,6 +88,8 @@ function continuationBytes(bytes: Uint8Array): number {
   for (; index < bytes.length && (bytes.byteOffset + index) % 4 !== 0; index++) {
     if (isContinuation(bytes[index]!)) count++
   }
+  // A short slice can end before an aligned offset; a Uint32Array view may not even start there.
+  if (index >= bytes.length) return count
   const words = new Uint32Array(bytes.buffer, bytes.byteOffset + index, (bytes.length - index) >>> 2)
   for (let i = 0; i < words.length; i++) {
     const word = words[i]!

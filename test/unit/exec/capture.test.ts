@@ -86,6 +86,27 @@ describe('OutputCapture', () => {
     }
   })
 
+  it('counts a short read that sits at any alignment in its buffer (a read can start anywhere in a pool)', () => {
+    // The read's clean middle ("AB") is two bytes at every offset modulo 4; one of them once made a typed
+    // word view start at an unaligned offset and throw.
+    for (let offset = 0; offset < 4; offset++) {
+      const pool = new Uint8Array(16 + offset)
+      pool.set([144, 128, 128, 65, 66, 240, 144, 128], offset)
+      const chunks = [
+        'x'.repeat(16),
+        Uint8Array.from([65, 66, 240]),
+        pool.subarray(offset, offset + 8),
+        Uint8Array.from([128]),
+      ]
+      const whole = Buffer.concat(
+        chunks.map((chunk) => (typeof chunk === 'string' ? Buffer.from(chunk) : chunk)),
+      )
+      const result = capture(0, ...chunks)
+      expect(result.elided, `offset ${offset}`).toBe([...whole.toString('utf8')].length)
+      expect(result.bytes).toBe(whole.length)
+    }
+  })
+
   it('keeps a leading byte order mark as a character', () => {
     expect(capture(10, '\uFEFFx').text).toBe('\uFEFFx')
   })
