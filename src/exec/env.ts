@@ -159,3 +159,101 @@ export function scrubEnv(env: Readonly<Record<string, string | undefined>>): Rec
   }
   return kept
 }
+
+/**
+ * What a sandboxed command's environment is built from: only these variables of the worker's environment
+ * (locale, terminal, and where the toolchains and their caches live), plus the names a contract lists.
+ * Everything else — connection strings, tokens, cloud credentials, tether's own settings — never reaches a
+ * command, whatever its name looks like.
+ */
+export const SANDBOX_ENV_ALLOWED: Readonly<{ names: readonly string[]; prefixes: readonly string[] }> =
+  Object.freeze({
+    names: Object.freeze([
+      'PATH',
+      'LANG',
+      'LANGUAGE',
+      'TZ',
+      'TERM',
+      'COLORTERM',
+      'NO_COLOR',
+      'CI',
+      'USER',
+      'LOGNAME',
+      'SHELL',
+      'SOURCE_DATE_EPOCH',
+      'GOROOT',
+      'GOPATH',
+      'GOMODCACHE',
+      'GOCACHE',
+      'GOPROXY',
+      'GONOPROXY',
+      'GOPRIVATE',
+      'GONOSUMDB',
+      'GOSUMDB',
+      'GOTOOLCHAIN',
+      'GO111MODULE',
+      'CGO_ENABLED',
+      'CARGO_HOME',
+      'RUSTUP_HOME',
+      'RUSTUP_TOOLCHAIN',
+      'JAVA_HOME',
+      'MAVEN_HOME',
+      'M2_HOME',
+      'GRADLE_USER_HOME',
+      'PYENV_ROOT',
+      'PYENV_VERSION',
+      'VIRTUAL_ENV',
+      'CONDA_PREFIX',
+      'PIP_CACHE_DIR',
+      'NVM_DIR',
+      'NVM_BIN',
+      'PNPM_HOME',
+      'YARN_CACHE_FOLDER',
+      'DOTNET_ROOT',
+      'npm_config_cache',
+    ]),
+    prefixes: Object.freeze(['LC_']),
+  })
+
+/**
+ * Names that never reach a sandboxed command, even when a contract lists them: tether's own connections
+ * (Temporal, the audit database), PostgreSQL client settings, and anything shaped like a credential.
+ */
+export function neverPassed(name: string): boolean {
+  const upper = name.toUpperCase()
+  return (
+    upper.startsWith('TEMPORAL_') ||
+    upper.startsWith('TETHER_') ||
+    upper === 'DATABASE_URL' ||
+    upper.startsWith('PG') ||
+    upper.startsWith('AWS_') ||
+    upper.endsWith('_API_KEY') ||
+    upper.endsWith('_TOKEN') ||
+    upper.includes('SECRET') ||
+    upper.includes('PASS')
+  )
+}
+
+const sandboxNames = new Set(SANDBOX_ENV_ALLOWED.names)
+
+/**
+ * The environment of a sandboxed command: the allowlisted variables of `source`, plus `named` (a
+ * contract's explicit list), minus everything `neverPassed` matches. Returns the names passed (for the
+ * audit, which records names, never values).
+ */
+export function sandboxEnvironment(
+  source: Readonly<Record<string, string | undefined>>,
+  named: readonly string[] = [],
+): { env: Record<string, string>; names: string[] } {
+  const extra = new Set(named)
+  const env: Record<string, string> = {}
+  for (const [name, value] of Object.entries(source)) {
+    if (value === undefined || neverPassed(name)) continue
+    const allowed =
+      sandboxNames.has(name) ||
+      extra.has(name) ||
+      SANDBOX_ENV_ALLOWED.prefixes.some((prefix) => name.startsWith(prefix))
+    if (allowed) env[name] = value
+  }
+  return { env, names: Object.keys(env).sort() }
+}

@@ -16,9 +16,30 @@ export {
   DEFAULT_OUTPUT_CEILING,
   DEFAULT_TIMEOUT_MS,
 } from './defaults.js'
-export { type EnvScrubRules, isScrubbedEnvName, SCRUBBED_ENV, scrubEnv } from './env.js'
+export {
+  type EnvScrubRules,
+  isScrubbedEnvName,
+  neverPassed,
+  SANDBOX_ENV_ALLOWED,
+  SCRUBBED_ENV,
+  sandboxEnvironment,
+  scrubEnv,
+} from './env.js'
 export { ExecInputError, ExecSpawnError } from './errors.js'
 export { runCommand } from './run.js'
+export {
+  type CacheAccess,
+  DEFAULT_SANDBOX_LIMITS,
+  type NetworkAccess,
+  type NetworkDecision,
+  type SandboxLimits,
+  type SandboxOptions,
+  type SandboxReport,
+  type SandboxRuntime,
+  SandboxUnavailableError,
+  sandboxRuntime,
+  toolchainBinds,
+} from './sandbox/index.js'
 export type {
   ExecEnv,
   ExecProgress,

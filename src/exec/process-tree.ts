@@ -99,18 +99,23 @@ export class ProcessTree {
    * Signals the group and every member found. `leaderRunning` says the leader has not been reaped yet, so
    * its pid still names it and its descendants can be found through their parent ids.
    */
-  signal(signal: NodeJS.Signals, leaderRunning: boolean): void {
+  signal(signal: NodeJS.Signals, leaderRunning: boolean, spareLeader = false): void {
     this.discover(leaderRunning)
-    send(-this.leader, signal)
+    if (!spareLeader) send(-this.leader, signal)
     for (const [pid, startTime] of this.members) {
+      if (spareLeader && pid === this.leader) continue
       const stat = hasProc ? readStat(pid) : undefined
       if (!hasProc || (stat && stat.startTime === startTime)) send(pid, signal)
     }
   }
 
-  /** SIGTERM, up to `graceMs` for the tree to go, then SIGKILL and a bounded wait for it to disappear. */
-  async kill(graceMs: number, leaderRunning: () => boolean): Promise<void> {
-    this.signal('SIGTERM', leaderRunning())
+  /**
+   * SIGTERM, up to `graceMs` for the tree to go, then SIGKILL and a bounded wait for it to disappear.
+   * `spareLeaderOnTerm` sends SIGTERM to the leader's descendants only: a sandbox's leader (bwrap) would
+   * die of it at once and take its namespace down with SIGKILL, leaving the command no grace period.
+   */
+  async kill(graceMs: number, leaderRunning: () => boolean, spareLeaderOnTerm = false): Promise<void> {
+    this.signal('SIGTERM', leaderRunning(), spareLeaderOnTerm)
     if (await this.waitUntilGone(graceMs)) return
     this.signal('SIGKILL', leaderRunning())
     await this.waitUntilGone(KILL_CONFIRM_MS)

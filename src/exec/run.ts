@@ -9,16 +9,24 @@
  * execa also stays a development dependency that way (v10 needs Node 22; we run on Node 20).
  */
 import { type ChildProcess, spawn } from 'node:child_process'
+import { constants } from 'node:os'
 import type { Readable } from 'node:stream'
 import { OutputCapture } from './capture.js'
 import { ExecInputError, ExecSpawnError } from './errors.js'
 import { guardProcessGroup } from './orphan-guard.js'
 import { ProcessTree } from './process-tree.js'
+import { prepareSandbox, type SandboxedLaunch } from './sandbox/index.js'
 import type { ExecResult, ExecStatus, RunCommandOptions } from './types.js'
 import { type ValidatedOptions, validateOptions } from './validate.js'
 
 /** After the tree is gone, how long the pipes may take to report end of file before we close them. */
 const PIPE_CLOSE_MS = 1_000
+/** bwrap's own complaint when the sandboxed program cannot be executed (printed with exit status 1). */
+const SANDBOX_EXEC_FAILED = /^bwrap: execvp ([^\n]*): ([^\n]*)/
+/** Signal numbers, for a sandboxed command whose end bwrap reports as exit 128 + signal. */
+const SIGNAL_NAMES = new Map(
+  Object.entries(constants.signals).map(([name, number]) => [number as number, name]),
+)
 /** Spawn errors that mean "this program cannot be run": data for the model, not a fault. */
 const UNAVAILABLE_CODES = new Set(['ENOENT', 'EACCES', 'ENOTDIR', 'ELOOP', 'ENAMETOOLONG', 'EISDIR'])
 
@@ -53,6 +61,19 @@ function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> 
   })
 }
 
+/** Why `program` could not start, for the model; `problem` is an errno code or bwrap's strerror text. */
+function unavailableReason(program: string, problem: string): string {
+  const named = JSON.stringify(program)
+  if (problem === 'ENOENT' || problem === 'No such file or directory') {
+    return program.includes('/')
+      ? `${named} was not found (or the interpreter its #! line names was not)`
+      : `no program named ${named} on PATH`
+  }
+  if (problem === 'EACCES' || problem === 'Permission denied')
+    return `${named} is not executable (permission denied)`
+  return `${named} cannot be run (${problem})`
+}
+
 class Run {
   private readonly started = performance.now()
   private readonly stdout: OutputCapture
@@ -60,6 +81,7 @@ class Run {
   private exit: { code: number | null; signal: NodeJS.Signals | null } | undefined
   private progressError: { error: unknown } | undefined
   private requestStop: (stop: Stop) => void = () => {}
+  private sandbox: SandboxedLaunch | undefined
 
   constructor(private readonly options: ValidatedOptions) {
     this.stdout = new OutputCapture(options.outputCeiling)
@@ -67,14 +89,29 @@ class Run {
   }
 
   async result(): Promise<ExecResult> {
-    const { signal } = this.options
+    try {
+      return await this.run()
+    } finally {
+      await this.sandbox?.close()
+    }
+  }
+
+  private async run(): Promise<ExecResult> {
+    const { signal, sandbox, cwd } = this.options
     if (signal?.aborted) return this.finish('cancelled')
-    const [program, ...args] = this.options.argv as [string, ...string[]]
+    let [program, ...args] = this.options.argv as [string, ...string[]]
+    let env = this.options.env
+    if (sandbox) {
+      this.sandbox = await prepareSandbox(sandbox, this.options.argv, env as Record<string, string>, cwd)
+      program = this.sandbox.program
+      args = this.sandbox.args
+      env = this.sandbox.env
+    }
     let child: ChildProcess
     try {
       child = spawn(program, args, {
-        cwd: this.options.cwd,
-        env: this.options.env,
+        cwd,
+        env,
         stdio: ['ignore', 'pipe', 'pipe'],
         shell: false,
         // A new session, so the child leads its own process group and no terminal signals reach it.
@@ -127,12 +164,14 @@ class Run {
       clearTimeout(timer)
       signal?.removeEventListener('abort', onAbort)
       if (stop) {
-        await tree.kill(this.options.killGraceMs, leaderRunning)
+        await tree.kill(this.options.killGraceMs, leaderRunning, this.sandbox !== undefined)
         await settlesWithin(exited, PIPE_CLOSE_MS)
       }
-      // The child is gone; whatever still holds a pipe open or lingers in the group is a leftover.
+      // The child is gone; whatever still holds a pipe open or lingers in the group is a leftover. (A
+      // sandbox's PID namespace ends with its leader, so there is nothing to look for there.)
       const drained = stop !== undefined || (await settlesWithin(pipesClosed, this.options.drainMs))
-      if (!drained || tree.alive()) await tree.kill(this.options.killGraceMs, leaderRunning)
+      if (!drained || (!this.sandbox && tree.alive()))
+        await tree.kill(this.options.killGraceMs, leaderRunning)
       if (!(await settlesWithin(pipesClosed, PIPE_CLOSE_MS))) {
         // Held open by a process outside the tree (it left the session): stop reading rather than hang.
         stdout.destroy()
@@ -181,16 +220,7 @@ class Run {
         },
       )
     }
-    const named = JSON.stringify(program)
-    const reason =
-      code === 'ENOENT'
-        ? program.includes('/')
-          ? `${named} was not found (or the interpreter its #! line names was not)`
-          : `no program named ${named} on PATH`
-        : code === 'EACCES'
-          ? `${named} is not executable (permission denied)`
-          : `${named} cannot be run (${code})`
-    return { ...this.finish('unavailable'), reason }
+    return { ...this.finish('unavailable'), reason: unavailableReason(program, code) }
   }
 
   private finish(status: ExecStatus): ExecResult {
@@ -202,6 +232,28 @@ class Run {
     }
     if (this.exit?.code != null) result.exitCode = this.exit.code
     if (this.exit?.signal != null) result.signal = this.exit.signal
+    if (this.sandbox && this.exit) this.sandboxed(result)
     return result
+  }
+
+  /**
+   * bwrap ends as its command ended, but reports a death by signal as exit 128 + the signal's number (as a
+   * shell does); it also reports a program it could not execute as exit 1 with its own message.
+   */
+  private sandboxed(result: ExecResult): void {
+    const code = result.exitCode
+    const name = code !== undefined && code > 128 ? SIGNAL_NAMES.get(code - 128) : undefined
+    if (name) {
+      delete result.exitCode
+      result.signal = name
+      if (result.status === 'exited') result.status = 'signalled'
+    }
+    const failed = code === 1 ? SANDBOX_EXEC_FAILED.exec(result.stderr.text) : null
+    if (failed && result.status === 'exited') {
+      result.status = 'unavailable'
+      result.reason = unavailableReason(this.options.argv[0] as string, failed[2] as string)
+      delete result.exitCode
+    }
+    result.sandbox = (this.sandbox as SandboxedLaunch).report({ signal: result.signal })
   }
 }

@@ -1,4 +1,5 @@
 /** The exec runner's public types (DESIGN §4). Pure declarations, so workflow code may import them too. */
+import type { SandboxOptions, SandboxReport } from './sandbox/types.js'
 
 /** How a command ended. `unavailable` means it never started (no such program, or not executable). */
 export type ExecStatus = 'exited' | 'signalled' | 'timed-out' | 'cancelled' | 'unavailable'
@@ -29,6 +30,8 @@ export interface ExecResult {
   stderr: StreamCapture
   /** Wall time from spawn until the tree was gone and both streams were closed. */
   durationMs: number
+  /** Set when the command ran in the sandbox: its limits, the limit it hit, its network requests. */
+  sandbox?: SandboxReport
 }
 
 export interface ExecProgress {
@@ -64,7 +67,17 @@ export interface RunCommandOptions {
    * stderr open (a background grandchild), default 250 ms. After it, leftovers are killed.
    */
   drainMs?: number
+  /**
+   * Default `inherit`; with `sandbox`, default is the sandbox allowlist (`sandboxEnvironment`), since a
+   * sandboxed command should not see the worker's secrets.
+   */
   env?: ExecEnv
+  /**
+   * Run inside the OS sandbox (bubblewrap): read-only host, read-write workspace, private home and /tmp,
+   * own PID and network namespaces, resource limits. Rejects with SandboxUnavailableError, nothing run,
+   * when the sandbox cannot be built on this machine.
+   */
+  sandbox?: SandboxOptions
   /** Called after every chunk of output with the totals so far; must be cheap and must not throw. */
   onProgress?: (progress: ExecProgress) => void
 }

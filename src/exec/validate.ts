@@ -11,8 +11,9 @@ import {
   DEFAULT_TIMEOUT_MS,
   MAX_TIMER_MS,
 } from './defaults.js'
-import { scrubEnv } from './env.js'
+import { sandboxEnvironment, scrubEnv } from './env.js'
 import { ExecInputError } from './errors.js'
+import type { SandboxOptions } from './sandbox/types.js'
 import type { ExecProgress, RunCommandOptions } from './types.js'
 
 export interface ValidatedOptions {
@@ -24,6 +25,7 @@ export interface ValidatedOptions {
   killGraceMs: number
   drainMs: number
   env: NodeJS.ProcessEnv
+  sandbox: SandboxOptions | undefined
   signal: AbortSignal | undefined
   onProgress: ((progress: ExecProgress) => void) | undefined
 }
@@ -111,7 +113,8 @@ function realDirectory(field: string, value: unknown): string {
   return real
 }
 
-function checkEnv(env: unknown): NodeJS.ProcessEnv {
+function checkEnv(env: unknown, sandboxed: boolean): NodeJS.ProcessEnv {
+  if (env === undefined && sandboxed) return sandboxEnvironment(process.env).env
   // spawn copies the environment itself; a copy here would only double the work.
   if (env === undefined || env === 'inherit') return process.env
   if (env === 'scrubbed') return scrubEnv(process.env)
@@ -130,6 +133,44 @@ function checkEnv(env: unknown): NodeJS.ProcessEnv {
   return checked
 }
 
+function checkPaths(field: string, value: unknown): void {
+  if (value === undefined) return
+  if (!Array.isArray(value))
+    throw new ExecInputError(field, `is ${describe(value)}; pass an array of absolute paths`)
+  for (const [index, path] of value.entries()) {
+    const text = checkText(`${field}[${index}]`, path, 'path')
+    if (!isAbsolute(text))
+      throw new ExecInputError(`${field}[${index}]`, `"${text}" is relative; pass an absolute path`)
+  }
+}
+
+function checkSandbox(value: unknown, cwd: string): SandboxOptions | undefined {
+  if (value === undefined) return undefined
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new ExecInputError('sandbox', `is ${describe(value)}; pass an object with at least the workspace`)
+  }
+  const sandbox = value as SandboxOptions
+  const workspace = realDirectory('sandbox.workspace', sandbox.workspace)
+  if (!within(cwd, workspace)) {
+    throw new ExecInputError(
+      'cwd',
+      `"${cwd}" is outside the sandbox's workspace "${workspace}"; a sandboxed command runs inside its workspace`,
+    )
+  }
+  for (const field of ['readOnly', 'writable', 'hide'] as const)
+    checkPaths(`sandbox.${field}`, sandbox[field])
+  for (const [name, limit] of Object.entries(sandbox.limits ?? {})) {
+    if (limit !== undefined && (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1)) {
+      throw new ExecInputError(`sandbox.limits.${name}`, `is ${describe(limit)}; pass a whole number ≥ 1`)
+    }
+  }
+  return { ...sandbox, workspace }
+}
+
+function within(path: string, folder: string): boolean {
+  return path === folder || path.startsWith(folder.endsWith(sep) ? folder : folder + sep)
+}
+
 export function validateOptions(options: RunCommandOptions): ValidatedOptions {
   if (typeof options !== 'object' || options === null) {
     throw new ExecInputError('options', `is ${describe(options)}; pass an object with argv and cwd`)
@@ -138,7 +179,7 @@ export function validateOptions(options: RunCommandOptions): ValidatedOptions {
   const cwd = realDirectory('cwd', options.cwd)
   if (options.workspace !== undefined) {
     const workspace = realDirectory('workspace', options.workspace)
-    if (cwd !== workspace && !cwd.startsWith(workspace.endsWith(sep) ? workspace : workspace + sep)) {
+    if (!within(cwd, workspace)) {
       throw new ExecInputError(
         'cwd',
         `"${options.cwd}" resolves to "${cwd}", outside the workspace "${workspace}"; run commands inside the workspace`,
@@ -159,7 +200,8 @@ export function validateOptions(options: RunCommandOptions): ValidatedOptions {
     outputCeiling: checkNumber('outputCeiling', options.outputCeiling, DEFAULT_OUTPUT_CEILING, 0, 2 ** 30),
     killGraceMs: checkNumber('killGraceMs', options.killGraceMs, DEFAULT_KILL_GRACE_MS, 0, MAX_TIMER_MS),
     drainMs: checkNumber('drainMs', options.drainMs, DEFAULT_DRAIN_MS, 0, MAX_TIMER_MS),
-    env: checkEnv(options.env),
+    env: checkEnv(options.env, options.sandbox !== undefined),
+    sandbox: checkSandbox(options.sandbox, cwd),
     signal,
     onProgress,
   }

@@ -44,13 +44,20 @@ const TRICKY = [
 ]
 
 describe('argv reaches the program byte for byte, never through a shell', () => {
-  it('keeps shell syntax, quotes, whitespace and non-ASCII as data', async () => {
-    const result = await runCommand({ argv: [process.execPath, ARGV_JSON_PROBE, ...TRICKY], cwd: dir })
-    expect(result.status).toBe('exited')
-    expect(JSON.parse(result.stdout.text)).toEqual(TRICKY)
-    // Had a shell seen '> out.txt', the file would exist now.
-    expect(existsSync(join(dir, 'out.txt'))).toBe(false)
-  })
+  it.each(['bare', 'sandboxed'])(
+    'keeps shell syntax, quotes, whitespace and non-ASCII as data (%s)',
+    async (mode) => {
+      const result = await runCommand({
+        argv: [process.execPath, ARGV_JSON_PROBE, ...TRICKY],
+        cwd: dir,
+        ...(mode === 'sandboxed' ? { sandbox: { workspace: dir } } : {}),
+      })
+      expect(result.status).toBe('exited')
+      expect(JSON.parse(result.stdout.text)).toEqual(TRICKY)
+      // Had a shell seen '> out.txt', the file would exist now.
+      expect(existsSync(join(dir, 'out.txt'))).toBe(false)
+    },
+  )
 
   it('finds no difference over 10,000 random argvs', { timeout: 300_000 }, async () => {
     const shellish = fc.constantFrom(

@@ -13,9 +13,19 @@ afterAll(() => rm(dir, { recursive: true, force: true }))
 
 const sh = (script: string) => ['/bin/sh', '-c', script]
 
-describe('runCommand statuses', () => {
+// The same statuses and process setup hold bare and in the sandbox.
+let sandboxed = false
+function run(options: Parameters<typeof runCommand>[0]) {
+  return runCommand({ ...options, ...(sandboxed ? { sandbox: { workspace: dir } } : {}) })
+}
+
+describe.each(['bare', 'sandboxed'])('runCommand statuses (%s)', (mode) => {
+  beforeAll(() => {
+    sandboxed = mode === 'sandboxed'
+  })
+
   it('exited, with a non-zero code as data and both streams captured', async () => {
-    const result = await runCommand({ argv: sh('echo out; echo err >&2; exit 3'), cwd: dir })
+    const result = await run({ argv: sh('echo out; echo err >&2; exit 3'), cwd: dir })
     expect(result).toMatchObject({ status: 'exited', exitCode: 3 })
     expect(result.signal).toBeUndefined()
     expect(result.stdout).toMatchObject({ text: 'out\n', bytes: 4, lines: 1, elided: 0 })
@@ -23,21 +33,21 @@ describe('runCommand statuses', () => {
   })
 
   it('signalled, naming the signal', async () => {
-    const result = await runCommand({ argv: sh('echo before; kill -KILL $$'), cwd: dir })
+    const result = await run({ argv: sh('echo before; kill -KILL $$'), cwd: dir })
     expect(result).toMatchObject({ status: 'signalled', signal: 'SIGKILL' })
     expect(result.exitCode).toBeUndefined()
     expect(result.stdout.text).toBe('before\n')
   })
 
   it('timed-out, keeping the output printed before the kill', async () => {
-    const result = await runCommand({ argv: sh('echo before; exec sleep 30'), cwd: dir, timeoutMs: 300 })
+    const result = await run({ argv: sh('echo before; exec sleep 30'), cwd: dir, timeoutMs: 300 })
     expect(result).toMatchObject({ status: 'timed-out', signal: 'SIGTERM' })
     expect(result.stdout.text).toBe('before\n')
   })
 
   it('cancelled by an abort, keeping the partial output', async () => {
     const controller = new AbortController()
-    const result = await runCommand({
+    const result = await run({
       argv: sh('echo before; exec sleep 30'),
       cwd: dir,
       signal: controller.signal,
@@ -49,24 +59,24 @@ describe('runCommand statuses', () => {
 
   it('cancelled without spawning when the signal is already aborted', async () => {
     const marker = join(dir, 'never')
-    const result = await runCommand({ argv: ['touch', marker], cwd: dir, signal: AbortSignal.abort() })
+    const result = await run({ argv: ['touch', marker], cwd: dir, signal: AbortSignal.abort() })
     expect(result.status).toBe('cancelled')
     expect(existsSync(marker)).toBe(false)
   })
 
   it('unavailable for a missing program, a missing path and a file that is not executable', async () => {
-    const missing = await runCommand({ argv: ['tether-no-such-program', '--version'], cwd: dir })
+    const missing = await run({ argv: ['tether-no-such-program', '--version'], cwd: dir })
     expect(missing).toMatchObject({
       status: 'unavailable',
       reason: 'no program named "tether-no-such-program" on PATH',
     })
-    const path = await runCommand({ argv: ['./no-such-script'], cwd: dir })
+    const path = await run({ argv: ['./no-such-script'], cwd: dir })
     expect(path.status).toBe('unavailable')
     expect(path.reason).toMatch(/was not found/)
     const script = join(dir, 'not-executable.sh')
     await writeFile(script, 'echo hi\n')
     await chmod(script, 0o644)
-    const denied = await runCommand({ argv: [script], cwd: dir })
+    const denied = await run({ argv: [script], cwd: dir })
     expect(denied).toMatchObject({
       status: 'unavailable',
       reason: `"${script}" is not executable (permission denied)`,
@@ -74,29 +84,35 @@ describe('runCommand statuses', () => {
   })
 })
 
-describe('runCommand process setup', () => {
+describe.each(['bare', 'sandboxed'])('runCommand process setup (%s)', (mode) => {
+  beforeAll(() => {
+    sandboxed = mode === 'sandboxed'
+  })
+
   it('gives the command the null device as stdin', async () => {
-    const result = await runCommand({ argv: ['readlink', '/proc/self/fd/0'], cwd: dir })
+    const result = await run({ argv: ['readlink', '/proc/self/fd/0'], cwd: dir })
     expect(result.stdout.text).toBe('/dev/null\n')
     // A reader of stdin sees end of file at once instead of waiting.
-    expect((await runCommand({ argv: ['cat'], cwd: dir, timeoutMs: 10_000 })).status).toBe('exited')
+    expect((await run({ argv: ['cat'], cwd: dir, timeoutMs: 10_000 })).status).toBe('exited')
   })
 
   it('runs the command as the leader of its own session and process group', async () => {
-    const result = await runCommand({ argv: sh('echo $$; cat /proc/$$/stat'), cwd: dir })
+    const result = await run({ argv: sh('echo $$; cat /proc/$$/stat'), cwd: dir })
     const [pid, stat = ''] = result.stdout.text.split('\n')
     const [, , pgid, sid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    expect(pgid).toBe(pid)
-    expect(sid).toBe(pid)
+    // In the sandbox the session is led by the sandbox's own init (pid 1 of its PID namespace).
+    const leaders = sandboxed ? ['1', pid] : [pid]
+    expect(leaders).toContain(pgid)
+    expect(leaders).toContain(sid)
   })
 
   it('runs in cwd', async () => {
-    expect((await runCommand({ argv: ['pwd', '-P'], cwd: dir })).stdout.text).toBe(`${dir}\n`)
+    expect((await run({ argv: ['pwd', '-P'], cwd: dir })).stdout.text).toBe(`${dir}\n`)
   })
 
   it('reports progress with growing byte counts', async () => {
     const progress: ExecProgress[] = []
-    const result = await runCommand({
+    const result = await run({
       argv: ['seq', '1', '200000'],
       cwd: dir,
       onProgress: (p) => progress.push(p),
@@ -109,7 +125,7 @@ describe('runCommand process setup', () => {
   it('rejects with the error a progress callback threw, after stopping the command', async () => {
     const failure = new Error('progress sink broke')
     const started = Date.now()
-    const outcome = runCommand({
+    const outcome = run({
       argv: sh('echo tick; exec sleep 30'),
       cwd: dir,
       onProgress: () => {

@@ -1,0 +1,310 @@
+/**
+ * Per-command cgroups for the limits rlimits cannot give: a cap on the number of processes (RLIMIT_NPROC
+ * does not bind a worker running as root, and counts threads across the whole user otherwise) and on
+ * memory, with a record of whether the command hit either. Used when this machine lets the worker create
+ * cgroups (cgroup v1 controllers mounted writable, or a delegated cgroup v2 subtree); otherwise commands
+ * get rlimits only and the report says so.
+ */
+import { mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+
+export interface CgroupSupport {
+  version: 1 | 2
+  /** Folder under which this worker's command groups are made, per controller (v1) or shared (v2). */
+  pids: string
+  memory: string | undefined
+}
+
+interface Mount {
+  point: string
+  type: string
+  superOptions: string[]
+}
+
+function mounts(): Mount[] {
+  let text: string
+  try {
+    text = readFileSync('/proc/self/mountinfo', 'utf8')
+  } catch {
+    return []
+  }
+  const found: Mount[] = []
+  for (const line of text.split('\n')) {
+    const [left, right] = line.split(' - ')
+    if (!left || !right) continue
+    const point = left.split(' ')[4]
+    const [type, , options] = right.split(' ')
+    if (point && type)
+      found.push({ point: unescapeMount(point), type, superOptions: (options ?? '').split(',') })
+  }
+  return found
+}
+
+function unescapeMount(text: string): string {
+  return text.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(Number.parseInt(octal, 8)))
+}
+
+/** `controller → path` of this process's cgroups (`''` is the v2 unified hierarchy). */
+function ownCgroups(): Map<string, string> {
+  const own = new Map<string, string>()
+  try {
+    for (const line of readFileSync('/proc/self/cgroup', 'utf8').split('\n')) {
+      const match = /^\d+:([^:]*):(.*)$/.exec(line)
+      if (!match) continue
+      for (const controller of (match[1] as string).split(',')) own.set(controller, match[2] as string)
+    }
+  } catch {
+    // no cgroups here
+  }
+  return own
+}
+
+/** Makes (and checks we may use) `<own cgroup>/tether-<pid>` in one hierarchy; undefined if we may not. */
+function workerFolder(
+  mountPoint: string,
+  ownPath: string | undefined,
+  probe: [file: string, value: string],
+  setup: (folder: string) => void = () => {},
+): string | undefined {
+  if (ownPath === undefined) return undefined
+  const folder = join(mountPoint, ownPath, `tether-${process.pid}`)
+  try {
+    mkdirSync(folder, { recursive: true })
+    setup(folder)
+    // Creating is not enough: the controller's files must be there and writable in a child.
+    const child = join(folder, 'probe')
+    mkdirSync(child)
+    try {
+      writeFileSync(join(child, probe[0]), probe[1])
+    } finally {
+      rmdirSync(child)
+    }
+    return folder
+  } catch {
+    try {
+      rmdirSync(folder)
+    } catch {
+      // not ours to remove, or not empty
+    }
+    return undefined
+  }
+}
+
+export function detectCgroups(): CgroupSupport | undefined {
+  const own = ownCgroups()
+  const all = mounts()
+  const v1 = (controller: string) =>
+    all.find((m) => m.type === 'cgroup' && m.superOptions.includes(controller))
+  const pidsMount = v1('pids')
+  if (pidsMount) {
+    const pids = workerFolder(pidsMount.point, own.get('pids'), ['pids.max', 'max'])
+    if (pids) {
+      const memoryMount = v1('memory')
+      const memory = memoryMount
+        ? workerFolder(memoryMount.point, own.get('memory'), ['memory.limit_in_bytes', '-1'])
+        : undefined
+      removeAtExit([pids, memory])
+      return { version: 1, pids, memory }
+    }
+  }
+  const unified = all.find((m) => m.type === 'cgroup2')
+  if (unified) {
+    // A v2 group hands controllers to its children only when told to (and only while it has no processes).
+    let memory: string | undefined
+    const folder = workerFolder(unified.point, own.get(''), ['pids.max', 'max'], (made) => {
+      writeFileSync(join(made, 'cgroup.subtree_control'), '+pids')
+      try {
+        writeFileSync(join(made, 'cgroup.subtree_control'), '+memory')
+        memory = made
+      } catch {
+        // no memory controller delegated to us
+      }
+    })
+    if (folder) {
+      removeAtExit([folder])
+      return { version: 2, pids: folder, memory }
+    }
+  }
+  return undefined
+}
+
+function removeAtExit(folders: Array<string | undefined>): void {
+  process.once('exit', () => {
+    for (const group of pool.splice(0)) group.remove()
+    for (const folder of folders) {
+      if (!folder) continue
+      try {
+        rmdirSync(folder)
+      } catch {
+        // a command group still in use; the kernel keeps it until it empties
+      }
+    }
+  })
+}
+
+let counter = 0
+/** Empty command groups kept for the next command: making and removing a v1 memory group costs ms. */
+const pool: CommandCgroup[] = []
+const POOL_SIZE = 16
+
+/** The cgroup(s) of one command: taken before it starts, read and given back after it ends. */
+export class CommandCgroup {
+  /** Event counters when the command started: the files only count up, and groups are reused. */
+  private baseline = { processes: 0, memory: 0 }
+  private limits = { processes: 0, memoryBytes: 0 }
+
+  private constructor(
+    private readonly support: CgroupSupport,
+    private readonly folders: { pids: string; memory: string | undefined },
+  ) {}
+
+  /** A group (reused or new) with these limits; undefined when the kernel refused. */
+  static acquire(
+    support: CgroupSupport,
+    limits: { processes: number; memoryBytes: number },
+  ): CommandCgroup | undefined {
+    let group = pool.pop()
+    if (group && group.support !== support) {
+      group.remove()
+      group = undefined
+    }
+    if (!group) {
+      const name = `cmd-${++counter}`
+      const pids = join(support.pids, name)
+      const memory = support.memory ? (support.version === 2 ? pids : join(support.memory, name)) : undefined
+      group = new CommandCgroup(support, { pids, memory })
+      try {
+        mkdirSync(pids)
+        if (memory && memory !== pids) mkdirSync(memory)
+      } catch {
+        group.remove()
+        return undefined
+      }
+    }
+    try {
+      group.setLimits(limits)
+    } catch {
+      group.remove()
+      return undefined
+    }
+    group.baseline = group.counters()
+    return group
+  }
+
+  private setLimits(limits: { processes: number; memoryBytes: number }): void {
+    if (limits.processes !== this.limits.processes) {
+      writeFileSync(join(this.folders.pids, 'pids.max'), String(limits.processes))
+    }
+    const memory = this.folders.memory
+    if (memory && limits.memoryBytes !== this.limits.memoryBytes) {
+      if (this.support.version === 1) {
+        // With swap accounting, memsw must be raised before (and lowered after) the RAM limit.
+        const raising = limits.memoryBytes > this.limits.memoryBytes
+        if (raising) tryWrite(join(memory, 'memory.memsw.limit_in_bytes'), String(limits.memoryBytes))
+        writeFileSync(join(memory, 'memory.limit_in_bytes'), String(limits.memoryBytes))
+        if (!raising) tryWrite(join(memory, 'memory.memsw.limit_in_bytes'), String(limits.memoryBytes))
+      } else {
+        writeFileSync(join(memory, 'memory.max'), String(limits.memoryBytes))
+        tryWrite(join(memory, 'memory.swap.max'), '0')
+      }
+    }
+    this.limits = { ...limits }
+  }
+
+  /** Whether the group caps memory too (the memory controller may not be ours to use). */
+  get capsMemory(): boolean {
+    return this.folders.memory !== undefined
+  }
+
+  /** The files a process writes its pid to, to join the group(s) before it starts the command. */
+  get procsFiles(): string[] {
+    const files = [join(this.folders.pids, 'cgroup.procs')]
+    if (this.folders.memory && this.folders.memory !== this.folders.pids)
+      files.push(join(this.folders.memory, 'cgroup.procs'))
+    return files
+  }
+
+  private counters(): { processes: number; memory: number } {
+    const memory = this.folders.memory
+    return {
+      processes: counterIn(join(this.folders.pids, 'pids.events'), 'max'),
+      memory: memory
+        ? counterIn(
+            join(memory, this.support.version === 1 ? 'memory.oom_control' : 'memory.events'),
+            'oom_kill',
+          )
+        : 0,
+    }
+  }
+
+  /** Which limits the command ran into since it was acquired. */
+  hits(): { processes: boolean; memory: boolean } {
+    const now = this.counters()
+    return { processes: now.processes > this.baseline.processes, memory: now.memory > this.baseline.memory }
+  }
+
+  /** Kills whatever is left in the group(s), then keeps them for the next command or removes them. */
+  release(): void {
+    const left = this.killMembers()
+    if (!left && pool.length < POOL_SIZE) pool.push(this)
+    else this.remove()
+  }
+
+  private killMembers(): boolean {
+    let left = false
+    for (const folder of new Set([this.folders.pids, this.folders.memory])) {
+      if (!folder) continue
+      for (const pid of members(folder)) {
+        left = true
+        try {
+          process.kill(pid, 'SIGKILL')
+        } catch {
+          // gone
+        }
+      }
+    }
+    return left
+  }
+
+  /** Removes the group(s); the kernel frees a group that is still emptying once it is empty. */
+  remove(): void {
+    this.killMembers()
+    for (const folder of new Set([this.folders.memory, this.folders.pids])) {
+      if (!folder) continue
+      try {
+        rmdirSync(folder)
+      } catch {
+        // not empty yet (a process being reaped) or never made
+      }
+    }
+  }
+}
+
+function tryWrite(file: string, value: string): void {
+  try {
+    writeFileSync(file, value)
+  } catch {
+    // optional knob
+  }
+}
+
+function members(folder: string): number[] {
+  try {
+    return readFileSync(join(folder, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean).map(Number)
+  } catch {
+    return []
+  }
+}
+
+/** The number after `key` in a flat-keyed cgroup file (`max 3`, `oom_kill 1`); 0 when absent. */
+function counterIn(file: string, key: string): number {
+  try {
+    for (const line of readFileSync(file, 'utf8').split('\n')) {
+      const [name, value] = line.split(' ')
+      if (name === key) return Number(value) || 0
+    }
+  } catch {
+    // not there
+  }
+  return 0
+}

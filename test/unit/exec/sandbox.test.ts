@@ -1,0 +1,299 @@
+/**
+ * The command sandbox, for real: bubblewrap, namespaces, cgroups or rlimits, the egress proxy. Every test
+ * runs an actual command and checks what the operating system let it do.
+ */
+import { randomBytes } from 'node:crypto'
+import { existsSync } from 'node:fs'
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { createServer, type Server } from 'node:net'
+import { homedir, networkInterfaces, tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import {
+  type NetworkAccess,
+  type RunCommandOptions,
+  runCommand,
+  SandboxUnavailableError,
+  sandboxEnvironment,
+  sandboxRuntime,
+  toolchainBinds,
+} from '../../../src/exec/index.js'
+import { PROBE_ID, processesWithProbeId } from '../../fixtures/exec/probes.js'
+
+let dir: string
+const cleanups: Array<() => Promise<unknown>> = []
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'tether-sandbox-'))
+})
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0)) await cleanup()
+})
+afterAll(() => rm(dir, { recursive: true, force: true }))
+
+const sh = (script: string) => ['/bin/sh', '-c', script]
+function sandboxed(argv: string[], extra: Partial<RunCommandOptions> = {}) {
+  const { sandbox, ...rest } = extra
+  return runCommand({
+    argv,
+    cwd: dir,
+    timeoutMs: 60_000,
+    ...rest,
+    sandbox: { workspace: dir, ...sandbox },
+  })
+}
+
+async function listen(host: string): Promise<{ server: Server; port: number }> {
+  const server = createServer((socket) => socket.end('hello from the host\n'))
+  await new Promise<void>((resolve) => server.listen(0, host, resolve))
+  cleanups.push(() => new Promise((resolve) => server.close(resolve)))
+  return { server, port: (server.address() as { port: number }).port }
+}
+
+describe('the filesystem boundary', () => {
+  it('lets the command write its workspace and nothing of the host', async () => {
+    const outside = join(tmpdir(), `tether-outside-${randomBytes(4).toString('hex')}`)
+    const result = await sandboxed(
+      sh(`echo inside > "${dir}/written"; echo escape > "${outside}"; echo etc > /etc/tether-probe; echo $?`),
+    )
+    expect(await readFile(join(dir, 'written'), 'utf8')).toBe('inside\n')
+    // /tmp is the sandbox's own: the file landed there, not on the host.
+    expect(existsSync(outside)).toBe(false)
+    expect(existsSync('/etc/tether-probe')).toBe(false)
+    expect(result.stderr.text).toMatch(/Read-only file system/)
+  })
+
+  it('shows an empty home: a file planted in the host home cannot be read', async () => {
+    const planted = join(homedir(), `.tether-sandbox-probe-${randomBytes(4).toString('hex')}`)
+    await writeFile(planted, 'host secret\n')
+    cleanups.push(() => rm(planted, { force: true }))
+    const result = await sandboxed(['cat', planted])
+    expect(result).toMatchObject({ status: 'exited', exitCode: 1 })
+    expect(result.stdout.text).not.toContain('host secret')
+    expect(result.stderr.text).toMatch(/No such file or directory/)
+  })
+
+  it('hides the paths it is told to hide, inside the workspace too', async () => {
+    const state = join(dir, '.tether')
+    await mkdir(state, { recursive: true })
+    await writeFile(join(state, 'credentials.json'), '{"password":"x"}')
+    const result = await sandboxed(['ls', '-A', state], { sandbox: { workspace: dir, hide: [state] } })
+    expect(result).toMatchObject({ status: 'exited', exitCode: 0 })
+    expect(result.stdout.text).toBe('')
+  })
+})
+
+describe('processes', () => {
+  it('sees only its own processes, and none of the worker environment', async () => {
+    const result = await sandboxed(
+      sh('ps -eo pid,args | wc -l; cat /proc/1/environ | tr "\\0" "\\n" | grep -c TETHER_ || true'),
+    )
+    const [count, leaked] = result.stdout.text.trim().split('\n').map(Number)
+    // bwrap's init, the shell, ps and wc (and the header line): nothing of the host.
+    expect(count).toBeLessThan(10)
+    expect(leaked).toBe(0)
+  })
+
+  it('leaves nothing behind: a daemon that double-forks into its own session is gone when the call returns', async () => {
+    const id = randomBytes(6).toString('hex')
+    const marker = join(dir, `daemon-${id}`)
+    const script = `(setsid sh -c 'sleep 0.3; echo alive >> "$1"; exec sleep 1000' daemon "${marker}" </dev/null >/dev/null 2>&1 &); echo started`
+    const result = await sandboxed(sh(script), {
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', [PROBE_ID]: id },
+    })
+    cleanups.push(async () => {
+      for (const pid of processesWithProbeId(id)) process.kill(pid, 'SIGKILL')
+    })
+    expect(result).toMatchObject({ status: 'exited', exitCode: 0 })
+    expect(processesWithProbeId(id)).toEqual([])
+    await new Promise((resolve) => setTimeout(resolve, 600))
+    // Had the daemon survived, it would have written its line by now.
+    expect(existsSync(marker)).toBe(false)
+    expect(processesWithProbeId(id)).toEqual([])
+  })
+
+  it('stops a bounded fork bomb at its process limit and says so', async () => {
+    const result = await sandboxed(sh('i=0; while [ $i -lt 300 ]; do sleep 30 & i=$((i+1)); done; wait'), {
+      sandbox: { workspace: dir, limits: { processes: 64 } },
+      timeoutMs: 20_000,
+    })
+    expect(result.sandbox?.limitHit).toBe('processes')
+    expect(result.status === 'exited' && result.exitCode === 0).toBe(false)
+  })
+
+  it('ends a memory hog at its memory limit and says so', async () => {
+    const hog = 'const a = []; for (;;) a.push(Buffer.alloc(16 * 1024 * 1024, 1))'
+    const result = await sandboxed([process.execPath, '-e', hog], {
+      sandbox: { workspace: dir, limits: { memoryBytes: 256 * 1024 * 1024 } },
+      timeoutMs: 60_000,
+    })
+    expect(result.status === 'exited' && result.exitCode === 0).toBe(false)
+    expect(result.status).not.toBe('timed-out')
+    if (result.sandbox?.limitHit !== 'memory') {
+      // Without a memory cgroup the rlimit makes allocation fail instead: the program says so itself.
+      expect(result.stderr.text).toMatch(/memory|allocation failed/i)
+    }
+  })
+
+  it('stops a file that grows past the file-size limit', async () => {
+    const result = await sandboxed(sh('head -c 3000000 /dev/zero > big'), {
+      sandbox: { workspace: dir, limits: { fileSizeBytes: 1024 * 1024 } },
+    })
+    expect(result).toMatchObject({ status: 'signalled', signal: 'SIGXFSZ' })
+    expect(result.sandbox?.limitHit).toBe('file-size')
+  })
+})
+
+describe('the environment', () => {
+  const planted = {
+    DATABASE_URL: 'postgres://tether:pw@127.0.0.1:5432/audit',
+    TEMPORAL_ADDRESS: '127.0.0.1:7233',
+    OPENROUTER_API_KEY: 'sk-or-planted',
+    AWS_SECRET_ACCESS_KEY: 'planted',
+    GITHUB_TOKEN: 'ghp_planted',
+    PGPASSWORD: 'planted',
+    DEPLOY_SECRET: 'planted',
+  }
+
+  it('passes the allowlist and named variables, never secrets, even when named', async () => {
+    const { env, names } = sandboxEnvironment(
+      { ...process.env, ...planted, TETHER_EXTRA: 'no', PROJECT_FLAVOUR: 'blue' },
+      ['PROJECT_FLAVOUR', 'DATABASE_URL', 'GITHUB_TOKEN'],
+    )
+    const result = await sandboxed(sh('env; cat /proc/self/environ | tr "\\0" "\\n"'), { env })
+    for (const [name, value] of Object.entries(planted)) {
+      expect(result.stdout.text, name).not.toContain(value)
+      expect(names).not.toContain(name)
+    }
+    expect(result.stdout.text).toContain('PROJECT_FLAVOUR=blue')
+    expect(result.stdout.text).not.toContain('TETHER_EXTRA')
+    expect(names).toContain('PATH')
+  })
+})
+
+describe('the network', () => {
+  const hostAddress = Object.values(networkInterfaces())
+    .flat()
+    .find((entry) => entry?.family === 'IPv4' && !entry.internal)?.address
+
+  const connect = (host: string, port: number) =>
+    `const s = require('node:net').connect(${port}, ${JSON.stringify(host)}); s.on('data', (d) => { process.stdout.write(d); s.end() }); s.on('error', (e) => { console.log(e.code); process.exitCode = 2 })`
+
+  it('has no way to the host: loopback services (the audit database, Temporal) are unreachable', async () => {
+    const { port } = await listen('127.0.0.1')
+    const result = await sandboxed([process.execPath, '-e', connect('127.0.0.1', port)])
+    expect(result.stdout.text).toBe('ECONNREFUSED\n')
+    expect(result.exitCode).toBe(2)
+  })
+
+  it('reaches an allowed destination through the proxy, and nothing else', async () => {
+    expect(hostAddress, 'this machine needs a non-loopback IPv4 address').toBeDefined()
+    const { port } = await listen('0.0.0.0')
+    const network: NetworkAccess = {
+      allow: (host) =>
+        host === hostAddress
+          ? { allowed: true, reason: 'allowed by test' }
+          : { allowed: false, reason: 'denied by test' },
+    }
+    // A CONNECT through the proxy the sandbox points HTTPS_PROXY at, as npm, pip, go and curl do.
+    const tunnel = (target: string) =>
+      `const proxy = new URL(process.env.HTTPS_PROXY); const r = require('node:http').request({ host: proxy.hostname, port: proxy.port, method: 'CONNECT', path: ${JSON.stringify(target)} }); r.on('connect', (res, socket, head) => { if (res.statusCode !== 200) { console.log('refused', res.statusCode); socket.destroy(); return } process.stdout.write(head); socket.on('data', (d) => process.stdout.write(d)) }); r.end()`
+    const allowed = await sandboxed([process.execPath, '-e', tunnel(`${hostAddress}:${port}`)], {
+      sandbox: { workspace: dir, network },
+    })
+    expect(allowed.stdout.text).toBe('hello from the host\n')
+    expect(allowed.sandbox?.network).toEqual([
+      { host: hostAddress, port, allowed: true, reason: 'allowed by test' },
+    ])
+
+    const denied = await sandboxed([process.execPath, '-e', tunnel('example.com:443')], {
+      sandbox: { workspace: dir, network },
+    })
+    expect(denied.stdout.text).toBe('refused 403\n')
+    expect(denied.sandbox?.network?.[0]).toMatchObject({
+      host: 'example.com',
+      allowed: false,
+      reason: 'denied by test',
+    })
+
+    // A name the policy allows but that resolves to loopback is still refused: no way to the audit database.
+    const everything: NetworkAccess = { allow: () => ({ allowed: true, reason: 'allow all' }) }
+    const { port: local } = await listen('127.0.0.1')
+    const loop = await sandboxed([process.execPath, '-e', tunnel(`localhost:${local}`)], {
+      sandbox: { workspace: dir, network: everything },
+    })
+    expect(loop.stdout.text).toBe('refused 403\n')
+    expect(loop.sandbox?.network?.[0]?.reason).toMatch(/loopback/)
+    const blocked = await sandboxed([process.execPath, '-e', tunnel(`${hostAddress}:${port}`)], {
+      sandbox: { workspace: dir, network: { ...everything, blocked: [`${hostAddress}:${port}`] } },
+    })
+    expect(blocked.stdout.text).toBe('refused 403\n')
+    expect(blocked.sandbox?.network?.[0]?.reason).toMatch(/tether's own service/)
+  })
+})
+
+describe('toolchains still work inside', () => {
+  it('runs npm test on a project', async () => {
+    const project = join(dir, 'npm-project')
+    await mkdir(project, { recursive: true })
+    await writeFile(
+      join(project, 'package.json'),
+      JSON.stringify({ name: 'p', version: '1.0.0', scripts: { test: 'node --test' } }),
+    )
+    await writeFile(
+      join(project, 'add.test.js'),
+      "require('node:test')('adds', () => require('node:assert').equal(1 + 1, 2))\n",
+    )
+    const binds = toolchainBinds(process.env, 'read-write')
+    const result = await runCommand({
+      argv: ['npm', 'test'],
+      cwd: project,
+      timeoutMs: 120_000,
+      env: sandboxEnvironment(process.env).env,
+      sandbox: { workspace: project, ...binds },
+    })
+    expect(result.stderr.text + result.stdout.text).toMatch(/pass 1/)
+    expect(result).toMatchObject({ status: 'exited', exitCode: 0 })
+  })
+
+  it('runs go test ./... on a Go module', async () => {
+    const module = join(dir, 'go-module')
+    await mkdir(join(module, 'calc'), { recursive: true })
+    await writeFile(join(module, 'go.mod'), 'module example.com/calc\n\ngo 1.21\n')
+    await writeFile(
+      join(module, 'calc', 'calc.go'),
+      'package calc\n\nfunc Add(a, b int) int { return a + b }\n',
+    )
+    await writeFile(
+      join(module, 'calc', 'calc_test.go'),
+      'package calc\n\nimport "testing"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(2, 3) != 5 {\n\t\tt.Fatal("wrong")\n\t}\n}\n',
+    )
+    const binds = toolchainBinds(process.env, 'read-write')
+    const result = await runCommand({
+      argv: ['go', 'test', './...'],
+      cwd: module,
+      timeoutMs: 300_000,
+      env: sandboxEnvironment(process.env).env,
+      sandbox: { workspace: module, ...binds },
+    })
+    expect(result.stdout.text + result.stderr.text).toMatch(/ok\s+example\.com\/calc\/calc/)
+    expect(result).toMatchObject({ status: 'exited', exitCode: 0 })
+  })
+})
+
+describe('when the sandbox cannot be built', () => {
+  it('says in one line what to install, and runs nothing', async () => {
+    expect(() => sandboxRuntime('/nonexistent-tether-path')).toThrow(SandboxUnavailableError)
+    expect(() => sandboxRuntime('/nonexistent-tether-path')).toThrow(
+      /bwrap, which is not on PATH; install bubblewrap/,
+    )
+    const marker = join(dir, 'never-run')
+    const outcome = runCommand({
+      argv: ['touch', marker],
+      cwd: dir,
+      sandbox: { workspace: dir },
+      env: { PATH: '/nonexistent-tether-path' },
+    })
+    await expect(outcome).rejects.toThrow(SandboxUnavailableError)
+    expect(existsSync(marker)).toBe(false)
+  })
+})
