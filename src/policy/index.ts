@@ -8,6 +8,15 @@ export { Policy } from './policy.js'
 export { namesSensitivePath, readOnlyName } from './readonly.js'
 export { type RememberedRule, rememberRule } from './remember.js'
 export { quoteWord, renderCommand, renderExecVerdict } from './render.js'
+export {
+  CACHE_ACCESS,
+  type CacheAccess,
+  parseSize,
+  SANDBOX_MODES,
+  type SandboxMode,
+  type SandboxPolicy,
+  type SandboxSettings,
+} from './sandbox.js'
 export type { LayerSpec, PolicySpec, PolicySpecInput, RuleSpec } from './spec.js'
 export {
   ACTS,

@@ -14,8 +14,15 @@ import { globMatches, globsIntersect } from './glob.js'
 import { readOnlyName } from './readonly.js'
 import { escapeText, isPlainWord, renderCommand } from './render.js'
 import { ALL_EFFECTS, ALLOW, DENY_OR_ASK, RuleIndex } from './rules.js'
+import {
+  combineSandbox,
+  type ParsedSandboxSettings,
+  type SandboxPolicy,
+  type SandboxSettings,
+  sandboxSettingsSchema,
+} from './sandbox.js'
 import { staticWords } from './shell/parse.js'
-import { type INCLUDES, type PolicySpec, parseSpec, type RuleSpec } from './spec.js'
+import { fieldPath, type INCLUDES, type PolicySpec, parseSpec, type RuleSpec } from './spec.js'
 import {
   ACTS,
   type Act,
@@ -30,6 +37,7 @@ type Include = (typeof INCLUDES)[number]
 
 interface Layer {
   readonly name: string
+  readonly sandbox?: ParsedSandboxSettings | undefined
   readonly rules: readonly RuleSpec[]
 }
 
@@ -64,6 +72,7 @@ const NEEDS_NORMALISING =
 
 export class Policy {
   private compiledCache: Compiled | undefined
+  private sandboxCache: SandboxPolicy | undefined
 
   private constructor(private readonly state: State) {}
 
@@ -128,8 +137,14 @@ export class Policy {
       }
       seen.add(layer.name)
       const existing = layers.findIndex((l) => l.name === layer.name)
-      if (existing === -1) layers.push({ name: layer.name, rules: layer.rules })
-      else layers[existing] = { name: layer.name, rules: [...layers[existing]!.rules, ...layer.rules] }
+      const sandbox = layer.sandbox !== undefined ? { sandbox: layer.sandbox } : {}
+      if (existing === -1) layers.push({ name: layer.name, ...sandbox, rules: layer.rules })
+      else
+        layers[existing] = {
+          ...layers[existing]!,
+          ...sandbox,
+          rules: [...layers[existing]!.rules, ...layer.rules],
+        }
     }
     const policy = new Policy({
       layers,
@@ -139,6 +154,12 @@ export class Policy {
       current: -1,
     })
     policy.checkExamples(parsed.layers ?? [], file)
+    const written = new Map((parsed.layers ?? []).map((layer, index) => [layer.name, `layers[${index}]`]))
+    policy.sandboxCache = combineSandbox(
+      layers,
+      (name, index) => written.get(name) ?? `layers[${index}]`,
+      file,
+    )
     return policy
   }
 
@@ -149,6 +170,7 @@ export class Policy {
       defaults: { ...this.state.defaults },
       layers: this.state.layers.map((layer) => ({
         name: layer.name,
+        ...(layer.sandbox !== undefined ? { sandbox: structuredClone(layer.sandbox) } : {}),
         rules: layer.rules.map((rule) => ({ ...rule })),
       })),
     }
@@ -160,6 +182,33 @@ export class Policy {
   /** Who may answer an ask; empty means anyone. */
   get approvers(): readonly string[] {
     return this.state.approvers
+  }
+
+  /** The command sandbox this policy asks for (docs/sandbox.md): `enforce` unless the first layer says `off`. */
+  get sandbox(): SandboxPolicy {
+    this.sandboxCache ??= combineSandbox(this.state.layers)
+    return this.sandboxCache
+  }
+
+  /**
+   * Sets the sandbox settings of the current layer (`enforce`, `off`, or detailed settings). Throws
+   * PolicyError when a layer after the first would loosen the sandbox.
+   */
+  withSandbox(settings: SandboxSettings): Policy {
+    const parsed = sandboxSettingsSchema.safeParse(settings)
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]!
+      const field = fieldPath(['sandbox', ...issue.path])
+      throw new PolicyError(`${field}: ${issue.message}`, field)
+    }
+    const state = this.state.current === -1 ? this.layer('policy').state : this.state
+    const layers = replaceAt(state.layers, state.current, {
+      ...state.layers[state.current]!,
+      sandbox: parsed.data,
+    })
+    const policy = new Policy({ ...state, layers })
+    policy.sandboxCache = combineSandbox(layers)
+    return policy
   }
 
   /** The effect an act gets when no rule matches. */
@@ -589,7 +638,7 @@ function validRule(act: Act, effect: Effect, pattern: string): RuleSpec {
 }
 
 function appendRule(layer: Layer, rule: RuleSpec): Layer {
-  return { name: layer.name, rules: [...layer.rules, rule] }
+  return { ...layer, rules: [...layer.rules, rule] }
 }
 
 function replaceAt<T>(list: readonly T[], index: number, value: T): T[] {

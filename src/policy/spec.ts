@@ -4,6 +4,7 @@
  */
 import { z } from 'zod'
 import { PolicyError } from './errors.js'
+import { sandboxSettingsSchema } from './sandbox.js'
 import { ACTS, EFFECTS } from './types.js'
 
 const act = z.enum(ACTS)
@@ -29,6 +30,8 @@ const ruleSchema = z
 const layerSchema = z
   .object({
     name: z.string().min(1, 'a layer needs a name').max(100),
+    /** `enforce`, `off` or detailed settings (docs/sandbox.md); only the first layer may loosen them. */
+    sandbox: sandboxSettingsSchema.optional(),
     rules: z.array(ruleSchema),
   })
   .strict()
