@@ -4,6 +4,7 @@
  * type is derived from it. Pure (zod only): the workflow bundle imports it.
  */
 import { z } from 'zod'
+import { neverPassed } from './exec/env.js'
 
 const UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }
 
@@ -68,6 +69,22 @@ export const taskContractSchema = z
     outputCeiling: z.number().int().min(200).max(200_000).default(12_000),
     /** A model choice such as `openrouter:<model>` or `scripted:<file>`; unset = from the environment. */
     model: z.string().min(1).optional(),
+    /**
+     * Names of the worker's environment variables that commands also receive, beyond the sandbox's
+     * allowlist (locale, terminal, toolchain locations). Never tether's own or credential-like names.
+     */
+    env: z
+      .array(
+        z
+          .string()
+          .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name is letters, digits and _')
+          .refine((name) => !neverPassed(name), {
+            message:
+              "this name is never passed to commands (tether's own settings, database and cloud credentials, " +
+              'tokens, keys, secrets and passwords stay with the worker); give the command what it needs another way',
+          }),
+      )
+      .default([]),
     /** Commands never re-run after a worker crash cut them off (policy glob patterns on the joined argv). */
     noRetry: z.array(z.string().min(1)).default(DEFAULT_NO_RETRY),
     approvals: z

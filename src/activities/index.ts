@@ -4,13 +4,17 @@
  */
 import { ApplicationFailure } from '@temporalio/common'
 import { AuditConflictError, AuditConnectionError, AuditInputError, type AuditStore } from '../audit/index.js'
+import { SandboxUnavailableError } from '../exec/index.js'
 import { type ModelProvider, providerFromEnv } from '../model/index.js'
 import { modelActivities } from './model.js'
 import { policyActivities } from './policy.js'
 import { projectionActivities } from './projections.js'
+import { RunConfigs } from './run-config.js'
+import { CommandSandbox, type SandboxDependencies } from './sandbox.js'
 import { toolActivities } from './tools.js'
 import type { TetherActivities } from './types.js'
 
+export type { SandboxDependencies } from './sandbox.js'
 export type { TetherActivities } from './types.js'
 
 export interface ActivityDependencies {
@@ -19,14 +23,23 @@ export interface ActivityDependencies {
   provider?: (choice: string | undefined) => ModelProvider
   /** Used for approval webhooks (default: global fetch). */
   fetch?: typeof fetch
+  /**
+   * This worker's side of the command sandbox: its environment (default `process.env`), extra host paths
+   * to hide, and `host:port` of services commands must never reach (the Temporal server).
+   */
+  sandbox?: SandboxDependencies
 }
 
 export function createActivities(deps: ActivityDependencies): TetherActivities {
   const provider = deps.provider ?? cachedProviders(process.env)
+  const sandbox = new CommandSandbox({
+    ...deps.sandbox,
+    blocked: [...(deps.sandbox?.blocked ?? []), deps.audit.target],
+  })
   const activities: TetherActivities = {
-    ...policyActivities(),
+    ...policyActivities({ sandbox }),
     ...modelActivities({ audit: deps.audit, provider }),
-    ...toolActivities({ audit: deps.audit }),
+    ...toolActivities({ audit: deps.audit, runs: new RunConfigs(deps.audit), sandbox }),
     ...projectionActivities({ audit: deps.audit, ...(deps.fetch ? { fetch: deps.fetch } : {}) }),
   }
   return Object.fromEntries(
@@ -39,8 +52,8 @@ export function createActivities(deps: ActivityDependencies): TetherActivities {
 
 /**
  * An audit write refused for its content (bad input, a conflicting transcript row) fails the same way on
- * every attempt: report it as non-retryable instead of retrying forever. A server that is down stays
- * retryable.
+ * every attempt, and so does a sandbox this worker cannot build: report them as non-retryable instead of
+ * retrying forever. A server that is down stays retryable.
  */
 function failFastOnBadInput<I, O>(fn: (input: I) => Promise<O>): (input: I) => Promise<O> {
   return async (input) => {
@@ -53,6 +66,9 @@ function failFastOnBadInput<I, O>(fn: (input: I) => Promise<O>): (input: I) => P
         (error instanceof AuditConnectionError && !error.retryable)
       ) {
         throw ApplicationFailure.nonRetryable(error.message, error.name)
+      }
+      if (error instanceof SandboxUnavailableError) {
+        throw ApplicationFailure.nonRetryable(error.message, 'SandboxUnavailable')
       }
       throw error
     }

@@ -8,13 +8,19 @@ import { Policy, PolicyError, rememberRule, renderExecVerdict, type Verdict } fr
 import type { ValidatedCall } from '../tools/schemas.js'
 import type { Act, ActionVerdict, RememberedRule } from '../workflows/types.js'
 import { longRunningCommand, resolveWorkspacePath } from '../workspace/index.js'
+import type { CommandSandbox } from './sandbox.js'
 import type { TetherActivities } from './types.js'
 
-export function policyActivities(): Pick<TetherActivities, 'tetherPrepareRun' | 'tetherCheckAction'> {
+export function policyActivities(deps: {
+  sandbox: CommandSandbox
+}): Pick<TetherActivities, 'tetherPrepareRun' | 'tetherCheckAction'> {
   return {
     async tetherPrepareRun({ contract, policy: spec }) {
       const policy = loadPolicy(spec, [])
       const approvers = [...policy.approvers]
+      // No silent fallback: a run whose policy asks for the sandbox fails here when this worker has none.
+      const noSandbox = deps.sandbox.unavailable(policy)
+      if (noSandbox) return { approvers, rejected: noSandbox }
       if (!contract.verification) return { approvers }
       const verdict = policy.checkExec(contract.verification.command)
       if (verdict.effect === 'allow') return { approvers }

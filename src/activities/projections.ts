@@ -6,6 +6,7 @@
 import type { AuditStore } from '../audit/index.js'
 import type { TaskContract } from '../contract.js'
 import type { PendingApproval } from '../workflows/approvals.js'
+import { loadPolicy } from './policy.js'
 import type { TetherActivities } from './types.js'
 
 export function projectionActivities(deps: {
@@ -35,6 +36,7 @@ export function projectionActivities(deps: {
         policy,
         taskQueue,
         ...(parentRunId ? { parentRunId } : {}),
+        sandbox: loadPolicy(policy, []).sandbox.mode,
         startedAt: new Date(startedAt),
       })
       await audit.appendMessages(runId, 0, [{ role: 'user', content: contract.goal }])

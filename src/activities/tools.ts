@@ -6,7 +6,7 @@
 import { Context } from '@temporalio/activity'
 import { ApplicationFailure } from '@temporalio/common'
 import type { AuditStore } from '../audit/index.js'
-import type { ExecResult } from '../exec/index.js'
+import type { ExecResult, RunCommandOptions, SandboxLimits } from '../exec/index.js'
 import { type ValidatedCall, validateToolCall } from '../tools/schemas.js'
 import { gateFailureMessage } from '../workflows/run-state.js'
 import type { InlineMessage } from '../workflows/types.js'
@@ -21,13 +21,17 @@ import {
 } from '../workspace/index.js'
 import { runCommandWithHeartbeats } from './exec.js'
 import { judge, loadPolicy } from './policy.js'
+import type { RunConfigs } from './run-config.js'
+import type { CommandSandbox, CommandSetup } from './sandbox.js'
 import { appendInOrder } from './transcript.js'
 import type { TetherActivities } from './types.js'
 
 export function toolActivities(deps: {
   audit: AuditStore
+  runs: RunConfigs
+  sandbox: CommandSandbox
 }): Pick<TetherActivities, 'tetherExec' | 'tetherFileTool' | 'tetherVerify'> {
-  const { audit } = deps
+  const { audit, runs, sandbox } = deps
   /** Writes the observations the workflow made since the last write, then this call's own. */
   const writeObservation = (
     input: { runId: string; seq: number; callId: string; pending: InlineMessage[] },
@@ -57,6 +61,8 @@ export function toolActivities(deps: {
           status: 'interrupted',
         }
       }
+      const run = await runs.get(runId)
+      const setup = sandbox.setup(run.policy, { workspace: input.workspace, env: run.contract.env })
       const startedAt = new Date()
       const result = await runCommandWithHeartbeats({
         argv,
@@ -64,6 +70,7 @@ export function toolActivities(deps: {
         workspace: input.workspace,
         timeoutMs: input.timeoutMs,
         outputCeiling: input.outputCeiling,
+        ...commandOptions(setup),
       })
       await audit.recordExecResult({
         runId,
@@ -80,6 +87,7 @@ export function toolActivities(deps: {
         startedAt,
         finishedAt: new Date(),
         attempt: context.info.attempt,
+        ...sandboxRecord(setup, result),
       })
       // The partial result is recorded above; a cancelled activity still reports as cancelled.
       if (result.status === 'cancelled' && context.cancellationSignal.aborted)
@@ -139,12 +147,14 @@ export function toolActivities(deps: {
         await audit.recordGateEvent({ runId, step, kind: 'gate_phase_failed', detail, at: at() })
         return { passed: false, summary: detail, status: 'refused' }
       }
+      const setup = sandbox.setup(loadPolicy(spec, []), contract)
       const result = await runCommandWithHeartbeats({
         argv: command,
         cwd: contract.workspace,
         workspace: contract.workspace,
         timeoutMs,
         outputCeiling: contract.outputCeiling,
+        ...commandOptions(setup),
       })
       if (result.status === 'cancelled' && Context.current().cancellationSignal.aborted) {
         throw Context.current().cancellationSignal.reason
@@ -244,6 +254,15 @@ function runFileTool(
   }
 }
 
+function commandOptions(setup: CommandSetup): Pick<RunCommandOptions, 'env' | 'sandbox'> {
+  return { env: setup.env, ...(setup.sandbox ? { sandbox: setup.sandbox } : {}) }
+}
+
+/** The audit's record of the boundary: names of the variables passed (never values) and the sandbox report. */
+function sandboxRecord(setup: CommandSetup, result: ExecResult): { sandbox?: unknown } {
+  return { sandbox: { mode: setup.sandbox ? 'enforce' : 'off', envNames: setup.envNames, ...result.sandbox } }
+}
+
 function statusText(result: ExecResult): string {
   switch (result.status) {
     case 'exited':
@@ -274,10 +293,46 @@ export function execObservation(argv: readonly string[], result: ExecResult): st
   if (stdout) lines.push(stdout)
   if (stderr) lines.push(`[stderr]\n${stderr}`)
   if (!stdout && !stderr) lines.push('(no output)')
+  lines.push(...sandboxNotes(result))
   const failed = !(result.status === 'exited' && result.exitCode === 0)
   const advice = failed ? adviceFor(`${stdout}\n${stderr}`) : undefined
   if (advice) lines.push(`[advice] ${advice}`)
   return lines.join('\n')
+}
+
+const LIMIT_TEXT = {
+  processes: (l: SandboxLimits) => `its process limit (${l.processes} processes and threads)`,
+  memory: (l: SandboxLimits) => `its memory limit (${formatBytes(l.memoryBytes)})`,
+  'file-size': (l: SandboxLimits) => `its file-size limit (${formatBytes(l.fileSizeBytes)})`,
+  'cpu-time': (l: SandboxLimits) => `its CPU-time limit (${l.cpuSeconds} s)`,
+}
+
+/** What the sandbox did to a command, in words the model can act on. */
+function sandboxNotes(result: ExecResult): string[] {
+  const report = result.sandbox
+  if (!report) return []
+  const notes: string[] = []
+  if (report.limitHit)
+    notes.push(`[sandbox] the command ran into ${LIMIT_TEXT[report.limitHit](report.limits)}.`)
+  const refused = (report.network ?? []).filter((decision) => !decision.allowed)
+  if (refused.length > 0) {
+    const shown = refused.slice(0, 5).map((d) => `${d.host}:${d.port} (${d.reason})`)
+    notes.push(
+      `[sandbox] network refused: ${shown.join('; ')}${refused.length > 5 ? `; and ${refused.length - 5} more` : ''}`,
+    )
+  }
+  return notes
+}
+
+function formatBytes(bytes: number): string {
+  const units = ['bytes', 'KiB', 'MiB', 'GiB', 'TiB']
+  let value = bytes
+  let unit = 0
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024
+    unit += 1
+  }
+  return `${Number.isInteger(value) ? value : value.toFixed(1)} ${units[unit]}`
 }
 
 function clip(text: string, limit: number): string {

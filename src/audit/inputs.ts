@@ -78,6 +78,8 @@ export const runStarted = z.object({
   policy: json,
   taskQueue: id.optional(),
   parentRunId: id.optional(),
+  /** The sandbox mode of the run's policy. */
+  sandbox: z.enum(['enforce', 'off']).optional(),
   startedAt: timestamp,
 })
 
@@ -161,6 +163,8 @@ export const execResult = z.object({
   finishedAt: timestamp,
   /** The activity attempt that produced this result (1-based); a higher attempt replaces a lower one. */
   attempt: z.number().int().min(1).default(1),
+  /** Sandbox facts (variable names passed, limits, the limit hit, network destinations); absent when off. */
+  sandbox: json.optional(),
 })
 
 export const gateEvent = z.object({

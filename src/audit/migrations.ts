@@ -157,6 +157,17 @@ create table messages (
 );
 `,
   },
+  {
+    version: 2,
+    name: 'sandbox records',
+    sql: `
+-- The sandbox mode a run's policy asked for ('enforce' or 'off'); null for runs recorded before it existed.
+alter table runs add column sandbox text check (sandbox in ('enforce', 'off'));
+-- What the sandbox saw of a command: the environment variable names passed (never values), its limits,
+-- the limit it hit and the network destinations it asked for.
+alter table exec_results add column sandbox json;
+`,
+  },
 ]
 
 export interface MigrationReport {

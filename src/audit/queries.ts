@@ -56,6 +56,8 @@ export interface ExecutedCommand {
   stderr: StreamCapture
   startedAt: Date
   finishedAt: Date
+  /** What the sandbox saw (variable names passed, limits, the limit hit, network); absent when off. */
+  sandbox?: unknown
 }
 
 export interface StepRow {
@@ -118,6 +120,8 @@ export interface RunRow {
   reason?: string | undefined
   taskQueue?: string | undefined
   parentRunId?: string | undefined
+  /** The sandbox mode of the run's policy; absent for runs recorded before the sandbox existed. */
+  sandbox?: 'enforce' | 'off' | undefined
   startedAt: Date
   finishedAt?: Date | undefined
 }
@@ -311,7 +315,7 @@ export async function refusedActions(
 
 const EXEC_COLUMNS = `run_id, step, call, attempt, argv, cwd, status, exit_code, signal, duration_ms,
   stdout_text, stdout_elided, stdout_bytes, stdout_lines, stdout_sha256,
-  stderr_text, stderr_elided, stderr_bytes, stderr_lines, stderr_sha256, started_at, finished_at`
+  stderr_text, stderr_elided, stderr_bytes, stderr_lines, stderr_sha256, started_at, finished_at, sandbox`
 
 /** "What actually ran" in one run: every command with its status, exit, duration and output, in order. */
 export async function executedCommands(
@@ -389,8 +393,23 @@ export async function runTimeline(db: Database, runId: string): Promise<Timeline
   return rows.map(({ type, row }) => ({ type, ...timelineRow(type, row) }) as TimelineEntry)
 }
 
-const RUN_COLUMNS = `run_id, goal, workspace, status, outcome, reason, task_queue, parent_run_id, started_at,
-  finished_at`
+const RUN_COLUMNS = `run_id, goal, workspace, status, outcome, reason, task_queue, parent_run_id, sandbox,
+  started_at, finished_at`
+
+/** The contract and policy a run was started with, as recorded; undefined for an unknown run. */
+export async function runConfig(
+  db: Database,
+  runId: string,
+): Promise<{ contract: unknown; policy: unknown } | undefined> {
+  const operation = 'runConfig'
+  requireId(runId, 'runId', operation)
+  const { rows } = await db.query<{ contract: unknown; policy: unknown }>(
+    operation,
+    'select contract, policy from runs where run_id = $1',
+    [runId],
+  )
+  return rows[0]
+}
 
 /**
  * A run's outcome, steps, tokens and duration, with counts of its refusals, commands and open approvals.

@@ -124,6 +124,10 @@ export class AuditStore {
   runTimeline(runId: string): Promise<queries.TimelineEntry[]> {
     return queries.runTimeline(this.db, runId)
   }
+  /** The contract and policy a run was started with, as recorded. */
+  runConfig(runId: string): Promise<{ contract: unknown; policy: unknown } | undefined> {
+    return queries.runConfig(this.db, runId)
+  }
   runSummary(runId: string): Promise<queries.RunSummary | undefined> {
     return queries.runSummary(this.db, runId)
   }

@@ -22,8 +22,8 @@ export async function recordRunStarted(db: Database, value: input.RunStarted): P
   const run = input.parse(input.runStarted, value, 'recordRunStarted')
   const { rowCount } = await db.query(
     'recordRunStarted',
-    `insert into runs (run_id, goal, workspace, contract, policy, task_queue, parent_run_id, started_at)
-     values ($1, $2, $3, $4, $5, $6, $7, $8)
+    `insert into runs (run_id, goal, workspace, contract, policy, task_queue, parent_run_id, started_at, sandbox)
+     values ($1, $2, $3, $4, $5, $6, $7, $8, $9)
      on conflict (run_id) do nothing`,
     [
       run.runId,
@@ -34,6 +34,7 @@ export async function recordRunStarted(db: Database, value: input.RunStarted): P
       run.taskQueue ?? null,
       run.parentRunId ?? null,
       run.startedAt,
+      run.sandbox ?? null,
     ],
   )
   return rowCount === 1
@@ -134,9 +135,9 @@ export async function recordExecResult(db: Database, value: input.ExecResultReco
     `insert into exec_results as e (run_id, step, call, attempt, argv, cwd, status, exit_code, signal,
                                     duration_ms, stdout_text, stdout_elided, stdout_bytes, stdout_lines,
                                     stdout_sha256, stderr_text, stderr_elided, stderr_bytes, stderr_lines,
-                                    stderr_sha256, started_at, finished_at)
+                                    stderr_sha256, started_at, finished_at, sandbox)
      values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20,
-             $21, $22)
+             $21, $22, $23)
      on conflict (run_id, step, call) do update
         set attempt = excluded.attempt, argv = excluded.argv, cwd = excluded.cwd, status = excluded.status,
             exit_code = excluded.exit_code, signal = excluded.signal, duration_ms = excluded.duration_ms,
@@ -145,7 +146,7 @@ export async function recordExecResult(db: Database, value: input.ExecResultReco
             stdout_sha256 = excluded.stdout_sha256, stderr_text = excluded.stderr_text,
             stderr_elided = excluded.stderr_elided, stderr_bytes = excluded.stderr_bytes,
             stderr_lines = excluded.stderr_lines, stderr_sha256 = excluded.stderr_sha256,
-            started_at = excluded.started_at, finished_at = excluded.finished_at
+            started_at = excluded.started_at, finished_at = excluded.finished_at, sandbox = excluded.sandbox
       where e.attempt < excluded.attempt`,
     [
       result.runId,
@@ -162,6 +163,7 @@ export async function recordExecResult(db: Database, value: input.ExecResultReco
       ...streamColumns(result.stderr),
       result.startedAt,
       result.finishedAt,
+      result.sandbox ?? null,
     ],
   )
   return rowCount === 1

@@ -1,9 +1,10 @@
 /** Budgets, cancellation and continue-as-new of a real run. */
 import { existsSync } from 'node:fs'
-import { readFile, writeFile } from 'node:fs/promises'
+import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { WorkflowFailedError } from '@temporalio/client'
 import { describe, expect, it } from 'vitest'
+import { PROBE_ID, processesWithProbeId } from '../fixtures/exec/probes.js'
 import { npmWorkspace, startRun, testPolicy, useAgentHarness, writeScript } from '../support/agent.js'
 import { recordHistory } from '../support/temporal.js'
 
@@ -94,22 +95,28 @@ setInterval(() => {}, 1000)
 
 describe('cancellation', () => {
   it('kills the in-flight command tree and records the run as cancelled', async () => {
-    const { ws, handle } = await run([{ toolCalls: [exec('node', 'tree.cjs')] }], {}, { 'tree.cjs': TREE })
+    // The command's processes carry a marker in their environment, so they can be found from the host
+    // whatever PID namespace the sandbox gave them.
+    const id = `cancel-${Date.now()}`
+    process.env[PROBE_ID] = id
+    const { ws, handle } = await run(
+      [{ toolCalls: [exec('node', 'tree.cjs')] }],
+      { env: [PROBE_ID] },
+      { 'tree.cjs': TREE },
+    )
     try {
       await expect.poll(() => existsSync(join(ws.path, 'pids.json')), { timeout: 60_000 }).toBe(true)
-      const pids = JSON.parse(await readFile(join(ws.path, 'pids.json'), 'utf8')) as number[]
-      expect(pids.every((pid) => existsSync(`/proc/${pid}`))).toBe(true)
+      expect(processesWithProbeId(id).length).toBeGreaterThanOrEqual(2)
       await handle.cancel()
       const failure = await handle.result().catch((error: unknown) => error)
       expect(failure).toBeInstanceOf(WorkflowFailedError)
-      await expect
-        .poll(() => pids.filter((pid) => existsSync(`/proc/${pid}`)), { timeout: 15_000 })
-        .toEqual([])
+      await expect.poll(() => processesWithProbeId(id), { timeout: 15_000 }).toEqual([])
       expect((await harness.audit.runSummary(handle.workflowId))?.outcome).toBe('cancelled')
       await recordHistory(handle, 'agent-run-cancelled')
       const [command] = await harness.audit.executedCommands({ runId: handle.workflowId })
       expect(command?.status).toBe('cancelled')
     } finally {
+      delete process.env[PROBE_ID]
       await ws.cleanup()
     }
   })

@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { Client } from '@temporalio/client'
 import { afterAll, beforeAll, inject } from 'vitest'
-import { createActivities } from '../../src/activities/index.js'
+import { createActivities, type SandboxDependencies } from '../../src/activities/index.js'
 import { type AuditStore, openAudit } from '../../src/audit/index.js'
 import type { TaskContractInput } from '../../src/contract.js'
 import type { ModelScript } from '../../src/model/index.js'
@@ -45,9 +45,13 @@ export function testPolicy(): Policy {
     .allowWrite('src/*')
 }
 
-export async function startAgentWorker(audit: AuditStore, options: { taskQueue?: string } = {}) {
+export async function startAgentWorker(
+  audit: AuditStore,
+  options: { taskQueue?: string; sandbox?: SandboxDependencies } = {},
+) {
   const taskQueue = options.taskQueue ?? uniqueTaskQueue('agent')
-  const { worker, connection } = await createWorker({ taskQueue, activities: createActivities({ audit }) })
+  const activities = createActivities({ audit, ...(options.sandbox ? { sandbox: options.sandbox } : {}) })
+  const { worker, connection } = await createWorker({ taskQueue, activities })
   const running = worker.run()
   return {
     taskQueue,

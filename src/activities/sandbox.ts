@@ -1,0 +1,103 @@
+/**
+ * How the activities sandbox a run's commands: the policy's sandbox settings, the contract's extra
+ * environment names and this worker's facts (its environment, its state folders, the addresses of its
+ * Temporal server and audit database) turned into `runCommand`'s options. One place, so the `exec` tool
+ * and the verification gate run under the same boundary.
+ */
+import { homedir } from 'node:os'
+import { join, resolve } from 'node:path'
+import {
+  type ExecEnv,
+  type SandboxOptions,
+  SandboxUnavailableError,
+  sandboxEnvironment,
+  sandboxRuntime,
+  toolchainBinds,
+} from '../exec/index.js'
+import type { Policy } from '../policy/index.js'
+
+export interface SandboxDependencies {
+  /** The worker's environment: what commands' variables are drawn from, and the PATH bwrap is found on. */
+  env?: NodeJS.ProcessEnv
+  /** Host paths no command may see, beyond tether's state folders (which are always hidden). */
+  hide?: readonly string[]
+  /** `host:port` of services commands must never reach (tether's Temporal server and audit database). */
+  blocked?: readonly string[]
+}
+
+/** What one command runs with. */
+export interface CommandSetup {
+  env: ExecEnv
+  /** Names of the variables passed (for the audit: names, never values). */
+  envNames: string[]
+  sandbox?: SandboxOptions
+}
+
+export class CommandSandbox {
+  private readonly env: NodeJS.ProcessEnv
+  private readonly hide: string[]
+  private readonly blocked: string[]
+
+  constructor(deps: SandboxDependencies = {}) {
+    this.env = deps.env ?? process.env
+    this.hide = [...tetherStateFolders(this.env), ...(deps.hide ?? [])]
+    this.blocked = [...(deps.blocked ?? []), this.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233']
+  }
+
+  /** Why this worker cannot run the policy's sandbox, or undefined when it can (or the policy says off). */
+  unavailable(policy: Policy): string | undefined {
+    if (policy.sandbox.mode === 'off') return undefined
+    try {
+      sandboxRuntime(this.env.PATH)
+      return undefined
+    } catch (error) {
+      if (error instanceof SandboxUnavailableError) return error.message
+      throw error
+    }
+  }
+
+  /** The environment and sandbox for a command of a run with this policy, workspace and extra names. */
+  setup(policy: Policy, run: { workspace: string; env?: readonly string[] | undefined }): CommandSetup {
+    const { env, names } = sandboxEnvironment(this.env, run.env ?? [])
+    const settings = policy.sandbox
+    if (settings.mode === 'off') return { env, envNames: names }
+    const binds = toolchainBinds(this.env, settings.caches)
+    const mayReachNetwork =
+      policy.defaultFor('net') === 'allow' ||
+      policy
+        .toSpec()
+        .layers.some((layer) => layer.rules.some((rule) => rule.act === 'net' && rule.effect === 'allow'))
+    const sandbox: SandboxOptions = {
+      workspace: run.workspace,
+      home: this.env.HOME ?? homedir(),
+      readOnly: [...binds.readOnly, ...settings.readOnly],
+      writable: [...binds.writable, ...settings.writable],
+      hide: [...this.hide, ...binds.hide, ...settings.hide],
+      limits: settings.limits,
+      runtime: sandboxRuntime(this.env.PATH),
+      ...(mayReachNetwork
+        ? {
+            network: {
+              allow: (host: string, port: number) => {
+                const verdict = policy.check('net', `${host}:${port}`)
+                return { allowed: verdict.effect === 'allow', reason: verdict.reason }
+              },
+              blocked: this.blocked,
+            },
+          }
+        : {}),
+    }
+    return { env, envNames: names, sandbox }
+  }
+}
+
+/** tether's own state: the state folder (Temporal and Postgres data, credentials) and its per-user folders. */
+function tetherStateFolders(env: NodeJS.ProcessEnv): string[] {
+  const home = env.HOME ?? homedir()
+  return [
+    resolve(env.TETHER_STATE_DIR ?? '.tether'),
+    join(env.XDG_CONFIG_HOME ?? join(home, '.config'), 'tether'),
+    join(env.XDG_STATE_HOME ?? join(home, '.local', 'state'), 'tether'),
+    join(env.XDG_CACHE_HOME ?? join(home, '.cache'), 'tether'),
+  ]
+}
