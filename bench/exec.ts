@@ -1,7 +1,8 @@
 /**
  * Exec runner benchmarks, side by side in one run (`npx tsx bench/exec.ts`):
- *   (a) `true` ×500 through runCommand vs a bare child_process.spawn (target ratio ≤ 1.15), interleaved
- *       call by call so machine noise hits both alike;
+ *   (a) `true` ×500 through runCommand vs a bare child_process.spawn (target ratio ≤ 1.15), and through
+ *       runCommand in the sandbox (bubblewrap, cgroups; target: median ≤ 10 ms over bare spawn),
+ *       interleaved call by call so machine noise hits all three alike;
  *   (b) 2 GiB of output through runCommand vs the same writer into /dev/null (target throughput ratio
  *       ≥ 0.7) and the peak RSS growth while capturing (target ≤ 32 MiB), next to Node reading the same
  *       pipe and dropping the data (the floor for any Node reader). Two writers: one that formats log
@@ -50,24 +51,34 @@ async function spawnOverhead(cwd: string): Promise<void> {
   const runs = 500
   const bare: number[] = []
   const ours: number[] = []
-  // Warm both paths first so neither pays for first-call compilation.
-  for (let i = 0; i < 20; i++) {
-    await bareSpawn(['true'], 'pipe')
-    await runCommand({ argv: ['true'], cwd })
-  }
+  const sandboxed: number[] = []
+  const contenders: Array<[number[], () => Promise<unknown>]> = [
+    [bare, () => bareSpawn(['true'], 'pipe')],
+    [ours, () => runCommand({ argv: ['true'], cwd })],
+    [sandboxed, () => runCommand({ argv: ['true'], cwd, sandbox: { workspace: cwd } })],
+  ]
+  // Warm every path first so none pays for first-call compilation (or the sandbox's one-time probe).
+  for (let i = 0; i < 20; i++) for (const [, run] of contenders) await run()
   for (let i = 0; i < runs; i++) {
-    // Alternate which goes first, so neither always runs right after the other's process exit.
-    const first = i % 2 === 0
-    if (first) bare.push(await timed(() => bareSpawn(['true'], 'pipe')))
-    ours.push(await timed(() => runCommand({ argv: ['true'], cwd })))
-    if (!first) bare.push(await timed(() => bareSpawn(['true'], 'pipe')))
+    // Rotate which goes first, so none always runs right after another's process exit.
+    for (let j = 0; j < contenders.length; j++) {
+      const [times, run] = contenders[(i + j) % contenders.length]!
+      times.push(await timed(run))
+    }
   }
   const sum = (values: number[]) => values.reduce((a, b) => a + b, 0)
   console.log(`(a) true ×${runs}, interleaved`)
   console.log(`    bare spawn   total ${sum(bare).toFixed(0)} ms, median ${median(bare).toFixed(3)} ms/run`)
   console.log(`    runCommand   total ${sum(ours).toFixed(0)} ms, median ${median(ours).toFixed(3)} ms/run`)
   console.log(
+    `    sandboxed    total ${sum(sandboxed).toFixed(0)} ms, median ${median(sandboxed).toFixed(3)} ms/run`,
+  )
+  console.log(
     `    ratio runCommand/bare: total ${(sum(ours) / sum(bare)).toFixed(3)}, median ${(median(ours) / median(bare)).toFixed(3)} (target ≤ 1.15)`,
+  )
+  console.log(
+    `    sandboxed: ratio to bare ${(median(sandboxed) / median(bare)).toFixed(2)}, to runCommand ${(median(sandboxed) / median(ours)).toFixed(2)}; ` +
+      `overhead over bare spawn ${(median(sandboxed) - median(bare)).toFixed(2)} ms median (target ≤ 10 ms)`,
   )
 }
 
@@ -185,6 +196,8 @@ async function main(): Promise<void> {
     }
     console.log(`node ${process.version}, ${new Date().toISOString()}`)
     await spawnOverhead(dir)
+    // `--spawn`: only (a), the per-command overhead.
+    if (process.argv[2] === '--spawn') return
     await throughput(logWriter, 3)
     await throughput(blockWriter, 3)
     await execaBuffering(logWriter)

@@ -7,6 +7,7 @@ import { colour, print, visible } from './context.js'
 export function printTimeline(summary: RunSummary, timeline: TimelineEntry[]): void {
   print(`${colour.bold(summary.runId)}  ${outcomeText(summary.outcome ?? summary.status)}`)
   print(colour.dim(`goal: ${summary.goal.split('\n')[0] ?? ''}`))
+  print(colour.dim(`sandbox: ${sandboxText(summary.sandbox)}`))
   for (const entry of timeline) print(entryLine(entry))
   print(
     colour.dim(
@@ -14,6 +15,12 @@ export function printTimeline(summary: RunSummary, timeline: TimelineEntry[]): v
         (summary.durationMs !== undefined ? `, ${(summary.durationMs / 1000).toFixed(1)} s` : ''),
     ),
   )
+}
+
+function sandboxText(mode: RunSummary['sandbox']): string {
+  if (mode === 'enforce') return 'enforce (commands ran inside the OS sandbox)'
+  if (mode === 'off') return "off (the policy's first layer turned it off: commands ran with the worker's access)"
+  return 'not recorded (a run from before the sandbox)'
 }
 
 function outcomeText(outcome: string): string {

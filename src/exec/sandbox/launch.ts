@@ -100,12 +100,12 @@ export async function prepareSandbox(
   if (privateHome) args.push('--tmpfs', privateHome)
   for (const path of byDepth(options.readOnly ?? [])) args.push('--ro-bind-try', path, path)
   for (const path of byDepth(options.writable ?? [])) args.push('--bind-try', path, path)
+  // A hidden folder that holds the workspace is emptied first and the workspace bound back into it;
+  // every other one is hidden last, so it covers whatever the binds above brought back.
+  const hidden = byDepth([...HOST_SECRETS, ...(options.hide ?? [])])
+  for (const path of hidden.filter((path) => within(workspace, path))) pushHide(args, path)
   args.push('--bind', workspace, workspace)
-  // Hidden last, so they cover whatever the binds above brought back — never the workspace itself.
-  for (const path of byDepth([...HOST_SECRETS, ...(options.hide ?? [])])) {
-    if (within(workspace, path)) continue
-    pushHide(args, path)
-  }
+  for (const path of hidden.filter((path) => !within(workspace, path))) pushHide(args, path)
 
   const innerEnv: Record<string, string> = { ...env, TMPDIR: '/tmp' }
   if (home) innerEnv.HOME = home

@@ -72,6 +72,20 @@ describe('the filesystem boundary', () => {
     expect(result.stderr.text).toMatch(/No such file or directory/)
   })
 
+  it('hides a folder that holds the workspace, all but the workspace', async () => {
+    const state = join(dir, 'state')
+    const workspace = join(state, 'workspace')
+    await mkdir(workspace, { recursive: true })
+    await writeFile(join(state, 'temporal.db'), 'history of every run')
+    const result = await runCommand({
+      argv: sh('ls -A ..; echo mine > file; cat file'),
+      cwd: workspace,
+      sandbox: { workspace, hide: [state] },
+    })
+    expect(result).toMatchObject({ status: 'exited', exitCode: 0 })
+    expect(result.stdout.text).toBe('workspace\nmine\n')
+  })
+
   it('hides the paths it is told to hide, inside the workspace too', async () => {
     const state = join(dir, '.tether')
     await mkdir(state, { recursive: true })
