@@ -24,7 +24,7 @@ export interface ActivityDependencies {
 export function createActivities(deps: ActivityDependencies): TetherActivities {
   const provider = deps.provider ?? cachedProviders(process.env)
   const activities: TetherActivities = {
-    ...policyActivities(),
+    ...policyActivities({ provider }),
     ...modelActivities({ audit: deps.audit, provider }),
     ...toolActivities({ audit: deps.audit }),
     ...projectionActivities({ audit: deps.audit, ...(deps.fetch ? { fetch: deps.fetch } : {}) }),

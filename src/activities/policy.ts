@@ -1,29 +1,31 @@
 /**
  * The policy activities. Run as *local* activities, so each verdict is recorded in history (replay never
  * re-judges with newer policy code) without a task-queue round trip. They touch the disk only to resolve
- * workspace paths, so a symlink inside the workspace is judged by where it really points.
+ * workspace paths, so a symlink inside the workspace is judged by where it really points, and (before the
+ * first step) to check the contract against the worker's world.
  */
 import { ApplicationFailure } from '@temporalio/common'
+import { gateRefusal } from '../contract.js'
+import type { ModelProvider } from '../model/index.js'
 import { Policy, PolicyError, rememberRule, renderExecVerdict, type Verdict } from '../policy/index.js'
 import type { ValidatedCall } from '../tools/schemas.js'
 import type { Act, ActionVerdict, RememberedRule } from '../workflows/types.js'
 import { longRunningCommand, resolveWorkspacePath } from '../workspace/index.js'
+import { contractProblems } from './preflight.js'
 import type { TetherActivities } from './types.js'
 
-export function policyActivities(): Pick<TetherActivities, 'tetherPrepareRun' | 'tetherCheckAction'> {
+export function policyActivities(deps: {
+  provider: (choice: string | undefined) => ModelProvider
+}): Pick<TetherActivities, 'tetherPrepareRun' | 'tetherCheckAction'> {
   return {
     async tetherPrepareRun({ contract, policy: spec }) {
       const policy = loadPolicy(spec, [])
       const approvers = [...policy.approvers]
-      if (!contract.verification) return { approvers }
-      const verdict = policy.checkExec(contract.verification.command)
-      if (verdict.effect === 'allow') return { approvers }
-      return {
-        approvers,
-        rejected:
-          `the verification command \`${contract.verification.command.join(' ')}\` is not allowed by the policy ` +
-          `(${verdict.effect}: ${verdict.reason}); the gate runs unattended, so the policy must allow it`,
-      }
+      const problems = await contractProblems(contract, deps.provider)
+      const gate = gateRefusal(contract, policy)
+      if (gate) problems.push(gate)
+      // All at once, so one correction fixes everything.
+      return problems.length > 0 ? { approvers, rejected: problems.join('; ') } : { approvers }
     },
 
     async tetherCheckAction({ policy: spec, remembered, workspace, call, noRetry }) {
