@@ -19,11 +19,17 @@ export function policyActivities(deps: {
 }): Pick<TetherActivities, 'tetherPrepareRun' | 'tetherCheckAction'> {
   return {
     async tetherPrepareRun({ contract, policy: spec }) {
-      const policy = loadPolicy(spec, [])
-      const approvers = [...policy.approvers]
       const problems = await contractProblems(contract, deps.provider)
-      const gate = gateRefusal(contract, policy)
+      let policy: Policy | undefined
+      try {
+        policy = Policy.fromSpec(spec)
+      } catch (error) {
+        if (!(error instanceof PolicyError)) throw error
+        problems.push(`the policy is invalid: ${error.message}`)
+      }
+      const gate = policy && gateRefusal(contract, policy)
       if (gate) problems.push(gate)
+      const approvers = [...(policy?.approvers ?? [])]
       // All at once, so one correction fixes everything.
       return problems.length > 0 ? { approvers, rejected: problems.join('; ') } : { approvers }
     },

@@ -124,6 +124,21 @@ describe('runs that do not succeed', () => {
         steps: 0,
       })
       await recordHistory(handle, 'agent-run-rejected')
+
+      // An invalid policy is one more reason, found by the same first step.
+      const badPolicy = await client.client.workflow.start('agentRun', {
+        taskQueue,
+        workflowId: `bad-policy-${taskQueue}`,
+        args: [
+          {
+            contract: { goal: 'g', workspace: ws.path, model: 'refusing:model' },
+            policy: { defaults: { exec: 'maybe' } },
+          },
+        ],
+      })
+      const policyCause = await failure(badPolicy)
+      expect(policyCause.type).toBe('ContractRejected')
+      expect(policyCause.message).toMatch(/^the policy is invalid: .*defaults\.exec/)
     } finally {
       await ws.cleanup()
     }
