@@ -378,32 +378,13 @@ describe('tether CLI', () => {
       }
 
       // Refused by the client before anything starts: a gate the policy would not allow, a bare number.
-      const gate = await tether([
-        'run',
-        '--goal',
-        'g',
-        '--workspace',
-        ws.path,
-        '--policy',
-        policyFile,
-        '--verify',
-        'make check',
-      ])
+      const start = (...flags: string[]) => tether(['run', '--goal', 'g', '--workspace', ws.path, ...flags])
+      const gate = await start('--policy', policyFile, '--verify', 'make check')
       expect(gate.code).toBe(1)
       expect(gate.stderr).toMatch(
         /^error: the verification command `make check` is not allowed by the policy \(ask: .*\); the gate runs unattended, so the policy must allow it\n$/,
       )
-      const number = await tether([
-        'run',
-        '--goal',
-        'g',
-        '--workspace',
-        ws.path,
-        '--verify',
-        'none',
-        '--max-time',
-        '1800',
-      ])
+      const number = await start('--verify', 'none', '--max-time', '1800')
       expect(number.code).toBe(1)
       expect(number.stderr).toBe(
         'error: invalid task contract: budgets.maxWallTime: "1800" has no unit; write a duration with a unit, e.g. "30m" or "1800s"\n',
