@@ -2,8 +2,8 @@
  * The tether worker process: serves `agentRun` and its activities on one task queue.
  *
  * Environment: TEMPORAL_ADDRESS (default 127.0.0.1:7233), TEMPORAL_NAMESPACE (default `default`),
- * TETHER_TASK_QUEUE (default `tether`), DATABASE_URL (else the embedded PostgreSQL under TETHER_STATE_DIR,
- * default `.tether`), and the model provider variables (see README). Migrations run at start. SIGINT or
+ * TETHER_TASK_QUEUE (default `tether`), DATABASE_URL (else the embedded PostgreSQL in tether's state folder:
+ * TETHER_STATE_DIR, default `$XDG_STATE_HOME/tether` or `~/.local/state/tether`), and the model provider variables (see README). Migrations run at start. SIGINT or
  * SIGTERM stops it cleanly: running commands get 30 s to finish before they are cancelled and retried
  * elsewhere.
  */
@@ -16,7 +16,7 @@ const namespace = process.env.TEMPORAL_NAMESPACE ?? 'default'
 const taskQueue = process.env.TETHER_TASK_QUEUE ?? 'tether'
 
 try {
-  const audit = await openAudit({ stateDir: process.env.TETHER_STATE_DIR ?? '.tether', migrate: true })
+  const audit = await openAudit({ migrate: true })
   const connection = await NativeConnection.connect({ address })
   try {
     const worker = await createTetherWorker({ connection, namespace, taskQueue, audit })

@@ -1,13 +1,23 @@
 #!/usr/bin/env node
-// Entry point of the `tether` command: runs the compiled CLI from dist/.
+// Entry point of the `tether` command: the compiled CLI in dist/ (built by `npm ci` / `npm install` through
+// the `prepare` script), or, in a checkout that has not been built, the TypeScript sources through tsx.
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 
-const entry = new URL('../dist/src/cli/bin.js', import.meta.url)
-if (!existsSync(entry)) {
-  console.error(
-    `error: tether is not built yet; run \`npm run build\` in ${fileURLToPath(new URL('..', import.meta.url))}`,
-  )
-  process.exit(1)
+const root = new URL('..', import.meta.url)
+const built = new URL('dist/src/cli/bin.js', root)
+if (existsSync(built)) {
+  await import(built.href)
+} else {
+  let register
+  try {
+    ;({ register } = await import('tsx/esm/api'))
+  } catch {
+    console.error(
+      `error: tether is not built and cannot run from its sources here; run \`npm ci\` (or \`npm run build\`) in ${fileURLToPath(root)}`,
+    )
+    process.exit(1)
+  }
+  register()
+  await import(new URL('src/cli/bin.ts', root).href)
 }
-await import(entry.href)

@@ -3,15 +3,24 @@
  * tooling call. Bad input is refused here, before anything reaches Temporal.
  */
 import { randomBytes } from 'node:crypto'
-import { type Client, type WorkflowHandle, WorkflowUpdateFailedError } from '@temporalio/client'
-import { ContractError, parseContract, type TaskContractInput } from './contract.js'
+import { setTimeout as sleep } from 'node:timers/promises'
+import {
+  ApplicationFailure,
+  type Client,
+  WorkflowFailedError,
+  type WorkflowHandle,
+  WorkflowUpdateFailedError,
+} from '@temporalio/client'
+import { ContractError, gateRefusal, parseContract, type TaskContractInput } from './contract.js'
 import type { Policy } from './policy/index.js'
 import {
   agentRun,
   type DecideResult,
   type DecisionInput,
+  type DecisionRejection,
   decideSignal,
   decideUpdate,
+  statusQuery,
 } from './workflows/index.js'
 
 export interface StartRunOptions {
@@ -22,26 +31,73 @@ export interface StartRunOptions {
   runId?: string
 }
 
-/** Starts `agentRun`; a contract whose gate the policy would not allow is refused before it starts. */
+/**
+ * Starts `agentRun`; an invalid contract, or one whose gate the policy would not allow, is refused before
+ * it starts. The contract travels as given (durations as text), and the run validates it again.
+ */
 export async function startAgentRun(
   client: Client,
   options: StartRunOptions,
 ): Promise<WorkflowHandle<typeof agentRun>> {
   const contract = parseContract(options.contract)
-  if (contract.verification) {
-    const verdict = options.policy.checkExec(contract.verification.command)
-    if (verdict.effect !== 'allow') {
-      throw new ContractError(
-        `the verification command \`${contract.verification.command.join(' ')}\` is not allowed by the policy ` +
-          `(${verdict.effect}: ${verdict.reason}); the gate runs unattended, so add an allow rule for it`,
-      )
-    }
-  }
+  const refused = gateRefusal(contract, options.policy)
+  if (refused) throw new ContractError(refused)
   return client.workflow.start(agentRun, {
     taskQueue: options.taskQueue,
     workflowId: options.runId ?? newRunId(),
-    args: [{ contract, policy: options.policy.toSpec() }],
+    args: [{ contract: options.contract, policy: options.policy.toSpec() }],
   })
+}
+
+/** A run that failed before it started working: its contract does not fit the worker's world. */
+export class RunRejectedError extends Error {
+  override name = 'RunRejectedError'
+  constructor(
+    readonly runId: string,
+    /** The failure's type: `ContractRejected`, `ContractError`, `RunFailed`, … */
+    readonly type: string,
+    message: string,
+  ) {
+    super(message)
+  }
+}
+
+/**
+ * Waits until a worker has checked the run against its world (workspace, gate program, model, policy)
+ * and the run is working: `started`, or `no-worker` when no worker took it within `timeoutMs` (it starts
+ * when one does). A run that fails meanwhile throws `RunRejectedError` with the run's own reason.
+ */
+export async function waitForStart(
+  handle: WorkflowHandle<typeof agentRun>,
+  options: { timeoutMs?: number; pollMs?: number } = {},
+): Promise<'started' | 'no-worker'> {
+  const deadline = Date.now() + (options.timeoutMs ?? 15_000)
+  for (;;) {
+    const { status } = await handle.describe()
+    if (status.name === 'FAILED') throw await rejection(handle)
+    if (status.name !== 'RUNNING') return 'started'
+    // The query needs a worker; without one it would block, so it gets a short deadline of its own.
+    const phase = await handle.client
+      .withDeadline(Date.now() + 2_000, () => handle.query(statusQuery))
+      .then((s) => s.phase)
+      .catch(() => undefined)
+    if (phase !== undefined && phase !== 'starting' && phase !== 'done') return 'started'
+    if (Date.now() > deadline) return 'no-worker'
+    await sleep(options.pollMs ?? 150)
+  }
+}
+
+async function rejection(handle: WorkflowHandle<typeof agentRun>): Promise<RunRejectedError> {
+  try {
+    await handle.result()
+  } catch (error) {
+    const cause = error instanceof WorkflowFailedError ? error.cause : undefined
+    if (cause instanceof ApplicationFailure) {
+      return new RunRejectedError(handle.workflowId, cause.type ?? 'Error', cause.message)
+    }
+    return new RunRejectedError(handle.workflowId, 'Error', (cause ?? (error as Error)).message)
+  }
+  return new RunRejectedError(handle.workflowId, 'Error', 'the run closed without a result')
 }
 
 export function newRunId(): string {
@@ -88,9 +144,12 @@ export async function answerApproval(
   return { channel: 'signal' }
 }
 
-/** The run's own words for a refused Update (unknown id, already decided, not an approver, malformed). */
-export function updateRejection(error: unknown): string | undefined {
+/** The run's own words for a refused Update, and its type (`NotAnApprover`, `AlreadyDecided`, …). */
+export function updateRejection(
+  error: unknown,
+): { type: DecisionRejection | string; message: string } | undefined {
   if (!(error instanceof WorkflowUpdateFailedError)) return undefined
-  const cause = error.cause as Error | undefined
-  return cause?.message ?? error.message
+  const cause = error.cause
+  if (cause instanceof ApplicationFailure) return { type: cause.type ?? 'Error', message: cause.message }
+  return { type: 'Error', message: cause?.message ?? error.message }
 }

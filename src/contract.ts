@@ -8,16 +8,76 @@ import { neverPassed } from './exec/env.js'
 
 const UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }
 
-/** Parses `15m`, `2h`, `30s`, `1d`, `500ms` (or a number of milliseconds). */
-export function parseDuration(value: string | number): number | undefined {
-  if (typeof value === 'number') return Number.isFinite(value) && value >= 0 ? value : undefined
+/** The longest duration a contract may name: beyond a year it is a typo, not a plan. */
+export const MAX_DURATION_MS = 365 * UNITS.d!
+const MAX_DURATION_TEXT = '365d'
+
+/** Parses `15m`, `2h`, `30s`, `1d`, `500ms` to milliseconds; anything else is undefined. */
+export function parseDuration(value: string): number | undefined {
   const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$/.exec(value)
   if (!match) return undefined
   return Math.round(Number(match[1]) * (UNITS[match[2] as string] as number))
 }
 
-const toMilliseconds = (value: string | number, ctx: z.RefinementCtx) => {
+/** `1800` read as seconds, written the way a person would: `30m`, `4h`, `90s`. */
+function asSeconds(n: number): string {
+  const ms = n * 1_000
+  for (const unit of ['d', 'h', 'm'] as const) {
+    const size = UNITS[unit] as number
+    if (ms % size === 0) return `${ms / size}${unit}`
+  }
+  return `${n}s`
+}
+
+/** The fix for a duration written without a unit: `1800` → `e.g. "30m" or "1800s"`. */
+function unitHint(n: number): string {
+  if (!Number.isInteger(n) || n <= 0) return 'e.g. "30m"'
+  const readable = asSeconds(n)
+  return readable === `${n}s` ? `e.g. "${n}s"` : `e.g. "${readable}" or "${n}s"`
+}
+
+/**
+ * A contract duration: text with a unit, more than zero and at most a year. A bare number is refused with
+ * the fix, because nobody can tell whether `1800` meant seconds or milliseconds.
+ */
+const toMilliseconds = (value: unknown, ctx: z.RefinementCtx): number => {
+  const fail = (message: string) => {
+    ctx.addIssue({ code: 'custom', message })
+    return z.NEVER
+  }
+  if (typeof value === 'number' || (typeof value === 'string' && /^\s*\d+(\.\d+)?\s*$/.test(value))) {
+    const n = Number(value)
+    return fail(
+      `${JSON.stringify(value)} ${typeof value === 'number' ? 'is a number' : 'has no unit'}; write a duration with a unit, ${unitHint(n)}`,
+    )
+  }
+  if (typeof value !== 'string')
+    return fail(`expected a duration such as "15m", got ${JSON.stringify(value)}`)
   const ms = parseDuration(value)
+  if (ms === undefined) {
+    return fail(
+      `expected a duration such as "1500ms", "30s", "15m", "2h" or "1d", got ${JSON.stringify(value)}`,
+    )
+  }
+  if (ms <= 0) return fail(`${JSON.stringify(value)} must be longer than zero`)
+  if (ms > MAX_DURATION_MS)
+    return fail(`${JSON.stringify(value)} is longer than the limit of ${MAX_DURATION_TEXT}`)
+  return ms
+}
+
+/**
+ * How runs recorded before durations needed units read them: a number is milliseconds, no upper bound.
+ * Only for replaying those runs (and runs they continued as new); new contracts are read strictly.
+ */
+const toMillisecondsLegacy = (value: unknown, ctx: z.RefinementCtx): number => {
+  const ms =
+    typeof value === 'number'
+      ? Number.isFinite(value) && value >= 0
+        ? value
+        : undefined
+      : typeof value === 'string'
+        ? parseDuration(value)
+        : undefined
   if (ms === undefined || ms <= 0) {
     ctx.addIssue({
       code: 'custom',
@@ -27,9 +87,6 @@ const toMilliseconds = (value: string | number, ctx: z.RefinementCtx) => {
   }
   return ms
 }
-const durationText = z.union([z.number(), z.string()])
-const duration = (fallback: string) => durationText.default(fallback).transform(toMilliseconds)
-const optionalDuration = durationText.transform(toMilliseconds).optional()
 
 export const DEFAULT_NO_RETRY = [
   'git push*',
@@ -48,71 +105,102 @@ export const verificationSchema = z
   })
   .strict()
 
-export const taskContractSchema = z
-  .object({
-    goal: z.string().trim().min(1, 'the goal must say what the run should achieve'),
-    workspace: z
-      .string()
-      .min(1)
-      .refine((path) => path.startsWith('/'), 'the workspace must be an absolute path'),
-    verification: verificationSchema.nullable().default(null),
-    verifyWhen: z.enum(['on-finish', 'every-step']).default('on-finish'),
-    budgets: z
-      .object({
-        maxSteps: z.number().int().min(1).default(50),
-        maxTokens: z.number().int().min(1).default(2_000_000),
-        maxWallTime: duration('4h'),
-      })
-      .strict()
-      .prefault({}),
-    execTimeout: duration('15m'),
-    outputCeiling: z.number().int().min(200).max(200_000).default(12_000),
-    /** A model choice such as `openrouter:<model>` or `scripted:<file>`; unset = from the environment. */
-    model: z.string().min(1).optional(),
-    /**
-     * Names of the worker's environment variables that commands also receive, beyond the sandbox's
-     * allowlist (locale, terminal, toolchain locations). Never tether's own or credential-like names.
-     */
-    env: z
-      .array(
-        z
-          .string()
-          .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name is letters, digits and _')
-          .refine((name) => !neverPassed(name), {
-            message:
-              "this name is never passed to commands (tether's own settings, database and cloud credentials, " +
-              'tokens, keys, secrets and passwords stay with the worker); give the command what it needs another way',
-          }),
-      )
-      .default([]),
-    /** Commands never re-run after a worker crash cut them off (policy glob patterns on the joined argv). */
-    noRetry: z.array(z.string().min(1)).default(DEFAULT_NO_RETRY),
-    approvals: z
-      .object({
-        timeout: duration('24h'),
-        reminderEvery: optionalDuration,
-        webhook: z
-          .object({ url: z.url(), format: z.enum(['json', 'slack']).default('json') })
-          .strict()
-          .optional(),
-      })
-      .strict()
-      .prefault({}),
-  })
-  .strict()
+type ReadDuration = (value: unknown, ctx: z.RefinementCtx) => number
+
+/** The contract schema with durations read by `read`; written as text, so typed as strings. */
+function contractSchema(read: ReadDuration) {
+  // Any value reaches `read`, so a number gets its own message rather than zod's "expected string".
+  const text = z.custom<string>(() => true)
+  const duration = (fallback: string) => text.default(fallback).transform(read)
+  return z
+    .object({
+      goal: z.string().trim().min(1, 'the goal must say what the run should achieve'),
+      workspace: z
+        .string()
+        .min(1)
+        .refine((path) => path.startsWith('/'), 'the workspace must be an absolute path'),
+      verification: verificationSchema.nullable().default(null),
+      verifyWhen: z.enum(['on-finish', 'every-step']).default('on-finish'),
+      budgets: z
+        .object({
+          maxSteps: z.number().int().min(1).default(50),
+          maxTokens: z.number().int().min(1).default(2_000_000),
+          maxWallTime: duration('4h'),
+        })
+        .strict()
+        .prefault({}),
+      execTimeout: duration('15m'),
+      outputCeiling: z.number().int().min(200).max(200_000).default(12_000),
+      /** A model choice such as `openrouter:<model>` or `scripted:<file>`; unset = from the environment. */
+      model: z.string().min(1).optional(),
+      /**
+       * Names of the worker's environment variables that commands also receive, beyond the sandbox's
+       * allowlist (locale, terminal, toolchain locations). Never tether's own or credential-like names.
+       */
+      env: z
+        .array(
+          z
+            .string()
+            .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name is letters, digits and _')
+            .refine((name) => !neverPassed(name), {
+              message:
+                "this name is never passed to commands (tether's own settings, database and cloud credentials, " +
+                'tokens, keys, secrets and passwords stay with the worker); give the command what it needs another way',
+            }),
+        )
+        .default([]),
+      /** Commands never re-run after a worker crash cut them off (policy glob patterns on the joined argv). */
+      noRetry: z.array(z.string().min(1)).default(DEFAULT_NO_RETRY),
+      approvals: z
+        .object({
+          timeout: duration('24h'),
+          reminderEvery: text.transform(read).optional(),
+          webhook: z
+            .object({ url: z.url(), format: z.enum(['json', 'slack']).default('json') })
+            .strict()
+            .optional(),
+        })
+        .strict()
+        .prefault({}),
+    })
+    .strict()
+}
+
+export const taskContractSchema = contractSchema(toMilliseconds)
+const legacyContractSchema = contractSchema(toMillisecondsLegacy)
 
 /** A contract as written by a person (defaults optional, durations as text). */
 export type TaskContractInput = z.input<typeof taskContractSchema>
 /** A validated contract: every default filled in, durations in milliseconds. */
 export type TaskContract = z.output<typeof taskContractSchema>
 
+/**
+ * Why the contract's gate may not run under `policy`, or undefined when it may. The gate runs unattended,
+ * so only `allow` counts: an `ask` would wait for nobody.
+ */
+export function gateRefusal(
+  contract: Pick<TaskContract, 'verification'>,
+  policy: { checkExec(argv: readonly string[]): { effect: string; reason: string } },
+): string | undefined {
+  if (!contract.verification) return undefined
+  const verdict = policy.checkExec(contract.verification.command)
+  if (verdict.effect === 'allow') return undefined
+  return (
+    `the verification command \`${contract.verification.command.join(' ')}\` is not allowed by the policy ` +
+    `(${verdict.effect}: ${verdict.reason}); the gate runs unattended, so the policy must allow it`
+  )
+}
+
 export class ContractError extends Error {
   override name = 'ContractError'
 }
 
-/** Validates a contract; the error names each bad field and what was expected. */
-export function parseContract(input: unknown): TaskContract {
-  const parsed = taskContractSchema.safeParse(input)
+/**
+ * Validates a contract; the error names each bad field and what was expected. `legacyDurations` reads
+ * durations as runs recorded before units were required did (numbers are milliseconds): for those only.
+ */
+export function parseContract(input: unknown, options: { legacyDurations?: boolean } = {}): TaskContract {
+  const parsed = (options.legacyDurations ? legacyContractSchema : taskContractSchema).safeParse(input)
   if (parsed.success) return parsed.data
   const issues = parsed.error.issues.map(
     (issue) => `${issue.path.join('.') || '(contract)'}: ${issue.message}`,

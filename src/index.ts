@@ -5,7 +5,15 @@
  */
 export { type ActivityDependencies, createActivities, type TetherActivities } from './activities/index.js'
 export { type AuditStore, openAudit } from './audit/index.js'
-export { answerApproval, newRunId, type StartRunOptions, startAgentRun } from './client.js'
+export {
+  answerApproval,
+  newRunId,
+  RunRejectedError,
+  type StartRunOptions,
+  startAgentRun,
+  updateRejection,
+  waitForStart,
+} from './client.js'
 export {
   ContractError,
   parseContract,
@@ -20,6 +28,7 @@ export type {
   AgentRunInput,
   AgentRunResult,
   DecisionInput,
+  DecisionRejection,
   Outcome,
   PendingApproval,
 } from './workflows/index.js'

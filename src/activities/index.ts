@@ -37,7 +37,7 @@ export function createActivities(deps: ActivityDependencies): TetherActivities {
     blocked: [...(deps.sandbox?.blocked ?? []), deps.audit.target],
   })
   const activities: TetherActivities = {
-    ...policyActivities({ sandbox }),
+    ...policyActivities({ provider, sandbox }),
     ...modelActivities({ audit: deps.audit, provider }),
     ...toolActivities({ audit: deps.audit, runs: new RunConfigs(deps.audit), sandbox }),
     ...projectionActivities({ audit: deps.audit, ...(deps.fetch ? { fetch: deps.fetch } : {}) }),

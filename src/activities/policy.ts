@@ -1,35 +1,42 @@
 /**
  * The policy activities. Run as *local* activities, so each verdict is recorded in history (replay never
  * re-judges with newer policy code) without a task-queue round trip. They touch the disk only to resolve
- * workspace paths, so a symlink inside the workspace is judged by where it really points.
+ * workspace paths, so a symlink inside the workspace is judged by where it really points, and (before the
+ * first step) to check the contract against the worker's world.
  */
 import { ApplicationFailure } from '@temporalio/common'
+import { gateRefusal } from '../contract.js'
+import type { ModelProvider } from '../model/index.js'
 import { Policy, PolicyError, rememberRule, renderExecVerdict, type Verdict } from '../policy/index.js'
 import type { ValidatedCall } from '../tools/schemas.js'
 import type { Act, ActionVerdict, RememberedRule } from '../workflows/types.js'
 import { longRunningCommand, resolveWorkspacePath } from '../workspace/index.js'
+import { contractProblems } from './preflight.js'
 import type { CommandSandbox } from './sandbox.js'
 import type { TetherActivities } from './types.js'
 
 export function policyActivities(deps: {
+  provider: (choice: string | undefined) => ModelProvider
   sandbox: CommandSandbox
 }): Pick<TetherActivities, 'tetherPrepareRun' | 'tetherCheckAction'> {
   return {
     async tetherPrepareRun({ contract, policy: spec }) {
-      const policy = loadPolicy(spec, [])
-      const approvers = [...policy.approvers]
-      // No silent fallback: a run whose policy asks for the sandbox fails here when this worker has none.
-      const noSandbox = deps.sandbox.unavailable(policy)
-      if (noSandbox) return { approvers, rejected: noSandbox }
-      if (!contract.verification) return { approvers }
-      const verdict = policy.checkExec(contract.verification.command)
-      if (verdict.effect === 'allow') return { approvers }
-      return {
-        approvers,
-        rejected:
-          `the verification command \`${contract.verification.command.join(' ')}\` is not allowed by the policy ` +
-          `(${verdict.effect}: ${verdict.reason}); the gate runs unattended, so the policy must allow it`,
+      const problems = await contractProblems(contract, deps.provider)
+      let policy: Policy | undefined
+      try {
+        policy = Policy.fromSpec(spec)
+      } catch (error) {
+        if (!(error instanceof PolicyError)) throw error
+        problems.push(`the policy is invalid: ${error.message}`)
       }
+      const gate = policy && gateRefusal(contract, policy)
+      if (gate) problems.push(gate)
+      // No silent fallback: a run whose policy asks for the sandbox fails here when this worker has none.
+      const noSandbox = policy && deps.sandbox.unavailable(policy)
+      if (noSandbox) problems.push(noSandbox)
+      const approvers = [...(policy?.approvers ?? [])]
+      // All at once, so one correction fixes everything.
+      return problems.length > 0 ? { approvers, rejected: problems.join('; ') } : { approvers }
     },
 
     async tetherCheckAction({ policy: spec, remembered, workspace, call, noRetry }) {

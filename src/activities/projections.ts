@@ -5,6 +5,7 @@
  */
 import type { AuditStore } from '../audit/index.js'
 import type { TaskContract } from '../contract.js'
+import { untilText, utcText } from '../time.js'
 import type { PendingApproval } from '../workflows/approvals.js'
 import { loadPolicy } from './policy.js'
 import type { TetherActivities } from './types.js'
@@ -228,7 +229,7 @@ async function notify(
                 text:
                   `*${request.act}* \`${request.target}\`\n` +
                   `${request.rule !== undefined ? `rule \`${request.rule}\` in layer \`${request.layer}\`\n` : ''}` +
-                  `deadline ${new Date(request.deadline).toISOString()}`,
+                  `deadline ${slackDeadline(request.deadline, Date.now())}`,
               },
             },
             {
@@ -245,4 +246,10 @@ async function notify(
     signal: AbortSignal.timeout(15_000),
   })
   if (!response.ok) throw new Error(`approval webhook ${webhook.url} answered HTTP ${response.status}`)
+}
+
+/** Slack shows `<!date^…>` in each reader's own time zone; UTC and the time left go beside it. */
+function slackDeadline(deadline: number, now: number): string {
+  const utc = utcText(new Date(deadline))
+  return `<!date^${Math.floor(deadline / 1000)}^{date_short_pretty} {time} your time|${utc}> (${utc}, ${untilText(new Date(deadline), new Date(now))})`
 }

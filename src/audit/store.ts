@@ -5,7 +5,7 @@
  */
 import { join } from 'node:path'
 import type pg from 'pg'
-import { type EmbeddedPostgres, startEmbeddedPostgres } from '../stack/index.js'
+import { type EmbeddedPostgres, startEmbeddedPostgres, tetherStateDir } from '../stack/index.js'
 import { Database } from './database.js'
 import type {
   ApprovalDecisionRecord,
@@ -24,7 +24,7 @@ import * as writers from './writers.js'
 export interface OpenAuditOptions {
   /** The server to use; defaults to env DATABASE_URL, then the embedded server. */
   databaseUrl?: string | undefined
-  /** tether's state folder; the embedded server's data lives in `<stateDir>/postgres` (default `.tether`). */
+  /** tether's state folder; the embedded server's data lives in `<stateDir>/postgres` (default: the per-user one). */
   stateDir?: string | undefined
   /** Apply pending migrations on open (default true: worker start, the CLI). */
   migrate?: boolean | undefined
@@ -152,7 +152,7 @@ export async function openAudit(options: OpenAuditOptions = {}): Promise<AuditSt
   let embedded: EmbeddedPostgres | undefined
   if (!url) {
     embedded = await startEmbeddedPostgres({
-      dataDir: join(options.stateDir ?? '.tether', 'postgres'),
+      dataDir: join(options.stateDir ?? tetherStateDir(), 'postgres'),
       ...(options.log ? { log: options.log } : {}),
     })
     url = embedded.url

@@ -2,13 +2,15 @@
  * What every `tether` subcommand needs: where the state folder is, how to reach Temporal and the audit
  * store, and how to print for a person (colour only on a terminal) or a script (`--json`).
  *
- * `tether dev` records the addresses of the stack it started in `<state>/dev.json`, so other commands in
- * another terminal find it without any variable set. Environment variables win over that file.
+ * `tether dev` records the stack it started in `<state>/dev.json`, in the per-user state folder, so other
+ * commands in any folder and any terminal find it without a variable set. Environment variables win over
+ * that record.
  */
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Client, Connection } from '@temporalio/client'
 import { AuditError, type AuditStore, openAudit } from '../audit/index.js'
+import { isAlive, tetherStateDir } from '../stack/index.js'
 import { CliError } from './errors.js'
 
 export interface DevStackRecord {
@@ -16,23 +18,28 @@ export interface DevStackRecord {
   namespace: string
   taskQueue: string
   uiUrl?: string
+  /** The audit database `tether dev` uses (it may hold a password: the file is readable by its owner only). */
+  databaseUrl?: string
   pid: number
 }
 
 export function stateDir(): string {
-  return process.env.TETHER_STATE_DIR || '.tether'
+  return tetherStateDir()
 }
 
 export function devStackFile(dir = stateDir()): string {
   return join(dir, 'dev.json')
 }
 
-function devStack(): DevStackRecord | undefined {
+/** The running `tether dev`, if there is one (a record left by one that was killed is ignored). */
+export function devStack(): DevStackRecord | undefined {
+  let record: DevStackRecord
   try {
-    return JSON.parse(readFileSync(devStackFile(), 'utf8')) as DevStackRecord
+    record = JSON.parse(readFileSync(devStackFile(), 'utf8')) as DevStackRecord
   } catch {
     return undefined
   }
+  return isAlive(record.pid) ? record : undefined
 }
 
 export function temporalTarget(): { address: string; namespace: string; taskQueue: string } {
@@ -64,11 +71,18 @@ export async function withTemporal<T>(
   }
 }
 
-/** Runs `fn` with the audit store (DATABASE_URL, else the embedded PostgreSQL in the state folder). */
+/**
+ * Runs `fn` with the audit store: DATABASE_URL, else the one `tether dev` uses, else the embedded PostgreSQL
+ * in the state folder.
+ */
 export async function withAudit<T>(fn: (audit: AuditStore) => Promise<T>): Promise<T> {
   let audit: AuditStore
   try {
-    audit = await openAudit({ stateDir: stateDir(), migrate: true })
+    audit = await openAudit({
+      databaseUrl: process.env.DATABASE_URL || devStack()?.databaseUrl,
+      stateDir: stateDir(),
+      migrate: true,
+    })
   } catch (error) {
     if (error instanceof AuditError) throw new CliError(error.message)
     throw error

@@ -1,11 +1,13 @@
 /** Rendering a run's timeline, and following a live run until it ends (`--follow`). */
 import type { Client } from '@temporalio/client'
 import type { AuditStore, RunSummary, TimelineEntry } from '../audit/index.js'
+import { formatDeadline } from '../time.js'
 import type { AgentRunResult } from '../workflows/index.js'
 import { colour, print, visible } from './context.js'
 
 export function printTimeline(summary: RunSummary, timeline: TimelineEntry[]): void {
   print(`${colour.bold(summary.runId)}  ${outcomeText(summary.outcome ?? summary.status)}`)
+  if (summary.reason) print(`reason: ${visible(summary.reason)}`)
   print(colour.dim(`goal: ${summary.goal.split('\n')[0] ?? ''}`))
   print(colour.dim(`sandbox: ${sandboxText(summary.sandbox)}`))
   for (const entry of timeline) print(entryLine(entry))
@@ -66,7 +68,7 @@ export function entryLine(entry: TimelineEntry): string {
     case 'approval':
       return entry.decision
         ? `  ${colour.bold('approval')}  ${entry.act} ${visible(entry.target)} → ${entry.decision} by ${entry.decidedBy} via ${entry.channel}${entry.reason ? `: ${entry.reason}` : ''}`
-        : `  ${colour.yellow('waiting')}   approval ${entry.approvalId}: ${entry.act} ${visible(entry.target)} — answer with \`tether approve ${entry.approvalId} --as <you>\` or \`tether deny …\``
+        : `  ${colour.yellow('waiting')}   approval ${entry.approvalId}: ${entry.act} ${visible(entry.target)} — answer by ${formatDeadline(entry.deadline)} with \`tether approve ${entry.approvalId} --as <you>\` or \`tether deny …\``
   }
 }
 

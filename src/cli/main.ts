@@ -2,6 +2,7 @@
  * The `tether` command. Each subcommand lives in `commands/` and registers itself on the program; this file
  * only assembles them and turns any failure into one clear line and a non-zero exit.
  */
+import { readFileSync } from 'node:fs'
 import { Command, CommanderError } from 'commander'
 import { registerApprovals } from './commands/approvals.js'
 import { registerAudit } from './commands/audit.js'
@@ -28,6 +29,7 @@ export function buildProgram(): Command {
     .description(
       'A coding agent that runs as a durable Temporal workflow, with policy, approvals and an audit.',
     )
+    .version(packageVersion(), '-V, --version', "print tether's version")
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride()
   for (const register of registrations) register(program)
@@ -47,10 +49,28 @@ export async function runCli(argv: readonly string[]): Promise<number> {
         : error.exitCode || 2
     }
     const message = error instanceof Error ? error.message : String(error)
-    process.stderr.write(`error: ${message.split('\n')[0]}\n`)
+    // Our own messages are whole (a YAML error keeps the lines that point at the mistake); anything else
+    // is cut to its first line, with the stack under TETHER_DEBUG.
+    process.stderr.write(`error: ${error instanceof CliError ? message : message.split('\n')[0]}\n`)
     if (process.env.TETHER_DEBUG && error instanceof Error && !(error instanceof CliError)) {
       process.stderr.write(`${error.stack}\n`)
     }
     return error instanceof CliError ? error.exitCode : 1
   }
+}
+
+/** The version in tether's package.json (found from the sources and from dist/ alike). */
+function packageVersion(): string {
+  for (const up of ['../../package.json', '../../../package.json']) {
+    try {
+      const pkg = JSON.parse(readFileSync(new URL(up, import.meta.url), 'utf8')) as {
+        name?: string
+        version?: string
+      }
+      if (pkg.name === 'tether' && pkg.version) return pkg.version
+    } catch {
+      // not at this level
+    }
+  }
+  return 'unknown'
 }

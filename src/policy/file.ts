@@ -35,7 +35,8 @@ export function parsePolicyText(text: string, name: string): Policy {
   try {
     data = json ? JSON.parse(text) : parseYaml(text)
   } catch (error) {
-    const detail = (error instanceof Error ? error.message : String(error)).split('\n')[0]
+    // Whole: a YAML error ends with the lines around the mistake and a caret under it.
+    const detail = (error instanceof Error ? error.message : String(error)).trimEnd()
     throw new PolicyError(`${name}: not valid ${json ? 'JSON' : 'YAML'}: ${detail}`, undefined, name)
   }
   return Policy.fromSpec(data, name)

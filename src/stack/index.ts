@@ -6,11 +6,13 @@
 import { mkdir, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { startEmbeddedPostgres } from './postgres.js'
-import { startReaper } from './process.js'
+import { freePort, portFree, startReaper } from './process.js'
 import { ensureTemporalCli } from './temporal-cli.js'
 import { startDevServer } from './temporal-server.js'
 
 export { type EmbeddedPostgres, EmbeddedPostgresError, startEmbeddedPostgres } from './postgres.js'
+export { isAlive } from './process.js'
+export { tetherStateDir, USUAL_PORTS, usualPort } from './state.js'
 export {
   ensureTemporalCli,
   type TemporalCli,
@@ -34,6 +36,9 @@ export interface LocalStackOptions {
   /** Delete `stateDir` when the stack stops (tests); keep it for the next start (development). */
   ephemeral?: boolean
   ui?: boolean
+  /** Ports tried first (when free) for a Temporal server and a PostgreSQL this stack starts; else free ones. */
+  temporalPort?: number | undefined
+  postgresPort?: number | undefined
   dynamicConfig?: Record<string, string | number | boolean>
   log?: (line: string) => void
 }
@@ -45,12 +50,20 @@ export interface LocalStack {
   uiUrl?: string
   /** How the Temporal CLI was found, when this stack started a server. */
   temporalCliRoute?: string
+  /** What a person should know, e.g. that a preferred port was taken and which one was used instead. */
+  notices: string[]
   stop(): Promise<void>
 }
 
 export async function startLocalStack(options: LocalStackOptions): Promise<LocalStack> {
   await mkdir(options.stateDir, { recursive: true })
   const stops: Array<() => Promise<void>> = []
+  const notices: string[] = []
+  // A preferred port that is taken is not an error: a free one is used, and the stack says which.
+  const preferred = async (port: number | undefined) => (port && (await portFree(port)) ? port : undefined)
+  const moved = (service: string, wanted: number | undefined, got: number) => {
+    if (wanted && wanted !== got) notices.push(`port ${wanted} was taken, so ${service} uses ${got}`)
+  }
   const processes: Array<{ pid: number; signal: NodeJS.Signals; group: boolean }> = []
   const stopAll = async () => {
     for (const stop of stops.reverse()) await stop()
@@ -58,12 +71,15 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   try {
     let databaseUrl = options.databaseUrl
     if (!databaseUrl) {
+      const port = await preferred(options.postgresPort)
       const postgres = await startEmbeddedPostgres({
         dataDir: join(options.stateDir, 'postgres'),
+        ...(port ? { port } : {}),
         ...(options.log ? { log: options.log } : {}),
       })
       databaseUrl = postgres.url
       if (postgres.started) {
+        moved('PostgreSQL', options.postgresPort, postgres.port)
         stops.push(postgres.stop)
         processes.push({ pid: postgres.pid, signal: 'SIGINT', group: false })
       }
@@ -74,14 +90,20 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     if (!temporalAddress) {
       const cli = await ensureTemporalCli(options.log ? { log: options.log } : {})
       temporalCliRoute = cli.route
+      const port = await preferred(options.temporalPort)
+      // The UI sits 1000 above the gRPC port, when that one is free too.
+      const uiPort = port && options.ui ? ((await preferred(port + 1000)) ?? (await freePort())) : undefined
       const server = await startDevServer({
         cliPath: cli.path,
+        ...(port ? { port } : {}),
+        ...(uiPort ? { uiPort } : {}),
         dbFilename: join(options.stateDir, 'temporal.db'),
         ui: options.ui ?? false,
         ...(options.dynamicConfig ? { dynamicConfig: options.dynamicConfig } : {}),
         ...(options.log ? { log: options.log } : {}),
       })
       temporalAddress = server.address
+      moved('Temporal', options.temporalPort, Number(server.address.split(':').at(-1)))
       uiUrl = server.uiUrl
       stops.push(server.stop)
       processes.push({ pid: server.pid, signal: 'SIGTERM', group: true })
@@ -93,6 +115,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       databaseUrl,
       ...(uiUrl ? { uiUrl } : {}),
       ...(temporalCliRoute ? { temporalCliRoute } : {}),
+      notices,
       stop: async () => {
         await stopAll()
         if (options.ephemeral) await rm(options.stateDir, { recursive: true, force: true })

@@ -18,6 +18,16 @@ export function freePort(): Promise<number> {
   })
 }
 
+/** Whether `port` on the loopback interface can be bound right now. */
+export function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer()
+    server.unref()
+    server.on('error', () => resolve(false))
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)))
+  })
+}
+
 export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0)

@@ -139,7 +139,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     decideUpdate,
     (decision) => {
       const applied = book.answer(decision, 'update', Date.now())
-      if (!applied.ok) throw ApplicationFailure.nonRetryable(applied.error, 'InvalidDecision')
+      if (!applied.ok) throw ApplicationFailure.nonRetryable(applied.error, applied.type)
       const request = book.get(decision.approvalId) as PendingApproval
       return {
         approvalId: decision.approvalId,
@@ -149,8 +149,9 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     },
     {
       validator: (decision) => {
+        // A typed, non-retryable failure: any SDK can branch on its type (see DecisionRejection).
         const checked = book.validate(decision)
-        if (!checked.ok) throw new Error(checked.error)
+        if (!checked.ok) throw ApplicationFailure.nonRetryable(checked.error, checked.type)
       },
     },
   )
@@ -189,22 +190,33 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     }
   }
 
-  // A contract whose gate the policy would not allow never starts (the client checks this too).
+  const recordStart = async () => {
+    if (input.carried) return
+    await projections.tetherStartRun({
+      runId,
+      contract,
+      policy: input.policy,
+      taskQueue: info.taskQueue,
+      ...(info.parent ? { parentRunId: info.parent.workflowId } : {}),
+      startedAt: state.startedAt,
+    })
+  }
+
+  // The contract against the worker's world (workspace, gate program, model) and the policy (the gate must
+  // be allowed): a run that cannot work fails here, before anyone is asked anything.
   const preparation = await local.tetherPrepareRun({ contract, policy: input.policy })
-  if (preparation.rejected) throw ApplicationFailure.nonRetryable(preparation.rejected, 'ContractRejected')
+  if (preparation.rejected) {
+    // Recorded like any other run, so `tether ls` and `tether show` say why it never started.
+    if (patched('record-rejected-run')) {
+      await recordStart()
+      throw runFailure('ContractRejected', await finish({ outcome: 'failed', reason: preparation.rejected }))
+    }
+    throw ApplicationFailure.nonRetryable(preparation.rejected, 'ContractRejected')
+  }
   const { approvers } = preparation
 
   try {
-    if (!input.carried) {
-      await projections.tetherStartRun({
-        runId,
-        contract,
-        policy: input.policy,
-        taskQueue: info.taskQueue,
-        ...(info.parent ? { parentRunId: info.parent.workflowId } : {}),
-        startedAt: state.startedAt,
-      })
-    }
+    await recordStart()
 
     for (;;) {
       const budget = budgetOutcome(state, contract, Date.now())
@@ -267,7 +279,11 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
       throw error
     }
     const reason = failureReason(error)
-    return await CancellationScope.nonCancellable(() => finish({ outcome: 'failed', reason }))
+    const result = await CancellationScope.nonCancellable(() => finish({ outcome: 'failed', reason }))
+    // A failed run fails its workflow, so Temporal's own UI, CLI and a parent workflow see the truth;
+    // budget outcomes stay results.
+    if (patched('failed-run-fails-workflow')) throw runFailure('RunFailed', result)
+    return result
   }
 
   async function verify(step: number, seq: number | null) {
@@ -475,11 +491,27 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
 }
 
 function parseInput(input: AgentRunInput): TaskContract {
+  // Runs started before durations needed a unit read numbers as milliseconds; so does a continuation,
+  // whose contract the first run already validated (and passes on in milliseconds).
+  const legacyDurations = input.carried !== undefined || !patched('contract-durations-with-units')
   try {
-    return parseContract(input.contract)
+    return parseContract(input.contract, { legacyDurations })
   } catch (error) {
     throw ApplicationFailure.nonRetryable((error as Error).message, 'ContractError')
   }
+}
+
+/**
+ * How a run that did not succeed ends its workflow: a non-retryable failure of `type` (`ContractRejected`,
+ * `RunFailed`) whose message is the reason and whose details hold the run's result.
+ */
+function runFailure(type: 'ContractRejected' | 'RunFailed', result: AgentRunResult): ApplicationFailure {
+  return ApplicationFailure.create({
+    type,
+    message: result.reason ?? result.outcome,
+    nonRetryable: true,
+    details: [result],
+  })
 }
 
 function failureReason(error: unknown): string {

@@ -19,6 +19,27 @@ export const decisionSchema = z
 /** An answer to an approval request, as an approver sends it. */
 export type DecisionInput = z.infer<typeof decisionSchema>
 
+/**
+ * Why an answer was refused, as a machine-readable type: the Update validator throws a non-retryable
+ * `ApplicationFailure` of this type, so a client in any SDK can branch on it.
+ */
+export type DecisionRejection =
+  /** The answer does not have the decision shape (a field missing, unknown or of the wrong type). */
+  | 'InvalidDecision'
+  /** No approval with this id was requested in this run. */
+  | 'UnknownApproval'
+  /** The approval was already answered, timed out or cancelled. */
+  | 'AlreadyDecided'
+  /** The policy names approvers and this one is not among them. */
+  | 'NotAnApprover'
+
+/** A refused answer: its type and one line for a person. */
+export interface Rejected {
+  ok: false
+  type: DecisionRejection
+  error: string
+}
+
 export type Channel = 'update' | 'signal' | 'timeout' | 'cancel'
 
 export interface Resolution {
@@ -61,29 +82,30 @@ export class ApprovalBook {
   }
 
   /** Why `input` may not be applied now, or the parsed decision. Read-only: safe in an Update validator. */
-  validate(input: unknown): { ok: true; decision: DecisionInput } | { ok: false; error: string } {
+  validate(input: unknown): { ok: true; decision: DecisionInput } | Rejected {
+    const reject = (type: DecisionRejection, error: string): Rejected => ({ ok: false, type, error })
     const parsed = decisionSchema.safeParse(input)
     if (!parsed.success) {
       const issues = parsed.error.issues.map(
         (issue) => `${issue.path.join('.') || '(decision)'}: ${issue.message}`,
       )
-      return { ok: false, error: `malformed decision: ${issues.join('; ')}` }
+      return reject('InvalidDecision', `malformed decision: ${issues.join('; ')}`)
     }
     const decision = parsed.data
     const entry = this.entries.get(decision.approvalId)
-    if (!entry) return { ok: false, error: `no approval ${decision.approvalId} in this run` }
+    if (!entry) return reject('UnknownApproval', `no approval ${decision.approvalId} in this run`)
     if (entry.resolution) {
-      return {
-        ok: false,
-        error: `approval ${decision.approvalId} was already ${entry.resolution.decision} by ${entry.resolution.decidedBy}`,
-      }
+      return reject(
+        'AlreadyDecided',
+        `approval ${decision.approvalId} was already ${entry.resolution.decision} by ${entry.resolution.decidedBy}`,
+      )
     }
     const { approvers } = entry.request
     if (approvers.length > 0 && !approvers.includes(decision.approver)) {
-      return {
-        ok: false,
-        error: `${decision.approver} may not answer approval ${decision.approvalId}; approvers: ${approvers.join(', ')}`,
-      }
+      return reject(
+        'NotAnApprover',
+        `${decision.approver} may not answer approval ${decision.approvalId}; approvers: ${approvers.join(', ')}`,
+      )
     }
     return { ok: true, decision }
   }
@@ -93,7 +115,7 @@ export class ApprovalBook {
     input: unknown,
     channel: 'update' | 'signal',
     now: number,
-  ): { ok: true; resolution: Resolution } | { ok: false; error: string } {
+  ): { ok: true; resolution: Resolution } | Rejected {
     const checked = this.validate(input)
     if (!checked.ok) {
       this.rejected.push({ channel, at: now, error: checked.error, input })

@@ -9,5 +9,5 @@ export {
   type RunStatus,
   statusQuery,
 } from './agentRun.js'
-export type { DecisionInput, PendingApproval, Resolution } from './approvals.js'
+export type { DecisionInput, DecisionRejection, PendingApproval, Resolution } from './approvals.js'
 export type * from './types.js'

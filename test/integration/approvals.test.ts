@@ -125,7 +125,11 @@ describe('approvals', () => {
         })
         .catch((error: unknown) => error)
       expect(second).toBeInstanceOf(WorkflowUpdateFailedError)
-      expect(String((second as Error).cause ?? second)).toContain('already denied by bob')
+      expect((second as Error).cause).toMatchObject({
+        type: 'AlreadyDecided',
+        nonRetryable: true,
+        message: expect.stringContaining('already denied by bob'),
+      })
       await handle.result()
       expect(existsSync(join(ws.path, 'denied.txt'))).toBe(false)
       const transcript = (await harness.audit.loadMessages(handle.workflowId)).map((m) =>
@@ -146,17 +150,30 @@ describe('approvals', () => {
         { approvalId: pending!.approvalId, decision: 'approve', approver: 'mallory' },
         { approvalId: pending!.approvalId, decision: 'yes please', approver: 'alice' },
       ]
-      const errors: string[] = []
+      const errors: unknown[] = []
       for (const attempt of attempts) {
         const error = await handle
           .executeUpdate(decideUpdate, { args: [attempt as never] })
           .catch((e: unknown) => e)
         expect(error).toBeInstanceOf(WorkflowUpdateFailedError)
-        errors.push(String((error as Error).cause ?? error))
+        errors.push((error as Error).cause)
       }
-      expect(errors[0]).toContain('no approval no-such-id in this run')
-      expect(errors[1]).toContain('mallory may not answer')
-      expect(errors[2]).toContain('malformed decision')
+      // Typed and non-retryable, so a client in any SDK can branch on the type.
+      expect(errors).toEqual([
+        expect.objectContaining({
+          type: 'UnknownApproval',
+          nonRetryable: true,
+          message: 'no approval no-such-id in this run',
+        }),
+        expect.objectContaining({
+          type: 'NotAnApprover',
+          message: expect.stringContaining('mallory may not answer'),
+        }),
+        expect.objectContaining({
+          type: 'InvalidDecision',
+          message: expect.stringContaining('malformed decision'),
+        }),
+      ])
       const history = await handle.fetchHistory()
       const updates = (history.events ?? []).filter((e) => e.workflowExecutionUpdateAcceptedEventAttributes)
       expect(updates).toHaveLength(0)

@@ -1,18 +1,31 @@
-/** The `tether` command, every subcommand, as a person runs it: a real process against the real stack. */
-import { type ChildProcess, spawn } from 'node:child_process'
+/**
+ * The `tether` command, every subcommand, as a person runs it: a real process against the real stack, from
+ * a folder outside the checkout.
+ */
+import { spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { createRequire } from 'node:module'
+import { createServer, type Server } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+import { ApplicationFailure, WorkflowFailedError } from '@temporalio/client'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
 import type { AuditStore } from '../../src/audit/index.js'
 import { npmWorkspace, openTestAudit, startAgentWorker, writeScript } from '../support/agent.js'
+import { connectClient } from '../support/temporal.js'
 
-const BIN = fileURLToPath(new URL('../../src/cli/bin.ts', import.meta.url))
+const CHECKOUT = fileURLToPath(new URL('../../', import.meta.url))
+// The sources, so the test checks this code even when dist/ is older; tsx by path, as the cwd is elsewhere.
+const BIN = join(CHECKOUT, 'src/cli/bin.ts')
+const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href
+const VERSION = (JSON.parse(await readFile(join(CHECKOUT, 'package.json'), 'utf8')) as { version: string })
+  .version
 let audit: AuditStore
 let agent: Awaited<ReturnType<typeof startAgentWorker>>
 let env: NodeJS.ProcessEnv
+let outside: string
 
 interface Ran {
   code: number | null
@@ -20,9 +33,10 @@ interface Ran {
   stderr: string
 }
 
-function tether(args: string[], extraEnv: NodeJS.ProcessEnv = {}): Promise<Ran> {
-  const child = spawn(process.execPath, ['--import', 'tsx', BIN, ...args], {
-    env: { ...env, ...extraEnv },
+function run(command: string, args: string[], options: { env?: NodeJS.ProcessEnv; cwd?: string } = {}) {
+  const child = spawn(command, args, {
+    env: options.env ?? env,
+    cwd: options.cwd ?? outside,
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let stdout = ''
@@ -33,12 +47,24 @@ function tether(args: string[], extraEnv: NodeJS.ProcessEnv = {}): Promise<Ran> 
   child.stderr.on('data', (chunk: Buffer) => {
     stderr += chunk.toString()
   })
-  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })))
+  return {
+    child,
+    done: new Promise<Ran>((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr }))),
+    output: () => stdout,
+  }
+}
+
+function tether(args: string[], extraEnv: NodeJS.ProcessEnv = {}, cwd?: string): Promise<Ran> {
+  return run(process.execPath, ['--import', TSX, BIN, ...args], {
+    env: { ...env, ...extraEnv },
+    ...(cwd ? { cwd } : {}),
+  }).done
 }
 
 beforeAll(async () => {
   audit = await openTestAudit()
   agent = await startAgentWorker(audit)
+  outside = await mkdtemp(join(tmpdir(), 'tether-cli-'))
   env = {
     ...process.env,
     TEMPORAL_ADDRESS: inject('temporalAddress'),
@@ -52,6 +78,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await agent?.stop()
   await audit?.close()
+  if (outside) await rm(outside, { recursive: true, force: true })
 })
 
 const POLICY = {
@@ -125,15 +152,21 @@ describe('tether CLI', () => {
         `cli-${agent.taskQueue}`,
         '--follow',
       ])
+      const runId = `cli-${agent.taskQueue}`
       expect(ran.stderr).toBe('')
       expect(ran.code).toBe(0)
+      // The run id comes first, so a person can come back to the run whatever happens next.
+      expect(ran.stdout.split('\n')[0]).toBe(`run ${runId} started on task queue ${agent.taskQueue}`)
       expect(ran.stdout).toContain('refused   exec rm -rf src  rule rm* in layer ops')
       expect(ran.stdout).toMatch(/outcome\s+verified/)
-      const runId = `cli-${agent.taskQueue}`
 
       const ls = await tether(['ls', '--json'])
       expect(JSON.parse(ls.stdout).map((r: { runId: string }) => r.runId)).toContain(runId)
       const show = await tether(['show', runId])
+      expect(show.stdout.split('\n').slice(0, 2)).toEqual([
+        `${runId}  verified`,
+        expect.stringMatching(/^reason: /),
+      ])
       expect(show.stdout).toContain('step 1')
       expect(show.stdout).toContain('gate')
       const refused = await tether(['audit', 'refused', '--run', runId, '--json'])
@@ -192,6 +225,11 @@ describe('tether CLI', () => {
       }
       const first = await waitFor()
       expect(first.target).toBe('touch a.txt')
+      // Deadlines read in UTC, in the reader's own zone, and as the time left.
+      const table = await tether(['approvals', '--run', runId], { TZ: 'Asia/Kolkata' })
+      expect(table.stdout).toMatch(
+        / \d{4}-\d\d-\d\d \d\d:\d\d UTC \(\d{4}-\d\d-\d\d \d\d:\d\d GMT\+5:30 your time\), in 23h \d+m/,
+      )
       const stranger = await tether(['approve', first.approvalId, '--as', 'mallory'])
       expect(stranger.code).toBe(1)
       expect(stranger.stderr).toMatch(/^error: the run refused the answer: mallory may not answer/)
@@ -256,44 +294,207 @@ describe('tether CLI', () => {
     }
   })
 
-  it('tether dev starts the local stack, other commands find it, and Ctrl-C stops it', async () => {
-    const state = await mkdtemp(join(tmpdir(), 'tether-dev-'))
-    let dev: ChildProcess | undefined
+  it('refuses a run that cannot work before anything is asked, in one line, and records why', async () => {
+    const ws = await npmWorkspace()
+    try {
+      // Every run here would ask first (touch is not allowed), so an approval row would show a late failure.
+      const script = await writeScript(ws.path, {
+        turns: [{ toolCalls: [{ name: 'exec', args: { argv: ['touch', 'a.txt'] } }] }],
+      })
+      const policyFile = join(ws.path, '.policy.json')
+      await writeFile(policyFile, JSON.stringify(POLICY))
+      const gone = join(ws.path, 'gone')
+      const file = join(ws.path, 'package.json')
+      const noScript = join(ws.path, 'no-script.json')
+      const flags = (workspace: string, verify: string, model: string) => [
+        '--workspace',
+        workspace,
+        '--verify',
+        verify,
+        '--model',
+        `scripted:${model}`,
+      ]
+      const cases: Array<{ args: string[]; reason: string }> = [
+        {
+          args: ['--policy', policyFile, ...flags(gone, 'none', script)],
+          reason: `the workspace ${gone} does not exist on the worker`,
+        },
+        {
+          args: ['--policy', policyFile, ...flags(file, 'none', script)],
+          reason: `the workspace ${file} is not a directory`,
+        },
+        {
+          args: ['--policy', policyFile, ...flags(ws.path, 'none', noScript)],
+          reason: `the worker cannot use the model "scripted:${noScript}": cannot read the model script ${noScript}`,
+        },
+        {
+          // No policy file: the default one allows exactly the gate, so only the program is missing.
+          args: flags(ws.path, 'no-such-tool-xyz --check', script),
+          reason: `the verification command's program "no-such-tool-xyz" is not on the worker's PATH`,
+        },
+      ]
+      const { client, close } = await connectClient()
+      try {
+        for (const [index, { args, reason }] of cases.entries()) {
+          const runId = `cli-early-${index}-${agent.taskQueue}`
+          const ran = await tether(['run', '--goal', 'g', ...args, '--id', runId])
+          expect(ran.code, reason).toBe(1)
+          expect(ran.stderr.split('\n')).toEqual([
+            expect.stringMatching(new RegExp(`^error: run ${runId} was rejected: .*${escapeRegExp(reason)}`)),
+            '',
+          ])
+          expect(ran.stdout).toBe(`run ${runId} started on task queue ${agent.taskQueue}\n`)
+          const approvals = await audit.pool.query(
+            'select count(*)::int as n from approvals where run_id = $1',
+            [runId],
+          )
+          expect(approvals.rows[0].n).toBe(0)
+          // The reason is in tether show, tether ls, and Temporal's own status.
+          const show = await tether(['show', runId])
+          expect(show.stdout.split('\n').slice(0, 2)).toEqual([
+            `${runId}  failed`,
+            expect.stringContaining(`reason: ${reason}`),
+          ])
+          const listed = JSON.parse((await tether(['ls', '--json', '--limit', '100'])).stdout) as Array<{
+            runId: string
+            outcome: string
+            reason: string
+          }>
+          expect(listed.find((r) => r.runId === runId)).toMatchObject({
+            outcome: 'failed',
+            reason: expect.stringContaining(reason),
+          })
+          const handle = client.workflow.getHandle(runId)
+          expect((await handle.describe()).status.name).toBe('FAILED')
+          const failure = await handle.result().catch((e: unknown) => e)
+          expect(failure).toBeInstanceOf(WorkflowFailedError)
+          const cause = (failure as WorkflowFailedError).cause as ApplicationFailure
+          expect(cause).toBeInstanceOf(ApplicationFailure)
+          expect(cause.type).toBe('ContractRejected')
+          expect(cause.details?.[0]).toMatchObject({ runId, outcome: 'failed', reason: cause.message })
+        }
+      } finally {
+        await close()
+      }
+
+      // Refused by the client before anything starts: a gate the policy would not allow, a bare number.
+      const start = (...flags: string[]) => tether(['run', '--goal', 'g', '--workspace', ws.path, ...flags])
+      const gate = await start('--policy', policyFile, '--verify', 'make check')
+      expect(gate.code).toBe(1)
+      expect(gate.stderr).toMatch(
+        /^error: the verification command `make check` is not allowed by the policy \(ask: .*\); the gate runs unattended, so the policy must allow it\n$/,
+      )
+      const number = await start('--verify', 'none', '--max-time', '1800')
+      expect(number.code).toBe(1)
+      expect(number.stderr).toBe(
+        'error: invalid task contract: budgets.maxWallTime: "1800" has no unit; write a duration with a unit, e.g. "30m" or "1800s"\n',
+      )
+      expect(gate.stdout + number.stdout).toBe('')
+    } finally {
+      await ws.cleanup()
+    }
+  })
+
+  it('npx tether works in a project that installed the checkout, and a global install puts tether on PATH', async () => {
+    const project = join(outside, 'project')
+    const prefix = join(outside, 'global')
+    await mkdir(project, { recursive: true })
+    await writeFile(join(project, 'package.json'), '{ "name": "user-project", "private": true }\n')
+    const npm = (args: string[], cwd: string) =>
+      run('npm', [...args, '--offline', '--no-audit', '--no-fund', '--loglevel=error'], { cwd }).done
+    const installed = await npm(['install', CHECKOUT], project)
+    expect(installed.code, installed.stderr).toBe(0)
+    const npx = await run('npx', ['--offline', 'tether', '--version'], { cwd: project }).done
+    expect(npx).toMatchObject({ code: 0, stdout: `${VERSION}\n` })
+
+    const global = await npm(['install', '--global', '--prefix', prefix, CHECKOUT], outside)
+    expect(global.code, global.stderr).toBe(0)
+    const onPath = await run('tether', ['--version'], {
+      cwd: project,
+      env: { ...env, PATH: `${join(prefix, 'bin')}:${env.PATH}` },
+    }).done
+    expect(onPath).toMatchObject({ code: 0, stdout: `${VERSION}\n` })
+  })
+
+  it('tether dev keeps its ports unless taken, says which it chose, and is found from any folder', async () => {
+    const xdg = await mkdtemp(join(tmpdir(), 'tether-xdg-'))
+    // PostgreSQL runs as another user when tests run as root: it must be able to pass through.
+    await chmod(xdg, 0o755)
+    const state = join(xdg, 'tether')
+    const [here, there] = [join(outside, 'a'), join(outside, 'b')]
+    await mkdir(here, { recursive: true })
+    await mkdir(there, { recursive: true })
+    // The test's own "usual" Temporal port, held by someone else; never the developer's real 7233.
+    const holder = await listen(0)
+    const taken = (holder.address() as { port: number }).port
+    const postgresPort = await freePort()
+    let dev: ReturnType<typeof run> | undefined
     try {
       const devEnv = {
         ...env,
-        TETHER_STATE_DIR: state,
+        XDG_STATE_HOME: xdg,
+        TETHER_STATE_DIR: '',
         TEMPORAL_ADDRESS: '',
         DATABASE_URL: '',
         TETHER_TASK_QUEUE: '',
+        TETHER_TEMPORAL_PORT: String(taken),
+        TETHER_POSTGRES_PORT: String(postgresPort),
       }
-      dev = spawn(process.execPath, ['--import', 'tsx', BIN, 'dev', '--headless'], {
-        env: devEnv,
-        stdio: ['ignore', 'pipe', 'pipe'],
-      })
-      let out = ''
-      dev.stdout?.on('data', (chunk: Buffer) => {
-        out += chunk.toString()
-      })
-      await expect.poll(() => out, { timeout: 120_000, interval: 500 }).toContain('tether dev is running')
-      expect(out).toMatch(/Temporal\s+127\.0\.0\.1:\d+/)
+      dev = run(process.execPath, ['--import', TSX, BIN, 'dev'], { env: devEnv, cwd: here })
+      await expect.poll(dev.output, { timeout: 120_000, interval: 500 }).toContain('tether dev is running')
+      const out = dev.output()
+      expect(out).toMatch(new RegExp(`port ${taken} was taken, so Temporal uses \\d+`))
+      expect(out).toMatch(/Temporal UI {3}http:\/\/127\.0\.0\.1:\d+/)
+      expect(out).toContain(`PostgreSQL    127.0.0.1:${postgresPort}`)
+      expect(out).toContain(`state         ${state}`)
       const record = JSON.parse(await readFile(join(state, 'dev.json'), 'utf8'))
-      expect(record.taskQueue).toBe('tether')
-      const ls = await tether(['ls'], devEnv)
-      expect(ls.code).toBe(0)
+      expect(record).toMatchObject({
+        taskQueue: 'tether',
+        temporalAddress: expect.not.stringContaining(`:${taken}`),
+      })
+
+      const ls = await tether(['ls'], devEnv, there)
+      expect(ls).toMatchObject({ code: 0, stderr: '' })
       expect(ls.stdout).toContain('no runs yet')
-      dev.kill('SIGINT')
-      const code = await new Promise((resolve) => dev?.on('close', resolve))
-      expect(code).toBe(0)
-      expect(out).toContain('tether dev stopped')
+      const second = await tether(['dev', '--headless'], devEnv, there)
+      expect(second.code).toBe(1)
+      expect(second.stderr).toMatch(
+        /^error: tether dev is already running \(pid \d+, Temporal 127\.0\.0\.1:\d+, state .*\); /,
+      )
+      expect(second.stderr.trim().split('\n')).toHaveLength(1)
+
+      dev.child.kill('SIGINT')
+      const stopped = await dev.done
+      expect(stopped.code).toBe(0)
+      expect(stopped.stdout).toContain('tether dev stopped')
       expect(existsSync(join(state, 'dev.json'))).toBe(false)
       const pid = Number(
         (await readFile(join(state, 'postgres', 'postmaster.pid'), 'utf8').catch(() => '0')).split('\n')[0],
       )
       expect(pid === 0 || !existsSync(`/proc/${pid}`)).toBe(true)
     } finally {
-      dev?.kill('SIGKILL')
-      await rm(state, { recursive: true, force: true })
+      dev?.child.kill('SIGKILL')
+      holder.close()
+      await rm(xdg, { recursive: true, force: true })
     }
   })
 })
+
+function listen(port: number): Promise<Server> {
+  return new Promise((resolve, reject) => {
+    const server = createServer()
+    server.on('error', reject)
+    server.listen(port, '127.0.0.1', () => resolve(server))
+  })
+}
+
+async function freePort(): Promise<number> {
+  const server = await listen(0)
+  const { port } = server.address() as { port: number }
+  await new Promise((resolve) => server.close(resolve))
+  return port
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+}

@@ -1,6 +1,7 @@
 /** `tether approvals`, `tether approve`, `tether deny`: the approver's side of an `ask`. */
 import type { Command } from 'commander'
 import { answerApproval, updateRejection } from '../../client.js'
+import { formatDeadline } from '../../time.js'
 import type { DecisionInput } from '../../workflows/index.js'
 import { colour, print, printJson, printTable, visible, withAudit, withTemporal } from '../context.js'
 import { CliError } from '../errors.js'
@@ -38,7 +39,7 @@ export function registerApprovals(program: Command): void {
           a.act,
           visible(a.target).slice(0, 60),
           a.rule !== undefined ? `${a.rule} (${a.layer})` : `default for ${a.act}`,
-          a.deadline.toISOString().replace('T', ' ').slice(0, 16),
+          formatDeadline(a.deadline),
         ]),
       )
     })
@@ -96,7 +97,7 @@ async function decide(
       return await answerApproval(client, approval.runId, input, { via: options.via })
     } catch (error) {
       const rejection = updateRejection(error)
-      if (rejection) throw new CliError(`the run refused the answer: ${rejection}`)
+      if (rejection) throw new CliError(`the run refused the answer: ${rejection.message}`)
       throw error
     }
   })

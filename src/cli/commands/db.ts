@@ -5,12 +5,13 @@
  */
 import type { Command } from 'commander'
 import { AuditError, type MigrationReport, openAudit } from '../../audit/index.js'
+import { stateDir } from '../context.js'
 import { CliError } from '../errors.js'
 
 interface MigrateOptions {
   json?: boolean
   databaseUrl?: string
-  stateDir: string
+  stateDir?: string
 }
 
 export function registerDb(program: Command): void {
@@ -21,7 +22,10 @@ export function registerDb(program: Command): void {
     )
     .option('--json', 'print the result as JSON')
     .option('--database-url <url>', 'PostgreSQL connection string (default: $DATABASE_URL)')
-    .option('--state-dir <dir>', "tether's state folder, for the embedded PostgreSQL", '.tether')
+    .option(
+      '--state-dir <dir>',
+      "tether's state folder, for the embedded PostgreSQL (default: $TETHER_STATE_DIR, else ~/.local/state/tether)",
+    )
     .action(async (options: MigrateOptions) => {
       const { target, report } = await migrate(options)
       process.stdout.write(
@@ -34,7 +38,7 @@ async function migrate(options: MigrateOptions): Promise<{ target: string; repor
   try {
     const store = await openAudit({
       databaseUrl: options.databaseUrl,
-      stateDir: options.stateDir,
+      stateDir: options.stateDir ?? stateDir(),
       migrate: false,
     })
     try {

@@ -2,11 +2,11 @@
 import { resolve } from 'node:path'
 import { WorkflowNotFoundError } from '@temporalio/client'
 import type { Command } from 'commander'
-import { newRunId, startAgentRun } from '../../client.js'
+import { newRunId, RunRejectedError, startAgentRun, waitForStart } from '../../client.js'
 import { ContractError, type TaskContractInput } from '../../contract.js'
 import { loadPolicyFile, Policy, PolicyError } from '../../policy/index.js'
 import { detectToolchain, formatArgv } from '../../workspace/index.js'
-import { colour, print, printJson, printTable, withAudit, withTemporal } from '../context.js'
+import { colour, print, printJson, printTable, visible, withAudit, withTemporal } from '../context.js'
 import { CliError } from '../errors.js'
 import { followRun, printTimeline } from '../follow.js'
 
@@ -59,16 +59,34 @@ export function registerRuns(program: Command): void {
           if (error instanceof ContractError) throw new CliError(error.message)
           throw error
         }
-        if (!options.follow) {
-          if (options.json) printJson({ runId: handle.workflowId })
-          else
-            print(
-              `started ${colour.bold(handle.workflowId)} on task queue ${target.taskQueue}; watch it with \`tether show ${handle.workflowId} --follow\``,
+        const runId = handle.workflowId
+        if (!options.json) print(`run ${colour.bold(runId)} started on task queue ${target.taskQueue}`)
+        // The worker checks the contract against its world before the first step: a run that cannot work
+        // is refused here, in one line, before anyone is asked anything.
+        let started: Awaited<ReturnType<typeof waitForStart>>
+        try {
+          started = await waitForStart(handle)
+        } catch (error) {
+          if (error instanceof RunRejectedError) {
+            throw new CliError(
+              `run ${runId} ${error.type === 'ContractRejected' ? 'was rejected' : 'failed'}: ${error.message}`,
             )
+          }
+          throw error
+        }
+        if (started === 'no-worker') {
+          process.stderr.write(
+            `note: no worker has picked up ${runId} on task queue ${target.taskQueue} yet; it starts when one ` +
+              'does (`tether dev`, or a worker on that queue)\n',
+          )
+        }
+        if (!options.follow) {
+          if (options.json) printJson({ runId })
+          else print(`watch it with \`tether show ${runId} --follow\``)
           return
         }
         const result = await withAudit((audit) =>
-          followRun(client, audit, handle.workflowId, { json: options.json === true }),
+          followRun(client, audit, runId, { json: options.json === true }),
         )
         if (options.json) printJson(result)
         if (result.outcome !== 'verified' && result.outcome !== 'finished') process.exitCode = 3
@@ -94,13 +112,14 @@ export function registerRuns(program: Command): void {
       if (options.json) return printJson(page.items)
       if (page.items.length === 0) return print('no runs yet; start one with `tether run`')
       printTable(
-        ['RUN', 'STATUS', 'OUTCOME', 'STARTED', 'GOAL'],
+        ['RUN', 'STATUS', 'OUTCOME', 'STARTED (UTC)', 'GOAL', 'REASON'],
         page.items.map((run) => [
           run.runId,
           run.status,
           run.outcome ?? '',
           run.startedAt.toISOString().replace('T', ' ').slice(0, 19),
-          (run.goal.split('\n')[0] ?? '').slice(0, 60),
+          oneLine(run.goal, 40),
+          oneLine(run.reason ?? '', 100),
         ]),
       )
     })
@@ -223,6 +242,12 @@ export function splitCommand(line: string): string[] {
   if (started) argv.push(current)
   if (argv.length === 0) throw new CliError('the verification command is empty')
   return argv
+}
+
+/** The first line of `text`, visible and clipped to `limit` characters. */
+function oneLine(text: string, limit: number): string {
+  const line = visible(text.split('\n')[0] ?? '')
+  return line.length <= limit ? line : `${line.slice(0, limit - 1)}…`
 }
 
 function positive(value: string, flag: string): number {

@@ -43,7 +43,11 @@ describe('ApprovalBook', () => {
     book.request(request())
     book.answer({ approvalId: 'a-1', decision: 'deny', approver: 'bob', reason: 'no' }, 'signal', 2_000)
     const second = book.answer({ approvalId: 'a-1', decision: 'approve', approver: 'alice' }, 'update', 3_000)
-    expect(second).toEqual({ ok: false, error: 'approval a-1 was already denied by bob' })
+    expect(second).toEqual({
+      ok: false,
+      type: 'AlreadyDecided',
+      error: 'approval a-1 was already denied by bob',
+    })
     expect(book.resolution('a-1')?.decision).toBe('denied')
     expect(book.rejected).toHaveLength(1)
     expect(book.rejected[0]?.channel).toBe('update')
@@ -54,19 +58,25 @@ describe('ApprovalBook', () => {
     book.request(request())
     expect(book.validate({ approvalId: 'nope', decision: 'approve', approver: 'alice' })).toEqual({
       ok: false,
+      type: 'UnknownApproval',
       error: 'no approval nope in this run',
     })
     expect(book.validate({ approvalId: 'a-1', decision: 'approve', approver: 'mallory' })).toEqual({
       ok: false,
+      type: 'NotAnApprover',
       error: 'mallory may not answer approval a-1; approvers: alice, bob',
     })
     const malformed = book.validate({ approvalId: 'a-1', decision: 'maybe', approver: 'alice' })
     expect(malformed.ok).toBe(false)
     expect(!malformed.ok && malformed.error).toMatch(/^malformed decision: decision: /)
-    expect(book.validate({ approvalId: 'a-1', decision: 'approve', approver: '  ' }).ok).toBe(false)
-    expect(book.validate({ approvalId: 'a-1', decision: 'approve', approver: 'alice', extra: 1 }).ok).toBe(
-      false,
-    )
+    expect(!malformed.ok && malformed.type).toBe('InvalidDecision')
+    for (const bad of [
+      { approvalId: 'a-1', decision: 'approve', approver: '  ' },
+      { approvalId: 'a-1', decision: 'approve', approver: 'alice', extra: 1 },
+      'approve',
+    ]) {
+      expect(book.validate(bad)).toMatchObject({ ok: false, type: 'InvalidDecision' })
+    }
     expect(book.pending()).toHaveLength(1)
   })
 
