@@ -9,14 +9,17 @@
  * with the real model, and the second client approves whatever it asks.
  */
 import { spawn } from 'node:child_process'
+import { existsSync } from 'node:fs'
 import { cp, mkdir, rm, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { DefaultLogger, Runtime } from '@temporalio/worker'
-import type { AuditStore } from '../src/audit/index.js'
+import { type AuditStore, verifyRecordedAnswer } from '../src/audit/index.js'
 import { colour, printTable, visible } from '../src/cli/context.js'
 import { followRun } from '../src/cli/follow.js'
 import { newRunId, startAgentRun } from '../src/client.js'
+import { fingerprintOf } from '../src/identity/index.js'
+import { createKey, loadKey } from '../src/identity/keyring.js'
 import { providerFromEnv } from '../src/model/index.js'
 import { Policy } from '../src/policy/index.js'
 import { startLocalTether } from '../src/worker-setup.js'
@@ -131,7 +134,7 @@ async function main(): Promise<number> {
     log: (line) => say(colour.dim(`  ${line}`)),
   })
   const { stack, audit, client, taskQueue } = local
-  const env = {
+  const env: NodeJS.ProcessEnv = {
     ...process.env,
     TEMPORAL_ADDRESS: stack.temporalAddress,
     DATABASE_URL: stack.databaseUrl,
@@ -154,20 +157,24 @@ async function main(): Promise<number> {
     say(
       `  model: ${real ? 'from the environment' : 'scripted (set OPENROUTER_API_KEY and OPENROUTER_MODEL for a real one)'}`,
     )
-    const policy = Policy.fromSpec({
-      ...Policy.tiered()
-        .layer('operator')
-        .denyExec('rm*')
-        .layer('project')
-        .allowExec('npm test*')
-        .allowExec('node src/*')
-        .allowWrite('src/*')
-        .toSpec(),
-      approvers: [APPROVER],
-    })
+    // The approver's key pair, made once like `tether keys new demo-approver` would: the policy lists the
+    // public key, and the second client signs its answer with the private one.
+    const keys = join(stateDir, 'keys')
+    if (!existsSync(join(keys, `${APPROVER}.pem`))) createKey(APPROVER, keys)
+    const approverKey = loadKey(APPROVER, keys)
+    env.TETHER_KEYS_DIR = keys
+    const policy = Policy.tiered()
+      .withApprovers([{ name: APPROVER, keys: [approverKey.publicKey] }])
+      .layer('operator')
+      .denyExec('rm*')
+      .layer('project')
+      .allowExec('npm test*')
+      .allowExec('node src/*')
+      .allowWrite('src/*')
     say(
       '  policy: tiered (read allow, write/exec ask, net deny, secrets denied) + operator: deny `rm*` + project: allow `npm test*`, `node src/*`, write `src/*`',
     )
+    say(`  approver: ${APPROVER}, answers signed with key ${fingerprintOf(approverKey.publicKey)}`)
     say(
       `  sandbox: ${policy.sandbox.mode} — every command runs with the host read-only, the workspace writable, no network and no way to tether's own state or services`,
     )
@@ -220,19 +227,25 @@ async function main(): Promise<number> {
         e.reason.slice(0, 60),
       ]),
     )
-    say(colour.bold('  who approved what'))
+    say(colour.bold('  who approved what, and the proof (the same as `tether audit approvals --verify`)'))
     printTable(
-      ['STEP', 'ACTION', 'DECISION', 'BY', 'VIA', 'WHEN'],
-      (await audit.runTimeline(handle.workflowId))
-        .filter((e) => e.type === 'approval')
-        .map((a) => [
-          String(a.step),
-          `${a.act} ${a.target}`,
-          a.decision ?? 'pending',
-          a.decidedBy ?? '',
-          a.channel ?? '',
-          a.decidedAt?.toISOString().slice(11, 19) ?? '',
-        ]),
+      ['STEP', 'ACTION', 'ANSWER', 'BY', 'VIA', 'WHEN', 'SIGNATURE'],
+      (await audit.approvalAnswers({ runId: handle.workflowId })).map((record) => {
+        const check = verifyRecordedAnswer(record)
+        return [
+          String(record.approval.step),
+          `${record.approval.act} ${record.approval.target}`,
+          record.answer.decision,
+          record.answer.approver,
+          record.answer.channel,
+          record.answer.answeredAt.toISOString().slice(11, 19),
+          check.status === 'verified'
+            ? `verified ${check.fingerprint}`
+            : check.status === 'unsigned'
+              ? 'unsigned'
+              : `FAILED: ${check.reason}`,
+        ]
+      }),
     )
     say('')
     say(

@@ -35,8 +35,10 @@ export function policyActivities(deps: {
       const noSandbox = policy && deps.sandbox.unavailable(policy)
       if (noSandbox) problems.push(noSandbox)
       const approvers = [...(policy?.approvers ?? [])]
+      const identity = policy?.identity
+      const prepared = { approvers, ...(identity ? { identity } : {}) }
       // All at once, so one correction fixes everything.
-      return problems.length > 0 ? { approvers, rejected: problems.join('; ') } : { approvers }
+      return problems.length > 0 ? { ...prepared, rejected: problems.join('; ') } : prepared
     },
 
     async tetherCheckAction({ policy: spec, remembered, workspace, call, noRetry }) {
@@ -95,7 +97,7 @@ function judgeExec(
     tree: renderExecVerdict(verdict),
     checks: verdict.checks,
     noRetry: matchesAny(noRetry, argv),
-    remember: remember.ok ? { ok: true as const, act: 'exec' as const, pattern: remember.pattern } : remember,
+    remember: remember.ok ? offer('exec', remember) : remember,
   }
   if (verdict.effect !== 'deny') {
     // A command that never exits by design would hold the run until its timeout.
@@ -110,7 +112,16 @@ function judgeExec(
       }
     }
   }
-  return { ...base, ...verdictFields(verdict) }
+  return { ...base, ...verdictFields(verdict), ...approvals(policy, verdict) }
+}
+
+/** How many distinct approvers an ask needs, when a rule asks for more than one. */
+function approvals(
+  policy: Policy,
+  verdict: Parameters<Policy['approvalsRequired']>[0],
+): { approvalsRequired?: number } {
+  const required = policy.approvalsRequired(verdict)
+  return required > 1 ? { approvalsRequired: required } : {}
 }
 
 function judgePath(
@@ -139,7 +150,8 @@ function judgePath(
     act,
     target: resolved.normalised,
     ...verdictFields(strictest),
-    remember: remember.ok ? { ok: true as const, act, pattern: remember.pattern } : remember,
+    ...approvals(policy, strictest),
+    remember: remember.ok ? offer(act, remember) : remember,
   }
 }
 
@@ -150,6 +162,10 @@ function verdictFields(verdict: Verdict): Pick<ActionVerdict, 'effect' | 'rule' 
     ...(verdict.layer !== undefined ? { layer: verdict.layer } : {}),
     reason: verdict.reason,
   }
+}
+
+function offer(act: Act, rule: { exact: string; wider?: string | undefined }) {
+  return { ok: true as const, act, exact: rule.exact, ...(rule.wider ? { wider: rule.wider } : {}) }
 }
 
 function rank(effect: string): number {

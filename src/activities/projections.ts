@@ -101,6 +101,10 @@ export function projectionActivities(deps: {
         requestedAt: new Date(request.requestedAt),
         deadline: new Date(request.deadline),
         approvers: request.approvers,
+        ...(request.actionDigest ? { actionDigest: request.actionDigest } : {}),
+        approvalsRequired: request.approvalsRequired ?? 1,
+        ...(request.remember ? { rememberOffer: request.remember } : {}),
+        ...(request.identity ? { identity: request.identity } : {}),
       })
       await notify(post, runId, request, contract, 0)
     },
@@ -114,6 +118,24 @@ export function projectionActivities(deps: {
         decidedAt: new Date(resolution.decidedAt),
         ...(resolution.reason ? { reason: resolution.reason } : {}),
         ...(remembered && 'pattern' in remembered ? { remember: remembered.pattern } : {}),
+        answers: (resolution.answers ?? []).map((answer) => ({
+          approver: answer.approver,
+          decision: answer.decision,
+          channel: answer.channel,
+          answeredAt: new Date(answer.at),
+          ...(answer.reason ? { reason: answer.reason } : {}),
+          ...(answer.remember ? { remember: answer.remember } : {}),
+          ...(answer.signed
+            ? {
+                signed: {
+                  key: answer.signed.key,
+                  fingerprint: answer.signed.fingerprint,
+                  signature: answer.signed.signature,
+                  statement: answer.signed.statement,
+                },
+              }
+            : {}),
+        })),
       })
       // The first decision stands; a different one already stored means this one changed nothing.
       if (!won) return
@@ -181,18 +203,19 @@ export function projectionActivities(deps: {
 function decisionReason(
   decision: string,
   reason: string | undefined,
-  remembered: { pattern: string } | { refused: string } | undefined,
+  remembered: { pattern: string } | undefined,
 ): string {
   const parts = [reason ?? decision]
-  if (remembered && 'pattern' in remembered)
-    parts.push(`remembered \`${remembered.pattern}\` for the rest of the run`)
-  if (remembered && 'refused' in remembered) parts.push(`nothing remembered: ${remembered.refused}`)
+  if (remembered) parts.push(`remembered \`${remembered.pattern}\` for the rest of the run`)
   return parts.join('; ')
 }
 
 /**
  * Posts an approval request (or a reminder) to the contract's webhook: tether's own JSON shape, or a
  * Slack-compatible `{ text, blocks }` payload. A failing webhook fails the activity, so Temporal retries it.
+ *
+ * Everything the model can choose (the command, its tree) and everything a run starter wrote (goal, run id)
+ * reaches Slack only as escaped plain text: no formatting, mention (`<!channel>`) or link can be injected.
  */
 async function notify(
   post: typeof fetch,
@@ -203,10 +226,12 @@ async function notify(
 ): Promise<void> {
   const webhook = contract.approvals.webhook
   if (!webhook) return
+  const signed = request.identity === 'signed'
   const answer = {
-    approve: `tether approve ${request.approvalId} --as <you> [--remember]`,
+    approve: `tether approve ${request.approvalId} --as <you>${signed ? ' (signs with your key)' : ''} [--remember [exact|wider]]`,
     deny: `tether deny ${request.approvalId} --as <you> --reason "…"`,
   }
+  const remember = rememberLine(request)
   const payload = {
     type: reminder === 0 ? 'approval.requested' : 'approval.reminder',
     reminder,
@@ -216,26 +241,29 @@ async function notify(
     answer,
   }
   const title = `${reminder === 0 ? 'Approval needed' : `Reminder ${reminder}: approval still needed`} for run ${runId}`
+  const needs = `needs ${request.approvalsRequired ?? 1} approver(s), ${signed ? 'signed' : 'unsigned (names trusted)'}`
+  const plain = (text: string) => ({
+    type: 'section',
+    text: { type: 'plain_text', text: slackText(text, 2_900), emoji: false },
+  })
   const body =
     webhook.format === 'slack'
       ? {
-          text: `${title}: ${request.act} \`${request.target}\``,
+          text: slackText(`${title}: ${request.act} approval`, 300),
           blocks: [
-            { type: 'section', text: { type: 'mrkdwn', text: `*${title}*\nGoal: ${contract.goal}` } },
+            { type: 'header', text: { type: 'plain_text', text: slackText(title, 150), emoji: false } },
+            plain(`Goal: ${contract.goal}`),
+            plain(`${request.act}: ${request.target}`),
+            plain(
+              `${request.rule !== undefined ? `rule ${request.rule} in layer ${request.layer}` : `the default for ${request.act}`}; ${needs}` +
+                `${remember ? `\nRemember would add: ${remember}` : ''}`,
+            ),
+            // Built from numbers only: the one mrkdwn block, for Slack's own time-zone rendering.
             {
               type: 'section',
-              text: {
-                type: 'mrkdwn',
-                text:
-                  `*${request.act}* \`${request.target}\`\n` +
-                  `${request.rule !== undefined ? `rule \`${request.rule}\` in layer \`${request.layer}\`\n` : ''}` +
-                  `deadline ${slackDeadline(request.deadline, Date.now())}`,
-              },
+              text: { type: 'mrkdwn', text: `deadline ${slackDeadline(request.deadline, Date.now())}` },
             },
-            {
-              type: 'section',
-              text: { type: 'mrkdwn', text: `Approve: \`${answer.approve}\`\nDeny: \`${answer.deny}\`` },
-            },
+            plain(`Approve: ${answer.approve}\nDeny: ${answer.deny}`),
           ],
         }
       : payload
@@ -246,6 +274,28 @@ async function notify(
     signal: AbortSignal.timeout(15_000),
   })
   if (!response.ok) throw new Error(`approval webhook ${webhook.url} answered HTTP ${response.status}`)
+}
+
+/** The rule "remember" would add, in words (shown before anyone answers). */
+function rememberLine(request: PendingApproval): string | undefined {
+  const offer = request.remember
+  if (!offer) return undefined
+  if ('refused' in offer) return `nothing (${offer.refused})`
+  if ('pattern' in offer) return offer.pattern
+  return `${offer.exact}${offer.wider ? ` (or, chosen explicitly, ${offer.wider})` : ''}`
+}
+
+/**
+ * Text Slack shows as written: `&`, `<` and `>` escaped (so no `<!channel>`, `<@user>` or `<url|label>`
+ * survives), control characters other than newlines dropped, and the length bounded.
+ */
+export function slackText(text: string, limit: number): string {
+  const clean = text
+    .replace(/[\u0000-\u0009\u000b-\u001f\u007f\u200b-\u200f\u2028-\u202e\u2060-\u2064\ufeff]/g, ' ')
+    .replaceAll('&', '&amp;')
+    .replaceAll('<', '&lt;')
+    .replaceAll('>', '&gt;')
+  return clean.length <= limit ? clean : `${clean.slice(0, limit - 1)}…`
 }
 
 /** Slack shows `<!date^…>` in each reader's own time zone; UTC and the time left go beside it. */

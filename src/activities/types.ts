@@ -101,8 +101,8 @@ export interface TetherActivities {
     runId: string
     request: PendingApproval
     resolution: Resolution
-    /** A rule added to the run's `remembered` layer, or why none was. */
-    remembered?: { pattern: string } | { refused: string }
+    /** The rule added to the run's `remembered` layer, when the approvers chose one. */
+    remembered?: { pattern: string }
     /** The re-check after an approval found a deny. */
     refusedAfterApproval?: ActionVerdict
   }): Promise<void>

@@ -34,6 +34,7 @@ export {
 } from './inputs.js'
 export { type Migration, type MigrationReport, migrations } from './migrations.js'
 export {
+  type ApprovalAnswerRow,
   type ApprovalRow,
   type ExecutedCommand,
   type GateEventRow,
@@ -49,4 +50,5 @@ export {
 } from './queries.js'
 export { AuditStore, type EmbeddedServer, migrate, type OpenAuditOptions, openAudit } from './store.js'
 export { boundedText, TEXT_LIMIT } from './text.js'
+export { type AnswerCheck, verifyRecordedAnswer } from './verify.js'
 export type { DecisionOutcome, StoredDecision } from './writers.js'

@@ -126,18 +126,13 @@ export const policyEvent = z
     checks: json.optional(),
     at: timestamp,
   })
-  .superRefine((event, ctx) => {
-    // File acts name a path. Anything longer is a payload that was passed by mistake: refuse it rather than
-    // store file contents in the audit.
-    if ((event.act === 'read' || event.act === 'write') && event.target.length > PATH_TARGET_LIMIT) {
-      ctx.issues.push({
-        code: 'custom',
-        path: ['target'],
-        message: `a ${event.act} target must be a path (at most ${PATH_TARGET_LIMIT} characters), not file contents`,
-        input: event.target,
-      })
-    }
-  })
+  // A file act names a path; a longer target is a payload passed by mistake (or a model's attack on the
+  // record). It is kept bounded — head and tail — so the refusal is still recorded and the run goes on.
+  .transform((event) =>
+    (event.act === 'read' || event.act === 'write') && event.target.length > PATH_TARGET_LIMIT
+      ? { ...event, target: boundedText(event.target, PATH_TARGET_LIMIT) }
+      : event,
+  )
 
 const streamCapture = z.object({
   text,
@@ -190,6 +185,33 @@ export const approvalRequested = z.object({
   deadline: timestamp,
   /** Who may answer; empty means anyone. */
   approvers: z.array(z.string().min(1)).default([]),
+  /** SHA-256 of the judged action (what a signed answer covers). */
+  actionDigest: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/)
+    .optional(),
+  /** Distinct approvers needed. */
+  approvalsRequired: z.number().int().min(1).max(10).default(1),
+  /** What "remember" was offered before anyone answered: `{ exact, wider? }` or `{ refused }`. */
+  rememberOffer: json.optional(),
+  identity: z.enum(['signed', 'unsigned']).optional(),
+})
+
+const answer = z.object({
+  approver: z.string().min(1).max(200),
+  decision: z.enum(['approve', 'deny']),
+  channel: z.enum(['update', 'signal']),
+  answeredAt: timestamp,
+  reason: text.optional(),
+  remember: text.optional(),
+  signed: z
+    .object({
+      key: z.string().min(1).max(200),
+      fingerprint: z.string().min(1).max(200),
+      signature: z.string().min(1).max(200),
+      statement: json,
+    })
+    .optional(),
 })
 
 export const approvalDecision = z.object({
@@ -201,6 +223,8 @@ export const approvalDecision = z.object({
   reason: text.optional(),
   /** The rule pattern added to the run's `remembered` layer, when the approver chose to remember. */
   remember: text.optional(),
+  /** Every answer that counted, with its signature when signed. */
+  answers: z.array(answer).default([]),
 })
 
 /** A transcript message: stored verbatim as JSON, its `role` (when it has one) copied out for SQL readers. */

@@ -168,6 +168,36 @@ alter table runs add column sandbox text check (sandbox in ('enforce', 'off'));
 alter table exec_results add column sandbox json;
 `,
   },
+  {
+    version: 3,
+    name: 'approver identity',
+    sql: `
+-- What a signature covers (sha256 of act, target and tree), how many distinct approvers an ask needs,
+-- what "remember" was offered before anyone answered, and whether answers had to be signed.
+alter table approvals add column action_digest text;
+alter table approvals add column approvals_required integer not null default 1 check (approvals_required >= 1);
+alter table approvals add column remember_offer json;
+alter table approvals add column identity text check (identity in ('signed', 'unsigned'));
+
+-- Every answer that counted, one per approver, with its proof: offline re-verification needs the statement,
+-- the signature and the public key (which must also be on the run's recorded policy).
+create table approval_answers (
+  approval_id     text not null references approvals (approval_id) on delete cascade,
+  approver        text not null,
+  decision        text not null check (decision in ('approve', 'deny')),
+  channel         text not null check (channel in ('update', 'signal')),
+  answered_at     timestamptz not null,
+  reason          text,
+  remember        text,
+  key_fingerprint text,
+  public_key      text,
+  signature       text,
+  statement       json,
+  check ((signature is null) = (statement is null)),
+  primary key (approval_id, approver)
+);
+`,
+  },
 ]
 
 export interface MigrationReport {

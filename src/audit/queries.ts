@@ -100,6 +100,29 @@ export interface ApprovalRow {
   decidedAt?: Date | undefined
   reason?: string | undefined
   remember?: string | undefined
+  /** SHA-256 of the judged action: what a signed answer must cover (absent before identity existed). */
+  actionDigest?: string | undefined
+  /** Distinct approvers the ask needs. */
+  approvalsRequired: number
+  /** What "remember" was offered before anyone answered: `{ exact, wider? }` or `{ refused }`. */
+  rememberOffer?: { exact: string; wider?: string } | { refused: string } | undefined
+  /** Whether answers had to be signed. */
+  identity?: 'signed' | 'unsigned' | undefined
+}
+
+/** One person's answer to an approval, with its proof when signed. */
+export interface ApprovalAnswerRow {
+  approvalId: string
+  approver: string
+  decision: 'approve' | 'deny'
+  channel: 'update' | 'signal'
+  answeredAt: Date
+  reason?: string | undefined
+  remember?: string | undefined
+  keyFingerprint?: string | undefined
+  publicKey?: string | undefined
+  signature?: string | undefined
+  statement?: unknown
 }
 
 export type TimelineEntry =
@@ -237,7 +260,15 @@ async function keysetPage<T>(
 }
 
 /** Timestamp columns: Date objects from the driver, ISO strings inside to_json rows. */
-const TIMESTAMPS = new Set(['at', 'started_at', 'finished_at', 'requested_at', 'deadline', 'decided_at'])
+const TIMESTAMPS = new Set([
+  'at',
+  'started_at',
+  'finished_at',
+  'requested_at',
+  'deadline',
+  'decided_at',
+  'answered_at',
+])
 /** Columns that serve the query (paging, filtering) and are not part of the result. */
 const INTERNAL = new Set(['cursor_at', 'refused'])
 
@@ -334,7 +365,51 @@ export async function executedCommands(
 }
 
 const APPROVAL_COLUMNS = `approval_id, run_id, step, call, act, target, tree, rule, layer, approvers,
-  requested_at, deadline, decision, decided_by, channel, decided_at, reason, remember`
+  requested_at, deadline, decision, decided_by, channel, decided_at, reason, remember, action_digest,
+  approvals_required, remember_offer, identity`
+
+/** One approval by id, answered or not. */
+export async function approval(db: Database, approvalId: string): Promise<ApprovalRow | undefined> {
+  const operation = 'approval'
+  requireId(approvalId, 'approvalId', operation)
+  const { rows } = await db.query<Row>(
+    operation,
+    `select ${APPROVAL_COLUMNS} from approvals where approval_id = $1`,
+    [approvalId],
+  )
+  return rows[0] ? record<ApprovalRow>(rows[0]) : undefined
+}
+
+/**
+ * Answers with the approval they answer and the policy their run recorded, oldest first: what offline
+ * re-verification of signed decisions reads.
+ */
+export async function approvalAnswers(
+  db: Database,
+  options: { runId?: string; limit?: number } = {},
+): Promise<Array<{ approval: ApprovalRow; answer: ApprovalAnswerRow; policy: unknown }>> {
+  const operation = 'approvalAnswers'
+  const limit = pageLimit(options.limit, MAX_PAGE, operation)
+  const conditions = new Conditions()
+  if (options.runId !== undefined) {
+    conditions.clauses.push(`a.run_id = ${conditions.param(requireId(options.runId, 'runId', operation))}`)
+  }
+  const { rows } = await db.query<{ approval: Row; answer: Row; policy: unknown }>(
+    operation,
+    `select to_json(a) as approval, to_json(w) as answer, r.policy
+       from approval_answers w
+       join approvals a using (approval_id)
+       join runs r on r.run_id = a.run_id
+     ${conditions.sql}
+      order by w.answered_at, w.approval_id, w.approver limit ${conditions.param(limit)}`,
+    conditions.values,
+  )
+  return rows.map((row) => ({
+    approval: record<ApprovalRow>(row.approval),
+    answer: record<ApprovalAnswerRow>(row.answer),
+    policy: row.policy,
+  }))
+}
 
 /**
  * "What is waiting for me": undecided approvals, oldest request first. With `approver`, only those that

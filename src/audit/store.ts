@@ -121,6 +121,16 @@ export class AuditStore {
   pendingApprovals(options?: Parameters<typeof queries.pendingApprovals>[1]): Promise<queries.ApprovalRow[]> {
     return queries.pendingApprovals(this.db, options)
   }
+  /** One approval by id, answered or not. */
+  approval(approvalId: string): Promise<queries.ApprovalRow | undefined> {
+    return queries.approval(this.db, approvalId)
+  }
+  /** Answers with their approvals and the runs' recorded policies: for re-verifying signed decisions. */
+  approvalAnswers(
+    options?: Parameters<typeof queries.approvalAnswers>[1],
+  ): ReturnType<typeof queries.approvalAnswers> {
+    return queries.approvalAnswers(this.db, options)
+  }
   runTimeline(runId: string): Promise<queries.TimelineEntry[]> {
     return queries.runTimeline(this.db, runId)
   }

@@ -189,8 +189,8 @@ export async function recordApprovalRequested(db: Database, value: input.Approva
   const { rowCount } = await db.query(
     'recordApprovalRequested',
     `insert into approvals (approval_id, run_id, step, call, act, target, tree, rule, layer, approvers,
-                            requested_at, deadline)
-     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+                            requested_at, deadline, action_digest, approvals_required, remember_offer, identity)
+     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
      on conflict (approval_id) do nothing`,
     [
       request.approvalId,
@@ -205,6 +205,10 @@ export async function recordApprovalRequested(db: Database, value: input.Approva
       request.approvers,
       request.requestedAt,
       request.deadline,
+      request.actionDigest ?? null,
+      request.approvalsRequired,
+      request.rememberOffer ?? null,
+      request.identity ?? null,
     ],
   )
   return rowCount === 1
@@ -253,6 +257,27 @@ export async function recordApprovalDecision(
       ],
     )
     if (updated.rowCount === 1) {
+      for (const answer of decision.answers) {
+        await client.query(
+          `insert into approval_answers (approval_id, approver, decision, channel, answered_at, reason, remember,
+                                         key_fingerprint, public_key, signature, statement)
+           values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+           on conflict (approval_id, approver) do nothing`,
+          [
+            decision.approvalId,
+            answer.approver,
+            answer.decision,
+            answer.channel,
+            answer.answeredAt,
+            answer.reason ?? null,
+            answer.remember ?? null,
+            answer.signed?.fingerprint ?? null,
+            answer.signed?.key ?? null,
+            answer.signed?.signature ?? null,
+            answer.signed?.statement ?? null,
+          ],
+        )
+      }
       const { decision: outcome, decidedBy, channel, decidedAt, reason, remember } = decision
       return { won: true, stored: { decision: outcome, decidedBy, channel, decidedAt, reason, remember } }
     }

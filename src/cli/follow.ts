@@ -21,7 +21,8 @@ export function printTimeline(summary: RunSummary, timeline: TimelineEntry[]): v
 
 function sandboxText(mode: RunSummary['sandbox']): string {
   if (mode === 'enforce') return 'enforce (commands ran inside the OS sandbox)'
-  if (mode === 'off') return "off (the policy's first layer turned it off: commands ran with the worker's access)"
+  if (mode === 'off')
+    return "off (the policy's first layer turned it off: commands ran with the worker's access)"
   return 'not recorded (a run from before the sandbox)'
 }
 

@@ -3,7 +3,7 @@
  * `process.getBuiltinModule` rather than an import, so the pure core (and the module's index) still loads in
  * a Temporal workflow bundle, where there is no file system and node modules cannot be imported.
  */
-import { parse as parseYaml } from 'yaml'
+import { parseDocument, parse as parseYaml } from 'yaml'
 import { PolicyError } from './errors.js'
 import { Policy } from './policy.js'
 
@@ -33,11 +33,24 @@ export function parsePolicyText(text: string, name: string): Policy {
   const json = /\.json$/i.test(name) || (!/\.ya?ml$/i.test(name) && text.trimStart().startsWith('{'))
   let data: unknown
   try {
-    data = json ? JSON.parse(text) : parseYaml(text)
+    data = json ? parseJson(text) : parseYaml(text)
   } catch (error) {
     // Whole: a YAML error ends with the lines around the mistake and a caret under it.
     const detail = (error instanceof Error ? error.message : String(error)).trimEnd()
     throw new PolicyError(`${name}: not valid ${json ? 'JSON' : 'YAML'}: ${detail}`, undefined, name)
   }
   return Policy.fromSpec(data, name)
+}
+
+/**
+ * JSON.parse, refusing a key given twice in one object (JSON.parse would keep the last silently, so a
+ * second `defaults` or `layers` could quietly replace the first). YAML refuses duplicates already.
+ */
+function parseJson(text: string): unknown {
+  const data: unknown = JSON.parse(text)
+  const duplicate = parseDocument(text, { uniqueKeys: true, schema: 'json' }).errors.find(
+    (error) => error.code === 'DUPLICATE_KEY',
+  )
+  if (duplicate) throw new Error(`a key appears twice in one object: ${duplicate.message}`)
+  return data
 }

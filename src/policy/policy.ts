@@ -11,6 +11,14 @@
 import { PolicyError } from './errors.js'
 import { type AnalysedNode, analyseArgv, analyseScript, basename } from './exec/analyse.js'
 import { globMatches, globsIntersect } from './glob.js'
+import {
+  type Approver,
+  type ApproverIdentity,
+  type ApproverSpec,
+  checkIdentity,
+  type IdentityMode,
+  normaliseApprovers,
+} from './identity.js'
 import { readOnlyName } from './readonly.js'
 import { escapeText, isPlainWord, renderCommand } from './render.js'
 import { ALL_EFFECTS, ALLOW, DENY_OR_ASK, RuleIndex } from './rules.js'
@@ -45,7 +53,9 @@ interface State {
   readonly layers: readonly Layer[]
   readonly defaults: Readonly<Record<Act, Effect>>
   readonly include: readonly Include[]
-  readonly approvers: readonly string[]
+  readonly approvers: readonly Approver[]
+  /** As the policy wrote it; absent = implied by the approvers (see identity.ts). */
+  readonly identity?: IdentityMode | undefined
   /** Index of the layer builders add to; -1 until `layer()` is called (then a `policy` layer is made). */
   readonly current: number
 }
@@ -146,11 +156,15 @@ export class Policy {
           rules: [...layers[existing]!.rules, ...layer.rules],
         }
     }
+    const approvers = normaliseApprovers(parsed.approvers ?? [])
+    checkIdentity(approvers, parsed.identity, file)
+    checkApprovalCounts(parsed.layers ?? [], approvers, file)
     const policy = new Policy({
       layers,
       defaults: defaults as Record<Act, Effect>,
       include: [...new Set(parsed.include ?? [])],
-      approvers: parsed.approvers ?? [],
+      approvers,
+      identity: parsed.identity,
       current: -1,
     })
     policy.checkExamples(parsed.layers ?? [], file)
@@ -175,13 +189,23 @@ export class Policy {
       })),
     }
     if (this.state.include.length > 0) spec.include = [...this.state.include]
-    if (this.state.approvers.length > 0) spec.approvers = [...this.state.approvers]
+    if (this.state.approvers.length > 0) {
+      spec.approvers = this.state.approvers.map((a) =>
+        a.keys.length > 0 ? { name: a.name, keys: [...a.keys] } : a.name,
+      )
+    }
+    if (this.state.identity) spec.identity = this.state.identity
     return spec
   }
 
-  /** Who may answer an ask; empty means anyone. */
+  /** The names of who may answer an ask; empty means anyone. */
   get approvers(): readonly string[] {
-    return this.state.approvers
+    return this.state.approvers.map((approver) => approver.name)
+  }
+
+  /** Who may answer an ask and whether answers must be signed (see identity.ts). */
+  get identity(): ApproverIdentity {
+    return checkIdentity(this.state.approvers, this.state.identity)
   }
 
   /** The command sandbox this policy asks for (docs/sandbox.md): `enforce` unless the first layer says `off`. */
@@ -235,8 +259,9 @@ export class Policy {
     return this.addToCurrent(act, 'allow', pattern)
   }
 
-  ask(act: Act, pattern: string): Policy {
-    return this.addToCurrent(act, 'ask', pattern)
+  /** `approvals`: how many distinct approvers must approve (a two-person rule is `{ approvals: 2 }`). */
+  ask(act: Act, pattern: string, options: { approvals?: number } = {}): Policy {
+    return this.addToCurrent(act, 'ask', pattern, options.approvals)
   }
 
   deny(act: Act, pattern: string): Policy {
@@ -246,8 +271,8 @@ export class Policy {
   allowExec(pattern: string): Policy {
     return this.allow('exec', pattern)
   }
-  askExec(pattern: string): Policy {
-    return this.ask('exec', pattern)
+  askExec(pattern: string, options: { approvals?: number } = {}): Policy {
+    return this.ask('exec', pattern, options)
   }
   denyExec(pattern: string): Policy {
     return this.deny('exec', pattern)
@@ -302,8 +327,14 @@ export class Policy {
     return new Policy({ ...this.state, include: [...this.state.include, 'read-only'] })
   }
 
-  withApprovers(approvers: readonly string[]): Policy {
-    return new Policy({ ...this.state, approvers: [...approvers] })
+  /**
+   * Sets who may answer: `{ name, keys }` for signed decisions, or plain names with `identity: 'unsigned'`.
+   * Throws PolicyError when the list and the identity mode do not fit together.
+   */
+  withApprovers(approvers: readonly ApproverSpec[], identity?: IdentityMode): Policy {
+    const list = normaliseApprovers(approvers)
+    checkIdentity(list, identity)
+    return new Policy({ ...this.state, approvers: list, identity })
   }
 
   withDefault(act: Act, effect: Effect): Policy {
@@ -311,14 +342,39 @@ export class Policy {
     return new Policy({ ...this.state, defaults: { ...this.state.defaults, [act]: effect } })
   }
 
-  private addToCurrent(act: Act, effect: Effect, pattern: string): Policy {
+  private addToCurrent(act: Act, effect: Effect, pattern: string, approvals?: number): Policy {
     const rule = validRule(act, effect, pattern)
+    if (approvals !== undefined) {
+      if (!Number.isInteger(approvals) || approvals < 1 || approvals > 10) {
+        throw new PolicyError('approvals must be a whole number from 1 to 10', 'approvals')
+      }
+      rule.approvals = approvals
+    }
     const state = this.state.current === -1 ? this.layer('policy').state : this.state
     const index = state.current
-    return new Policy({
-      ...state,
-      layers: replaceAt(state.layers, index, appendRule(state.layers[index]!, rule)),
-    })
+    const layers = replaceAt(state.layers, index, appendRule(state.layers[index]!, rule))
+    checkApprovalCounts(layers, state.approvers, undefined)
+    return new Policy({ ...state, layers })
+  }
+
+  /**
+   * How many distinct approvers an ask needs: the largest `approvals` among the ask rules that decided
+   * any of the verdict's checks (1 when none says).
+   */
+  approvalsRequired(
+    verdict: Pick<ExecVerdict, 'effect' | 'rule' | 'layer'> & { checks?: readonly ExecCheck[] },
+  ): number {
+    if (verdict.effect !== 'ask') return 1
+    const decided = [verdict, ...(verdict.checks ?? [])].filter(
+      (check) => check.effect === 'ask' && check.rule !== undefined,
+    )
+    let required = 1
+    for (const check of decided) {
+      const layer = this.state.layers.find((l) => l.name === check.layer)
+      const rule = layer?.rules.find((r) => r.effect === 'ask' && r.pattern === check.rule)
+      required = Math.max(required, rule?.approvals ?? 1)
+    }
+    return required
   }
 
   // ---- judging
@@ -635,6 +691,27 @@ function validRule(act: Act, effect: Effect, pattern: string): RuleSpec {
     throw new PolicyError('a pattern must be a non-empty string without NUL characters', 'pattern')
   }
   return { act, effect, pattern }
+}
+
+/** `approvals` belongs to ask rules, and cannot ask for more people than the policy lists. */
+function checkApprovalCounts(
+  layers: ReadonlyArray<{ rules: readonly RuleSpec[] }>,
+  approvers: readonly Approver[],
+  file: string | undefined,
+): void {
+  for (const [i, layer] of layers.entries()) {
+    for (const [j, rule] of layer.rules.entries()) {
+      if (rule.approvals === undefined) continue
+      const field = `layers[${i}].rules[${j}].approvals`
+      const fail = (message: string) => {
+        throw new PolicyError(`${file ? `${file}: ` : ''}${field}: ${message}`, field, file)
+      }
+      if (rule.effect !== 'ask') fail('only an ask rule can require approvals')
+      if (approvers.length > 0 && rule.approvals > approvers.length) {
+        fail(`needs ${rule.approvals} distinct approvers but the policy lists ${approvers.length}`)
+      }
+    }
+  }
 }
 
 function appendRule(layer: Layer, rule: RuleSpec): Layer {

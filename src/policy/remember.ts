@@ -1,21 +1,53 @@
 /**
- * The rule an approver's "approve and remember" adds for the rest of a run. Narrow on purpose: a command is
- * remembered as its program and subcommand (`npm test*`), never as a whole tool, and never for programs
- * that run arbitrary other code (shells, interpreters, wrappers, `sudo`, bare `git`).
+ * The rule an approver's "approve and remember" adds for the rest of a run. Never broader than what was
+ * approved: by default the **exact** command (or path, or host) — `git push origin feature` remembers
+ * `git push origin feature`, which does not allow `git push --force origin main`. A wider rule (the
+ * program and subcommand with any arguments, `go vet*`) is offered only as an explicit, displayed choice,
+ * and only for subcommands whose arguments cannot choose what runs, what is deleted or where it is sent:
+ * never pushes, publishes, cleans, installs, `run`/`exec`, launch options. Programs that run other
+ * programs' code (shells, interpreters, wrappers, `sudo`, bare `git`) are approved one call at a time.
  */
 import { basename, isShell } from './exec/analyse.js'
 import { normalisePath } from './policy.js'
 import type { Act } from './types.js'
 
-export type RememberedRule = { ok: true; act: Act; pattern: string } | { ok: false; reason: string }
+/** What remembering an approved action may add: the exact rule, and a wider one only where it is safe. */
+export type RememberedRule =
+  | { ok: true; act: Act; exact: string; wider?: string | undefined }
+  | { ok: false; reason: string }
 
 const INTERPRETER =
   /^((python|pypy)[0-9.]*|node|nodejs|deno|bun|bunx|ruby|irb|jruby|perl|php|lua|luajit|rscript|r|julia|osascript|tclsh|wish|expect|pwsh|powershell|fish|csh|tcsh|nu|xonsh|elvish|awk|gawk|mawk|nawk|vi|vim|nvim|emacs|ed)$/
 const WRAPPER =
   /^(env|cross-env|sudo|doas|pkexec|su|runuser|chroot|xargs|nice|timeout|nohup|setsid|stdbuf|time|command|builtin|exec|eval|source|\.|ionice|taskset|watch|flock|busybox|toybox|ssh|npx|pnpx|uvx|find|trap|alias)$/
-/** Tools whose first operand is a subcommand, so `tool sub*` names one kind of action. */
+/**
+ * Build tools whose first operand is a subcommand that acts on the workspace, so `tool sub*` names one kind
+ * of local action. (Container, cluster, cloud and package-publishing tools are remembered exactly.)
+ */
 const SUBCOMMAND_TOOLS =
-  /^(npm|pnpm|yarn|cargo|go|make|gmake|just|task|docker|podman|kubectl|helm|pip|pip3|uv|poetry|pdm|hatch|mvn|mvnw|gradle|gradlew|dotnet|bundle|rake|mix|swift|composer|terraform|gh|cmake|ctest|biome|turbo|nx|lerna|vitest|rustup|flutter|dart|zig)$/
+  /^(npm|pnpm|yarn|cargo|go|make|gmake|mvn|mvnw|gradle|gradlew|dotnet|mix|swift|ctest|biome|turbo|nx|vitest|flutter|dart|zig)$/
+/**
+ * Subcommands whose remaining arguments only say what to look at, never what to run, delete, publish or
+ * fetch: the only ones a wider rule is offered for. Everything else is remembered exactly.
+ */
+const WIDER_SUBCOMMANDS = new Set([
+  'build',
+  'check',
+  'clippy',
+  'compile',
+  'diff',
+  'fmt',
+  'format',
+  'lint',
+  'log',
+  'status',
+  'test',
+  'typecheck',
+  'version',
+  'vet',
+])
+/** git's subcommands that only read. */
+const GIT_WIDER = new Set(['diff', 'log', 'show', 'status'])
 const GLOB = /[*?]/
 
 export function rememberRule(act: Act, target: string | readonly string[]): RememberedRule {
@@ -27,18 +59,12 @@ export function rememberRule(act: Act, target: string | readonly string[]): Reme
         ok: false,
         reason: `"${target}" contains * or ?, which would remember more than this one target`,
       }
-    return { ok: true, act, pattern: act === 'net' ? target.toLowerCase() : normalisePath(target) }
+    return { ok: true, act, exact: act === 'net' ? target.toLowerCase() : normalisePath(target) }
   }
   const argv = typeof target === 'string' ? [target] : [...target]
   const program = argv[0]
   if (!program || /[^\x21-\x7e]/.test(program))
     return { ok: false, reason: 'the program name is empty or unreadable' }
-  if (argv.some((word) => GLOB.test(word) || word === '' || /[\x00-\x1f\x7f]/.test(word))) {
-    return {
-      ok: false,
-      reason: 'the command has empty words, control characters, * or ?, so no narrow rule can name it',
-    }
-  }
   const name = basename(program).toLowerCase()
   if (isShell(name) || INTERPRETER.test(name)) {
     return {
@@ -52,7 +78,16 @@ export function rememberRule(act: Act, target: string | readonly string[]): Reme
       reason: `${name} runs other commands (judged on their own), so it is approved one call at a time`,
     }
   }
+  // A rule is the words joined by spaces: a word with a space in it could not be told from two words.
+  if (argv.some((word) => GLOB.test(word) || word === '' || /[\s\x00-\x1f\x7f]/.test(word))) {
+    return {
+      ok: false,
+      reason:
+        'the command has empty words, spaces or control characters inside a word, * or ?, so no rule can name exactly it',
+    }
+  }
   const rest = argv.slice(1)
+  const exact = argv.join(' ')
   if (name === 'git') {
     if (
       rest.some(
@@ -62,14 +97,14 @@ export function rememberRule(act: Act, target: string | readonly string[]): Reme
       return { ok: false, reason: 'git with -c, --exec-path or --config-env can launch other programs' }
     }
     const sub = rest.find((word, i) => !word.startsWith('-') && rest[i - 1] !== '-C')
-    if (!sub)
-      return { ok: false, reason: 'git is remembered per subcommand (e.g. "git status*"), never as a whole' }
-    return { ok: true, act, pattern: `${program} ${sub}*` }
+    if (!sub) return { ok: false, reason: 'git is remembered per command, never as a whole' }
+    // Options before the subcommand (-C, --git-dir, …) change what it acts on: no wider rule then.
+    const plain = rest[0] === sub
+    return { ok: true, act, exact, ...(plain && GIT_WIDER.has(sub) ? { wider: `${program} ${sub}*` } : {}) }
   }
-  const sub = rest.find((word) => !word.startsWith('-'))
-  // A tool's subcommand widens to `program sub*`; any other command is remembered exactly as approved.
-  if (sub !== undefined && /^[a-z][a-z0-9:_-]*$/.test(sub) && SUBCOMMAND_TOOLS.test(name)) {
-    return { ok: true, act, pattern: `${program} ${sub}*` }
+  const sub = rest[0]
+  if (sub !== undefined && SUBCOMMAND_TOOLS.test(name) && WIDER_SUBCOMMANDS.has(sub)) {
+    return { ok: true, act, exact, wider: `${program} ${sub}*` }
   }
-  return { ok: true, act, pattern: argv.join(' ') }
+  return { ok: true, act, exact }
 }

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod'
 import { PolicyError } from './errors.js'
+import { type ApproverSpec, approverSchema, IDENTITY_MODES, type IdentityMode } from './identity.js'
 import { sandboxSettingsSchema } from './sandbox.js'
 import { ACTS, EFFECTS } from './types.js'
 
@@ -20,6 +21,8 @@ const ruleSchema = z
     act,
     effect,
     pattern,
+    /** An ask rule may need several distinct approvers (two-person rule); one denial ends it. */
+    approvals: z.number().int().min(1).max(10).optional(),
     /** Example targets (for exec: command lines) this rule must decide; checked when the policy loads. */
     match: z.array(z.string().min(1)).optional(),
     /** Example targets this rule must not decide. */
@@ -52,8 +55,13 @@ export const policySpecSchema = z
     /** Built-in rule sets: `read-only` auto-allows the curated read-only commands (see docs/policy.md). */
     include: z.array(z.enum(INCLUDES)).optional(),
     layers: z.array(layerSchema).optional(),
-    /** Who may answer an `ask`; empty or absent means anyone. */
-    approvers: z.array(z.string().min(1, 'an approver name must not be empty')).optional(),
+    /**
+     * Who may answer an `ask`: names with their Ed25519 public keys (`{ name, keys }`), or plain names under
+     * `identity: unsigned`. Empty or absent: anyone (unsigned).
+     */
+    approvers: z.array(approverSchema).optional(),
+    /** `signed` (default when approvers are listed) or `unsigned` (names are trusted: local work only). */
+    identity: z.enum(IDENTITY_MODES).optional(),
   })
   .strict()
 
@@ -72,7 +80,8 @@ export interface PolicySpec {
   }
   layers: LayerSpec[]
   include?: Array<(typeof INCLUDES)[number]>
-  approvers?: string[]
+  approvers?: ApproverSpec[]
+  identity?: IdentityMode
 }
 
 /** `layers[2].rules[0].act` for zod's `['layers', 2, 'rules', 0, 'act']`. */

@@ -30,8 +30,15 @@ import {
 import type { TetherActivities } from '../activities/types.js'
 import { parseContract, type TaskContract } from '../contract.js'
 import { execActivityOptions } from '../exec/activity-options.js'
+import { actionDigest } from '../identity/index.js'
 import { type ToolCall, type ValidatedCall, validateToolCall } from '../tools/schemas.js'
-import { ApprovalBook, type DecisionInput, type PendingApproval, type Resolution } from './approvals.js'
+import {
+  ApprovalBook,
+  type DecisionInput,
+  type PendingApproval,
+  type RememberOffer,
+  type Resolution,
+} from './approvals.js'
 import {
   budgetOutcome,
   commandTimeout,
@@ -53,12 +60,19 @@ export const PENDING_APPROVAL = defineSearchAttributeKey('TetherPendingApproval'
 
 export interface DecideResult {
   approvalId: string
-  decision: Resolution['decision']
-  /** The rule now remembered for the rest of the run, or why none was. */
-  remembered?: { pattern: string } | { refused: string }
+  /** `pending` while a rule that needs several approvers still waits for more. */
+  decision: Resolution['decision'] | 'pending'
+  /** Distinct approvals so far, and how many the request needs. */
+  approvals: number
+  required: number
+  /** The rule that will be remembered for the rest of the run (once the action is judged again). */
+  remember?: string
 }
 
-/** An approver's answer; rejected (no history) when malformed, unknown, already decided or unauthorised. */
+/**
+ * An approver's answer; rejected (no history) when malformed, unknown, already decided, unauthorised, or —
+ * under signed identity — unsigned, signed by a key not on the list, or not signed over this exact action.
+ */
 export const decideUpdate = defineUpdate<DecideResult, [DecisionInput]>('decide')
 /** The same answer as a Signal, for when no worker is running; invalid ones are recorded, never applied. */
 export const decideSignal = defineSignal<[DecisionInput]>('decide')
@@ -130,7 +144,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
   const runId = info.workflowId
   const contract = parseInput(input)
   const state: RunState = initialState(input.carried, Date.now())
-  const book = new ApprovalBook()
+  const book = new ApprovalBook(runId)
   let phase: RunStatus['phase'] = 'starting'
   let outcome: Outcome | undefined
 
@@ -140,17 +154,19 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     (decision) => {
       const applied = book.answer(decision, 'update', Date.now())
       if (!applied.ok) throw ApplicationFailure.nonRetryable(applied.error, applied.type)
-      const request = book.get(decision.approvalId) as PendingApproval
+      const { resolution, approvals, required } = applied
       return {
         approvalId: decision.approvalId,
-        decision: applied.resolution.decision,
-        ...(applied.resolution.remember && request.remember ? { remembered: request.remember } : {}),
+        decision: resolution?.decision ?? 'pending',
+        approvals,
+        required,
+        ...(resolution?.remember ? { remember: resolution.remember } : {}),
       }
     },
     {
       validator: (decision) => {
         // A typed, non-retryable failure: any SDK can branch on its type (see DecisionRejection).
-        const checked = book.validate(decision)
+        const checked = book.validate(decision, Date.now())
         if (!checked.ok) throw ApplicationFailure.nonRetryable(checked.error, checked.type)
       },
     },
@@ -214,6 +230,10 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     throw ApplicationFailure.nonRetryable(preparation.rejected, 'ContractRejected')
   }
   const { approvers } = preparation
+  // Runs recorded before identity existed trusted the names their policy listed.
+  book.setIdentity(
+    preparation.identity ?? { mode: 'unsigned', approvers: approvers.map((name) => ({ name, keys: [] })) },
+  )
 
   try {
     await recordStart()
@@ -341,7 +361,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
           lines.push(`${verdict.act} ${resolution.decision}: ${clip(verdict.target, 200)}`)
           continue
         }
-        const remembered = resolution.remember ? remember(verdict) : undefined
+        const remembered = resolution.remember ? remember(verdict.act, resolution.remember) : undefined
         // An approval never crosses a deny: judge again, with whatever was just remembered.
         verdict = await checkAction(call)
         const refusedAfterApproval = verdict.effect === 'deny' ? verdict : undefined
@@ -405,13 +425,11 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     })
   }
 
-  function remember(verdict: ActionVerdict): { pattern: string } | { refused: string } {
-    if (!verdict.remember) return { refused: 'this action has no rememberable rule' }
-    if (!verdict.remember.ok) return { refused: verdict.remember.reason }
-    const rule = { act: verdict.remember.act, pattern: verdict.remember.pattern }
-    if (!state.remembered.some((r) => r.act === rule.act && r.pattern === rule.pattern))
-      state.remembered.push(rule)
-    return { pattern: rule.pattern }
+  /** Adds the rule the approvers chose (and, when signed, signed) for the rest of the run. */
+  function remember(act: ActionVerdict['act'], pattern: string): { pattern: string } {
+    if (!state.remembered.some((r) => r.act === act && r.pattern === pattern))
+      state.remembered.push({ act, pattern })
+    return { pattern }
   }
 
   async function requestApproval(step: number, call: number, verdict: ActionVerdict): Promise<string> {
@@ -425,13 +443,10 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
       ...(verdict.rule !== undefined ? { rule: verdict.rule } : {}),
       ...(verdict.layer !== undefined ? { layer: verdict.layer } : {}),
       ...(verdict.tree !== undefined ? { tree: verdict.tree } : {}),
-      ...(verdict.remember
-        ? {
-            remember: verdict.remember.ok
-              ? { pattern: verdict.remember.pattern }
-              : { refused: verdict.remember.reason },
-          }
-        : {}),
+      actionDigest: actionDigest(verdict),
+      ...(verdict.remember ? { remember: rememberOffer(verdict.remember) } : {}),
+      ...(verdict.approvalsRequired ? { approvalsRequired: verdict.approvalsRequired } : {}),
+      identity: book.identityMode,
       requestedAt: now,
       deadline: now + contract.approvals.timeout,
       approvers,
@@ -488,6 +503,13 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
       await projections.tetherApprovalRejected({ runId, step, ...rejected })
     }
   }
+}
+
+/** What a verdict lets an approver remember, as the request shows it (verdicts from before had one form). */
+function rememberOffer(remember: NonNullable<ActionVerdict['remember']>): RememberOffer {
+  if (!remember.ok) return { refused: remember.reason }
+  if ('pattern' in remember) return { exact: remember.pattern }
+  return { exact: remember.exact, ...(remember.wider ? { wider: remember.wider } : {}) }
 }
 
 function parseInput(input: AgentRunInput): TaskContract {

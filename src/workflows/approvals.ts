@@ -1,9 +1,16 @@
 /**
  * The approvals of one run: requested asks, the answers that arrive (Update or Signal), deadlines and
  * cancellation. Pure: the workflow keeps one `ApprovalBook` in memory, its Update validator calls
- * `validate`, and its handlers call `answer`. The first valid answer wins; nothing is ever overwritten.
+ * `validate`, and its handlers call `answer`. Nothing is ever overwritten: the first denial or the last of
+ * the approvals an ask needs decides it.
+ *
+ * Under signed identity (the policy lists approvers with keys) an answer counts only with a valid
+ * Ed25519 signature, by a key on the list, over this run, this approval, this exact action, this answer
+ * and this remembered rule, issued while the request was open. Verification is pure JavaScript, so it runs
+ * in the Update validator (a refused Update leaves no history) and in the Signal handler alike.
  */
 import { z } from 'zod'
+import { type DecisionStatement, fingerprintOf, verifyStatement } from '../identity/index.js'
 import type { Act } from './types.js'
 
 export const decisionSchema = z
@@ -12,7 +19,20 @@ export const decisionSchema = z
     decision: z.enum(['approve', 'deny']),
     approver: z.string().trim().min(1, 'the approver must be named'),
     reason: z.string().max(2_000).optional(),
-    remember: z.boolean().optional(),
+    /** Remember the exact rule (`true` / `exact`) or the wider one the request offered (`wider`). */
+    remember: z.union([z.boolean(), z.enum(['exact', 'wider'])]).optional(),
+    /** Required under signed identity: the approver's signature over the decision statement. */
+    signature: z
+      .object({
+        /** The approver's public key, `ed25519:<base64>`, as the policy lists it. */
+        key: z.string().min(1),
+        /** Base64 Ed25519 signature of the statement (see identity/statement.ts). */
+        value: z.string().min(1),
+        /** When it was signed, Unix milliseconds (part of the statement). */
+        issuedAt: z.number().int().nonnegative(),
+      })
+      .strict()
+      .optional(),
   })
   .strict()
 
@@ -32,6 +52,16 @@ export type DecisionRejection =
   | 'AlreadyDecided'
   /** The policy names approvers and this one is not among them. */
   | 'NotAnApprover'
+  /** The policy requires signed decisions and this one carries no signature. */
+  | 'Unsigned'
+  /** The signing key is not on the policy's approver list, or belongs to someone else. */
+  | 'UnknownKey'
+  /** The signature does not verify for this run, approval, action and answer (forged, tampered, replayed). */
+  | 'BadSignature'
+  /** Signed before the request existed, after its deadline, or in the future. */
+  | 'OutsideValidity'
+  /** This approver has already approved; a rule that needs several approvals needs several people. */
+  | 'DuplicateApprover'
 
 /** A refused answer: its type and one line for a person. */
 export interface Rejected {
@@ -42,14 +72,34 @@ export interface Rejected {
 
 export type Channel = 'update' | 'signal' | 'timeout' | 'cancel'
 
+/** One person's answer, with its proof when signed. */
+export interface Answer {
+  approver: string
+  decision: 'approve' | 'deny'
+  channel: 'update' | 'signal'
+  at: number
+  reason?: string
+  /** The rule this answer asked to remember (exact pattern), if any. */
+  remember?: string
+  signed?: { key: string; fingerprint: string; signature: string; statement: DecisionStatement }
+}
+
 export interface Resolution {
   decision: 'approved' | 'denied' | 'timeout' | 'cancelled'
   decidedBy: string
   channel: Channel
   decidedAt: number
   reason?: string
-  remember: boolean
+  /** The rule remembered for the rest of the run: only when every approving answer asked for the same one. */
+  remember?: string
+  /** Whether the answers were signed (`unsigned`: names were trusted, as the policy said). */
+  identity?: 'signed' | 'unsigned'
+  /** Every answer that counted, in order. */
+  answers?: Answer[]
 }
+
+/** What "approve and remember" may add: the exact rule, and a wider one where that is safe. */
+export type RememberOffer = { exact: string; wider?: string } | { refused: string }
 
 export interface PendingApproval {
   approvalId: string
@@ -60,29 +110,59 @@ export interface PendingApproval {
   rule?: string
   layer?: string
   tree?: string
-  /** What "approve and remember" would add to the run's `remembered` layer, or why it cannot. */
-  remember?: { pattern: string } | { refused: string }
+  /** SHA-256 of the judged action (act, target, tree): what a signature covers. */
+  actionDigest?: string
+  /** Shown before anyone answers: what "approve and remember" would add, or why it cannot. */
+  remember?: RememberOffer | { pattern: string }
+  /** Distinct approvers needed (a two-person rule is 2). */
+  approvalsRequired?: number
+  /** Whether answers must be signed (the policy's identity mode when the request was made). */
+  identity?: 'signed' | 'unsigned'
   requestedAt: number
   deadline: number
   approvers: string[]
 }
 
+/** Who may answer in this run. */
+export interface BookIdentity {
+  mode: 'signed' | 'unsigned'
+  approvers: Array<{ name: string; keys: string[] }>
+}
+
+/** Clock difference tolerated between an approver's machine and the workflow. */
+export const SIGNATURE_SKEW_MS = 2 * 60_000
+
 interface Entry {
   request: PendingApproval
+  answers: Answer[]
   resolution?: Resolution
 }
 
+type Checked = { ok: true; decision: DecisionInput; answer: Omit<Answer, 'channel' | 'at'> } | Rejected
+
 export class ApprovalBook {
   private readonly entries = new Map<string, Entry>()
+  private identity: BookIdentity = { mode: 'unsigned', approvers: [] }
   /** Answers that were refused, kept so they can be recorded; never applied. */
   readonly rejected: Array<{ channel: Channel; at: number; error: string; input: unknown }> = []
 
-  request(request: PendingApproval): void {
-    this.entries.set(request.approvalId, { request })
+  constructor(private readonly runId: string) {}
+
+  /** Set once the policy is known (before any approval is requested). */
+  setIdentity(identity: BookIdentity): void {
+    this.identity = identity
   }
 
-  /** Why `input` may not be applied now, or the parsed decision. Read-only: safe in an Update validator. */
-  validate(input: unknown): { ok: true; decision: DecisionInput } | Rejected {
+  get identityMode(): BookIdentity['mode'] {
+    return this.identity.mode
+  }
+
+  request(request: PendingApproval): void {
+    this.entries.set(request.approvalId, { request, answers: [] })
+  }
+
+  /** Why `input` may not be applied now, or the checked answer. Read-only: safe in an Update validator. */
+  validate(input: unknown, now: number): Checked {
     const reject = (type: DecisionRejection, error: string): Rejected => ({ ok: false, type, error })
     const parsed = decisionSchema.safeParse(input)
     if (!parsed.success) {
@@ -94,44 +174,143 @@ export class ApprovalBook {
     const decision = parsed.data
     const entry = this.entries.get(decision.approvalId)
     if (!entry) return reject('UnknownApproval', `no approval ${decision.approvalId} in this run`)
+    const { request } = entry
     if (entry.resolution) {
       return reject(
         'AlreadyDecided',
         `approval ${decision.approvalId} was already ${entry.resolution.decision} by ${entry.resolution.decidedBy}`,
       )
     }
-    const { approvers } = entry.request
-    if (approvers.length > 0 && !approvers.includes(decision.approver)) {
+    const remember = rememberedBy(decision, request)
+    if (typeof remember === 'object') return reject('InvalidDecision', remember.error)
+
+    let signed: Answer['signed']
+    let approver = decision.approver
+    if (this.identity.mode === 'signed') {
+      const proof = decision.signature
+      if (!proof) {
+        return reject(
+          'Unsigned',
+          `this run's policy requires signed decisions; answer approval ${decision.approvalId} with \`tether approve\` or \`tether deny\` and your key`,
+        )
+      }
+      const owner = this.identity.approvers.find((a) => a.keys.includes(proof.key))
+      const fingerprint = fingerprintOf(proof.key) ?? 'an unreadable key'
+      if (!owner) return reject('UnknownKey', `key ${fingerprint} is not on this run's approver list`)
+      if (owner.name !== decision.approver) {
+        return reject('UnknownKey', `key ${fingerprint} belongs to ${owner.name}, not ${decision.approver}`)
+      }
+      const statement: DecisionStatement = {
+        run: this.runId,
+        approval: decision.approvalId,
+        action: request.actionDigest ?? '',
+        decision: decision.decision,
+        remember: remember ?? null,
+        reason: decision.reason ?? null,
+        replacement: null,
+        issuedAt: proof.issuedAt,
+      }
+      if (!verifyStatement(proof.key, statement, proof.value)) {
+        return reject(
+          'BadSignature',
+          `the signature does not match this run, approval, action and answer (key ${fingerprint}); it may be forged, altered or made for another approval`,
+        )
+      }
+      if (proof.issuedAt < request.requestedAt - SIGNATURE_SKEW_MS) {
+        return reject(
+          'OutsideValidity',
+          `signed at ${iso(proof.issuedAt)}, before approval ${decision.approvalId} was requested (${iso(request.requestedAt)})`,
+        )
+      }
+      if (proof.issuedAt > request.deadline) {
+        return reject(
+          'OutsideValidity',
+          `signed at ${iso(proof.issuedAt)}, after the deadline of approval ${decision.approvalId} (${iso(request.deadline)})`,
+        )
+      }
+      if (proof.issuedAt > now + SIGNATURE_SKEW_MS) {
+        return reject(
+          'OutsideValidity',
+          `signed at ${iso(proof.issuedAt)}, in the future; check the signing machine's clock`,
+        )
+      }
+      signed = { key: proof.key, fingerprint, signature: proof.value, statement }
+      approver = owner.name
+    } else {
+      const { approvers } = request
+      if (approvers.length > 0 && !approvers.includes(decision.approver)) {
+        return reject(
+          'NotAnApprover',
+          `${decision.approver} may not answer approval ${decision.approvalId}; approvers: ${approvers.join(', ')}`,
+        )
+      }
+    }
+    if (decision.decision === 'approve' && entry.answers.some((a) => a.approver === approver)) {
       return reject(
-        'NotAnApprover',
-        `${decision.approver} may not answer approval ${decision.approvalId}; approvers: ${approvers.join(', ')}`,
+        'DuplicateApprover',
+        `${approver} has already approved ${decision.approvalId}; it needs ${request.approvalsRequired ?? 1} different approvers`,
       )
     }
-    return { ok: true, decision }
+    return {
+      ok: true,
+      decision,
+      answer: {
+        approver,
+        decision: decision.decision,
+        ...(decision.reason ? { reason: decision.reason } : {}),
+        ...(remember ? { remember } : {}),
+        ...(signed ? { signed } : {}),
+      },
+    }
   }
 
-  /** Applies a valid answer; an invalid one is recorded in `rejected` and changes nothing. */
+  /**
+   * Applies a valid answer: a denial decides, an approval decides once enough distinct approvers agree
+   * (until then the request stays pending: `resolution` is undefined). An invalid answer is recorded in
+   * `rejected` and changes nothing.
+   */
   answer(
     input: unknown,
     channel: 'update' | 'signal',
     now: number,
-  ): { ok: true; resolution: Resolution } | Rejected {
-    const checked = this.validate(input)
+  ): { ok: true; resolution?: Resolution; approvals: number; required: number } | Rejected {
+    const checked = this.validate(input, now)
     if (!checked.ok) {
       this.rejected.push({ channel, at: now, error: checked.error, input })
       return checked
     }
-    const { decision } = checked
-    const resolution: Resolution = {
-      decision: decision.decision === 'approve' ? 'approved' : 'denied',
-      decidedBy: decision.approver,
+    const entry = this.entries.get(checked.decision.approvalId) as Entry
+    entry.answers.push({ ...checked.answer, channel, at: now })
+    const required = entry.request.approvalsRequired ?? 1
+    const approvals = entry.answers.filter((a) => a.decision === 'approve')
+    if (checked.answer.decision === 'deny' || approvals.length >= required) {
+      entry.resolution = this.resolve(entry, checked.answer.decision, channel, now)
+    }
+    return {
+      ok: true,
+      ...(entry.resolution ? { resolution: entry.resolution } : {}),
+      approvals: approvals.length,
+      required,
+    }
+  }
+
+  private resolve(entry: Entry, last: 'approve' | 'deny', channel: Channel, now: number): Resolution {
+    const answers = [...entry.answers]
+    const deciding = last === 'deny' ? answers.filter((a) => a.decision === 'deny') : answers
+    const approving = answers.filter((a) => a.decision === 'approve')
+    const rules = new Set(approving.map((a) => a.remember))
+    const remember = last === 'approve' && rules.size === 1 ? [...rules][0] : undefined
+    const reason = deciding.at(-1)?.reason
+    return {
+      decision: last === 'approve' ? 'approved' : 'denied',
+      decidedBy: deciding.map((a) => a.approver).join(', '),
       channel,
       decidedAt: now,
-      remember: decision.decision === 'approve' && decision.remember === true,
-      ...(decision.reason ? { reason: decision.reason } : {}),
+      ...(reason ? { reason } : {}),
+      ...(remember ? { remember } : {}),
+      identity: this.identity.mode,
+      answers,
     }
-    ;(this.entries.get(decision.approvalId) as Entry).resolution = resolution
-    return { ok: true, resolution }
   }
 
   /** Resolves a still-pending approval without a human: its deadline passed, or the run was cancelled. */
@@ -144,13 +323,18 @@ export class ApprovalBook {
       channel: kind === 'timeout' ? 'timeout' : 'cancel',
       decidedAt: now,
       reason: kind === 'timeout' ? 'timeout' : 'run cancelled',
-      remember: false,
+      ...(entry.answers.length > 0 ? { answers: [...entry.answers] } : {}),
     }
     return entry.resolution
   }
 
   resolution(approvalId: string): Resolution | undefined {
     return this.entries.get(approvalId)?.resolution
+  }
+
+  /** Approvals given so far to a request that needs several. */
+  answers(approvalId: string): readonly Answer[] {
+    return this.entries.get(approvalId)?.answers ?? []
   }
 
   pending(): PendingApproval[] {
@@ -160,4 +344,32 @@ export class ApprovalBook {
   get(approvalId: string): PendingApproval | undefined {
     return this.entries.get(approvalId)?.request
   }
+}
+
+/** The exact rule an answer remembers, or why it cannot (the request offered no such rule). */
+function rememberedBy(
+  decision: DecisionInput,
+  request: PendingApproval,
+): string | undefined | { error: string } {
+  if (decision.decision !== 'approve' || !decision.remember) return undefined
+  const offer = request.remember
+  // A request recorded before offers had two forms carried one `pattern`.
+  if (offer && 'pattern' in offer) return offer.pattern
+  if (!offer || 'refused' in offer) {
+    return {
+      error: `approval ${decision.approvalId} offers no rule to remember${offer ? `: ${offer.refused}` : ''}`,
+    }
+  }
+  if (decision.remember === 'wider') {
+    return (
+      offer.wider ?? {
+        error: `approval ${decision.approvalId} offers no wider rule, only the exact one (\`${offer.exact}\`)`,
+      }
+    )
+  }
+  return offer.exact
+}
+
+function iso(ms: number): string {
+  return new Date(ms).toISOString()
 }

@@ -69,13 +69,23 @@ export interface ActionVerdict {
   checks?: unknown
   /** The command matches the contract's `noRetry` patterns. */
   noRetry?: boolean
-  /** A rule an approver's "remember" would add, or why none may be added. */
-  remember?: { ok: true; act: Act; pattern: string } | { ok: false; reason: string }
+  /**
+   * What an approver's "remember" may add (the exact rule, and a wider one where safe), or why nothing may.
+   * Verdicts recorded before offers had two forms carry a single `pattern`.
+   */
+  remember?:
+    | { ok: true; act: Act; exact: string; wider?: string }
+    | { ok: true; act: Act; pattern: string }
+    | { ok: false; reason: string }
+  /** Distinct approvers an ask needs (the deciding ask rules' `approvals`, default 1). */
+  approvalsRequired?: number
 }
 
 /** What `tetherPrepareRun` learns from the policy before the first step. */
 export interface RunPreparation {
   approvers: string[]
+  /** Who may answer and whether answers must be signed (absent in runs recorded before: unsigned names). */
+  identity?: { mode: 'signed' | 'unsigned'; approvers: Array<{ name: string; keys: string[] }> }
   /** Why the contract is rejected (its gate is not allowed), if it is. */
   rejected?: string
 }

@@ -17,9 +17,16 @@ import { recordHistory, uniqueTaskQueue } from '../support/temporal.js'
 
 const harness = useAgentHarness()
 
-/** Exec asks by default; alice and bob may answer; `rm` is denied in an operator layer. */
+/**
+ * Exec asks by default; alice and bob may answer, by name (`identity: unsigned`: signed decisions are
+ * tested in identity.test.ts); `rm` is denied in an operator layer.
+ */
 const policy = () =>
-  Policy.fromSpec({ ...Policy.tiered().layer('ops').denyExec('rm*').toSpec(), approvers: ['alice', 'bob'] })
+  Policy.fromSpec({
+    ...Policy.tiered().layer('ops').denyExec('rm*').toSpec(),
+    identity: 'unsigned',
+    approvers: ['alice', 'bob'],
+  })
 const touch = (file: string) => ({ name: 'exec', args: { argv: ['touch', file] } })
 
 async function run(turns: unknown[], contract: Record<string, unknown> = {}, taskQueue = harness.taskQueue) {
@@ -258,17 +265,29 @@ describe('approvals', () => {
     ])
     try {
       const [first] = await waitForPending(handle)
+      expect(first?.remember).toEqual({ exact: 'touch one.txt' })
       const remembered = await handle.executeUpdate(decideUpdate, {
         args: [{ approvalId: first!.approvalId, decision: 'approve', approver: 'alice', remember: true }],
       })
-      expect(remembered.remembered).toEqual({ pattern: 'touch one.txt' })
+      expect(remembered.remember).toBe('touch one.txt')
       // The same command in the next step runs on the remembered rule; the next ask is the shell.
       const [shell] = await waitForPending(handle)
       expect(shell?.target).toContain('bash')
-      const refused = await handle.executeUpdate(decideUpdate, {
-        args: [{ approvalId: shell!.approvalId, decision: 'approve', approver: 'alice', remember: true }],
+      expect(shell?.remember).toEqual({
+        refused: 'bash runs whatever program text it is given, so it is approved one call at a time',
       })
-      expect(refused.remembered).toEqual({ refused: expect.any(String) })
+      const refused = await handle
+        .executeUpdate(decideUpdate, {
+          args: [{ approvalId: shell!.approvalId, decision: 'approve', approver: 'alice', remember: true }],
+        })
+        .catch((error: unknown) => error)
+      expect((refused as Error).cause).toMatchObject({
+        type: 'InvalidDecision',
+        message: expect.stringContaining('offers no rule to remember'),
+      })
+      await handle.executeUpdate(decideUpdate, {
+        args: [{ approvalId: shell!.approvalId, decision: 'approve', approver: 'alice' }],
+      })
       const [again] = await waitForPending(handle)
       expect(again?.target).toContain('touch four.txt')
       await handle.executeUpdate(decideUpdate, {

@@ -3,7 +3,7 @@
  * a folder outside the checkout.
  */
 import { spawn } from 'node:child_process'
-import { existsSync } from 'node:fs'
+import { existsSync, statSync } from 'node:fs'
 import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { createServer, type Server } from 'node:net'
@@ -83,6 +83,7 @@ afterAll(async () => {
 
 const POLICY = {
   defaults: { read: 'allow', write: 'ask', exec: 'ask', net: 'deny' },
+  identity: 'unsigned',
   approvers: ['alice', 'bob'],
   layers: [
     { name: 'ops', rules: [{ act: 'exec', effect: 'deny', pattern: 'rm*' }] },
@@ -111,6 +112,11 @@ describe('tether CLI', () => {
       ['audit'],
       ['audit', 'refused'],
       ['audit', 'ran'],
+      ['audit', 'approvals'],
+      ['keys'],
+      ['keys', 'new'],
+      ['keys', 'show'],
+      ['keys', 'list'],
       ['policy', 'check'],
       ['db', 'migrate'],
     ]) {
@@ -181,9 +187,23 @@ describe('tether CLI', () => {
     }
   })
 
-  it('lists, approves and denies asks, and cancels a run', async () => {
+  it('makes approver keys, lists asks with what remember would add, signs approvals and denials, verifies them, cancels a run', async () => {
     const ws = await npmWorkspace()
+    const keyring = { TETHER_KEYS_DIR: join(outside, 'keys') }
     try {
+      const approvers = []
+      for (const name of ['alice', 'bob', 'mallory']) {
+        const made = await tether(['keys', 'new', name], keyring)
+        expect(made.code, made.stderr).toBe(0)
+        const entry = /- \{ name: (\S+), keys: \["(ed25519:[^"]+)"\] \}/.exec(made.stdout)
+        expect(entry?.[1]).toBe(name)
+        expect(statSync(join(outside, 'keys', `${name}.pem`)).mode & 0o777).toBe(0o600)
+        if (name !== 'mallory') approvers.push({ name, keys: [entry?.[2]] })
+      }
+      const again = await tether(['keys', 'new', 'alice'], keyring)
+      expect(again.code).toBe(1)
+      expect(again.stderr).toMatch(/alice\.pem exists already/)
+
       const script = await writeScript(ws.path, {
         turns: [
           { toolCalls: [{ name: 'exec', args: { argv: ['touch', 'a.txt'] } }] },
@@ -192,7 +212,8 @@ describe('tether CLI', () => {
         ],
       })
       const policyFile = join(ws.path, '.policy.json')
-      await writeFile(policyFile, JSON.stringify(POLICY))
+      const { identity: _unsigned, ...signedPolicy } = POLICY
+      await writeFile(policyFile, JSON.stringify({ ...signedPolicy, approvers }))
       const runId = `cli-ask-${agent.taskQueue}`
       const started = await tether([
         'run',
@@ -217,34 +238,52 @@ describe('tether CLI', () => {
         for (;;) {
           const list = JSON.parse(
             (await tether(['approvals', '--approver', 'alice', '--json'])).stdout,
-          ) as Array<{ approvalId: string; runId: string; target: string }>
+          ) as Array<{ approvalId: string; runId: string; target: string; identity: string }>
           const mine = list.find((a) => a.runId === runId)
           if (mine) return mine
           await new Promise((r) => setTimeout(r, 300))
         }
       }
       const first = await waitFor()
-      expect(first.target).toBe('touch a.txt')
-      // Deadlines read in UTC, in the reader's own zone, and as the time left.
+      expect(first).toMatchObject({ target: 'touch a.txt', identity: 'signed' })
+      // Deadlines read in UTC, in the reader's own zone, and as the time left; the rule remember would
+      // add is shown before anyone answers.
       const table = await tether(['approvals', '--run', runId], { TZ: 'Asia/Kolkata' })
       expect(table.stdout).toMatch(
         / \d{4}-\d\d-\d\d \d\d:\d\d UTC \(\d{4}-\d\d-\d\d \d\d:\d\d GMT\+5:30 your time\), in 23h \d+m/,
       )
-      const stranger = await tether(['approve', first.approvalId, '--as', 'mallory'])
+      expect(table.stdout).toContain('1 signed')
+      expect(table.stdout).toContain('`touch a.txt`')
+      const stranger = await tether(['approve', first.approvalId, '--as', 'mallory'], keyring)
       expect(stranger.code).toBe(1)
-      expect(stranger.stderr).toMatch(/^error: the run refused the answer: mallory may not answer/)
+      expect(stranger.stderr).toMatch(
+        /^error: the run refused the answer \(UnknownKey\): key SHA256:[0-9a-f]{32} is not on this run's approver list/,
+      )
       expect(stranger.stderr.trim().split('\n')).toHaveLength(1)
-      const approved = await tether(['approve', first.approvalId, '--as', 'alice', '--reason', 'fine'])
-      expect(approved.code).toBe(0)
+      const approved = await tether(
+        ['approve', first.approvalId, '--as', 'alice', '--reason', 'fine'],
+        keyring,
+      )
+      expect(approved.code, approved.stderr).toBe(0)
+      expect(approved.stdout).toMatch(/signing as alice with SHA256:[0-9a-f]{32}: approve exec touch a\.txt/)
       expect(approved.stdout).toContain('approved exec touch a.txt')
 
       const second = await waitFor()
       expect(second.target).toBe('touch b.txt')
-      const denied = await tether(['deny', second.approvalId, '--as', 'bob', '--reason', 'enough files'])
-      expect(denied.code).toBe(0)
-      const again = await tether(['deny', second.approvalId, '--as', 'bob', '--reason', 'twice'])
-      expect(again.code).toBe(1)
-      expect(again.stderr).toContain(`no approval ${second.approvalId} is waiting`)
+      const denied = await tether(
+        ['deny', second.approvalId, '--as', 'bob', '--reason', 'enough files'],
+        keyring,
+      )
+      expect(denied.code, denied.stderr).toBe(0)
+      const twice = await tether(['deny', second.approvalId, '--as', 'bob', '--reason', 'twice'], keyring)
+      expect(twice.code).toBe(1)
+      expect(twice.stderr).toContain(`approval ${second.approvalId} was already denied by bob`)
+
+      const verified = await tether(['audit', 'approvals', '--run', runId, '--verify'])
+      expect(verified.code, verified.stderr).toBe(0)
+      expect(verified.stdout).toMatch(/alice\s+approve\s+update\s+verified SHA256:/)
+      expect(verified.stdout).toMatch(/bob\s+deny\s+update\s+verified SHA256:/)
+      expect(verified.stdout).toContain('2 of 2 answers check out')
 
       await waitFor()
       const cancelled = await tether(['cancel', runId])

@@ -1,23 +1,41 @@
-/** `tether approvals`, `tether approve`, `tether deny`: the approver's side of an `ask`. */
+/** `tether approvals`, `tether approve`, `tether deny`, `tether keys`: the approver's side of an `ask`. */
 import type { Command } from 'commander'
-import { answerApproval, updateRejection } from '../../client.js'
+import type { ApprovalRow } from '../../audit/index.js'
+import { AnswerError, answerApproval, draftAnswer, updateRejection } from '../../client.js'
+import { fingerprintOf } from '../../identity/index.js'
+import {
+  type ApproverKey,
+  createKey,
+  KeyringError,
+  keysDir,
+  listKeys,
+  loadKey,
+} from '../../identity/keyring.js'
 import { formatDeadline } from '../../time.js'
-import type { DecisionInput } from '../../workflows/index.js'
 import { colour, print, printJson, printTable, visible, withAudit, withTemporal } from '../context.js'
 import { CliError } from '../errors.js'
 
 interface AnswerOptions {
-  as: string
+  as?: string
+  key?: string
   reason?: string
-  remember?: boolean
+  remember?: boolean | string
   via: 'auto' | 'update' | 'signal'
   json?: boolean
+}
+
+/** What approving with "remember" would add, as the approver reads it before answering. */
+export function rememberText(approval: Pick<ApprovalRow, 'rememberOffer'>): string {
+  const offer = approval.rememberOffer
+  if (!offer) return ''
+  if ('refused' in offer) return `nothing (${offer.refused})`
+  return `\`${offer.exact}\`${offer.wider ? ` or, with --remember wider, \`${offer.wider}\`` : ''}`
 }
 
 export function registerApprovals(program: Command): void {
   program
     .command('approvals')
-    .description('List approvals waiting for an answer, oldest first.')
+    .description('List approvals waiting for an answer, oldest first, with what "remember" would add.')
     .option('--approver <name>', 'only those this approver may answer')
     .option('--run <run>', 'only those of one run')
     .option('--json', 'print JSON')
@@ -31,7 +49,7 @@ export function registerApprovals(program: Command): void {
       if (options.json) return printJson(pending)
       if (pending.length === 0) return print('nothing is waiting for an answer')
       printTable(
-        ['APPROVAL', 'RUN', 'STEP', 'ACT', 'TARGET', 'RULE', 'DEADLINE'],
+        ['APPROVAL', 'RUN', 'STEP', 'ACT', 'TARGET', 'RULE', 'NEEDS', 'REMEMBER', 'DEADLINE'],
         pending.map((a) => [
           a.approvalId,
           a.runId,
@@ -39,6 +57,8 @@ export function registerApprovals(program: Command): void {
           a.act,
           visible(a.target).slice(0, 60),
           a.rule !== undefined ? `${a.rule} (${a.layer})` : `default for ${a.act}`,
+          `${a.approvalsRequired} ${a.identity === 'signed' ? 'signed' : 'unsigned'}`,
+          visible(rememberText(a)).slice(0, 80),
           formatDeadline(a.deadline),
         ]),
       )
@@ -49,11 +69,12 @@ export function registerApprovals(program: Command): void {
       .command(name)
       .description(
         name === 'approve'
-          ? 'Approve a waiting action; it is judged again before it runs (an approval never crosses a deny).'
-          : 'Deny a waiting action; the reason is shown to the model.',
+          ? 'Approve a waiting action (signed with your key when the policy lists keys); it is judged again before it runs.'
+          : 'Deny a waiting action (signed with your key when the policy lists keys); the reason is shown to the model.',
       )
       .argument('<approval>', 'the approval id (see `tether approvals`)')
-      .requiredOption('--as <name>', 'who is answering (must be on the policy approver list, if it has one)')
+      .option('--as <name>', 'who is answering, as the policy names them (default: the name of --key)')
+      .option('--key <name>', `the key to sign with, from ${keysDir()} (default: --as, or your only key)`)
       .option(
         '--via <channel>',
         'auto (Update, or a Signal when no worker answers), update or signal',
@@ -63,11 +84,78 @@ export function registerApprovals(program: Command): void {
 
   answer('approve')
     .option('--reason <text>', 'why, for the audit')
-    .option('--remember', 'also allow this kind of action for the rest of the run')
+    .option(
+      '--remember [which]',
+      'also allow it for the rest of the run: `exact` (the default: this exact command, path or host) or `wider` (when the request offers one)',
+    )
     .action((id: string, options: AnswerOptions) => decide(id, 'approve', options))
   answer('deny')
     .requiredOption('--reason <text>', 'why; the model reads it')
     .action((id: string, options: AnswerOptions) => decide(id, 'deny', options))
+
+  const keys = program
+    .command('keys')
+    .description("An approver's Ed25519 keys, kept in the user's config folder.")
+  keys
+    .command('new')
+    .description('Make a key pair; prints the approver entry to paste into the policy.')
+    .argument('<name>', 'the approver name, as the policy will list it')
+    .action((name: string) => {
+      const { file, publicKey } = keyringCall(() => createKey(name))
+      print(`private key: ${file} (mode 0600; it never leaves this machine)`)
+      print(`fingerprint: ${fingerprintOf(publicKey)}`)
+      print('add this to the policy (under approvers):')
+      print(`  - { name: ${name}, keys: ["${publicKey}"] }`)
+    })
+  keys
+    .command('show')
+    .description("A key's public half and the policy entry for it.")
+    .argument('<name>', 'the key name')
+    .action((name: string) => {
+      const key = keyringCall(() => loadKey(name))
+      print(`${key.publicKey}  ${fingerprintOf(key.publicKey)}  ${key.file}`)
+      print(`  - { name: ${name}, keys: ["${key.publicKey}"] }`)
+    })
+  keys
+    .command('list')
+    .description('The keys in the keyring.')
+    .action(() => {
+      const names = listKeys()
+      if (names.length === 0) return print(`no keys in ${keysDir()}; make one with \`tether keys new NAME\``)
+      printTable(
+        ['NAME', 'FINGERPRINT'],
+        names.map((name) => [name, fingerprintOf(keyringCall(() => loadKey(name)).publicKey) ?? '']),
+      )
+    })
+}
+
+function keyringCall<T>(call: () => T): T {
+  try {
+    return call()
+  } catch (error) {
+    if (error instanceof KeyringError) throw new CliError(error.message)
+    throw error
+  }
+}
+
+/** The key to sign with: --key, else --as, else the only key in the keyring. */
+function signingKey(options: AnswerOptions): ApproverKey {
+  const name = options.key ?? options.as
+  if (name) return keyringCall(() => loadKey(name))
+  const names = listKeys()
+  if (names.length === 1) return keyringCall(() => loadKey(names[0] as string))
+  throw new CliError(
+    names.length === 0
+      ? `this run requires signed decisions and ${keysDir()} holds no key; make one with \`tether keys new NAME\` and have it added to the policy`
+      : `several keys in ${keysDir()} (${names.join(', ')}); say which with --key`,
+  )
+}
+
+function rememberChoice(value: boolean | string | undefined): 'exact' | 'wider' | undefined {
+  if (value === undefined || value === false) return undefined
+  if (value === true || value === 'exact') return 'exact'
+  if (value === 'wider') return 'wider'
+  throw new CliError(`--remember takes exact or wider, not ${value}`)
 }
 
 async function decide(
@@ -78,43 +166,60 @@ async function decide(
   if (!['auto', 'update', 'signal'].includes(options.via)) {
     throw new CliError(`--via must be auto, update or signal, not ${options.via}`)
   }
-  const pending = await withAudit((audit) => audit.pendingApprovals({}))
-  const approval = pending.find((a) => a.approvalId === approvalId)
-  if (!approval) {
+  const approval = await withAudit((audit) => audit.approval(approvalId))
+  if (!approval || approval.decision !== undefined) {
     throw new CliError(
-      `no approval ${approvalId} is waiting (already answered, or unknown); see \`tether approvals\``,
+      approval
+        ? `approval ${approvalId} was already ${approval.decision} by ${approval.decidedBy}`
+        : `no approval ${approvalId}; see \`tether approvals\``,
     )
   }
-  const input: DecisionInput = {
-    approvalId,
-    decision,
-    approver: options.as,
-    ...(options.reason ? { reason: options.reason } : {}),
-    ...(options.remember ? { remember: true } : {}),
+  const signed = approval.identity === 'signed'
+  const key = signed ? signingKey(options) : undefined
+  const approver = options.as ?? key?.name
+  if (!approver) throw new CliError('say who is answering with --as NAME')
+  const remember = decision === 'approve' ? rememberChoice(options.remember) : undefined
+  let input: ReturnType<typeof draftAnswer>
+  try {
+    input = draftAnswer(approval, { decision, approver, reason: options.reason, remember }, key)
+  } catch (error) {
+    if (error instanceof AnswerError) throw new CliError(error.message)
+    throw error
+  }
+  if (!options.json && key) {
+    print(
+      colour.dim(
+        `signing as ${approver} with ${fingerprintOf(key.publicKey)}: ${decision} ${approval.act} ${visible(approval.target)}`,
+      ),
+    )
   }
   const outcome = await withTemporal(async (client) => {
     try {
       return await answerApproval(client, approval.runId, input, { via: options.via })
     } catch (error) {
       const rejection = updateRejection(error)
-      if (rejection) throw new CliError(`the run refused the answer: ${rejection.message}`)
+      if (rejection)
+        throw new CliError(`the run refused the answer (${rejection.type}): ${rejection.message}`)
       throw error
     }
   })
-  if (options.json) return printJson({ approvalId, runId: approval.runId, ...outcome })
+  if (options.json) return printJson({ approvalId, runId: approval.runId, signed, ...outcome })
   if (outcome.channel === 'signal') {
     print(
       `sent as a signal to ${approval.runId}: the run applies it when a worker is running (a bad answer is recorded, not applied)`,
     )
     return
   }
+  const result = outcome.result
+  if (result?.decision === 'pending') {
+    print(
+      `${colour.green('approved')} by ${approver} (${result.approvals} of ${result.required}); ${approval.act} ${visible(approval.target)} waits for ${result.required - result.approvals} more approver(s)`,
+    )
+    return
+  }
   const verb =
-    outcome.result?.decision === 'approved'
-      ? colour.green('approved')
-      : colour.yellow(outcome.result?.decision ?? decision)
+    result?.decision === 'approved' ? colour.green('approved') : colour.yellow(result?.decision ?? decision)
   print(`${verb} ${approval.act} ${visible(approval.target)} in ${approval.runId}`)
-  const remembered = outcome.result?.remembered
-  if (remembered && 'pattern' in remembered)
-    print(`remembered \`${remembered.pattern}\` for the rest of the run`)
-  if (remembered && 'refused' in remembered) print(colour.yellow(`nothing remembered: ${remembered.refused}`))
+  if (result?.remember)
+    print(`remembers \`${result.remember}\` for the rest of the run (once the action is judged again)`)
 }

@@ -1,5 +1,6 @@
-/** `tether audit refused|ran`: the two questions people ask the audit most. */
+/** `tether audit refused|ran|approvals`: what was refused, what ran, who approved what (and proof of it). */
 import type { Command } from 'commander'
+import { verifyRecordedAnswer } from '../../audit/index.js'
 import { print, printJson, printTable, visible, withAudit } from '../context.js'
 import { CliError } from '../errors.js'
 import { formatBytes } from '../follow.js'
@@ -59,6 +60,64 @@ export function registerAudit(program: Command): void {
           formatBytes(c.stdout.bytes + c.stderr.bytes),
         ]),
       )
+    })
+  audit
+    .command('approvals')
+    .description(
+      'Who answered which approval, how, and (with --verify) whether each signature still proves it.',
+    )
+    .option('--run <run>', 'only one run')
+    .option('--limit <n>', 'how many answers', '1000')
+    .option(
+      '--verify',
+      "re-verify every signed answer against its statement, the recorded action and the run's policy",
+    )
+    .option('--json', 'print JSON')
+    .action(async (options: { run?: string; limit: string; verify?: boolean; json?: boolean }) => {
+      const records = await withAudit((store) =>
+        store.approvalAnswers({
+          limit: limit(options.limit),
+          ...(options.run ? { runId: options.run } : {}),
+        }),
+      )
+      const rows = records.map((record) => ({
+        ...record,
+        check: options.verify ? verifyRecordedAnswer(record) : undefined,
+      }))
+      if (options.json) {
+        printJson(
+          rows.map(({ approval, answer, check }) => ({ approval, answer, ...(check ? { check } : {}) })),
+        )
+      } else if (rows.length === 0) {
+        print('no approval has been answered')
+      } else {
+        printTable(
+          ['WHEN', 'RUN', 'APPROVAL', 'ACTION', 'APPROVER', 'ANSWER', 'VIA', 'PROOF'],
+          rows.map(({ approval, answer, check }) => [
+            answer.answeredAt.toISOString().replace('T', ' ').slice(0, 19),
+            approval.runId,
+            approval.approvalId.slice(0, 8),
+            `${approval.act} ${visible(approval.target)}`.slice(0, 50),
+            answer.approver,
+            answer.decision,
+            answer.channel,
+            check
+              ? check.status === 'verified'
+                ? `verified ${check.fingerprint}`
+                : check.status === 'unsigned'
+                  ? 'unsigned (the policy trusted names)'
+                  : `FAILED: ${check.reason}`
+              : (answer.keyFingerprint ?? 'unsigned'),
+          ]),
+        )
+      }
+      const failed = rows.filter((row) => row.check?.status === 'failed').length
+      if (options.verify && !options.json) {
+        print(
+          `${rows.length - failed} of ${rows.length} answers check out${failed ? `; ${failed} FAILED` : ''}`,
+        )
+      }
+      if (failed > 0) process.exitCode = 1
     })
 }
 

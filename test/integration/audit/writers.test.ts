@@ -256,13 +256,6 @@ describe('audit writers', () => {
       ],
       [
         () =>
-          store.recordPolicyEvents([
-            refusal(runId, 0, 2, { act: 'write', target: 'x'.repeat(PATH_TARGET_LIMIT + 1) }),
-          ]),
-        /target: a write target must be a path/,
-      ],
-      [
-        () =>
           store.recordExecResult(
             execResult(runId, 0, 0, { stdout: { ...execResult(runId, 0, 0).stdout, sha256: 'nope' } }),
           ),
@@ -297,5 +290,16 @@ describe('audit writers', () => {
     )
     const { items } = await store.refusedActions({ runId })
     expect(items[0]?.target).toBe('rm\u2400-rf')
+  })
+
+  it('record a refusal whose file target is far too long, bounded, instead of failing it', async () => {
+    const runId = `long-target-${randomUUID()}`
+    await store.recordRunStarted(runStarted(runId))
+    await store.recordPolicyEvents([
+      refusal(runId, 0, 0, { act: 'write', target: `a/${'x'.repeat(200_000)}` }),
+    ])
+    const { items } = await store.refusedActions({ runId })
+    expect(items[0]?.target.length).toBeLessThan(PATH_TARGET_LIMIT + 100)
+    expect(items[0]?.target).toMatch(/^a\/x+\n\[\.\.\. \d+ characters elided \.\.\.\]\nx+$/)
   })
 })

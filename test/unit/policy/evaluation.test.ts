@@ -212,7 +212,7 @@ describe('specs', () => {
     .layer('ops')
     .denyExec('git push*')
     .withReadOnlyCommands()
-    .withApprovers(['alice', 'bob'])
+    .withApprovers(['alice', 'bob'], 'unsigned')
     .withDefault('net', 'ask')
 
   it('round-trip through JSON and fromSpec', () => {

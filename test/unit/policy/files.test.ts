@@ -32,6 +32,7 @@ async function loadError(path: string): Promise<PolicyError> {
 const YAML_POLICY = `# team policy
 preset: tiered
 include: [read-only]
+identity: unsigned
 approvers: [alice, bob]
 layers:
   - name: ops
@@ -131,19 +132,40 @@ describe('the example policies', () => {
   })
 })
 
-describe('remembered rules', () => {
+describe('remembered rules: never broader than what was approved', () => {
   it.each([
-    [['npm', 'test'], 'npm test*'],
-    [['npm', 'run', 'build', '--', '--watch'], 'npm run*'],
-    [['cargo', 'build', '--release'], 'cargo build*'],
-    [['git', 'status', '--short'], 'git status*'],
-    [['git', '-C', 'repo', 'log'], 'git log*'],
-    [['./gradlew', 'test'], './gradlew test*'],
-    [['rm', 'build.log'], 'rm build.log'],
-    [['pytest', 'tests/unit'], 'pytest tests/unit'],
-    [['ls', '-la'], 'ls -la'],
-  ])('%j is remembered as %j', (argv, pattern) => {
-    expect(rememberRule('exec', argv)).toEqual({ ok: true, act: 'exec', pattern })
+    // [argv, exact, wider offered]
+    [['npm', 'test'], 'npm test', 'npm test*'],
+    [['cargo', 'build', '--release'], 'cargo build --release', 'cargo build*'],
+    [['go', 'test', './...'], 'go test ./...', 'go test*'],
+    [['git', 'status', '--short'], 'git status --short', 'git status*'],
+    [['./gradlew', 'test'], './gradlew test', './gradlew test*'],
+    // The arguments choose what runs, is deleted, installed or sent: exactly this, or nothing.
+    [['git', 'push', 'origin', 'feature'], 'git push origin feature', undefined],
+    [['git', 'clean', '-n'], 'git clean -n', undefined],
+    [['git', '-C', 'repo', 'log'], 'git -C repo log', undefined],
+    [['npm', 'run', 'build'], 'npm run build', undefined],
+    [['npm', 'publish'], 'npm publish', undefined],
+    [['npm', 'install', 'left-pad'], 'npm install left-pad', undefined],
+    [['cargo', 'run'], 'cargo run', undefined],
+    [['docker', 'build', '.'], 'docker build .', undefined],
+    [['rm', 'build.log'], 'rm build.log', undefined],
+    [['pytest', 'tests/unit'], 'pytest tests/unit', undefined],
+    [['ls', '-la'], 'ls -la', undefined],
+  ])('%j is remembered as %j (wider: %j)', (argv, exact, wider) => {
+    expect(rememberRule('exec', argv)).toEqual({ ok: true, act: 'exec', exact, ...(wider ? { wider } : {}) })
+  })
+
+  it('an exact rule allows the approved command and nothing else', async () => {
+    const { Policy } = await import('../../../src/policy/index.js')
+    const remembered = rememberRule('exec', ['git', 'push', 'origin', 'feature'])
+    expect(remembered.ok).toBe(true)
+    const policy = Policy.tiered()
+      .layer('remembered')
+      .allowExec(remembered.ok ? remembered.exact : '')
+    expect(policy.checkExec(['git', 'push', 'origin', 'feature']).effect).toBe('allow')
+    expect(policy.checkExec(['git', 'push', '--force', 'origin', 'main']).effect).toBe('ask')
+    expect(policy.checkExec(['git', 'push', 'origin', 'feature', '--force']).effect).toBe('ask')
   })
 
   it.each([
@@ -164,6 +186,7 @@ describe('remembered rules', () => {
     [['git', '-c', 'core.pager=less', 'log']],
     [['npx', 'vitest']],
     [['ls', '*.ts']],
+    [['git', 'push', 'origin main']],
     [['r\u200bm']],
   ])('%j is refused, with a reason', (argv) => {
     const remembered = rememberRule('exec', argv)
@@ -172,11 +195,11 @@ describe('remembered rules', () => {
   })
 
   it('paths and hosts are remembered exactly', () => {
-    expect(rememberRule('write', 'src/./a.ts')).toEqual({ ok: true, act: 'write', pattern: 'src/a.ts' })
+    expect(rememberRule('write', 'src/./a.ts')).toEqual({ ok: true, act: 'write', exact: 'src/a.ts' })
     expect(rememberRule('net', 'Registry.npmjs.org:443')).toEqual({
       ok: true,
       act: 'net',
-      pattern: 'registry.npmjs.org:443',
+      exact: 'registry.npmjs.org:443',
     })
     expect(rememberRule('read', 'src/*').ok).toBe(false)
   })

@@ -1,0 +1,22 @@
+/**
+ * Approver identity: signed decisions over a canonical statement, verified with pure-JS Ed25519. Pure
+ * (no Node modules), so the workflow bundle imports this door; key files and signing live in
+ * `keyring.ts`, for the CLI and the worker.
+ */
+export {
+  APPROVER_NAME,
+  fingerprintOf,
+  formatPublicKey,
+  fromBase64,
+  parsePublicKey,
+  toBase64,
+  verifyStatement,
+} from './keys.js'
+export {
+  actionDigest,
+  canonicalJson,
+  type DecisionStatement,
+  type JudgedAction,
+  keyFingerprint,
+  statementBytes,
+} from './statement.js'
