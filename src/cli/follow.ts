@@ -1,6 +1,6 @@
 /** Rendering a run's timeline, and following a live run until it ends (`--follow`). */
 import type { Client } from '@temporalio/client'
-import type { AuditStore, RunSummary, TimelineEntry } from '../audit/index.js'
+import type { ApprovalRow, AuditStore, RunSummary, TimelineEntry } from '../audit/index.js'
 import { formatDeadline } from '../time.js'
 import type { AgentRunResult } from '../workflows/index.js'
 import { colour, print, visible } from './context.js'
@@ -69,8 +69,19 @@ export function entryLine(entry: TimelineEntry): string {
     case 'approval':
       return entry.decision
         ? `  ${colour.bold('approval')}  ${entry.act} ${visible(entry.target)} → ${entry.decision} by ${entry.decidedBy} via ${entry.channel}${entry.reason ? `: ${entry.reason}` : ''}`
-        : `  ${colour.yellow('waiting')}   approval ${entry.approvalId}: ${entry.act} ${visible(entry.target)} — answer by ${formatDeadline(entry.deadline)} with \`tether approve ${entry.approvalId} --as <you>\` or \`tether deny …\``
+        : `  ${colour.yellow('waiting')}   approval ${entry.approvalId}: ${entry.act} ${visible(entry.target)} — answer by ${formatDeadline(entry.deadline)} with \`tether approve ${entry.approvalId} --as <you>\` or \`tether deny …\`` +
+            `${entry.approvalsRequired > 1 ? `; needs ${entry.approvalsRequired} approvers` : ''}` +
+            `${entry.identity === 'signed' ? ', signed' : entry.identity === 'unsigned' ? ', unsigned' : ''}` +
+            `${entry.rememberOffer ? `; remember would add ${visible(rememberText(entry))}` : ''}`
   }
+}
+
+/** What approving with "remember" would add, as the approver reads it before answering. */
+export function rememberText(approval: { rememberOffer?: ApprovalRow['rememberOffer'] }): string {
+  const offer = approval.rememberOffer
+  if (!offer) return ''
+  if ('refused' in offer) return `nothing (${offer.refused})`
+  return `\`${offer.exact}\`${offer.wider ? ` or, with --remember wider, \`${offer.wider}\`` : ''}`
 }
 
 export function formatBytes(bytes: number): string {

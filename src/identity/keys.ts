@@ -19,7 +19,10 @@ const VALUES = new Map([...ALPHABET].map((char, value) => [char, value]))
  * rather than `atob`, which the workflow sandbox does not have.
  */
 export function fromBase64(text: string): Uint8Array | undefined {
-  const normal = text.replace(/-/g, '+').replace(/_/g, '/').replace(/={1,2}$/, '')
+  const normal = text
+    .replace(/-/g, '+')
+    .replace(/_/g, '/')
+    .replace(/={1,2}$/, '')
   if (!/^[A-Za-z0-9+/]*$/.test(normal) || normal.length % 4 === 1) return undefined
   const bytes = new Uint8Array(Math.floor((normal.length * 3) / 4))
   let buffer = 0

@@ -1,6 +1,5 @@
 /** `tether approvals`, `tether approve`, `tether deny`, `tether keys`: the approver's side of an `ask`. */
 import type { Command } from 'commander'
-import type { ApprovalRow } from '../../audit/index.js'
 import { AnswerError, answerApproval, draftAnswer, updateRejection } from '../../client.js'
 import { fingerprintOf } from '../../identity/index.js'
 import {
@@ -14,6 +13,7 @@ import {
 import { formatDeadline } from '../../time.js'
 import { colour, print, printJson, printTable, visible, withAudit, withTemporal } from '../context.js'
 import { CliError } from '../errors.js'
+import { rememberText } from '../follow.js'
 
 interface AnswerOptions {
   as?: string
@@ -22,14 +22,6 @@ interface AnswerOptions {
   remember?: boolean | string
   via: 'auto' | 'update' | 'signal'
   json?: boolean
-}
-
-/** What approving with "remember" would add, as the approver reads it before answering. */
-export function rememberText(approval: Pick<ApprovalRow, 'rememberOffer'>): string {
-  const offer = approval.rememberOffer
-  if (!offer) return ''
-  if ('refused' in offer) return `nothing (${offer.refused})`
-  return `\`${offer.exact}\`${offer.wider ? ` or, with --remember wider, \`${offer.wider}\`` : ''}`
 }
 
 export function registerApprovals(program: Command): void {
