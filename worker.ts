@@ -8,6 +8,7 @@
  * elsewhere.
  */
 import { NativeConnection } from '@temporalio/worker'
+import { waitThroughOutages } from './src/activities/index.js'
 import { openAudit } from './src/audit/index.js'
 import { createTetherWorker } from './src/worker-setup.js'
 
@@ -16,7 +17,7 @@ const namespace = process.env.TEMPORAL_NAMESPACE ?? 'default'
 const taskQueue = process.env.TETHER_TASK_QUEUE ?? 'tether'
 
 try {
-  const audit = await openAudit({ migrate: true })
+  const audit = await openAudit({ migrate: true, outages: waitThroughOutages() })
   const connection = await NativeConnection.connect({ address })
   try {
     const worker = await createTetherWorker({ connection, namespace, taskQueue, audit })

@@ -7,6 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import {
   ApplicationFailure,
   type Client,
+  WorkflowExecutionAlreadyStartedError,
   WorkflowFailedError,
   type WorkflowHandle,
   WorkflowUpdateFailedError,
@@ -45,11 +46,29 @@ export async function startAgentRun(
   const contract = parseContract(options.contract)
   const refused = gateRefusal(contract, options.policy)
   if (refused) throw new ContractError(refused)
-  return client.workflow.start(agentRun, {
-    taskQueue: options.taskQueue,
-    workflowId: options.runId ?? newRunId(),
-    args: [{ contract: options.contract, policy: options.policy.toSpec() }],
-  })
+  const runId = options.runId ?? newRunId()
+  try {
+    return await client.workflow.start(agentRun, {
+      taskQueue: options.taskQueue,
+      workflowId: runId,
+      // A run id names one run forever: its audit, its transcript, its approvals.
+      workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      args: [{ contract: options.contract, policy: options.policy.toSpec() }],
+    })
+  } catch (error) {
+    if (error instanceof WorkflowExecutionAlreadyStartedError) {
+      throw new RunIdTakenError(runId)
+    }
+    throw error
+  }
+}
+
+/** A run id that an earlier run already used: run ids are never reused. */
+export class RunIdTakenError extends Error {
+  override name = 'RunIdTakenError'
+  constructor(readonly runId: string) {
+    super(`run id ${runId} is taken (an earlier run used it); a run id is never reused: choose another`)
+  }
 }
 
 /** A run that failed before it started working: its contract does not fit the worker's world. */

@@ -14,7 +14,7 @@ import { createHash } from 'node:crypto'
 import { writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { SimplePlugin } from '@temporalio/plugin'
-import { createActivities } from './activities/index.js'
+import { createActivities, waitThroughOutages } from './activities/index.js'
 import { type AuditStore, openAudit } from './audit/index.js'
 import type { ModelProvider } from './model/index.js'
 import { tetherWorkflowsPath } from './worker-setup.js'
@@ -48,6 +48,7 @@ export function tetherPlugin(options: TetherPluginOptions = {}): SimplePlugin {
         ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}),
         ...(options.stateDir ? { stateDir: options.stateDir } : {}),
         migrate: true,
+        outages: waitThroughOutages(),
       })
       try {
         await next()

@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { Client, Connection } from '@temporalio/client'
 import { NativeConnection, Worker } from '@temporalio/worker'
-import { createActivities } from './activities/index.js'
+import { createActivities, waitThroughOutages } from './activities/index.js'
 import { type AuditStore, openAudit } from './audit/index.js'
 import type { ModelProvider } from './model/index.js'
 import { type LocalStack, type LocalStackOptions, startLocalStack } from './stack/index.js'
@@ -31,7 +31,16 @@ export interface TetherWorkerOptions {
   taskQueue: string
   audit: AuditStore
   provider?: (choice: string | undefined) => ModelProvider
+  /** Runs kept in memory between their tasks (default WORKFLOW_CACHE_SIZE). */
+  maxCachedWorkflows?: number
 }
+
+/**
+ * Runs a worker keeps in memory. A cached run costs ~1.8 MB; a run that waits hours for a person needs
+ * none of it: past this many, the least recently active runs are evicted and replayed from their (small)
+ * history when their answer comes, so thousands of waiting runs cost a worker almost nothing.
+ */
+export const WORKFLOW_CACHE_SIZE = 32
 
 export function createTetherWorker(options: TetherWorkerOptions): Promise<Worker> {
   return Worker.create({
@@ -45,6 +54,7 @@ export function createTetherWorker(options: TetherWorkerOptions): Promise<Worker
     }),
     // Running commands get this long to finish on shutdown before they are cancelled and retried elsewhere.
     shutdownGraceTime: '30 seconds',
+    maxCachedWorkflows: options.maxCachedWorkflows ?? WORKFLOW_CACHE_SIZE,
   })
 }
 
@@ -69,7 +79,12 @@ export async function startLocalTether(
     for (const closer of closers.splice(0).reverse()) await closer()
   }
   try {
-    const audit = await openAudit({ databaseUrl: stack.databaseUrl, migrate: true, maxConnections: 20 })
+    const audit = await openAudit({
+      databaseUrl: stack.databaseUrl,
+      migrate: true,
+      maxConnections: 20,
+      outages: waitThroughOutages(options.log),
+    })
     closers.push(() => audit.close())
     const native = await NativeConnection.connect({ address: stack.temporalAddress })
     closers.push(() => native.close())

@@ -14,6 +14,7 @@ import { CommandSandbox, type SandboxDependencies } from './sandbox.js'
 import { toolActivities } from './tools.js'
 import type { TetherActivities } from './types.js'
 
+export { waitThroughOutages } from './outages.js'
 export type { SandboxDependencies } from './sandbox.js'
 export type { TetherActivities } from './types.js'
 

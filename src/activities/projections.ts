@@ -28,9 +28,10 @@ export function projectionActivities(deps: {
   let rejectedCount = 0
 
   return {
-    async tetherStartRun({ runId, contract, policy, taskQueue, parentRunId, startedAt }) {
+    async tetherStartRun({ runId, executionId, contract, policy, taskQueue, parentRunId, startedAt }) {
       await audit.recordRunStarted({
         runId,
+        ...(executionId ? { executionId } : {}),
         goal: contract.goal,
         workspace: contract.workspace,
         contract,
@@ -43,9 +44,19 @@ export function projectionActivities(deps: {
       await audit.appendMessages(runId, 0, [{ role: 'user', content: contract.goal }])
     },
 
-    async tetherFinishRun({ runId, outcome, reason, steps, inputTokens, outputTokens, finishedAt }) {
+    async tetherFinishRun({
+      runId,
+      executionId,
+      outcome,
+      reason,
+      steps,
+      inputTokens,
+      outputTokens,
+      finishedAt,
+    }) {
       await audit.recordRunFinished({
         runId,
+        ...(executionId ? { executionId } : {}),
         outcome,
         ...(reason ? { reason } : {}),
         steps,

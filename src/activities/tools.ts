@@ -19,6 +19,7 @@ import {
   type ToolOptions,
   writeFile,
 } from '../workspace/index.js'
+import { CommandAttempts } from './attempts.js'
 import { runCommandWithHeartbeats } from './exec.js'
 import { judge, loadPolicy } from './policy.js'
 import type { RunConfigs } from './run-config.js'
@@ -32,6 +33,7 @@ export function toolActivities(deps: {
   sandbox: CommandSandbox
 }): Pick<TetherActivities, 'tetherExec' | 'tetherFileTool' | 'tetherVerify'> {
   const { audit, runs, sandbox } = deps
+  const attempts = new CommandAttempts(audit)
   /** Writes the observations the workflow made since the last write, then this call's own. */
   const writeObservation = (
     input: { runId: string; seq: number; callId: string; pending: InlineMessage[] },
@@ -49,55 +51,76 @@ export function toolActivities(deps: {
       const context = Context.current()
       const recorded = await recordedObservation(audit, input)
       if (recorded) return recorded
-      // A retry after a crash re-runs the command, unless re-running it could do harm twice.
-      if (context.info.attempt > 1 && input.noRetry) {
-        const output =
-          `[exec interrupted] \`${argv.join(' ')}\` was cut off by a worker failure and was not run again ` +
-          '(it is on the no-retry list); its outcome is unknown. Check its effect before you repeat it.'
-        await writeObservation(input, 'exec', output)
-        return {
-          ok: false,
-          summary: `exec ${clip(argv.join(' '), 120)} → interrupted, not re-run`,
-          status: 'interrupted',
+      // Never two attempts of one command at once: an earlier one still running is stopped first.
+      const attempt = await attempts.begin({ runId, step, call, attempt: context.info.attempt }, context)
+      let outcome = 'failed'
+      try {
+        // An earlier attempt may have finished (and recorded its result) while this one waited for it.
+        const finished = context.info.attempt > 1 ? await recordedObservation(audit, input) : undefined
+        if (finished) {
+          outcome = 'recorded by an earlier attempt'
+          return finished
         }
-      }
-      const run = await runs.get(runId)
-      const setup = sandbox.setup(run.policy, { workspace: input.workspace, env: run.contract.env })
-      const startedAt = new Date()
-      const result = await runCommandWithHeartbeats({
-        argv,
-        cwd: input.workspace,
-        workspace: input.workspace,
-        timeoutMs: input.timeoutMs,
-        outputCeiling: input.outputCeiling,
-        ...commandOptions(setup),
-      })
-      await audit.recordExecResult({
-        runId,
-        step,
-        call,
-        argv,
-        cwd: input.workspace,
-        status: result.status,
-        ...(result.exitCode !== undefined ? { exitCode: result.exitCode } : {}),
-        ...(result.signal !== undefined ? { signal: result.signal } : {}),
-        durationMs: Math.round(result.durationMs),
-        stdout: result.stdout,
-        stderr: result.stderr,
-        startedAt,
-        finishedAt: new Date(),
-        attempt: context.info.attempt,
-        ...sandboxRecord(setup, result),
-      })
-      // The partial result is recorded above; a cancelled activity still reports as cancelled.
-      if (result.status === 'cancelled' && context.cancellationSignal.aborted)
-        throw context.cancellationSignal.reason
-      await writeObservation(input, 'exec', execObservation(argv, result))
-      return {
-        ok: result.status === 'exited' && result.exitCode === 0,
-        summary: `exec ${clip(argv.join(' '), 120)} → ${statusText(result)}`,
-        status: result.status,
-        ...(result.exitCode !== undefined ? { exitCode: result.exitCode } : {}),
+        // A retry after a crash re-runs the command, unless re-running it could do harm twice.
+        if (context.info.attempt > 1 && input.noRetry) {
+          const output =
+            `[exec interrupted] \`${argv.join(' ')}\` was cut off by a worker failure and was not run again ` +
+            '(it is on the no-retry list); its outcome is unknown. Check its effect before you repeat it.'
+          await writeObservation(input, 'exec', output)
+          outcome = 'not re-run'
+          return {
+            ok: false,
+            summary: `exec ${clip(argv.join(' '), 120)} → interrupted, not re-run`,
+            status: 'interrupted',
+          }
+        }
+        const run = await runs.get(runId)
+        const setup = sandbox.setup(run.policy, { workspace: input.workspace, env: run.contract.env })
+        const startedAt = new Date()
+        const result = await runCommandWithHeartbeats({
+          argv,
+          cwd: input.workspace,
+          workspace: input.workspace,
+          timeoutMs: input.timeoutMs,
+          outputCeiling: input.outputCeiling,
+          signal: attempt.superseded,
+          ...commandOptions(setup),
+        })
+        // A later attempt took over: it runs the command; this one records nothing.
+        if (attempt.superseded.aborted && !context.cancellationSignal.aborted) {
+          outcome = 'superseded'
+          throw ApplicationFailure.nonRetryable('a later attempt of this command took over', 'Superseded')
+        }
+        outcome = result.status
+        await audit.recordExecResult({
+          runId,
+          step,
+          call,
+          argv,
+          cwd: input.workspace,
+          status: result.status,
+          ...(result.exitCode !== undefined ? { exitCode: result.exitCode } : {}),
+          ...(result.signal !== undefined ? { signal: result.signal } : {}),
+          durationMs: Math.round(result.durationMs),
+          stdout: result.stdout,
+          stderr: result.stderr,
+          startedAt,
+          finishedAt: new Date(),
+          attempt: context.info.attempt,
+          ...sandboxRecord(setup, result),
+        })
+        // The partial result is recorded above; a cancelled activity still reports as cancelled.
+        if (result.status === 'cancelled' && context.cancellationSignal.aborted)
+          throw context.cancellationSignal.reason
+        await writeObservation(input, 'exec', execObservation(argv, result))
+        return {
+          ok: result.status === 'exited' && result.exitCode === 0,
+          summary: `exec ${clip(argv.join(' '), 120)} → ${statusText(result)}`,
+          status: result.status,
+          ...(result.exitCode !== undefined ? { exitCode: result.exitCode } : {}),
+        }
+      } finally {
+        await attempt.end(outcome)
       }
     },
 
@@ -148,16 +171,45 @@ export function toolActivities(deps: {
         return { passed: false, summary: detail, status: 'refused' }
       }
       const setup = sandbox.setup(loadPolicy(spec, []), contract)
-      const result = await runCommandWithHeartbeats({
+      const context = Context.current()
+      // The gate is call -1 of its step: fenced and recorded in "what ran" like any command.
+      const key = { runId, step, call: -1, attempt: context.info.attempt }
+      const attempt = await attempts.begin(key, context)
+      const startedAt = new Date()
+      let result: ExecResult
+      try {
+        result = await runCommandWithHeartbeats({
+          argv: command,
+          cwd: contract.workspace,
+          workspace: contract.workspace,
+          timeoutMs,
+          outputCeiling: contract.outputCeiling,
+          signal: attempt.superseded,
+          ...commandOptions(setup),
+        })
+      } finally {
+        await attempt.end('ended')
+      }
+      if (attempt.superseded.aborted && !context.cancellationSignal.aborted) {
+        throw ApplicationFailure.nonRetryable('a later attempt of the gate took over', 'Superseded')
+      }
+      await audit.recordExecResult({
+        ...key,
+        kind: 'gate',
         argv: command,
         cwd: contract.workspace,
-        workspace: contract.workspace,
-        timeoutMs,
-        outputCeiling: contract.outputCeiling,
-        ...commandOptions(setup),
+        status: result.status,
+        ...(result.exitCode !== undefined ? { exitCode: result.exitCode } : {}),
+        ...(result.signal !== undefined ? { signal: result.signal } : {}),
+        durationMs: Math.round(result.durationMs),
+        stdout: result.stdout,
+        stderr: result.stderr,
+        startedAt,
+        finishedAt: new Date(),
+        ...sandboxRecord(setup, result),
       })
-      if (result.status === 'cancelled' && Context.current().cancellationSignal.aborted) {
-        throw Context.current().cancellationSignal.reason
+      if (result.status === 'cancelled' && context.cancellationSignal.aborted) {
+        throw context.cancellationSignal.reason
       }
       const passed = result.status === 'exited' && result.exitCode === expectExit
       const summary = `\`${command.join(' ')}\` → ${statusText(result)}${passed ? '' : ` (expected exit ${expectExit})`}`

@@ -28,6 +28,8 @@ export interface TetherActivities {
   /** Records the run and writes the goal as transcript message 0 (idempotent). */
   tetherStartRun(input: {
     runId: string
+    /** The Temporal run id of the first execution (stable across continue-as-new); absent in old histories. */
+    executionId?: string
     contract: TaskContract
     policy: unknown
     taskQueue: string
@@ -90,7 +92,7 @@ export interface TetherActivities {
   /** Projects one finished step: its row and its refusals (idempotent). */
   tetherRecordStep(input: StepRecord): Promise<void>
   /** Records the run's result; `finishedAt` is workflow time. */
-  tetherFinishRun(input: AgentRunResult & { finishedAt: number }): Promise<void>
+  tetherFinishRun(input: AgentRunResult & { finishedAt: number; executionId?: string }): Promise<void>
   tetherApprovalRequested(input: {
     runId: string
     request: PendingApproval

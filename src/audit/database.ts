@@ -3,8 +3,10 @@
  * the server and the operation.
  */
 import { createHash } from 'node:crypto'
+import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
 import {
+  AuditConnectionError,
   AuditError,
   AuditInputError,
   connectionError,
@@ -21,6 +23,23 @@ export interface DatabaseOptions {
   applicationName?: string
   connectTimeoutMs?: number
 }
+
+/**
+ * Waiting through a database outage (a worker: every write is idempotent, so a retried statement writes
+ * nothing twice). Statements wait with a bounded back-off until the server answers again; one line is
+ * logged when an outage starts and one when it ends, not one per attempt.
+ */
+export interface OutagePolicy {
+  wait: true
+  /** Asked before each new attempt: give up (throw the connection error) when it says so. */
+  stopWhen?: () => boolean
+  /** Called on every attempt while waiting (e.g. to heartbeat, so the wait does not look like a dead worker). */
+  whileWaiting?: () => void
+  log?: (line: string) => void
+}
+
+/** Longest pause between attempts while the server is away. */
+const OUTAGE_MAX_DELAY_MS = 5_000
 
 // bigint columns hold counts and byte sizes far below 2^53; numbers are what callers expect. Set per pool,
 // never globally, so other pg users in the same process are unaffected.
@@ -50,6 +69,10 @@ function statementName(text: string): string {
 export class Database {
   readonly pool: pg.Pool
   readonly server: ServerAddress
+  /** Set once the store has connected: a server that is down at start-up is an error, not a wait. */
+  outages: OutagePolicy | undefined
+  /** When the current outage began (shared by every statement waiting through it). */
+  private outageSince: number | undefined
 
   constructor(options: DatabaseOptions) {
     this.server = describeServer(options.connectionString)
@@ -66,15 +89,48 @@ export class Database {
     this.pool.on('error', () => {})
   }
 
-  async query<Row extends pg.QueryResultRow>(
+  query<Row extends pg.QueryResultRow>(
     operation: string,
     text: string,
     values?: unknown[],
   ): Promise<pg.QueryResult<Row>> {
-    try {
-      return await this.pool.query<Row>({ name: statementName(text), text, values })
-    } catch (error) {
-      throw this.translate(error, operation)
+    return this.persist(async () => {
+      try {
+        return await this.pool.query<Row>({ name: statementName(text), text, values })
+      } catch (error) {
+        throw this.translate(error, operation)
+      }
+    })
+  }
+
+  /** Runs `attempt`, and — under a waiting outage policy — again until the server answers. */
+  private async persist<T>(attempt: () => Promise<T>): Promise<T> {
+    let delay = 250
+    for (;;) {
+      try {
+        const result = await attempt()
+        if (this.outageSince !== undefined) {
+          const seconds = ((Date.now() - this.outageSince) / 1000).toFixed(1)
+          this.outageSince = undefined
+          this.outages?.log?.(
+            `audit database at ${this.server.target} is back after ${seconds} s; writes go on`,
+          )
+        }
+        return result
+      } catch (error) {
+        const policy = this.outages
+        if (!policy || !(error instanceof AuditConnectionError) || !error.retryable || policy.stopWhen?.())
+          throw error
+        if (this.outageSince === undefined) {
+          this.outageSince = Date.now()
+          policy.log?.(
+            `${error.message} — waiting for it (nothing is lost: writes resume where they stopped)`,
+          )
+        }
+        policy.whileWaiting?.()
+        await sleep(delay)
+        delay = Math.min(delay * 2, OUTAGE_MAX_DELAY_MS)
+      }
     }
   }
 
@@ -93,8 +149,12 @@ export class Database {
     })
   }
 
-  /** Runs `work` on one dedicated connection (no transaction is opened). */
-  async withClient<T>(operation: string, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  /** Runs `work` on one dedicated connection (no transaction is opened); all of it again after an outage. */
+  withClient<T>(operation: string, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    return this.persist(() => this.onConnection(operation, work))
+  }
+
+  private async onConnection<T>(operation: string, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
     let client: pg.PoolClient
     try {
       client = await this.pool.connect()

@@ -4,6 +4,8 @@
  * these tables answer "what was refused", "what actually ran", "who approved what" and "what is waiting for
  * me" in one indexed query each. Table and column names are a public contract (docs/audit.md).
  */
+
+export type { OutagePolicy } from './database.js'
 export {
   AuditConflictError,
   AuditConnectionError,
@@ -36,6 +38,7 @@ export { type Migration, type MigrationReport, migrations } from './migrations.j
 export {
   type ApprovalAnswerRow,
   type ApprovalRow,
+  type ExecAttemptRow,
   type ExecutedCommand,
   type GateEventRow,
   MAX_PAGE,

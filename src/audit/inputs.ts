@@ -80,11 +80,15 @@ export const runStarted = z.object({
   parentRunId: id.optional(),
   /** The sandbox mode of the run's policy. */
   sandbox: z.enum(['enforce', 'off']).optional(),
+  /** Temporal's first run id of this execution chain: what the run id belongs to. */
+  executionId: id.optional(),
   startedAt: timestamp,
 })
 
 export const runFinished = z.object({
   runId: id,
+  /** When given, only the execution that started the run may finish it. */
+  executionId: id.optional(),
   outcome: z.string().min(1).max(200),
   reason: text.optional(),
   steps: count,
@@ -160,6 +164,8 @@ export const execResult = z.object({
   attempt: z.number().int().min(1).default(1),
   /** Sandbox facts (variable names passed, limits, the limit hit, network destinations); absent when off. */
   sandbox: json.optional(),
+  /** `gate` for the verification command (recorded as call -1 of its step). */
+  kind: z.enum(['tool', 'gate']).default('tool'),
 })
 
 export const gateEvent = z.object({

@@ -198,6 +198,33 @@ create table approval_answers (
 );
 `,
   },
+  {
+    version: 4,
+    name: 'run integrity',
+    sql: `
+-- Which execution a run id belongs to (Temporal's first run id of the chain): a run id is never reused,
+-- and nothing of another execution can overwrite a run's rows.
+alter table runs add column execution_id text;
+
+-- The verification gate's commands are in "what ran" too (call -1 of their step).
+alter table exec_results add column kind text not null default 'tool' check (kind in ('tool', 'gate'));
+
+-- Every attempt of every command, with when it started, when it was last seen alive and when it ended:
+-- a retried command never starts before the attempt before it is gone, and the audit shows both.
+create table exec_attempts (
+  run_id     text not null references runs (run_id) on delete cascade,
+  step       integer not null,
+  call       integer not null,
+  attempt    integer not null check (attempt >= 1),
+  worker     text not null,
+  started_at timestamptz not null,
+  alive_at   timestamptz not null,
+  ended_at   timestamptz,
+  outcome    text,
+  primary key (run_id, step, call, attempt)
+);
+`,
+  },
 ]
 
 export interface MigrationReport {

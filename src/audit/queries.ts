@@ -58,6 +58,8 @@ export interface ExecutedCommand {
   finishedAt: Date
   /** What the sandbox saw (variable names passed, limits, the limit hit, network); absent when off. */
   sandbox?: unknown
+  /** `gate`: the verification command (call -1 of its step); `tool`: the model's exec call. */
+  kind: 'tool' | 'gate'
 }
 
 export interface StepRow {
@@ -108,6 +110,20 @@ export interface ApprovalRow {
   rememberOffer?: { exact: string; wider?: string } | { refused: string } | undefined
   /** Whether answers had to be signed. */
   identity?: 'signed' | 'unsigned' | undefined
+}
+
+/** One attempt of one command (call -1: the gate). */
+export interface ExecAttemptRow {
+  runId: string
+  step: number
+  call: number
+  attempt: number
+  worker: string
+  startedAt: Date
+  aliveAt: Date
+  endedAt?: Date | undefined
+  /** How it ended: the command's status, `superseded` (a later attempt took over) or `lost` (its worker died). */
+  outcome?: string | undefined
 }
 
 /** One person's answer to an approval, with its proof when signed. */
@@ -268,6 +284,8 @@ const TIMESTAMPS = new Set([
   'deadline',
   'decided_at',
   'answered_at',
+  'alive_at',
+  'ended_at',
 ])
 /** Columns that serve the query (paging, filtering) and are not part of the result. */
 const INTERNAL = new Set(['cursor_at', 'refused'])
@@ -346,7 +364,7 @@ export async function refusedActions(
 
 const EXEC_COLUMNS = `run_id, step, call, attempt, argv, cwd, status, exit_code, signal, duration_ms,
   stdout_text, stdout_elided, stdout_bytes, stdout_lines, stdout_sha256,
-  stderr_text, stderr_elided, stderr_bytes, stderr_lines, stderr_sha256, started_at, finished_at, sandbox`
+  stderr_text, stderr_elided, stderr_bytes, stderr_lines, stderr_sha256, started_at, finished_at, sandbox, kind`
 
 /** "What actually ran" in one run: every command with its status, exit, duration and output, in order. */
 export async function executedCommands(
@@ -358,7 +376,8 @@ export async function executedCommands(
   const limit = pageLimit(options.limit, MAX_PAGE, operation)
   const { rows } = await db.query<Row>(
     operation,
-    `select ${EXEC_COLUMNS} from exec_results where run_id = $1 order by step, call limit $2`,
+    // In each step its calls in order, then the gate (call -1).
+    `select ${EXEC_COLUMNS} from exec_results where run_id = $1 order by step, call < 0, call limit $2`,
     [runId, limit],
   )
   return rows.map(executedCommand)
@@ -367,6 +386,18 @@ export async function executedCommands(
 const APPROVAL_COLUMNS = `approval_id, run_id, step, call, act, target, tree, rule, layer, approvers,
   requested_at, deadline, decision, decided_by, channel, decided_at, reason, remember, action_digest,
   approvals_required, remember_offer, identity`
+
+export async function execAttempts(db: Database, runId: string): Promise<ExecAttemptRow[]> {
+  const operation = 'execAttempts'
+  requireId(runId, 'runId', operation)
+  const { rows } = await db.query<Row>(
+    operation,
+    `select run_id, step, call, attempt, worker, started_at, alive_at, ended_at, outcome
+       from exec_attempts where run_id = $1 order by step, call, attempt`,
+    [runId],
+  )
+  return rows.map(record<ExecAttemptRow>)
+}
 
 /** One approval by id, answered or not. */
 export async function approval(db: Database, approvalId: string): Promise<ApprovalRow | undefined> {
@@ -417,7 +448,13 @@ export async function approvalAnswers(
  */
 export async function pendingApprovals(
   db: Database,
-  options: { approver?: string; runId?: string; limit?: number } = {},
+  options: {
+    approver?: string
+    runId?: string
+    limit?: number
+    /** The next page: approvals requested after this one (the last of the previous page). */
+    after?: Pick<ApprovalRow, 'requestedAt' | 'approvalId'>
+  } = {},
 ): Promise<ApprovalRow[]> {
   const operation = 'pendingApprovals'
   const limit = pageLimit(options.limit, MAX_PAGE, operation)
@@ -428,6 +465,11 @@ export async function pendingApprovals(
   }
   if (options.runId !== undefined) {
     conditions.clauses.push(`run_id = ${conditions.param(requireId(options.runId, 'runId', operation))}`)
+  }
+  if (options.after !== undefined) {
+    const at = conditions.param(options.after.requestedAt)
+    const id = conditions.param(requireId(options.after.approvalId, 'after.approvalId', operation))
+    conditions.clauses.push(`(requested_at, approval_id) > (${at}::timestamptz, ${id})`)
   }
   const { rows } = await db.query<Row>(
     operation,

@@ -6,7 +6,7 @@
 import { join } from 'node:path'
 import type pg from 'pg'
 import { type EmbeddedPostgres, startEmbeddedPostgres, tetherStateDir } from '../stack/index.js'
-import { Database } from './database.js'
+import { Database, type OutagePolicy } from './database.js'
 import type {
   ApprovalDecisionRecord,
   ApprovalRequest,
@@ -32,6 +32,11 @@ export interface OpenAuditOptions {
   maxConnections?: number | undefined
   /** Shown in pg_stat_activity (default `tether-audit`). */
   applicationName?: string | undefined
+  /**
+   * Once connected, wait through database outages instead of failing (workers; see `OutagePolicy`). A server
+   * that cannot be reached when the store opens is still an error at once.
+   */
+  outages?: OutagePolicy | undefined
   log?: ((line: string) => void) | undefined
 }
 
@@ -82,6 +87,26 @@ export class AuditStore {
   }
   recordExecResult(result: ExecResultRecord): Promise<boolean> {
     return writers.recordExecResult(this.db, result)
+  }
+  /** Command attempts: a retried command never starts before the attempt before it is gone. */
+  beginExecAttempt(key: writers.AttemptKey, worker: string): Promise<void> {
+    return writers.beginExecAttempt(this.db, key, worker)
+  }
+  touchExecAttempt(key: writers.AttemptKey): Promise<{ superseded: boolean }> {
+    return writers.touchExecAttempt(this.db, key)
+  }
+  runningEarlierAttempts(
+    key: writers.AttemptKey,
+    staleMs: number,
+  ): Promise<Array<{ attempt: number; worker: string }>> {
+    return writers.runningEarlierAttempts(this.db, key, staleMs)
+  }
+  endExecAttempt(key: writers.AttemptKey, outcome: string): Promise<void> {
+    return writers.endExecAttempt(this.db, key, outcome)
+  }
+  /** Every attempt of every command of a run, in order. */
+  execAttempts(runId: string): Promise<queries.ExecAttemptRow[]> {
+    return queries.execAttempts(this.db, runId)
   }
   recordGateEvent(event: GateEvent): Promise<boolean> {
     return writers.recordGateEvent(this.db, event)
@@ -189,6 +214,7 @@ export async function openAudit(options: OpenAuditOptions = {}): Promise<AuditSt
     } else {
       await db.query('connect', 'select 1')
     }
+    db.outages = options.outages
     return store
   } catch (error) {
     await db?.end().catch(() => {})

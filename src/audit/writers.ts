@@ -22,8 +22,9 @@ export async function recordRunStarted(db: Database, value: input.RunStarted): P
   const run = input.parse(input.runStarted, value, 'recordRunStarted')
   const { rowCount } = await db.query(
     'recordRunStarted',
-    `insert into runs (run_id, goal, workspace, contract, policy, task_queue, parent_run_id, started_at, sandbox)
-     values ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+    `insert into runs (run_id, goal, workspace, contract, policy, task_queue, parent_run_id, started_at, sandbox,
+                       execution_id)
+     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
      on conflict (run_id) do nothing`,
     [
       run.runId,
@@ -35,9 +36,26 @@ export async function recordRunStarted(db: Database, value: input.RunStarted): P
       run.parentRunId ?? null,
       run.startedAt,
       run.sandbox ?? null,
+      run.executionId ?? null,
     ],
   )
-  return rowCount === 1
+  if (rowCount === 1) return true
+  if (run.executionId === undefined) return false
+  // The row was there: a retry of this execution's own start, or another execution reusing the id.
+  const { rows } = await db.query<{ execution_id: string | null; status: string; started_at: Date }>(
+    'recordRunStarted',
+    'select execution_id, status, started_at from runs where run_id = $1',
+    [run.runId],
+  )
+  const [row] = rows
+  const other = row && (row.execution_id ? row.execution_id !== run.executionId : row.status === 'finished')
+  if (other) {
+    throw new AuditConflictError(
+      `run id ${run.runId} already names another run (started ${row.started_at.toISOString()}); ` +
+        'a run id is never reused: start this run with a new id',
+    )
+  }
+  return false
 }
 
 export async function recordRunFinished(db: Database, value: input.RunFinished): Promise<boolean> {
@@ -49,6 +67,7 @@ export async function recordRunFinished(db: Database, value: input.RunFinished):
           set status = 'finished', outcome = $2, reason = $3, steps = $4,
               input_tokens = $5, output_tokens = $6, finished_at = $7
         where run_id = $1 and (finished_at is null or finished_at <= $7)
+          and ($8::text is null or execution_id is null or execution_id = $8)
         returning 1
      )
      select exists (select 1 from finished) as won, exists (select 1 from runs where run_id = $1) as known`,
@@ -60,6 +79,7 @@ export async function recordRunFinished(db: Database, value: input.RunFinished):
       run.inputTokens,
       run.outputTokens,
       run.finishedAt,
+      run.executionId ?? null,
     ],
   )
   const [result] = rows
@@ -135,9 +155,9 @@ export async function recordExecResult(db: Database, value: input.ExecResultReco
     `insert into exec_results as e (run_id, step, call, attempt, argv, cwd, status, exit_code, signal,
                                     duration_ms, stdout_text, stdout_elided, stdout_bytes, stdout_lines,
                                     stdout_sha256, stderr_text, stderr_elided, stderr_bytes, stderr_lines,
-                                    stderr_sha256, started_at, finished_at, sandbox)
+                                    stderr_sha256, started_at, finished_at, sandbox, kind)
      values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20,
-             $21, $22, $23)
+             $21, $22, $23, $24)
      on conflict (run_id, step, call) do update
         set attempt = excluded.attempt, argv = excluded.argv, cwd = excluded.cwd, status = excluded.status,
             exit_code = excluded.exit_code, signal = excluded.signal, duration_ms = excluded.duration_ms,
@@ -164,6 +184,7 @@ export async function recordExecResult(db: Database, value: input.ExecResultReco
       result.startedAt,
       result.finishedAt,
       result.sandbox ?? null,
+      result.kind,
     ],
   )
   return rowCount === 1
@@ -384,5 +405,78 @@ export async function appendMessages(
 function unknownRun(operation: string, runId: string): AuditInputError {
   return new AuditInputError(
     `${operation}: run '${runId}' was never recorded; record its start (recordRunStarted) first`,
+  )
+}
+
+/** One attempt of one command (a step's call, or the gate as call -1). */
+export interface AttemptKey {
+  runId: string
+  step: number
+  call: number
+  attempt: number
+}
+
+/** Records that an attempt is starting (idempotent: a retried activity call of the same attempt reuses it). */
+export async function beginExecAttempt(db: Database, key: AttemptKey, worker: string): Promise<void> {
+  await db.query(
+    'beginExecAttempt',
+    `insert into exec_attempts (run_id, step, call, attempt, worker, started_at, alive_at)
+     values ($1, $2, $3, $4, $5, now(), now())
+     on conflict (run_id, step, call, attempt) do update set worker = excluded.worker, alive_at = now()`,
+    [key.runId, key.step, key.call, key.attempt, worker],
+  )
+}
+
+/**
+ * Marks an attempt alive and says whether a later attempt of the same command has begun (then this one
+ * must stop: the later one is waiting for it to be gone).
+ */
+export async function touchExecAttempt(db: Database, key: AttemptKey): Promise<{ superseded: boolean }> {
+  const { rows } = await db.query<{ superseded: boolean }>(
+    'touchExecAttempt',
+    `with touched as (
+       update exec_attempts set alive_at = now()
+        where run_id = $1 and step = $2 and call = $3 and attempt = $4 and ended_at is null
+     )
+     select exists (
+       select 1 from exec_attempts where run_id = $1 and step = $2 and call = $3 and attempt > $4
+     ) as superseded`,
+    [key.runId, key.step, key.call, key.attempt],
+  )
+  return { superseded: rows[0]?.superseded === true }
+}
+
+/**
+ * Earlier attempts of the same command that have not ended: those seen alive within `staleMs` are still
+ * running somewhere (the caller waits for them); older ones belonged to a worker that died with its
+ * commands, and are closed here as `lost`.
+ */
+export async function runningEarlierAttempts(
+  db: Database,
+  key: AttemptKey,
+  staleMs: number,
+): Promise<Array<{ attempt: number; worker: string }>> {
+  const { rows } = await db.query<{ attempt: number; worker: string }>(
+    'runningEarlierAttempts',
+    `with lost as (
+       update exec_attempts set ended_at = now(), outcome = 'lost'
+        where run_id = $1 and step = $2 and call = $3 and attempt < $4 and ended_at is null
+          and alive_at < now() - make_interval(secs => $5::double precision / 1000)
+     )
+     select attempt, worker from exec_attempts
+      where run_id = $1 and step = $2 and call = $3 and attempt < $4 and ended_at is null
+        and alive_at >= now() - make_interval(secs => $5::double precision / 1000)
+      order by attempt`,
+    [key.runId, key.step, key.call, key.attempt, staleMs],
+  )
+  return rows
+}
+
+export async function endExecAttempt(db: Database, key: AttemptKey, outcome: string): Promise<void> {
+  await db.query(
+    'endExecAttempt',
+    `update exec_attempts set ended_at = now(), alive_at = now(), outcome = $5
+      where run_id = $1 and step = $2 and call = $3 and attempt = $4 and ended_at is null`,
+    [key.runId, key.step, key.call, key.attempt, outcome],
   )
 }

@@ -54,7 +54,7 @@ import {
   reserveSeqs,
   stepDecision,
 } from './run-state.js'
-import type { ActionVerdict, AgentRunInput, AgentRunResult, Outcome } from './types.js'
+import type { ActionVerdict, AgentRunInput, AgentRunResult, ModelTurn, Outcome } from './types.js'
 
 export const PENDING_APPROVAL = defineSearchAttributeKey('TetherPendingApproval', SearchAttributeType.KEYWORD)
 
@@ -136,6 +136,9 @@ function execActivities(timeoutMs: number): TetherActivities {
   })
 }
 
+/** What a step's row keeps of the model's turn. */
+type StepTurn = Pick<ModelTurn, 'text' | 'toolCalls' | 'usage'>
+
 /** Cap for the bounded texts that travel through history (the transcript keeps the full text). */
 const OBSERVATION_LIMIT = 2_000
 
@@ -145,6 +148,10 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
   const contract = parseInput(input)
   const state: RunState = initialState(input.carried, Date.now())
   const book = new ApprovalBook(runId)
+  /** Whether the TetherPendingApproval search attribute says this run waits for a person. */
+  let waitingForPeople = false
+  /** The step in progress, until its row is recorded: what a run that ends mid-step still records. */
+  let inStep: { step: number; startedAt: number; turn?: StepTurn } | undefined
   let phase: RunStatus['phase'] = 'starting'
   let outcome: Outcome | undefined
 
@@ -171,8 +178,10 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
       },
     },
   )
-  setHandler(decideSignal, (decision) => {
-    book.answer(decision, 'signal', Date.now())
+  setHandler(decideSignal, async (decision) => {
+    const applied = book.answer(decision, 'signal', Date.now())
+    // A refused answer is recorded when it arrives, not at the end of a step that may never complete.
+    if (!applied.ok && patched('record-rejected-answers-at-once')) await recordRejectedAnswers(state.step)
   })
   setHandler(pendingApprovalsQuery, () => book.pending())
   setHandler(statusQuery, () => ({
@@ -187,8 +196,16 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
   const finish = async (result: { outcome: Outcome; reason?: string }): Promise<AgentRunResult> => {
     outcome = result.outcome
     phase = 'done'
+    if (patched('tidy-exit')) {
+      // Whatever path ends the run: a closed run is not waiting for anyone, and no handler is left
+      // half-done (a refused answer still being recorded).
+      if (waitingForPeople) upsertSearchAttributes([{ key: PENDING_APPROVAL, value: null }])
+      waitingForPeople = false
+      await condition(allHandlersFinished)
+    }
     await projections.tetherFinishRun({
       runId,
+      executionId: info.firstExecutionRunId,
       outcome: result.outcome,
       ...(result.reason ? { reason: result.reason } : {}),
       steps: state.step,
@@ -210,6 +227,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     if (input.carried) return
     await projections.tetherStartRun({
       runId,
+      executionId: info.firstExecutionRunId,
       contract,
       policy: input.policy,
       taskQueue: info.taskQueue,
@@ -254,9 +272,11 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
       const stepStarted = Date.now()
       state.step += 1
       const step = state.step
+      inStep = { step, startedAt: stepStarted }
       phase = 'model'
       const replySeq = state.nextSeq
       const turn = await model.tetherModelTurn({ runId, step, replySeq, pending: state.pending, contract })
+      inStep.turn = turn
       state.pending = []
       recordUsage(state, turn)
       const seqs = reserveSeqs(state, turn.toolCalls.length)
@@ -294,12 +314,16 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
           const resolution = book.expire(request.approvalId, 'cancelled', Date.now()) as Resolution
           await projections.tetherApprovalDecided({ runId, request, resolution })
         }
+        await recordInterruptedStep('cancelled during this step')
         await finish({ outcome: 'cancelled', reason: 'the run was cancelled' })
       })
       throw error
     }
     const reason = failureReason(error)
-    const result = await CancellationScope.nonCancellable(() => finish({ outcome: 'failed', reason }))
+    const result = await CancellationScope.nonCancellable(async () => {
+      await recordInterruptedStep(`failed during this step: ${reason}`)
+      return finish({ outcome: 'failed', reason })
+    })
     // A failed run fails its workflow, so Temporal's own UI, CLI and a parent workflow see the truth;
     // budget outcomes stay results.
     if (patched('failed-run-fails-workflow')) throw runFailure('RunFailed', result)
@@ -343,8 +367,10 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
       phase = 'approval'
       for (const entry of asks) entry.approval = await requestApproval(step, entry.index, entry.verdict)
       upsertSearchAttributes([{ key: PENDING_APPROVAL, value: 'true' }])
+      waitingForPeople = true
       await Promise.all(asks.map((entry) => waitForAnswer(entry.approval as string)))
       upsertSearchAttributes([{ key: PENDING_APPROVAL, value: null }])
+      waitingForPeople = false
       phase = 'tools'
     }
 
@@ -457,34 +483,48 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     return request.approvalId
   }
 
-  /** Waits (durably, at no cost) for an answer, reminding on an interval, until the deadline. */
+  /**
+   * Waits (durably, at no cost) for an answer, reminding on an interval, until the deadline — or until the
+   * run's wall-time budget runs out, whichever comes first.
+   */
   async function waitForAnswer(approvalId: string): Promise<void> {
     const request = book.get(approvalId) as PendingApproval
     const answered = () => book.resolution(approvalId) !== undefined
+    const budgetEnd = state.startedAt + contract.budgets.maxWallTime
+    const end = patched('approval-wait-within-budget')
+      ? Math.min(request.deadline, budgetEnd)
+      : request.deadline
     let reminder = 0
     for (;;) {
-      const remaining = request.deadline - Date.now()
+      const remaining = end - Date.now()
       if (remaining <= 0) break
       const every = contract.approvals.reminderEvery
       const wait = every ? Math.min(every, remaining) : remaining
       if (await condition(answered, wait)) return
-      if (every && request.deadline - Date.now() > 0) {
+      if (every && end - Date.now() > 0) {
         reminder += 1
         await projections.tetherRemindApprover({ runId, request, contract, reminder })
       }
     }
-    book.expire(approvalId, 'timeout', Date.now())
+    const outOfBudget = end < request.deadline
+    book.expire(
+      approvalId,
+      'timeout',
+      Date.now(),
+      outOfBudget ? "the run's wall-time budget ran out" : undefined,
+    )
   }
 
   async function recordStep(
     id: string,
     step: number,
-    turn: { text: string; toolCalls: ToolCall[]; usage: { inputTokens: number; outputTokens: number } },
+    turn: StepTurn,
     lines: string[],
     decision: string,
     startedAt: number,
     refusals: Array<{ call: number; verdict: ActionVerdict }>,
   ) {
+    inStep = undefined
     const recorder = patched('record-step-locally') ? localProjections : projections
     await recorder.tetherRecordStep({
       runId: id,
@@ -499,9 +539,21 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
       refusals,
     })
     // Answers that were refused (a bad signal) are recorded, never applied.
+    await recordRejectedAnswers(step)
+  }
+
+  async function recordRejectedAnswers(step: number): Promise<void> {
     for (const rejected of book.rejected.splice(0)) {
       await projections.tetherApprovalRejected({ runId, step, ...rejected })
     }
+  }
+
+  /** The row of a step the run ended in (cancelled, failed), with whatever of it happened. */
+  async function recordInterruptedStep(decision: string): Promise<void> {
+    if (!inStep || !patched('record-interrupted-step')) return
+    const { step, startedAt, turn } = inStep
+    const calls = turn ?? { text: '', toolCalls: [], usage: { inputTokens: 0, outputTokens: 0 } }
+    await recordStep(runId, step, calls, [], decision, startedAt, [])
   }
 }
 

@@ -313,8 +313,16 @@ export class ApprovalBook {
     }
   }
 
-  /** Resolves a still-pending approval without a human: its deadline passed, or the run was cancelled. */
-  expire(approvalId: string, kind: 'timeout' | 'cancelled', now: number): Resolution | undefined {
+  /**
+   * Resolves a still-pending approval without a human: its deadline passed (or the run's budget ran out:
+   * `reason` says so), or the run was cancelled.
+   */
+  expire(
+    approvalId: string,
+    kind: 'timeout' | 'cancelled',
+    now: number,
+    reason?: string,
+  ): Resolution | undefined {
     const entry = this.entries.get(approvalId)
     if (!entry || entry.resolution) return undefined
     entry.resolution = {
@@ -322,7 +330,7 @@ export class ApprovalBook {
       decidedBy: 'tether',
       channel: kind === 'timeout' ? 'timeout' : 'cancel',
       decidedAt: now,
-      reason: kind === 'timeout' ? 'timeout' : 'run cancelled',
+      reason: reason ?? (kind === 'timeout' ? 'timeout' : 'run cancelled'),
       ...(entry.answers.length > 0 ? { answers: [...entry.answers] } : {}),
     }
     return entry.resolution

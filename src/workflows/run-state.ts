@@ -107,7 +107,9 @@ export function deniedByApproverObservation(
 ): InlineMessage {
   const why =
     resolution.decision === 'timeout'
-      ? 'nobody answered the approval request before its deadline'
+      ? resolution.reason && resolution.reason !== 'timeout'
+        ? `nobody answered the approval request in time: ${resolution.reason}`
+        : 'nobody answered the approval request before its deadline'
       : resolution.decision === 'cancelled'
         ? 'the run was cancelled while the approval was pending'
         : `denied by ${resolution.decidedBy}${resolution.reason ? `: ${resolution.reason}` : ''}`

@@ -275,6 +275,10 @@ describe('tether CLI', () => {
         keyring,
       )
       expect(denied.code, denied.stderr).toBe(0)
+      // The audit names who denied, not the rule that asked.
+      await expect
+        .poll(async () => (await tether(['audit', 'refused', '--run', runId])).stdout, { timeout: 30_000 })
+        .toMatch(/exec\s+touch b\.txt\s+bob \(update\)\s+enough files/)
       const twice = await tether(['deny', second.approvalId, '--as', 'bob', '--reason', 'twice'], keyring)
       expect(twice.code).toBe(1)
       expect(twice.stderr).toContain(`approval ${second.approvalId} was already denied by bob`)

@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { Client } from '@temporalio/client'
 import { afterAll, beforeAll, inject } from 'vitest'
-import { createActivities, type SandboxDependencies } from '../../src/activities/index.js'
+import { createActivities, type SandboxDependencies, waitThroughOutages } from '../../src/activities/index.js'
 import { type AuditStore, openAudit } from '../../src/audit/index.js'
 import type { TaskContractInput } from '../../src/contract.js'
 import type { ModelScript } from '../../src/model/index.js'
@@ -32,7 +32,7 @@ export async function writeScript(dir: string, script: ModelScript): Promise<str
 }
 
 export function openTestAudit(): Promise<AuditStore> {
-  return openAudit({ databaseUrl: inject('databaseUrl'), migrate: true })
+  return openAudit({ databaseUrl: inject('databaseUrl'), migrate: true, outages: waitThroughOutages() })
 }
 
 /** The policy most tests run under: tiered, npm test allowed, `rm` denied in an operator's base layer. */

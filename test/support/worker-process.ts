@@ -3,7 +3,7 @@
  * Env: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, DATABASE_URL, TETHER_TASK_QUEUE, WORKFLOW_BUNDLE.
  */
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker'
-import { createActivities } from '../../src/activities/index.js'
+import { createActivities, waitThroughOutages } from '../../src/activities/index.js'
 import { openAudit } from '../../src/audit/index.js'
 
 Runtime.install({ logger: new DefaultLogger('WARN') })
@@ -12,7 +12,7 @@ const env = (name: string) => {
   if (!value) throw new Error(`worker-process needs ${name}`)
   return value
 }
-const audit = await openAudit({ databaseUrl: env('DATABASE_URL') })
+const audit = await openAudit({ databaseUrl: env('DATABASE_URL'), outages: waitThroughOutages() })
 const connection = await NativeConnection.connect({ address: env('TEMPORAL_ADDRESS') })
 const worker = await Worker.create({
   connection,

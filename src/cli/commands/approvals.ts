@@ -15,6 +15,9 @@ import { colour, print, printJson, printTable, visible, withAudit, withTemporal 
 import { CliError } from '../errors.js'
 import { rememberText } from '../follow.js'
 
+/** Approvals read per query when listing them all. */
+const PAGE = 500
+
 interface AnswerOptions {
   as?: string
   key?: string
@@ -30,14 +33,27 @@ export function registerApprovals(program: Command): void {
     .description('List approvals waiting for an answer, oldest first, with what "remember" would add.')
     .option('--approver <name>', 'only those this approver may answer')
     .option('--run <run>', 'only those of one run')
+    .option('--limit <n>', 'at most this many (default: all of them, read a page at a time)')
     .option('--json', 'print JSON')
-    .action(async (options: { approver?: string; run?: string; json?: boolean }) => {
-      const pending = await withAudit((audit) =>
-        audit.pendingApprovals({
-          ...(options.approver ? { approver: options.approver } : {}),
-          ...(options.run ? { runId: options.run } : {}),
-        }),
-      )
+    .action(async (options: { approver?: string; run?: string; limit?: string; json?: boolean }) => {
+      const limit = options.limit === undefined ? Number.POSITIVE_INFINITY : Number(options.limit)
+      if (!(limit >= 1) || (Number.isFinite(limit) && !Number.isInteger(limit))) {
+        throw new CliError(`--limit must be a positive whole number, not ${options.limit}`)
+      }
+      const pending = await withAudit(async (audit) => {
+        const all: Awaited<ReturnType<typeof audit.pendingApprovals>> = []
+        for (;;) {
+          const last = all.at(-1)
+          const page = await audit.pendingApprovals({
+            ...(options.approver ? { approver: options.approver } : {}),
+            ...(options.run ? { runId: options.run } : {}),
+            limit: Math.min(PAGE, limit - all.length),
+            ...(last ? { after: last } : {}),
+          })
+          all.push(...page)
+          if (page.length < PAGE || all.length >= limit) return all
+        }
+      })
       if (options.json) return printJson(pending)
       if (pending.length === 0) return print('nothing is waiting for an answer')
       printTable(

@@ -27,7 +27,11 @@ export function registerAudit(program: Command): void {
           String(e.step),
           e.act,
           visible(e.target).slice(0, 50),
-          e.rule !== undefined ? `rule ${e.rule} in ${e.layer}` : `default for ${e.act}`,
+          e.kind === 'decision'
+            ? `${e.decidedBy ?? 'an approver'} (${e.source})`
+            : e.rule !== undefined
+              ? `rule ${e.rule} in ${e.layer}`
+              : `default for ${e.act}`,
           e.reason.slice(0, 80),
         ]),
       )
@@ -50,14 +54,15 @@ export function registerAudit(program: Command): void {
       if (options.json) return printJson(commands)
       if (commands.length === 0) return print('no commands ran')
       printTable(
-        ['RUN', 'STEP', 'COMMAND', 'STATUS', 'DURATION', 'OUTPUT'],
+        ['RUN', 'STEP', 'COMMAND', 'STATUS', 'DURATION', 'OUTPUT', 'SHA256'],
         commands.map((c) => [
           c.runId,
-          String(c.step),
+          c.kind === 'gate' ? `${c.step} gate` : String(c.step),
           visible(c.argv.join(' ')).slice(0, 60),
           c.status === 'exited' ? `exit ${c.exitCode}` : c.status,
           `${(c.durationMs / 1000).toFixed(1)} s`,
           formatBytes(c.stdout.bytes + c.stderr.bytes),
+          c.stdout.sha256.slice(0, 12),
         ]),
       )
     })

@@ -2,7 +2,7 @@
 import { resolve } from 'node:path'
 import { WorkflowNotFoundError } from '@temporalio/client'
 import type { Command } from 'commander'
-import { newRunId, RunRejectedError, startAgentRun, waitForStart } from '../../client.js'
+import { newRunId, RunIdTakenError, RunRejectedError, startAgentRun, waitForStart } from '../../client.js'
 import { ContractError, type TaskContractInput } from '../../contract.js'
 import { loadPolicyFile, Policy, PolicyError } from '../../policy/index.js'
 import { detectToolchain, formatArgv } from '../../workspace/index.js'
@@ -56,7 +56,8 @@ export function registerRuns(program: Command): void {
             runId: options.id ?? newRunId(),
           })
         } catch (error) {
-          if (error instanceof ContractError) throw new CliError(error.message)
+          if (error instanceof ContractError || error instanceof RunIdTakenError)
+            throw new CliError(error.message)
           throw error
         }
         const runId = handle.workflowId

@@ -1,0 +1,127 @@
+/**
+ * bench/waiting: many runs waiting for a person at once (`npx tsx bench/waiting.ts [N]`, default 1,000).
+ * Each run asks to run one command and waits on the approval. Measured in one process (the worker is in
+ * it): the worker's RSS per waiting run (target ≤ 50 KB amortised), the time to list every pending
+ * approval page by page (as `tether approvals` does), the time to approve them all, and the time until
+ * every run has finished. The figure for 10,000 runs is extrapolated from the measured per-run costs.
+ */
+import { setTimeout as sleep } from 'node:timers/promises'
+import type { ApprovalRow } from '../src/audit/index.js'
+import { answerApproval, newRunId, startAgentRun } from '../src/client.js'
+import { Policy } from '../src/policy/index.js'
+import { startBenchStack } from './support.js'
+
+const runs = Number(process.argv[2] ?? 1_000)
+const PAGE = 500
+const stack = await startBenchStack()
+const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`
+
+async function allPending(): Promise<ApprovalRow[]> {
+  const all: ApprovalRow[] = []
+  for (;;) {
+    const last = all.at(-1)
+    const page = await stack.audit.pendingApprovals({ limit: PAGE, ...(last ? { after: last } : {}) })
+    all.push(...page)
+    if (page.length < PAGE) return all
+  }
+}
+
+async function inBatches<T>(items: T[], width: number, work: (item: T) => Promise<unknown>): Promise<void> {
+  let next = 0
+  await Promise.all(
+    Array.from({ length: width }, async () => {
+      for (let i = next++; i < items.length; i = next++) await work(items[i] as T)
+    }),
+  )
+}
+
+try {
+  const ws = await stack.workspace({
+    turns: [{ toolCalls: [{ name: 'exec', args: { argv: ['true'] } }] }, { text: 'done' }],
+  })
+  const start = () =>
+    startAgentRun(stack.client, {
+      contract: { goal: 'wait for a person', workspace: ws.path, model: ws.model, verification: null },
+      policy: Policy.tiered(),
+      taskQueue: stack.taskQueue,
+      runId: newRunId(),
+    })
+  const approveAll = async (pending: ApprovalRow[]) =>
+    inBatches(pending, 16, (a) =>
+      answerApproval(stack.client, a.runId, {
+        approvalId: a.approvalId,
+        decision: 'approve',
+        approver: 'bench',
+      }),
+    )
+  const pendingCount = async () =>
+    Number(
+      (
+        await stack.audit.pool.query<{ n: string }>(
+          'select count(*) as n from approvals where decision is null',
+        )
+      ).rows[0]?.n,
+    )
+  const waitUntil = async (check: () => Promise<boolean>) => {
+    while (!(await check())) await sleep(200)
+  }
+
+  // Warm up (code loaded, pools filled), so the baseline is a worker that has already run some.
+  const warm = await Promise.all(Array.from({ length: 10 }, start))
+  await waitUntil(async () => (await pendingCount()) === warm.length)
+  await approveAll(await allPending())
+  await Promise.all(warm.map((handle) => handle.result()))
+  globalThis.gc?.()
+  const baseline = process.memoryUsage().rss
+
+  const began = performance.now()
+  const handles: Awaited<ReturnType<typeof start>>[] = []
+  await inBatches(
+    Array.from({ length: runs }, (_, i) => i),
+    16,
+    async () => {
+      handles.push(await start())
+    },
+  )
+  let peak = baseline
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, process.memoryUsage().rss)
+  }, 100)
+  await waitUntil(async () => (await pendingCount()) >= runs)
+  const allWaiting = performance.now()
+  await sleep(3_000)
+  globalThis.gc?.()
+  const waiting = process.memoryUsage().rss
+  clearInterval(sampler)
+
+  const listed = performance.now()
+  const pending = await allPending()
+  const listMs = performance.now() - listed
+
+  const approving = performance.now()
+  await approveAll(pending)
+  const approveMs = performance.now() - approving
+  await Promise.all(handles.map((handle) => handle.result()))
+  const finishMs = performance.now() - approving
+
+  const perRun = (waiting - baseline) / runs
+  const peakPerRun = (peak - baseline) / runs
+  console.log(
+    `${runs} runs waiting on an approval each, one worker (workflow cache: WORKFLOW_CACHE_SIZE runs)`,
+  )
+  console.log(`  starting them until all wait          ${((allWaiting - began) / 1000).toFixed(1)} s`)
+  console.log(`  worker RSS: baseline ${mib(baseline)}, all waiting ${mib(waiting)}, peak ${mib(peak)}`)
+  console.log(
+    `  RSS per waiting run                   ${(perRun / 1024).toFixed(1)} KB amortised (peak ${(peakPerRun / 1024).toFixed(1)} KB; target ≤ 50 KB)`,
+  )
+  console.log(`  list every pending approval (pages)   ${listMs.toFixed(0)} ms for ${pending.length}`)
+  console.log(`  approve them all (Update, 16 at once) ${(approveMs / 1000).toFixed(1)} s`)
+  console.log(`  …until every run finished             ${(finishMs / 1000).toFixed(1)} s`)
+  const scale = 10_000 / runs
+  console.log(
+    `  10,000 runs (extrapolated): RSS ${mib(baseline + Math.max(0, waiting - baseline))} (a bounded cache does not grow with runs), ` +
+      `list ${((listMs * scale) / 1000).toFixed(1)} s, approve ${((approveMs * scale) / 1000).toFixed(0)} s, finish ${((finishMs * scale) / 1000).toFixed(0)} s`,
+  )
+} finally {
+  await stack.stop()
+}

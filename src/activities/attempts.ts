@@ -1,0 +1,117 @@
+/**
+ * A retried command never overlaps the attempt before it. When Temporal retries a command's activity (its
+ * worker stopped heartbeating: the worker died, or the Temporal server was away), the earlier attempt may
+ * still be running — on this worker or another. So every attempt is recorded in `exec_attempts` and kept
+ * alive there while it runs; a new attempt first stops any earlier one on this worker, then waits until
+ * every earlier attempt has ended (each one sees, on its next keep-alive, that it was superseded and kills
+ * its process tree) or has gone silent long enough that its worker must be dead (its commands died with
+ * it: the orphan guard and the sandbox's `--die-with-parent` see to that).
+ */
+
+import { hostname } from 'node:os'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { Context } from '@temporalio/activity'
+import type { AuditStore } from '../audit/index.js'
+
+/** How often a running attempt says it is alive (and looks for a newer attempt). */
+const KEEP_ALIVE_MS = 2_000
+/** An attempt not seen alive for this long belonged to a dead worker (well above KEEP_ALIVE_MS). */
+const STALE_MS = 15_000
+const WAIT_POLL_MS = 250
+
+export interface AttemptKey {
+  runId: string
+  step: number
+  call: number
+  attempt: number
+}
+
+interface Running {
+  stop: AbortController
+  done: Promise<void>
+}
+
+export interface Attempt {
+  /** Aborts when a later attempt of the same command takes over: kill the command, record nothing. */
+  superseded: AbortSignal
+  /** Records how the attempt ended and stops keeping it alive. */
+  end(outcome: string): Promise<void>
+}
+
+export class CommandAttempts {
+  private readonly running = new Map<string, Running>()
+  private readonly worker = `${hostname()}:${process.pid}`
+
+  constructor(private readonly audit: AuditStore) {}
+
+  /** Whether `worker` (`host:pid`) names a process on this machine that no longer exists. */
+  private deadHere(worker: string): boolean {
+    const at = worker.lastIndexOf(':')
+    if (worker.slice(0, at) !== hostname()) return false
+    try {
+      process.kill(Number(worker.slice(at + 1)), 0)
+      return false
+    } catch (error) {
+      return (error as NodeJS.ErrnoException).code === 'ESRCH'
+    }
+  }
+
+  /** Starts attempt `key` once no earlier attempt of the same command runs anywhere. */
+  async begin(key: AttemptKey, context: Context = Context.current()): Promise<Attempt> {
+    const command = `${key.runId}\u0000${key.step}\u0000${key.call}`
+    const earlier = this.running.get(command)
+    if (earlier) {
+      earlier.stop.abort(new Error(`attempt ${key.attempt} of this command has begun`))
+      await earlier.done
+    }
+    await this.audit.beginExecAttempt(key, this.worker)
+    if (key.attempt > 1) {
+      for (;;) {
+        const running = await this.audit.runningEarlierAttempts(key, STALE_MS)
+        // An attempt of a worker process on this machine that is gone has ended (its commands with it).
+        const dead = running.filter((earlier) => this.deadHere(earlier.worker))
+        for (const earlier of dead)
+          await this.audit.endExecAttempt({ ...key, attempt: earlier.attempt }, 'lost')
+        if (running.length === dead.length) break
+        context.heartbeat()
+        if (context.cancellationSignal.aborted) throw context.cancellationSignal.reason
+        await sleep(WAIT_POLL_MS)
+      }
+    }
+    // `superseded` stops the command; `quit` only stops keeping this attempt alive.
+    const superseded = new AbortController()
+    const quit = new AbortController()
+    let finished: () => void = () => {}
+    const done = new Promise<void>((resolve) => {
+      finished = resolve
+    })
+    this.running.set(command, { stop: superseded, done })
+    const keepAlive = async () => {
+      while (!quit.signal.aborted) {
+        await sleep(KEEP_ALIVE_MS, undefined, { signal: quit.signal }).catch(() => {})
+        if (quit.signal.aborted) return
+        const { superseded: newer } = await this.audit
+          .touchExecAttempt(key)
+          .catch(() => ({ superseded: false }))
+        if (newer) superseded.abort(new Error('a later attempt of this command has begun'))
+      }
+    }
+    const alive = keepAlive()
+    let ended = false
+    return {
+      superseded: superseded.signal,
+      end: async (outcome) => {
+        if (ended) return
+        ended = true
+        quit.abort()
+        await alive
+        if (this.running.get(command)?.stop === superseded) this.running.delete(command)
+        try {
+          await this.audit.endExecAttempt(key, superseded.signal.aborted ? 'superseded' : outcome)
+        } finally {
+          finished()
+        }
+      },
+    }
+  }
+}
