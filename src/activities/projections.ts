@@ -5,9 +5,9 @@
  */
 import type { AuditStore } from '../audit/index.js'
 import type { TaskContract } from '../contract.js'
+import { Policy, PolicyError } from '../policy/index.js'
 import { untilText, utcText } from '../time.js'
 import type { PendingApproval } from '../workflows/approvals.js'
-import { loadPolicy } from './policy.js'
 import type { TetherActivities } from './types.js'
 
 export function projectionActivities(deps: {
@@ -29,6 +29,7 @@ export function projectionActivities(deps: {
 
   return {
     async tetherStartRun({ runId, executionId, contract, policy, taskQueue, parentRunId, startedAt }) {
+      const sandbox = sandboxMode(policy)
       await audit.recordRunStarted({
         runId,
         ...(executionId ? { executionId } : {}),
@@ -38,7 +39,7 @@ export function projectionActivities(deps: {
         policy,
         taskQueue,
         ...(parentRunId ? { parentRunId } : {}),
-        sandbox: loadPolicy(policy, []).sandbox.mode,
+        ...(sandbox ? { sandbox } : {}),
         startedAt: new Date(startedAt),
       })
       await audit.appendMessages(runId, 0, [{ role: 'user', content: contract.goal }])
@@ -313,4 +314,14 @@ export function slackText(text: string, limit: number): string {
 function slackDeadline(deadline: number, now: number): string {
   const utc = utcText(new Date(deadline))
   return `<!date^${Math.floor(deadline / 1000)}^{date_short_pretty} {time} your time|${utc}> (${utc}, ${untilText(new Date(deadline), new Date(now))})`
+}
+
+/** The sandbox mode of a policy spec; none for an invalid one (its run is rejected at the first step). */
+function sandboxMode(spec: unknown): 'enforce' | 'off' | undefined {
+  try {
+    return Policy.fromSpec(spec).sandbox.mode
+  } catch (error) {
+    if (error instanceof PolicyError) return undefined
+    throw error
+  }
 }

@@ -12,7 +12,7 @@ import { startDevServer } from './temporal-server.js'
 
 export { type EmbeddedPostgres, EmbeddedPostgresError, startEmbeddedPostgres } from './postgres.js'
 export { isAlive } from './process.js'
-export { tetherStateDir, USUAL_PORTS, usualPort } from './state.js'
+export { tetherStateDir, usualPort } from './state.js'
 export {
   ensureTemporalCli,
   type TemporalCli,

@@ -16,7 +16,7 @@ export function tetherStateDir(env: NodeJS.ProcessEnv = process.env): string {
 }
 
 /** The ports `tether dev` uses unless they are taken (then it says which it chose instead). */
-export const USUAL_PORTS = { temporal: 7233, postgres: 5433 } as const
+const USUAL_PORTS = { temporal: 7233, postgres: 5433 } as const
 
 /**
  * The port `tether dev` tries first for `service`: `TETHER_TEMPORAL_PORT` / `TETHER_POSTGRES_PORT`, else the

@@ -68,7 +68,8 @@ describe('tether from a Python workflow', () => {
               approvals: { timeout: '1h' },
               model,
             },
-            policy: testPolicy().withApprovers(['release-bot']).toSpec(),
+            // Approvers by name (`identity: unsigned`); a policy with keys needs signed answers (docs/embedding.md).
+            policy: { ...testPolicy().toSpec(), identity: 'unsigned', approvers: ['release-bot'] },
           },
         }),
       )
