@@ -15,7 +15,7 @@ import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import pg from 'pg'
 import { type AuditStore, openAudit, type PolicyEvent } from '../src/audit/index.js'
-import { type EmbeddedPostgres, startEmbeddedPostgres } from '../src/stack/index.js'
+import { type EmbeddedPostgres, embeddedPostgresFolders, startEmbeddedPostgres } from '../src/stack/index.js'
 
 const RUNS = Number(process.env.BENCH_AUDIT_RUNS ?? 10_000)
 const PER_RUN = 100
@@ -68,7 +68,11 @@ async function main(): Promise<void> {
     await store.close()
     await admin(serverUrl, `drop database if exists ${name} with (force)`)
     await server?.stop()
-    if (stateDir) await rm(stateDir, { recursive: true, force: true })
+    if (stateDir) {
+      for (const folder of [stateDir, ...embeddedPostgresFolders(join(stateDir, 'postgres'))]) {
+        await rm(folder, { recursive: true, force: true })
+      }
+    }
   }
 }
 

@@ -1,5 +1,5 @@
 /** What the Temporal-backed benches share: a local stack in a temp folder, a worker, a sample workspace. */
-import { chmod, cp, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { cp, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -19,8 +19,6 @@ export interface BenchStack {
 export async function startBenchStack(): Promise<BenchStack> {
   Runtime.install({ logger: new DefaultLogger('WARN') })
   const dir = await mkdtemp(join(tmpdir(), 'tether-bench-'))
-  // The embedded PostgreSQL runs as its own user when we are root; it must be able to enter this folder.
-  await chmod(dir, 0o755)
   const local = await startLocalTether({
     stateDir: join(dir, 'stack'),
     ephemeral: true,
