@@ -27,6 +27,7 @@ export {
 export {
   type DevServer,
   DevServerStartError,
+  LOCAL_TEMPORAL_TUNING,
   PENDING_APPROVAL_ATTRIBUTE,
   startDevServer,
 } from './temporal-server.js'
