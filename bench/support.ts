@@ -13,6 +13,7 @@ import type { AuditStore } from '../src/audit/index.js'
 import { startLocalTether } from '../src/worker-setup.js'
 
 export interface BenchStack {
+  temporalAddress: string
   client: Client
   audit: AuditStore
   taskQueue: string
@@ -37,6 +38,7 @@ export async function startBenchStack(): Promise<BenchStack> {
   })
   let count = 0
   return {
+    temporalAddress: local.stack.temporalAddress,
     client: local.client,
     audit: local.audit,
     taskQueue: local.taskQueue,

@@ -30,8 +30,11 @@ interface Candidate {
   timer: number[]
 }
 
+/** `temporal version 1.5.1 (Server 1.29.1, …)` → `1.5.1 (server 1.29.1)`. */
 function cliVersion(path: string): string {
-  return /temporal version (\S+)/.exec(execFileSync(path, ['--version'], { encoding: 'utf8' }))?.[1] ?? '?'
+  const text = execFileSync(path, ['--version'], { encoding: 'utf8' })
+  const [, cli, server] = /temporal version (\S+) \(Server ([^,)]+)/.exec(text) ?? []
+  return `${cli ?? '?'} (server ${server ?? '?'})`
 }
 
 quietRuntime()

@@ -12,8 +12,9 @@ export const PENDING_APPROVAL_ATTRIBUTE = 'TetherPendingApproval'
 
 /**
  * How every local Temporal server tether starts is tuned (`tether dev`, the demo, the tests, the benches).
- * The dev server runs one history shard with defaults sized for a cluster of many; as it ships, one remote
- * activity costs ~80 ms on a 2-core machine, tuned ~5 ms (measure: `npx tsx bench/temporal.ts`).
+ * The dev server runs one history shard with defaults sized for a cluster of many: as it ships, one remote
+ * activity costs ~80 ms and a 1 ms timer fires after ~1 s; tuned, ~11 ms and ~35 ms on a busy 2-core
+ * machine (`npx tsx bench/temporal.ts` measures both side by side).
  * docs/temporal.md says which of these matter on a production server.
  */
 export const LOCAL_TEMPORAL_TUNING = {
@@ -24,7 +25,8 @@ export const LOCAL_TEMPORAL_TUNING = {
     // A workflow task that schedules an activity gets it back in its completion when the same worker polls
     // that task queue: no matching round trip.
     'system.enableActivityEagerExecution': true,
-    // Timers (approval reminders, retries) fire within 10 ms of due instead of up to 1 s late.
+    // A timer is due no sooner than this after it is created: the default 1 s makes a short timer (an
+    // activity retry's backoff, a brief sleep) fire up to 1 s late.
     'history.timerProcessorMaxTimeShift': '10ms',
   },
   sqlitePragmas: {
