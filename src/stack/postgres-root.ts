@@ -50,9 +50,14 @@ export class EmbeddedPostgresError extends Error {
   override name = 'EmbeddedPostgresError'
 }
 
-/** The user the server runs as: undefined when we are not root (it runs as us). */
+/** Whether the server runs as the `postgres` user, in a server folder of its own. */
+export function runsAsPostgresUser(): boolean {
+  return userInfo().uid === 0
+}
+
+/** The user the server runs as (created when missing): undefined when we are not root (it runs as us). */
 export function serverOwner(): ServerOwner | undefined {
-  if (userInfo().uid !== 0) return undefined
+  if (!runsAsPostgresUser()) return undefined
   const lookup = () => ({
     uid: Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim()),
     gid: Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim()),

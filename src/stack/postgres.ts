@@ -20,6 +20,7 @@ import {
   placeDataFolder,
   ROOT_SERVER_ROOT,
   reachableBinaries,
+  runsAsPostgresUser,
   type ServerOwner,
   serverFolder,
   serverOwner,
@@ -111,7 +112,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
  * server folder it was placed in. An ephemeral owner deletes them after stopping the server.
  */
 export function embeddedPostgresFolders(dataDir: string, serverRoot = ROOT_SERVER_ROOT): string[] {
-  return serverOwner() ? [dataDir, serverFolder(dataDir, serverRoot)] : [dataDir]
+  return runsAsPostgresUser() ? [dataDir, serverFolder(dataDir, serverRoot)] : [dataDir]
 }
 
 async function readCredentials(dataDir: string): Promise<Credentials> {
