@@ -5,13 +5,14 @@
  * the user's folders, the server gets a folder of its own that the `postgres` user can reach:
  *
  *     /var/lib/tether/postgres-<hash of the data folder's path>/   root, 0755
- *       origin     the data folder it serves, for a person looking around
+ *       origin     the data folder it serves (a folder whose data folder is gone is deleted later)
  *       data/      postgres, 0700: the cluster; the requested data folder becomes a link to it
  *       native/    the server binaries, hard-linked (or copied) from node_modules, only when the `postgres`
  *                  user cannot run them where they are
  *
- * An ephemeral stack deletes that folder with its state folder (see `embeddedPostgresFolders`). A data
- * folder that already exists as a real folder is used where it is.
+ * An ephemeral stack deletes that folder with its state folder (see `embeddedPostgresFolders`); one left
+ * behind by a deleted state folder is swept when the next new data folder is placed. A data folder that
+ * already exists as a real folder is used where it is.
  */
 import { execFileSync, spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
@@ -23,6 +24,7 @@ import {
   lstat,
   mkdir,
   readdir,
+  readFile,
   readlink,
   realpath,
   rm,
@@ -105,6 +107,7 @@ export async function placeDataFolder(
     }
     return existing
   }
+  await sweepOrphans(serverRoot)
   const home = await serverHome(dataDir, serverRoot)
   const data = join(home, 'data')
   // No folder behind the link: whatever an earlier state folder left here belongs to nobody now.
@@ -163,7 +166,7 @@ async function serverHome(dataDir: string, serverRoot: string): Promise<string> 
       // mkdir's mode is filtered by the umask; the server user must be able to enter.
       await chmod(folder, 0o755)
     }
-    await writeFile(join(home, 'origin'), `PostgreSQL files for ${resolve(dataDir)}\n`, { mode: 0o644 })
+    await writeFile(join(home, 'origin'), `${resolve(dataDir)}\n`, { mode: 0o644 })
   } catch (error) {
     throw new EmbeddedPostgresError(
       `running as root, PostgreSQL needs a folder the 'postgres' user can reach, and preparing ${home} failed ` +
@@ -171,6 +174,35 @@ async function serverHome(dataDir: string, serverRoot: string): Promise<string> 
     )
   }
   return home
+}
+
+/**
+ * Deletes the server folders whose data folder is gone (the checkout or temporary folder that linked to
+ * them was deleted): nothing can reach their data any more. Left alone: a folder whose data folder path
+ * still exists, one with a server's pid file, and one touched in the last minute (it may be being placed).
+ */
+async function sweepOrphans(serverRoot: string): Promise<void> {
+  const names = await readdir(serverRoot).catch(() => [] as string[])
+  for (const name of names.filter((n) => n.startsWith('postgres-'))) {
+    const home = join(serverRoot, name)
+    try {
+      const origin = (await readFile(join(home, 'origin'), 'utf8')).trim()
+      const kept =
+        (await exists(origin)) ||
+        (await exists(join(home, 'data', 'postmaster.pid'))) ||
+        Date.now() - (await stat(home)).mtimeMs < 60_000
+      if (!kept) await rm(home, { recursive: true, force: true })
+    } catch {
+      // A folder we cannot judge stays.
+    }
+  }
+}
+
+async function exists(path: string): Promise<boolean> {
+  return stat(path).then(
+    () => true,
+    () => false,
+  )
 }
 
 /**

@@ -5,9 +5,9 @@
  * other user the server runs as that user, in place.
  */
 import { execFileSync } from 'node:child_process'
-import { lstat, mkdir, mkdtemp, readdir, realpath, rm, stat } from 'node:fs/promises'
+import { lstat, mkdir, mkdtemp, readdir, realpath, rm, stat, utimes, writeFile } from 'node:fs/promises'
 import { arch, platform, tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { basename, join } from 'node:path'
 import pg from 'pg'
 import { afterEach, describe, expect, it } from 'vitest'
 import {
@@ -15,7 +15,7 @@ import {
   embeddedPostgresFolders,
   startEmbeddedPostgres,
 } from '../../../src/stack/index.js'
-import { reachableBinaries, serverOwner } from '../../../src/stack/postgres-root.js'
+import { reachableBinaries, serverFolder, serverOwner } from '../../../src/stack/postgres-root.js'
 
 const root = process.getuid?.() === 0
 const made: string[] = []
@@ -114,6 +114,30 @@ describe('embedded PostgreSQL in a private folder', () => {
     expect(await modes(checkout, copy.postgres, join(checkout, 'native/lib'))).toEqual(before)
     // As root they had to move out of the private folder; as anyone else they run where they are.
     expect(usable.postgres.startsWith(checkout)).toBe(!root)
+  })
+
+  it('deletes a server folder whose state folder is gone, and keeps the others', async () => {
+    const serverRoot = await folder('tether-server-root-')
+    const checkout = await folder('tether-private-')
+    const orphan = serverFolder(join(checkout, 'deleted/postgres'), serverRoot)
+    const live = serverFolder(join(checkout, 'live/postgres'), serverRoot)
+    for (const [home, origin] of [
+      [orphan, join(checkout, 'deleted/postgres')],
+      [live, join(checkout, 'live/postgres')],
+    ] as const) {
+      await mkdir(join(home, 'data'), { recursive: true })
+      await writeFile(join(home, 'origin'), `${origin}\n`)
+      // Older than the minute a folder being placed is given.
+      await utimes(home, new Date(0), new Date(0))
+    }
+    await mkdir(join(checkout, 'live/postgres'), { recursive: true })
+
+    const server = await startEmbeddedPostgres({ dataDir: join(checkout, 'new/postgres'), serverRoot })
+    await server.stop()
+    const left = await readdir(serverRoot)
+    // As root a new data folder sweeps; as anyone else nothing is placed there, so nothing is swept.
+    expect(left.includes(basename(orphan))).toBe(!root)
+    expect(left.includes(basename(live))).toBe(true)
   })
 
   it('says in one line what to do when its user cannot reach the server folder', async () => {
