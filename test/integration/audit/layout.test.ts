@@ -44,6 +44,13 @@ describe('audit row layout', () => {
       refusedNext: await store.refusedActions({ runId, limit: 100, before: firstPage.next! }),
       messages: await store.loadMessages(runId),
       messageCount: await store.messageCount(runId),
+      // Answers refer to their approval; moving rows must not cascade into them.
+      answers: (
+        await store.pool.query(
+          'select a.* from approval_answers a join approvals p using (approval_id) where p.run_id = $1',
+          [runId],
+        )
+      ).rows,
     }
   }
 
@@ -67,6 +74,7 @@ describe('audit row layout', () => {
       decidedBy: 'ana',
       channel: 'update',
       decidedAt: at(40),
+      answers: [{ approver: 'ana', decision: 'approve', channel: 'update', answeredAt: at(40) }],
     })
     await store.recordGateEvent({ runId: X, step: STEPS - 1, kind: 'gate_passed', detail: 'ok', at: at(400) })
   })
@@ -77,6 +85,7 @@ describe('audit row layout', () => {
 
   it('rewrites a finished run’s rows together and in order, and every query answers as before', async () => {
     const before = { x: await answers(X), y: await answers(Y) }
+    expect(before.x.answers).toHaveLength(1)
     const yPages = { steps: await pages('steps', Y), policy: await pages('policy_events', Y) }
     // Written interleaved: the run's rows share their pages with the other run's.
     const shared = (xs: number[], ys: number[]) => xs.filter((page) => ys.includes(page))
