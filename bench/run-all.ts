@@ -6,7 +6,9 @@ import { fileURLToPath } from 'node:url'
 const dir = fileURLToPath(new URL('.', import.meta.url))
 const only = process.argv.slice(2)
 const benches = readdirSync(dir)
-  .filter((name) => name.endsWith('.ts') && !['run-all.ts', 'support.ts'].includes(name))
+  .filter(
+    (name) => name.endsWith('.ts') && !['run-all.ts', 'support.ts', 'floor-workflows.ts'].includes(name),
+  )
   .filter((name) => only.length === 0 || only.includes(name.replace(/\.ts$/, '')))
   .sort()
 let failed = 0

@@ -1,9 +1,12 @@
 /**
- * bench/run: the cost of durability per step, and whether history stays flat.
- * (a) per-step time of agentRun on the dev server (scripted model, command `true`) vs the same activities
- *     called in-process without Temporal (MockActivityEnvironment), side by side → ratio;
+ * bench/run: the cost of durability per step, against the floor measured on the same server.
+ * (a) the floor: ms per activity of a 50-activity no-op workflow, remote and local activities;
+ *     tether's ms/step (agentRun, scripted model, command `true`); the same activities called in-process
+ *     (no Temporal) as the step's own work; the activities and workflow tasks a step costs, counted in its
+ *     history; and the ratio of tether's ms/step to (floor × activities per step + in-process work);
  * (b) Temporal history bytes per step at 10, 100 and 1,000 steps (summed over continue-as-new runs);
  * (c) steps/s for 20 concurrent runs on one worker.
+ * Rounds interleave the floor, tether and the in-process run, so machine noise hits them alike.
  */
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js'
 import { MockActivityEnvironment } from '@temporalio/testing'
@@ -11,7 +14,7 @@ import { createActivities } from '../src/activities/index.js'
 import { newRunId, startAgentRun } from '../src/client.js'
 import { parseContract } from '../src/contract.js'
 import { Policy } from '../src/policy/index.js'
-import { type BenchStack, startBenchStack } from './support.js'
+import { type BenchStack, median, startBenchStack, startFloorProbe } from './support.js'
 
 const policy = Policy.tiered().layer('bench').allowExec('true')
 const turns = (steps: number) => ({
@@ -111,33 +114,85 @@ async function inProcessRun(stack: BenchStack, steps: number) {
   return performance.now() - started
 }
 
-async function historyBytes(stack: BenchStack, runId: string): Promise<{ bytes: number; runs: number }> {
-  let bytes = 0
-  let runs = 0
+/** Every event of a run, over all its continue-as-new runs. */
+async function runHistories(stack: BenchStack, runId: string) {
+  const histories = []
   for await (const execution of stack.client.workflow.list({ query: `WorkflowId = '${runId}'` })) {
-    const history = await stack.client.workflow.getHandle(runId, execution.runId).fetchHistory()
-    bytes += historyToJSON(history).length
-    runs++
+    histories.push(await stack.client.workflow.getHandle(runId, execution.runId).fetchHistory())
   }
-  return { bytes, runs }
+  return histories
+}
+
+async function historyBytes(stack: BenchStack, runId: string): Promise<{ bytes: number; runs: number }> {
+  const histories = await runHistories(stack, runId)
+  return { bytes: histories.reduce((sum, h) => sum + historyToJSON(h).length, 0), runs: histories.length }
+}
+
+/** Remote activities, local activities and workflow tasks per step, as the run's history records them. */
+async function costPerStep(stack: BenchStack, runId: string, steps: number) {
+  let remote = 0
+  let local = 0
+  let workflowTasks = 0
+  for (const history of await runHistories(stack, runId)) {
+    for (const event of history.events ?? []) {
+      if (event.activityTaskScheduledEventAttributes) remote++
+      if (event.markerRecordedEventAttributes?.markerName === 'core_local_activity') local++
+      if (event.workflowTaskCompletedEventAttributes) workflowTasks++
+    }
+  }
+  return { remote: remote / steps, local: local / steps, workflowTasks: workflowTasks / steps }
 }
 
 const stack = await startBenchStack()
+const floor = await startFloorProbe(stack.temporalAddress)
 try {
   const steps = 50
+  const floorActivities = 50
   await durableRun(stack, 5) // warm-up: bundle, connections, caches
   await inProcessRun(stack, 5)
-  const durable: number[] = []
-  const local: number[] = []
-  for (let round = 0; round < 3; round++) {
-    durable.push((await durableRun(stack, steps)).ms / (steps + 1))
-    local.push((await inProcessRun(stack, steps)) / (steps + 1))
+  await floor.remote(5)
+  await floor.local(5)
+  const rounds = 5
+  const series = {
+    remote: [] as number[],
+    local: [] as number[],
+    durable: [] as number[],
+    inProcess: [] as number[],
   }
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number
-  console.log('(a) per-step time, scripted model, command `true` (median of 3 rounds of 50 steps)')
-  console.log(`    durable (agentRun on the dev server): ${median(durable).toFixed(1)} ms/step`)
-  console.log(`    in-process (same activities, no Temporal): ${median(local).toFixed(1)} ms/step`)
-  console.log(`    ratio durable / in-process: ${(median(durable) / median(local)).toFixed(2)}`)
+  let lastRun = { runId: '', steps: 0 }
+  for (let round = 0; round < rounds; round++) {
+    series.remote.push(await floor.remote(floorActivities))
+    series.local.push(await floor.local(floorActivities))
+    const run = await durableRun(stack, steps)
+    series.durable.push(run.ms / run.steps)
+    lastRun = run
+    series.inProcess.push((await inProcessRun(stack, steps)) / (steps + 1))
+  }
+  const per = await costPerStep(stack, lastRun.runId, lastRun.steps)
+  const [remote, local, durable, inProcess] = [
+    series.remote,
+    series.local,
+    series.durable,
+    series.inProcess,
+  ].map(median) as [number, number, number, number]
+  const expected = remote * per.remote + local * per.local + inProcess
+  console.log(`(a) per step, medians of ${rounds} interleaved rounds on one tuned dev server`)
+  console.log(
+    `    floor: ${remote.toFixed(2)} ms per remote activity, ${local.toFixed(2)} ms per local activity ` +
+      `(${floorActivities}-activity no-op workflows)`,
+  )
+  console.log(
+    `    a step costs ${per.remote.toFixed(2)} remote + ${per.local.toFixed(2)} local activities, ` +
+      `${per.workflowTasks.toFixed(2)} workflow tasks (counted in a ${steps}-step run's history)`,
+  )
+  console.log(`    in-process work (same activities, no Temporal): ${inProcess.toFixed(1)} ms/step`)
+  console.log(`    tether (agentRun, ${steps} steps, command \`true\`): ${durable.toFixed(1)} ms/step`)
+  console.log(
+    `    floor × activities + in-process = ${remote.toFixed(2)} × ${per.remote.toFixed(2)} + ` +
+      `${local.toFixed(2)} × ${per.local.toFixed(2)} + ${inProcess.toFixed(1)} = ${expected.toFixed(1)} ms/step`,
+  )
+  console.log(`    ratio tether / (floor × activities + in-process): ${(durable / expected).toFixed(2)}`)
+  console.log(`    ratio tether / in-process: ${(durable / inProcess).toFixed(2)}`)
 
   console.log('(b) Temporal history per step (all continue-as-new runs summed)')
   for (const n of [10, 100, 1000]) {
@@ -157,5 +212,6 @@ try {
     `(c) ${concurrent} concurrent runs × ${each + 1} steps on one worker: ${((concurrent * (each + 1)) / seconds).toFixed(1)} steps/s`,
   )
 } finally {
+  await floor.stop()
   await stack.stop()
 }

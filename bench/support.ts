@@ -1,14 +1,19 @@
-/** What the Temporal-backed benches share: a local stack in a temp folder, a worker, a sample workspace. */
-import { chmod, cp, mkdtemp, rm, writeFile } from 'node:fs/promises'
+/**
+ * What the Temporal-backed benches share: a local stack in a temp folder, a worker, a sample workspace, and
+ * the floor (Temporal's own cost per activity on a server).
+ */
+import { randomUUID } from 'node:crypto'
+import { cp, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import type { Client } from '@temporalio/client'
-import { DefaultLogger, Runtime } from '@temporalio/worker'
+import { Client, Connection } from '@temporalio/client'
+import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker'
 import type { AuditStore } from '../src/audit/index.js'
 import { startLocalTether } from '../src/worker-setup.js'
 
 export interface BenchStack {
+  temporalAddress: string
   client: Client
   audit: AuditStore
   taskQueue: string
@@ -16,11 +21,14 @@ export interface BenchStack {
   stop(): Promise<void>
 }
 
-export async function startBenchStack(): Promise<BenchStack> {
+/** Temporal's runtime logs warnings only; call once per process, before any connection. */
+export function quietRuntime(): void {
   Runtime.install({ logger: new DefaultLogger('WARN') })
+}
+
+export async function startBenchStack(): Promise<BenchStack> {
+  quietRuntime()
   const dir = await mkdtemp(join(tmpdir(), 'tether-bench-'))
-  // The embedded PostgreSQL runs as its own user when we are root; it must be able to enter this folder.
-  await chmod(dir, 0o755)
   const local = await startLocalTether({
     stateDir: join(dir, 'stack'),
     ephemeral: true,
@@ -30,6 +38,7 @@ export async function startBenchStack(): Promise<BenchStack> {
   })
   let count = 0
   return {
+    temporalAddress: local.stack.temporalAddress,
     client: local.client,
     audit: local.audit,
     taskQueue: local.taskQueue,
@@ -49,4 +58,65 @@ export async function startBenchStack(): Promise<BenchStack> {
 export function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return Number.NaN
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] as number
+}
+
+/** Temporal's own cost on one server, measured with workflows whose activities do nothing (floor-workflows.ts). */
+export interface FloorProbe {
+  /** ms per activity of a workflow that runs `activities` no-op remote activities one after another. */
+  remote(activities: number): Promise<number>
+  /** The same with local activities. */
+  local(activities: number): Promise<number>
+  /** ms from a `ms` timer's start to its firing, as the workflow's history records them. */
+  timer(ms: number): Promise<number>
+  stop(): Promise<void>
+}
+
+let floorBundle: Promise<string> | undefined
+
+/** A worker of its own on `address` (its own task queue), so the floor is measured on the same server. */
+export async function startFloorProbe(address: string, namespace = 'default'): Promise<FloorProbe> {
+  floorBundle ??= bundleWorkflowCode({
+    workflowsPath: fileURLToPath(new URL('./floor-workflows.ts', import.meta.url)),
+    logger: new DefaultLogger('WARN'),
+  }).then((bundle) => bundle.code)
+  const code = await floorBundle
+  const native = await NativeConnection.connect({ address })
+  const connection = await Connection.connect({ address })
+  const client = new Client({ connection, namespace })
+  const taskQueue = `floor-${randomUUID()}`
+  const worker = await Worker.create({
+    connection: native,
+    namespace,
+    taskQueue,
+    workflowBundle: { code },
+    activities: { async noop() {} },
+  })
+  const running = worker.run()
+  const time = async (workflow: string, arg: number) => {
+    const started = performance.now()
+    await client.workflow.execute(workflow, {
+      taskQueue,
+      workflowId: `${workflow}-${randomUUID()}`,
+      args: [arg],
+    })
+    return performance.now() - started
+  }
+  return {
+    remote: async (activities) => (await time('floorRemote', activities)) / activities,
+    local: async (activities) => (await time('floorLocal', activities)) / activities,
+    timer: (ms) => time('floorTimer', ms),
+    async stop() {
+      worker.shutdown()
+      await running
+      await native.close()
+      await connection.close()
+    },
+  }
+}
+
+export function median(values: readonly number[]): number {
+  return percentile(
+    [...values].sort((a, b) => a - b),
+    50,
+  )
 }

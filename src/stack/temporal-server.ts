@@ -10,6 +10,34 @@ import { freePort, sleep, stopProcess } from './process.js'
 /** The search attribute that marks runs waiting for a human. */
 export const PENDING_APPROVAL_ATTRIBUTE = 'TetherPendingApproval'
 
+/**
+ * How every local Temporal server tether starts is tuned (`tether dev`, the demo, the tests, the benches).
+ * The dev server runs one history shard with defaults sized for a cluster of many: as it ships, one remote
+ * activity costs ~80 ms and a 1 ms timer fires after ~1 s; tuned, ~11 ms and ~35 ms on a busy 2-core
+ * machine (`npx tsx bench/temporal.ts` measures both side by side).
+ * docs/temporal.md says which of these matter on a production server.
+ */
+export const LOCAL_TEMPORAL_TUNING = {
+  dynamicConfig: {
+    // The transfer queue (activity dispatch, the next workflow task) is read at most this often per shard;
+    // the default 20/s on the single shard puts ~50 ms between a step's commands.
+    'history.transferProcessorMaxPollRPS': 10_000,
+    // A workflow task that schedules an activity gets it back in its completion when the same worker polls
+    // that task queue: no matching round trip.
+    'system.enableActivityEagerExecution': true,
+    // A timer is due no sooner than this after it is created: the default 1 s makes a short timer (an
+    // activity retry's backoff, a brief sleep) fire up to 1 s late.
+    'history.timerProcessorMaxTimeShift': '10ms',
+  },
+  sqlitePragmas: {
+    // Appends to a log instead of rewriting pages, and readers no longer wait for the writer.
+    journal_mode: 'wal',
+    // With WAL, fsync at checkpoints only: a power cut may lose the last transactions, which a
+    // development server can afford (a crash of the server process loses nothing).
+    synchronous: 'normal',
+  },
+} as const
+
 export interface DevServerOptions {
   cliPath: string
   /** SQLite file for the server's state; survives restarts of the server. */
@@ -22,6 +50,8 @@ export interface DevServerOptions {
   uiPort?: number
   /** Extra `--dynamic-config-value` entries, e.g. a low continue-as-new threshold for tests. */
   dynamicConfig?: Record<string, string | number | boolean>
+  /** Apply LOCAL_TEMPORAL_TUNING (default); false runs the CLI's own defaults, for comparison. */
+  tuned?: boolean
   /** How long to wait for the server to answer (default 60 s). */
   readyTimeoutMs?: number
   /** Where the server's own output goes (default: next to the SQLite file, `<dbFilename>.log`). */
@@ -83,7 +113,12 @@ async function startOnPort(options: DevServerOptions, port: number): Promise<Dev
     `${PENDING_APPROVAL_ATTRIBUTE}=Keyword`,
     ...(uiPort ? ['--ui-port', String(uiPort)] : ['--headless']),
   ]
-  for (const [key, value] of Object.entries(options.dynamicConfig ?? {})) {
+  const tuning = options.tuned === false ? undefined : LOCAL_TEMPORAL_TUNING
+  for (const [pragma, value] of Object.entries(tuning?.sqlitePragmas ?? {})) {
+    args.push('--sqlite-pragma', `${pragma}=${value}`)
+  }
+  // Values are JSON: a duration is the string `"10ms"`, quotes included.
+  for (const [key, value] of Object.entries({ ...tuning?.dynamicConfig, ...options.dynamicConfig })) {
     args.push('--dynamic-config-value', `${key}=${JSON.stringify(value)}`)
   }
   // The server's output goes to a file, never to a pipe: a Go program dies on a write to a closed pipe,

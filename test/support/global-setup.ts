@@ -8,7 +8,13 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { bundleWorkflowCode } from '@temporalio/worker'
 import type { TestProject } from 'vitest/node'
-import { startLocalStack } from '../../src/stack/index.js'
+import {
+  DevServerStartError,
+  EmbeddedPostgresError,
+  type LocalStack,
+  startLocalStack,
+  TemporalCliUnavailableError,
+} from '../../src/stack/index.js'
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -23,15 +29,28 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const stateDir = await mkdtemp(join(tmpdir(), 'tether-test-'))
   const log = (line: string) => console.log(`[test stack] ${line}`)
   const started = Date.now()
-  const stack = await startLocalStack({
-    stateDir,
-    ephemeral: true,
-    temporalAddress: process.env.TEMPORAL_ADDRESS,
-    databaseUrl: process.env.DATABASE_URL,
-    // Low enough that the continue-as-new path is exercised by ordinary tests.
-    dynamicConfig: { 'limit.historyCount.suggestContinueAsNew': 200 },
-    log,
-  })
+  let stack: LocalStack
+  try {
+    stack = await startLocalStack({
+      stateDir,
+      ephemeral: true,
+      temporalAddress: process.env.TEMPORAL_ADDRESS,
+      databaseUrl: process.env.DATABASE_URL,
+      // Low enough that the continue-as-new path is exercised by ordinary tests.
+      dynamicConfig: { 'limit.historyCount.suggestContinueAsNew': 200 },
+      log,
+    })
+  } catch (error) {
+    // These say what was wrong and what to do, in one line; a stack trace under it would only bury that.
+    if (
+      error instanceof EmbeddedPostgresError ||
+      error instanceof DevServerStartError ||
+      error instanceof TemporalCliUnavailableError
+    ) {
+      error.stack = `${error.name}: ${error.message}`
+    }
+    throw error
+  }
   try {
     const { code } = await bundleWorkflowCode({
       workflowsPath: new URL('./workflows.ts', import.meta.url).pathname,

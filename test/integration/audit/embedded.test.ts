@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { openAudit } from '../../../src/audit/index.js'
+import { embeddedPostgresFolders } from '../../../src/stack/index.js'
 import { runStarted } from './support.js'
 
 function alive(pid: number): boolean {
@@ -29,7 +30,10 @@ describe('embedded audit database', () => {
   })
   afterAll(async () => {
     if (previousUrl !== undefined) process.env.DATABASE_URL = previousUrl
-    if (stateDir) await rm(stateDir, { recursive: true, force: true })
+    if (!stateDir) return
+    for (const folder of [stateDir, ...embeddedPostgresFolders(join(stateDir, 'postgres'))]) {
+      await rm(folder, { recursive: true, force: true })
+    }
   })
 
   it('start, reuse, stop only what it started, and keep the data for the next start', async () => {
