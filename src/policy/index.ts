@@ -5,7 +5,7 @@
 export { PolicyError } from './errors.js'
 export { loadPolicyFile, parsePolicyText } from './file.js'
 export { Policy } from './policy.js'
-export { namesSensitivePath, readOnlyName } from './readonly.js'
+export { type ExecContext, namesSensitivePath } from './readonly.js'
 export { type RememberedRule, rememberRule } from './remember.js'
 export { quoteWord, renderCommand, renderExecVerdict } from './render.js'
 export type { LayerSpec, PolicySpec, PolicySpecInput, RuleSpec } from './spec.js'

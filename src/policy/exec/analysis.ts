@@ -2,18 +2,28 @@
  * The core of exec analysis: the nodes it produces, the `Analysis` that collects them while it walks an argv
  * (wrappers, scripts, assignments), and the registry of per-program handlers the other files fill in.
  */
-import { parseScript, type ShellAssignment, type ShellWord } from '../shell/parse.js'
+import { type CommandItem, parseScript, type ShellAssignment, type ShellWord } from '../shell/parse.js'
 import type { ExecNodeKind } from '../types.js'
 import { optionSpec, type ParsedOption, scanOptions } from './options.js'
+import {
+  assignedVariables,
+  builtinProblem,
+  CODE_VARIABLE,
+  COMMAND_VARIABLE,
+  integerVariables,
+  SENSITIVE_VARIABLE,
+} from './variables.js'
 
 export interface AnalysedNode {
   kind: ExecNodeKind
   depth: number
   act: 'exec' | 'read' | 'write' | 'net'
-  /** The command (for `command` and `wrapper` nodes). */
+  /** The command (for `command` and `wrapper` nodes; for `opaque` ones, what could be read of it). */
   argv: readonly string[]
   /** Which argv words are only known at run time (from a script). */
   dynamic?: readonly boolean[] | undefined
+  /** For run-time words, a glob every value matches (`pu$x` → `pu*`); `*` where absent. */
+  globs?: readonly (string | undefined)[] | undefined
   /** The file or host of a `file` node; the text a problem was found in for `opaque` nodes. */
   target: string
   /** More spellings of the command that deny and ask rules also see (e.g. git without its global options). */
@@ -24,16 +34,51 @@ export interface AnalysedNode {
   note?: string | undefined
   /** A command whose program runs code given to it (never auto-allowed by the read-only list). */
   interpreter?: boolean | undefined
+  /** Options (or subcommands) that change what the program does; an allow rule must name them. */
+  risks?: readonly Risk[] | undefined
+  /** Program text a person should read before approving (inline code, a script on standard input). */
+  code?: string | undefined
+  /**
+   * Runs code tether does not read (inline program text, `source FILE`): only a rule naming it allows it,
+   * never the default.
+   */
+  unreduced?: boolean | undefined
+  /** Judged only for deny: something the command might run, found where tether cannot be sure. */
+  probe?: boolean | undefined
+  /** The command is the first of a `while`/`until` condition. */
+  loop?: 'while' | 'until' | undefined
+  /** The command as spelled through the package runner that runs it (`npx vitest run`): allow rules see it. */
+  allowAs?: readonly string[] | undefined
 }
 
-type NodeExtra = Pick<AnalysedNode, 'forms' | 'note' | 'interpreter'>
+/** An option that changes what an allowed program does (runs a program, writes, deletes, …). */
+export interface Risk {
+  /** How tether names it: the option's canonical spelling (`--output`) or the subcommand (`view`). */
+  readonly option: string
+  /** Every spelling a rule may use to name it (its aliases, and the spelling given). */
+  readonly names: readonly string[]
+  /** What it does, for a reason: "writes a file it names". */
+  readonly what: string
+}
+
+type NodeExtra = Pick<AnalysedNode, 'forms' | 'note' | 'interpreter' | 'risks' | 'code' | 'unreduced'>
 
 const MAX_NODES = 400
 const MAX_DEPTH = 12
+/** How many readings of an unclear command line are tried for deny rules, and how deeply they nest. */
+const MAX_PROBES = 8
+const MAX_PROBE_NESTING = 3
 
 export interface Words {
   argv: readonly string[]
   dynamic: readonly boolean[] | undefined
+  globs?: readonly (string | undefined)[] | undefined
+  /** What the command reads on standard input, when the script says. */
+  stdin?: ShellWord | undefined
+  /** The first command of a `while`/`until` condition. */
+  loop?: 'while' | 'until' | undefined
+  /** See AnalysedNode.allowAs. */
+  allowAs?: readonly string[] | undefined
 }
 
 export function words(argv: readonly string[], dynamic?: readonly boolean[]): Words {
@@ -41,7 +86,35 @@ export function words(argv: readonly string[], dynamic?: readonly boolean[]): Wo
 }
 
 export function from(w: Words, start: number): Words {
-  return words(w.argv.slice(start), w.dynamic?.slice(start))
+  const out = words(w.argv.slice(start), w.dynamic?.slice(start))
+  if (out.dynamic && w.globs) out.globs = w.globs.slice(start)
+  if (w.stdin) out.stdin = w.stdin
+  return out
+}
+
+/** The words of a script command: static brace expansions resolved, globs and standard input kept. */
+function commandWords(item: CommandItem): Words {
+  const argv: string[] = []
+  const dynamic: boolean[] = []
+  const globs: Array<string | undefined> = []
+  for (const word of item.words) {
+    if (word.braces) {
+      for (const text of word.braces) {
+        argv.push(text)
+        dynamic.push(false)
+        globs.push(undefined)
+      }
+    } else {
+      argv.push(word.text)
+      dynamic.push(word.dynamic)
+      globs.push(word.glob)
+    }
+  }
+  const w = words(argv, dynamic)
+  if (w.dynamic) w.globs = globs
+  if (item.stdin) w.stdin = item.stdin
+  if (item.loop) w.loop = item.loop
+  return w
 }
 
 export function basename(program: string): string {
@@ -58,20 +131,69 @@ export function handlerName(program: string): string {
 
 export class Analysis {
   readonly nodes: AnalysedNode[] = []
+  /** How many probes deep the analysis is: inside one, nodes are judged only for deny. */
+  private probing = 0
 
   private add(node: AnalysedNode): boolean {
     if (this.nodes.length >= MAX_NODES || node.depth > MAX_DEPTH) {
-      if (this.nodes.at(-1)?.note !== LIMIT) {
+      if (this.probing === 0 && this.nodes.at(-1)?.note !== LIMIT) {
         this.nodes.push({ kind: 'opaque', depth: node.depth, act: 'exec', argv: [], target: '', note: LIMIT })
       }
       return false
     }
+    if (this.probing > 0) node.probe = true
     this.nodes.push(node)
     return true
   }
 
-  opaque(depth: number, target: string, note: string): void {
-    this.add({ kind: 'opaque', depth, act: 'exec', argv: [], target, note })
+  /**
+   * Something tether cannot reduce to static commands. `readable` is what can be read of it (a command
+   * whose name is only known at run time: deny rules that could match it apply); `code` is shown to a person.
+   */
+  opaque(depth: number, target: string, note: string, readable?: Words, code?: string): void {
+    this.add({
+      kind: 'opaque',
+      depth,
+      act: 'exec',
+      argv: readable?.argv ?? [],
+      dynamic: readable?.dynamic,
+      globs: readable?.globs,
+      target,
+      note,
+      code,
+    })
+  }
+
+  /**
+   * Judges, for deny rules only, what an unclear command line might run: every suffix starting at a word
+   * that is not an option (`strace -f rm -rf /` might run `rm -rf /`), and words with spaces as scripts.
+   */
+  probeWords(w: Words, start: number, depth: number): void {
+    this.probe(() => {
+      let tried = 0
+      for (let i = start; i < w.argv.length && tried < MAX_PROBES; i++) {
+        const word = w.argv[i]!
+        if (w.dynamic?.[i] || word.startsWith('-') || word === '') continue
+        tried++
+        if (/\s/.test(word)) this.script(word, depth, undefined)
+        else this.run(from(w, i), depth, undefined)
+      }
+    })
+  }
+
+  /** Judges, for deny rules only, a script whose text is only partly known (dynamic parts as written). */
+  probeScript(text: string, depth: number): void {
+    this.probe(() => this.script(text, depth, undefined))
+  }
+
+  private probe(body: () => void): void {
+    if (this.probing >= MAX_PROBE_NESTING) return
+    this.probing++
+    try {
+      body()
+    } finally {
+      this.probing--
+    }
   }
 
   file(depth: number, act: 'read' | 'write', target: string, dynamic: boolean, cap?: string): void {
@@ -111,17 +233,24 @@ export class Analysis {
       act: 'exec',
       argv: w.argv,
       dynamic: w.dynamic,
+      globs: w.globs,
       target: '',
-      cap,
       forms: extra?.forms,
+      cap,
       note: extra?.note,
       interpreter: extra?.interpreter,
+      risks: extra?.risks,
+      code: extra?.code,
+      unreduced: extra?.unreduced,
+      probe: undefined,
+      loop: w.loop,
+      allowAs: w.allowAs,
     })
   }
 
   /**
    * Reads a command's options (see `scanOptions`); when they cannot be read the command becomes an opaque
-   * node and the result is undefined.
+   * node (with what it might run judged for deny rules) and the result is undefined.
    */
   options(
     w: Words,
@@ -132,20 +261,27 @@ export class Analysis {
   ): { index: number; options: ParsedOption[] } | undefined {
     const scan = scanOptions(w.argv, start, optionSpec(table), w.dynamic, looseLong)
     if (scan.ok) return scan
-    this.opaque(depth, w.argv.join(' '), scan.problem)
+    this.unclear(w, depth, scan.problem, start)
     return undefined
+  }
+
+  /** A command whose options cannot be read: opaque, with what it might run judged for deny rules. */
+  unclear(w: Words, depth: number, problem: string, start = 1): void {
+    this.opaque(depth, w.argv.join(' '), problem)
+    this.probeWords(w, start, depth + 1)
   }
 
   /** Analyses one command and everything it launches. */
   run(w: Words, depth: number, cap?: string): void {
     if (w.argv.length === 0) return
     if (w.dynamic?.[0]) {
-      this.opaque(depth, w.argv.join(' '), `the command name ${w.argv[0]} is only known at run time`)
+      this.opaque(depth, w.argv.join(' '), `the command name ${w.argv[0]} is only known at run time`, w)
+      this.probeWords(w, 1, depth + 1)
       return
     }
     if (w.argv[0]!.startsWith('-')) {
       // No program is named like an option: the words before it were misread, so nothing here is certain.
-      this.opaque(depth, w.argv.join(' '), `the command would start with the option-like word ${w.argv[0]}`)
+      this.unclear(w, depth, `the command would start with the option-like word ${w.argv[0]}`, 0)
       return
     }
     const handler = handlerFor(w.argv[0]!)
@@ -158,6 +294,7 @@ export class Analysis {
         depth,
         w.argv.join(' '),
         `${w.argv[0]} can launch other programs through its options, and some of its words are only known at run time`,
+        w,
       )
       return
     }
@@ -167,16 +304,15 @@ export class Analysis {
   /** Parses `source` as a bash script and analyses every command in it, one level below `depth`. */
   script(source: string, depth: number, cap: string | undefined): void {
     const parsed = cachedParse(source)
+    let integers: ReadonlySet<string> | undefined
     let scriptCap = cap
     for (const item of parsed.items) {
       const at = depth + item.depth
       if (item.type === 'command') {
-        const assigned = assignedVariables(item)
+        const { assigned, persistent } = assignedVariables(item)
         this.assignments(assigned, at, scriptCap)
-        // A standalone assignment or export changes the environment of every later command.
-        const sensitive =
-          (item.words.length === 0 || isDeclaration(item.words)) &&
-          assigned.find((v) => SENSITIVE_VARIABLE.test(v.name))
+        // A standalone assignment, export or `read` changes the environment of every later command.
+        const sensitive = persistent && assigned.find((v) => SENSITIVE_VARIABLE.test(v.name))
         if (sensitive) scriptCap ??= `the script sets ${sensitive.name}, which changes how later commands run`
         if (item.words.length === 0) continue
         const here =
@@ -186,20 +322,23 @@ export class Analysis {
             : scriptCap
         const problem = builtinProblem(item.words)
         if (problem) this.opaque(at, joinWords(item.words), problem)
-        this.run(
-          words(
-            item.words.map((word) => word.text),
-            item.words.map((word) => word.dynamic),
-          ),
-          at,
-          here,
-        )
+        this.run(commandWords(item), at, here)
       } else if (item.type === 'redirect') {
         this.file(at, item.act, item.target.text, item.target.dynamic, scriptCap)
       } else if (item.type === 'net') {
         this.net(at, item.target, scriptCap)
+      } else if (item.type === 'arithmetic') {
+        integers ??= integerVariables(parsed.items)
+        const unknown = item.names.filter((name) => !integers!.has(name))
+        if (unknown.length > 0) {
+          this.opaque(
+            at,
+            unknown.join(', '),
+            `arithmetic on ${unknown.join(', ')}, which the script does not keep to integers (a value such as a[$(cmd)] runs cmd)`,
+          )
+        }
       } else {
-        this.opaque(at, source.length > 80 ? `${source.slice(0, 77)}...` : source, item.reason)
+        this.opaque(at, clip(source), item.reason, undefined, source)
       }
     }
   }
@@ -211,12 +350,14 @@ export class Analysis {
    */
   assignments(assigned: readonly ShellAssignment[], depth: number, cap: string | undefined): void {
     for (const { name, value } of assigned) {
-      if (CODE_VARIABLE.test(name))
+      if (CODE_VARIABLE.test(name)) {
         this.opaque(depth, `${name}=${value.text}`, `bash runs the value of ${name} as code`)
-      else if (COMMAND_VARIABLE.test(name) && value.text !== '') {
-        if (value.dynamic)
+        this.probeScript(value.text, depth + 1)
+      } else if (COMMAND_VARIABLE.test(name) && value.text !== '') {
+        if (value.dynamic) {
           this.opaque(depth, `${name}=${value.text}`, `${name} names a command only known at run time`)
-        else this.script(value.text, depth + 1, cap)
+          this.probeScript(value.text, depth + 1)
+        } else this.script(value.text, depth + 1, cap)
       }
     }
   }
@@ -224,66 +365,8 @@ export class Analysis {
 
 const LIMIT = 'the command is too large or too deeply nested to analyse'
 
-const DECLARATIONS = new Set(['export', 'declare', 'typeset', 'local', 'readonly'])
-const SENSITIVE_VARIABLE =
-  /^(PATH|IFS|ENV|BASH_ENV|BASH_XTRACEFD|PS4|PROMPT_COMMAND|SHELLOPTS|BASHOPTS|CDPATH|GLOBIGNORE|HOME|EDITOR|VISUAL|BROWSER|LESSOPEN|LESSCLOSE|SSH_ASKPASS|NODE_OPTIONS|NODE_PATH|LD_\w*|DYLD_\w*|GIT_\w*|PYTHON\w*|PERL5?\w*|RUBY\w*|\w*PAGER|npm_config_\w*|NPM_CONFIG_\w*)$/
-
-function isDeclaration(list: readonly { text: string }[]): boolean {
-  return list.length > 0 && DECLARATIONS.has(list[0]!.text)
-}
-
-/** Variables bash evaluates as code: prompts (with `set -x`, PS4 runs substitutions), startup files. */
-const CODE_VARIABLE = /^(PS[0-4]|PROMPT_COMMAND|BASH_ENV|ENV|SHELLOPTS|BASHOPTS|BASH_FUNC_.*)$/
-/** Variables whose value is a command some program runs. */
-const COMMAND_VARIABLE =
-  /^(GIT_SSH_COMMAND|GIT_SSH|GIT_EDITOR|GIT_PAGER|GIT_SEQUENCE_EDITOR|GIT_EXTERNAL_DIFF|GIT_ASKPASS|GIT_PROXY_COMMAND|SSH_ASKPASS|SUDO_ASKPASS|EDITOR|VISUAL|PAGER|MANPAGER|SYSTEMD_PAGER|LESSOPEN|LESSCLOSE|BROWSER|RSYNC_RSH|CVS_RSH|TAR_OPTIONS|FCEDIT)$/
-/** Builtins that take variable names, where `name[subscript]` evaluates the subscript as arithmetic. */
-const NAME_BUILTINS = new Set([
-  'printf',
-  'read',
-  'declare',
-  'typeset',
-  'local',
-  'export',
-  'readonly',
-  'unset',
-  'test',
-  '[',
-  'mapfile',
-  'readarray',
-  'getopts',
-  'wait',
-])
-const COMPUTED_SUBSCRIPT = /\[[^\]]*[$`][^\]]*\]/
-
-/** The assignments of a script command: before it (`X=1 cmd`) and, for `export X=1`, as its words. */
-function assignedVariables(item: {
-  words: readonly ShellWord[]
-  assigns: readonly ShellAssignment[]
-}): ShellAssignment[] {
-  const assigned = [...item.assigns]
-  if (isDeclaration(item.words)) {
-    for (const word of item.words.slice(1)) {
-      const eq = word.text.indexOf('=')
-      if (eq > 0)
-        assigned.push({
-          name: word.text.slice(0, eq),
-          value: { text: word.text.slice(eq + 1), dynamic: word.dynamic },
-        })
-    }
-  }
-  return assigned
-}
-
-/** Why a builtin's arguments cannot be analysed (integer declarations, computed subscripts), if they cannot. */
-function builtinProblem(list: readonly ShellWord[]): string | undefined {
-  if (isDeclaration(list) && list.slice(1).some((w) => /^-[a-zA-Z]*i/.test(w.text))) {
-    return 'an integer declaration evaluates arithmetic, which can run commands'
-  }
-  if (NAME_BUILTINS.has(list[0]!.text) && list.slice(1).some((w) => COMPUTED_SUBSCRIPT.test(w.text))) {
-    return `${list[0]!.text} is given a variable name with a computed subscript, which bash evaluates as arithmetic`
-  }
-  return undefined
+function clip(text: string): string {
+  return text.length > 80 ? `${text.slice(0, 77)}...` : text
 }
 
 function joinWords(list: readonly { text: string }[]): string {

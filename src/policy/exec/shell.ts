@@ -3,7 +3,19 @@
  * program text given to interpreters (`python -c`, `node -e`, awk programs that run commands) and builtins
  * that run code tether cannot see (`eval`, `source`, `trap`, …) become opaque nodes.
  */
-import { from, type Handler, handle, handlePattern, handlerName, words } from './analysis.js'
+import {
+  type Analysis,
+  from,
+  type Handler,
+  handle,
+  handlePattern,
+  handlerName,
+  type Words,
+  words,
+} from './analysis.js'
+import { risk, tabled } from './launch-options.js'
+import { optionSpec, readArgs } from './options.js'
+import { parseCommand, programOptions } from './programs.js'
 import { runner } from './wrappers.js'
 
 // ---- shells and interpreters
@@ -20,46 +32,76 @@ handle(SHELL_NAMES, {
   analyse(a, w, depth, cap) {
     let command = false
     let login = false
+    let interactive = false
     let stdin = false
     let i = 1
     for (; i < w.argv.length; i++) {
       const arg = w.argv[i]!
-      if (w.dynamic?.[i])
-        return a.opaque(depth, w.argv.join(' '), 'the shell is given a word only known at run time')
+      if (w.dynamic?.[i]) return a.unclear(w, depth, 'the shell is given a word only known at run time', i)
       if (arg === '--' || arg === '-') {
         i++
         break
       }
       if (arg.startsWith('--')) {
         if (arg === '--login') login = true
-        else if (arg === '--rcfile' || arg === '--init-file')
-          return a.opaque(depth, w.argv.join(' '), `${arg} makes the shell run another file`)
+        else if (arg === '--rcfile' || arg === '--init-file') {
+          // Read by interactive shells only; what it runs is unknown here, so the call is asked about.
+          a.opaque(depth, w.argv.join(' '), `${arg} makes the shell run another file`)
+          i++
+        }
         continue
       }
       if (!/^[-+]/.test(arg)) break
       for (const flag of arg.slice(1)) {
         if (flag === 'c') command = true
         else if (flag === 'l') login = true
-        else if (flag === 's' || flag === 'i') stdin = true
+        else if (flag === 'i') interactive = true
+        else if (flag === 's') stdin = true
         else if (flag === 'o' || flag === 'O') i++
       }
     }
-    const context = cap ?? (login ? 'a login shell runs the profile scripts first' : undefined)
+    const context =
+      cap ??
+      (login
+        ? 'a login shell runs the profile scripts first'
+        : interactive
+          ? 'an interactive shell runs its startup files (~/.bashrc) first'
+          : undefined)
     if (command) {
       const script = w.argv[i]
       if (script === undefined)
         return a.opaque(depth, w.argv.join(' '), 'the shell is told to run a script but given none')
-      if (w.dynamic?.[i]) return a.opaque(depth, w.argv.join(' '), 'the script is only known at run time')
+      if (w.dynamic?.[i]) {
+        a.opaque(depth, w.argv.join(' '), 'the script is only known at run time')
+        return a.probeScript(script, depth + 1)
+      }
       if (a.wrapper(depth, words(w.argv.slice(0, i + 1)), context, 'runs a shell script'))
         a.script(script, depth + 1, context)
       return
     }
-    if (stdin || i >= w.argv.length)
-      return a.opaque(depth, w.argv.join(' '), 'the shell reads its commands from standard input')
+    if (stdin || interactive || i >= w.argv.length) return readsStandardInput(a, w, depth, context)
     // `sh file args`: the same as running the file itself.
     if (a.wrapper(depth, w, context, 'runs a script file')) a.run(from(w, i), depth + 1, context)
   },
 })
+
+/** A shell reading its script from standard input: judged when the script says what that is. */
+function readsStandardInput(a: Analysis, w: Words, depth: number, cap: string | undefined): void {
+  const input = w.stdin
+  if (input && !input.dynamic) {
+    if (a.wrapper(depth, w, cap, 'runs the script it reads on standard input'))
+      a.script(input.text, depth + 1, cap)
+    return
+  }
+  a.opaque(
+    depth,
+    w.argv.join(' '),
+    'the shell reads its commands from standard input',
+    undefined,
+    input?.text,
+  )
+  if (input) a.probeScript(input.text, depth + 1)
+}
 
 interface InterpreterSpec {
   /** Short option letters whose value is program text (`c` for python). */
@@ -74,21 +116,68 @@ interface InterpreterSpec {
   plusCommands?: boolean
   /** Whether the interpreter reads a program from standard input when given no file. */
   readsStdin?: boolean
+  /** Flags that run something other than a program from standard input (`node --test`). */
+  standalone?: string[]
 }
 
+/**
+ * Interpreters. Program text on the command line (`python3 -c …`) is code tether does not reduce: the
+ * command carries the code option as a risk (an allow rule must name it) and the code for whoever
+ * approves it, and string literals in it that read as commands are judged for deny rules.
+ */
 function interpreter(spec: InterpreterSpec): Handler {
   return {
     dynamicArgsOk: true,
     analyse(a, w, depth, cap) {
       const inline = inlineCode(w.argv, spec)
-      if (inline) return a.opaque(depth, w.argv.join(' '), inline)
+      if (inline) {
+        const risks = [risk(inline.option, 'code')]
+        if (a.command(depth, w, cap, { interpreter: true, risks, code: inline.code, unreduced: true }))
+          probeCode(a, inline.code, depth + 1)
+        return
+      }
       if (spec.readsStdin && readsProgramFromStdin(w.argv, spec)) {
-        return a.opaque(depth, w.argv.join(' '), `${w.argv[0]} reads its program from standard input`)
+        const input = w.stdin
+        if (input && !input.dynamic) {
+          const risks = [risk('-', 'code', ['-'])]
+          if (a.command(depth, w, cap, { interpreter: true, risks, code: input.text, unreduced: true }))
+            probeCode(a, input.text, depth + 1)
+          return
+        }
+        a.opaque(
+          depth,
+          w.argv.join(' '),
+          `${w.argv[0]} reads its program from standard input`,
+          undefined,
+          input?.text,
+        )
+        if (input) probeCode(a, input.text, depth + 1)
+        return
       }
       if (w.dynamic)
-        return a.opaque(depth, w.argv.join(' '), `${w.argv[0]} is given words only known at run time`)
+        return a.opaque(depth, w.argv.join(' '), `${w.argv[0]} is given words only known at run time`, w)
       a.command(depth, w, cap, { interpreter: true })
     },
+  }
+}
+
+/** String literals in program text that read as commands or argv lists, judged for deny rules. */
+function probeCode(a: Analysis, code: string, depth: number): void {
+  let tried = 0
+  for (const list of code.matchAll(/\[\s*((?:(['"])(?:[^'"\\\n]|\\.)*\2\s*,?\s*)+)\]/g)) {
+    if (tried++ >= 8) return
+    const items = [...list[1]!.matchAll(/(['"])((?:[^'"\\\n]|\\.)*)\1/g)].map((m) => m[2]!)
+    if (items.length > 1) a.probeWords(words(['argv', ...items]), 1, depth)
+  }
+  for (const literal of code.matchAll(/(['"`])((?:(?!\1)[^\\\n]|\\.)*)\1/g)) {
+    if (tried++ >= 8) return
+    const text = literal[2]!
+    if (/[A-Za-z]/.test(text)) a.probeScript(text, depth)
+  }
+  // Editor and debugger commands run shell commands with `!` (`vim +'!rm x'`, `:!make`).
+  for (const bang of code.matchAll(/(?:^|[\n|:])\s*!(.+)/g)) {
+    if (tried++ >= 8) return
+    a.probeScript(bang[1]!, depth)
   }
 }
 
@@ -97,7 +186,8 @@ function readsProgramFromStdin(argv: readonly string[], spec: InterpreterSpec): 
   for (let i = 1; i < argv.length; i++) {
     const arg = argv[i]!
     if (arg === '-') return true
-    if (/^(-V|-v|-h|--version|--help)$/.test(arg)) return false
+    if (/^(-V|-v|-h|--version|--help)$/.test(arg) || spec.standalone?.includes(arg.split('=')[0]!))
+      return false
     if (!arg.startsWith('-')) return false
     if (arg.startsWith('--')) continue
     const letters = arg.slice(1)
@@ -112,20 +202,26 @@ function readsProgramFromStdin(argv: readonly string[], spec: InterpreterSpec): 
   return true
 }
 
-function inlineCode(argv: readonly string[], spec: InterpreterSpec): string | undefined {
-  const name = argv[0]
-  if (spec.inlineSubcommands?.includes(argv[1] ?? ''))
-    return `${name} ${argv[1]} runs program text given on the command line`
+/** The option that carries program text, and the text. */
+function inlineCode(
+  argv: readonly string[],
+  spec: InterpreterSpec,
+): { option: string; code: string } | undefined {
+  const sub = argv[1] ?? ''
+  if (spec.inlineSubcommands?.includes(sub)) return { option: sub, code: argv.slice(2).join(' ') }
   for (let i = 1; i < argv.length; i++) {
     const arg = argv[i]!
     if (arg === '--') break
-    if (spec.plusCommands && arg.startsWith('+')) return `${name} runs the editor commands in ${arg}`
-    const long = arg.split('=')[0]!.toLowerCase()
-    if (spec.inlineLong?.includes(long)) return `${name} ${long} runs program text given on the command line`
+    if (spec.plusCommands && arg.startsWith('+')) return { option: '+', code: arg.slice(1) }
+    const eq = arg.indexOf('=')
+    const long = (eq === -1 ? arg : arg.slice(0, eq)).toLowerCase()
+    if (spec.inlineLong?.includes(long))
+      return { option: long, code: eq === -1 ? (argv[i + 1] ?? '') : arg.slice(eq + 1) }
     if (!/^-[A-Za-z]/.test(arg) || arg.startsWith('--')) continue
-    for (const letter of arg.slice(1)) {
+    for (let j = 1; j < arg.length; j++) {
+      const letter = arg[j]!
       if (spec.inline.includes(letter))
-        return `${name} -${letter} runs program text given on the command line`
+        return { option: `-${letter}`, code: arg.slice(j + 1) || (argv[i + 1] ?? '') }
       if (spec.valued?.includes(letter)) break
       if (!/[A-Za-z0-9]/.test(letter)) break
     }
@@ -135,7 +231,13 @@ function inlineCode(argv: readonly string[], spec: InterpreterSpec): string | un
 
 handle(
   'node nodejs',
-  interpreter({ inline: 'ep', inlineLong: ['--eval', '--print'], valued: 'rC', readsStdin: true }),
+  interpreter({
+    inline: 'ep',
+    inlineLong: ['--eval', '--print'],
+    valued: 'rC',
+    readsStdin: true,
+    standalone: ['--test', '--run', '--check', '-c', '--v8-options', '--completion-bash', '--watch'],
+  }),
 )
 handle('deno', interpreter({ inline: '', inlineLong: ['--eval'], inlineSubcommands: ['eval', 'repl'] }))
 handle('bun', {
@@ -177,47 +279,150 @@ handle(
 handle('ed', interpreter({ inline: '', readsStdin: true }))
 handle('less more most', interpreter({ inline: '', plusCommands: true }))
 
-handlePattern(/^(python|pypy)[0-9.]*$/, interpreter({ inline: 'c', valued: 'WXQm', readsStdin: true }))
+handlePattern(
+  /^(python|pypy)[0-9.]*$/,
+  interpreter({ inline: 'c', valued: 'WXQm', readsStdin: true, standalone: ['-m'] }),
+)
 
-/** awk programs are data unless they can run commands (`system`, pipes) or write files (`print > f`). */
+/**
+ * awk: the program is read. Programs that run commands (`system`, pipes), write files (`print > f`) or
+ * read the environment (`ENVIRON`) carry that as a risk and are asked about; what they run, where it can
+ * be read, is judged for deny rules.
+ */
 handlePattern(/^((g|m|n)?awk|busybox-awk)$/, {
   analyse(a, w, depth, cap) {
-    let program: string | undefined
+    const parsed = parseCommand(w.argv, programOptions('awk')!)
     const sources: string[] = []
-    let i = 1
-    for (; i < w.argv.length; i++) {
-      const arg = w.argv[i]!
-      if (arg === '--') {
-        i++
-        break
+    let fromFile = false
+    for (const found of parsed.options) {
+      for (const def of found.defs) {
+        if (def.canonical === '-e' && found.value !== undefined) sources.push(found.value)
+        else if (def.effect === 'source') fromFile = true
       }
-      if (/^(-f|--file|-i|--include|-l|--load|-E|--exec)(=|$)/.test(arg) || /^-[fil]./.test(arg)) {
-        return a.opaque(depth, w.argv.join(' '), `${w.argv[0]} runs a program from a file`)
-      }
-      if (arg === '-e' || arg === '--source') {
-        sources.push(w.argv[++i] ?? '')
-        continue
-      }
-      if (/^(-v|-F)$/.test(arg)) {
-        i++
-        continue
-      }
-      if (!arg.startsWith('-') || arg === '-') break
     }
-    if (sources.length === 0) program = w.argv[i]
-    const text = [...sources, program ?? ''].join('\n')
-    if (
-      /\bsystem\s*\(|@load|@include/.test(text) ||
-      /(^|[^|])\|(?!\|)/.test(text) ||
-      /\bprintf?\b[^;{}\n]*>/.test(text)
-    ) {
-      return a.opaque(depth, w.argv.join(' '), `the ${w.argv[0]} program can run commands or write files`)
+    const operands = parsed.operands.map((i) => w.argv[i]!)
+    if (sources.length === 0 && !fromFile && operands[0] !== undefined) sources.push(operands[0])
+    const text = sources.join('\n')
+    const risks = []
+    const runs = /\bsystem\s*\(|@load|@include/.test(text) || /(^|[^|])\|(?!\|)/.test(text)
+    if (runs) risks.push(risk('system', 'exec', ['system', '|']))
+    if (/\bprintf?\b[^;{}\n]*>/.test(text)) risks.push(risk('>', 'write', ['>']))
+    if (/\bENVIRON\b/.test(text)) risks.push(risk('ENVIRON', 'env', ['ENVIRON']))
+    const judged = tabled(a, w, depth, cap, 'awk', {
+      parsed,
+      extraRisks: risks,
+      skip: new Set(['-e']),
+      code: text,
+    })
+    if (!judged) return
+    if (fromFile) a.opaque(depth + 1, w.argv.join(' '), `${w.argv[0]} runs a program from a file`)
+    if (runs) {
+      a.opaque(depth + 1, clipText(text), `the ${w.argv[0]} program runs commands`, undefined, text)
+      probeCode(a, text, depth + 1)
     }
-    a.command(depth, w, cap)
   },
 })
 
-// ---- shell builtins that run code tether cannot see
+function clipText(text: string): string {
+  return text.length > 80 ? `${text.slice(0, 77)}...` : text
+}
+
+// ---- shell builtins that run code
+
+/** `eval WORDS`: the words joined are a script; judged exactly when static, for deny rules otherwise. */
+handle('eval', {
+  dynamicArgsOk: true,
+  analyse(a, w, depth, cap) {
+    const text = w.argv.slice(1).join(' ')
+    if (!w.dynamic) {
+      if (a.wrapper(depth, w, cap, 'runs its words as a script')) a.script(text, depth + 1, cap)
+      return
+    }
+    a.opaque(
+      depth,
+      w.argv.join(' '),
+      'eval runs a string only known at run time as a script',
+      undefined,
+      text,
+    )
+    a.probeScript(text, depth + 1)
+  },
+})
+
+/** `trap BODY SIGNALS`: the body runs later, so it is judged as if it ran. */
+handle('trap', {
+  dynamicArgsOk: true,
+  analyse(a, w, depth, cap) {
+    const args = w.argv.slice(1)
+    if (args[0] === '--') args.shift()
+    if (args.length < 2 || /^-[lp]?$/.test(args[0]!)) return void a.command(depth, w, cap)
+    if (!a.wrapper(depth, w, cap, 'runs its body when a signal arrives')) return
+    if (w.dynamic?.[w.argv.indexOf(args[0]!)]) {
+      a.opaque(depth + 1, args[0]!, 'the trap body is only known at run time')
+      a.probeScript(args[0]!, depth + 1)
+    } else a.script(args[0]!, depth + 1, cap)
+  },
+})
+
+/** `source FILE`: a command like any other (rules apply), never read-only: it runs a file's commands. */
+handle('source .', {
+  dynamicArgsOk: true,
+  analyse: (a, w, depth, cap) =>
+    void a.command(depth, w, cap, {
+      interpreter: true,
+      unreduced: true,
+      note: 'runs the commands of another file',
+      code: `(the commands in ${w.argv[1] ?? 'a file'})`,
+    }),
+})
+
+/** `compgen`/`complete`: `-C` runs a command, `-F` a function, `-W` expands its word list. */
+handle('compgen complete', {
+  dynamicArgsOk: true,
+  analyse(a, w, depth, cap) {
+    const parsed = readArgs(w.argv, 1, optionSpec(COMPGEN))
+    const risks = []
+    for (const found of parsed.options) {
+      if (found.given === '-C') risks.push(risk('-C', 'sh'))
+      if (found.given === '-F') risks.push(risk('-F', 'exec'))
+      if (found.given === '-W' && /[$`]/.test(found.value ?? '')) risks.push(risk('-W', 'sh'))
+    }
+    if (!a.command(depth, w, cap, { risks: risks.length > 0 ? risks : undefined })) return
+    for (const found of parsed.options) {
+      const value = found.value ?? ''
+      const dynamic = w.dynamic?.[found.valueIndex] ?? false
+      if (found.given === '-C') {
+        if (dynamic) a.opaque(depth + 1, value, 'compgen -C runs a command only known at run time')
+        else a.script(value, depth + 1, cap)
+      } else if (found.given === '-F') {
+        a.opaque(
+          depth + 1,
+          value,
+          'compgen -F calls a shell function, which tether judges where it is defined',
+        )
+      } else if (found.given === '-W' && /[$`]/.test(value)) {
+        // The word list is expanded again when compgen runs: its substitutions run then.
+        if (dynamic) a.opaque(depth + 1, value, 'compgen -W expands a word list only known at run time')
+        else a.script(`: ${value}`, depth + 1, cap)
+      }
+    }
+  },
+})
+const COMPGEN = '-o= -A= -G= -W= -F= -C= -X= -P= -S= -a -b -c -d -e -f -g -j -k -s -u -v -D -E -I -p -r'
+
+/** `let EXPR…`: arithmetic; only expressions without variables are analysed. */
+handle('let', {
+  dynamicArgsOk: true,
+  analyse(a, w, depth, cap) {
+    if (w.dynamic || w.argv.slice(1).some((x) => /[A-Za-z_$`[]/.test(x)))
+      return a.opaque(
+        depth,
+        w.argv.join(' '),
+        'let evaluates arithmetic on variables, which can run commands through array subscripts',
+      )
+    a.command(depth, w, cap)
+  },
+})
 
 function opaqueBuiltin(note: string, when?: (argv: readonly string[]) => boolean): Handler {
   return {
@@ -229,21 +434,17 @@ function opaqueBuiltin(note: string, when?: (argv: readonly string[]) => boolean
   }
 }
 
-handle('eval', opaqueBuiltin('eval runs a string as a script, which is only known at run time'))
-handle('source .', opaqueBuiltin('it runs the commands of another file'))
-handle(
-  'trap',
-  opaqueBuiltin(
-    'trap runs its body later, on a signal',
-    (argv) => argv.length > 2 && argv[1] !== '-' && argv[1] !== '-p' && argv[1] !== '-l',
-  ),
-)
-handle(
-  'alias',
-  opaqueBuiltin('an alias changes what later command names run', (argv) =>
-    argv.slice(1).some((x) => x.includes('=')),
-  ),
-)
+/** `alias NAME=TEXT`: later uses of NAME run TEXT (when aliases are expanded), so TEXT is judged. */
+handle('alias', {
+  dynamicArgsOk: true,
+  analyse(a, w, depth, cap) {
+    const definitions = w.argv.slice(1).filter((x) => x.includes('='))
+    if (definitions.length === 0) return void a.command(depth, w, cap)
+    a.opaque(depth, w.argv.join(' '), 'an alias changes what later command names run')
+    for (const definition of definitions)
+      a.probeScript(definition.slice(definition.indexOf('=') + 1), depth + 1)
+  },
+})
 handle(
   'hash',
   opaqueBuiltin('hash -p changes which file a command name runs', (argv) =>
@@ -253,15 +454,7 @@ handle(
 handle('enable', opaqueBuiltin('enable loads or switches shell builtins'))
 handle('fc', opaqueBuiltin('fc re-runs commands from the shell history'))
 handle('bind', opaqueBuiltin('bind can attach commands to keys'))
-handle('let', opaqueBuiltin('let evaluates arithmetic, which can run commands through array subscripts'))
 handle(
   'mapfile readarray',
   opaqueBuiltin('mapfile -C runs a callback', (argv) => argv.some((x) => /^-\w*C/.test(x))),
-)
-handle(
-  'unshare nsenter firejail bwrap systemd-run parallel strace ltrace gdb valgrind perf lldb proot fakeroot ' +
-    'fakechroot torsocks proxychains proxychains4 tmux screen at batch crontab numactl cpulimit prlimit setpriv ' +
-    'runcon dbus-launch unbuffer caffeinate chrt sg newgrp xvfb-run entr nodemon concurrently npm-run-all ' +
-    'run-p run-s dotenv direnv nix-shell',
-  opaqueBuiltin('it runs other programs in ways tether does not analyse'),
 )

@@ -243,19 +243,33 @@ describe('quote removal and expansions', () => {
   })
 
   it('reports what it does not analyse instead of guessing', () => {
-    expect(problems('echo $((i+1))')).toHaveLength(1)
     expect(problems('echo $((1+2))')).toHaveLength(0)
-    expect(problems('(( x = y ))')).toHaveLength(1)
+    expect(problems('echo $((a[$(id)]))')).toHaveLength(1)
+    expect(problems('echo $(("1" + x))')).toHaveLength(1)
     expect(problems('a[$i]=1')).toHaveLength(1)
     expect(problems('echo ${!name}')).toHaveLength(1)
     expect(problems('echo ${x@P}')).toHaveLength(1)
-    expect(problems('[[ $a -eq 1 ]]')).toHaveLength(1)
+    expect(problems('[[ $a -eq $(id) ]]')).toHaveLength(1)
     expect(problems('[[ 2 -eq 1 ]]')).toHaveLength(0)
     expect(problems('select x in a; do :; done')).toHaveLength(1)
     expect(problems('coproc cat')).toHaveLength(1)
     expect(problems('echo ?(a|b)')).toHaveLength(1)
     expect(problems('x'.repeat(70_000))).toHaveLength(1)
     expect(problems('$('.repeat(40))).toHaveLength(1)
+  })
+
+  it('reports arithmetic on variables with the names it reads and assigns', () => {
+    const arithmetic = (source: string) =>
+      parseScript(source).items.flatMap((item) =>
+        item.type === 'arithmetic' ? [{ names: item.names, assigned: item.assigned }] : [],
+      )
+    expect(arithmetic('echo $((i + 1))')).toEqual([{ names: ['i'], assigned: [] }])
+    expect(arithmetic('(( x = y ))')).toEqual([{ names: ['x', 'y'], assigned: ['x'] }])
+    expect(arithmetic('for ((i = 0; i < n; i++)); do :; done')).toEqual([
+      { names: ['i', 'n'], assigned: ['i', 'i'] },
+    ])
+    expect(arithmetic('[[ $a -eq 1 ]]')).toEqual([{ names: ['a'], assigned: [] }])
+    expect(arithmetic('echo $((0x1f + 2#101))')).toEqual([])
   })
 
   it('splits static command lines and refuses dynamic ones', () => {
