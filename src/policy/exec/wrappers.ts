@@ -71,7 +71,7 @@ function wrapper(options: {
 
 handle('nice', wrapper({ spec: '-n= --adjustment=', what: 'runs its command with another priority' }))
 handle(
-  'timeout',
+  'timeout gtimeout',
   wrapper({
     spec: '-k= --kill-after= -s= --signal= --preserve-status --foreground -v --verbose',
     what: 'runs its command with a time limit',
@@ -240,6 +240,19 @@ handle('env', {
 handle('cross-env', {
   dynamicArgsOk: true,
   analyse: (a, w, depth, cap) => changedEnvironment(a, w, 1, depth, cap),
+})
+/** `cross-env-shell NAME=value… 'command line'`: the rest is a command line run by a shell. */
+handle('cross-env-shell', {
+  dynamicArgsOk: true,
+  analyse(a, w, depth, cap) {
+    const { end, assigned } = leadingAssignments(w, 1)
+    if (end >= w.argv.length) return void a.command(depth, w, cap)
+    if (w.dynamic) return a.unclear(w, depth, 'cross-env-shell is given words only known at run time', end)
+    const context = cap ?? settingContext(w.argv[0]!, assigned)
+    if (!a.wrapper(depth, w, context, 'runs a command line in a changed environment')) return
+    a.assignments(assigned, depth + 1, context)
+    a.script(w.argv.slice(end).join(' '), depth + 1, context)
+  },
 })
 
 /** `NAME=value… command…` from `start`: the assignments are judged, and what runs gets a changed context. */
