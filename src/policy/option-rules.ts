@@ -59,7 +59,10 @@ export class OptionRules {
     const given = optionNames(parsed)
     // A run-time word could be any option, so it may supply whatever a rule requires.
     const anyOption = dynamic?.some((d, i) => d && i > 0 && i !== parsed.subIndex) ?? false
-    const operands = parsed.operands.map((i) => (dynamic?.[i] ? (globs?.[i] ?? '*') : argv[i]!.toLowerCase()))
+    // Empty words are dropped: the generous reading deny rules get everywhere.
+    const operands = parsed.operands
+      .filter((i) => argv[i] !== '')
+      .map((i) => (dynamic?.[i] ? (globs?.[i] ?? '*') : argv[i]!.toLowerCase()))
     const text = operands.join(' ')
     for (const rule of rules) {
       if (rule.index >= found[rule.slot]!) continue

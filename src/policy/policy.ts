@@ -487,8 +487,14 @@ export class Policy {
       }
     } else {
       allowed = found[2]!
-      for (const spelling of node.allowAs ?? []) compiled.indexes.exec.scan(spelling, ALLOW, found)
-      allowed = found[2]!
+      if (node.allowAs && allowed === Infinity) {
+        // `allow npx vitest*` names the tool it runs; `allow npx*` or `allow npm*` does not.
+        const { spelling, named } = node.allowAs
+        for (const { pattern, index } of compiled.execLists.allow) {
+          if (index >= allowed || pattern.replace(/[*?].*$/s, '').length < named) continue
+          if (globMatches(pattern, spelling)) allowed = index
+        }
+      }
     }
     if (allowed !== Infinity) {
       const verdict = this.ruleVerdict('exec', 'allow', display, allowed)

@@ -47,8 +47,11 @@ export interface AnalysedNode {
   probe?: boolean | undefined
   /** The command is the first of a `while`/`until` condition. */
   loop?: 'while' | 'until' | undefined
-  /** The command as spelled through the package runner that runs it (`npx vitest run`): allow rules see it. */
-  allowAs?: readonly string[] | undefined
+  /**
+   * The command as spelled through the package runner that runs it (`npx vitest run`): allow rules that
+   * name the tool (their text before any `*` reaches past `named` characters) see it.
+   */
+  allowAs?: { spelling: string; named: number } | undefined
 }
 
 /** An option that changes what an allowed program does (runs a program, writes, deletes, …). */
@@ -78,7 +81,7 @@ export interface Words {
   /** The first command of a `while`/`until` condition. */
   loop?: 'while' | 'until' | undefined
   /** See AnalysedNode.allowAs. */
-  allowAs?: readonly string[] | undefined
+  allowAs?: AnalysedNode['allowAs']
 }
 
 export function words(argv: readonly string[], dynamic?: readonly boolean[]): Words {

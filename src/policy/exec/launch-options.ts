@@ -322,7 +322,9 @@ function gitConfigCommand(
   const [key, value] = first === 'set' ? operands.slice(1) : operands
   if (key !== undefined && value !== undefined)
     gitConfigValue(a, key.toLowerCase(), value, `${key}=${value}`, depth, cap)
-  return [risk('config', 'config', ['config'])]
+  // A rule names the write by the first word that makes it one (`git config user.name*`, `git config --add*`).
+  const naming = args.find((x) => !GIT_CONFIG_READS.has(x) && !GIT_CONFIG_READ_FLAGS.test(x)) ?? 'config'
+  return [{ option: naming, names: [naming], what: 'writes git configuration (or opens an editor)' }]
 }
 
 handle('git', {
@@ -368,7 +370,6 @@ handle('git', {
     const result = tabled(a, w, depth, cap, 'git', {
       forms,
       extraRisks: risks,
-      skip: new Set(['-c', '--config-env', '--open-files-in-pager']),
     })
     if (!result) return
     for (const found of result.options) {
@@ -378,7 +379,7 @@ handle('git', {
       if (def.canonical === '--config-env') {
         a.opaque(depth + 1, found.value, 'git --config-env takes a configuration value from the environment')
       }
-      if (def.canonical === '--open-files-in-pager' && found.value !== '')
+      if (def.canonical === '-O' && result.sub === 'grep' && found.value !== '')
         a.script(found.value, depth + 1, cap)
     }
     for (const run of after) run()

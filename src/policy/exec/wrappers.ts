@@ -405,7 +405,10 @@ export function runner(a: Analysis, w: Words, start: number, depth: number, cap:
   else if (scan.index < w.argv.length) {
     // A rule allowing `npx vitest*` names the tool as it is run here.
     const payload = from(w, scan.index)
-    if (!w.dynamic) payload.allowAs = [w.argv.join(' ')]
+    if (!w.dynamic) {
+      const named = w.argv.slice(0, scan.index + 1).join(' ').length
+      payload.allowAs = { spelling: w.argv.join(' '), named }
+    }
     a.run(payload, depth + 1, cap)
   } else a.opaque(depth + 1, w.argv.join(' '), 'the package program to run is not named')
 }

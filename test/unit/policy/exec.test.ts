@@ -267,6 +267,77 @@ describe('no dead ends: ordinary work reaches the verdict a person would give', 
   })
 })
 
+describe('variables assigned by loops and builtins are judged as assignments', () => {
+  // The builtins themselves are allowed, so only what they assign can make a call need approval.
+  let allowing = Policy.strict().layer('dev').allowRead('*')
+  for (const name of [
+    'ls',
+    'true',
+    'echo',
+    'export',
+    'read',
+    'printf',
+    'mapfile',
+    'getopts',
+    'declare',
+    'local',
+    'f',
+  ])
+    allowing = allowing.allowExec(`${name}*`)
+  const effect = (script: string) => allowing.checkExec(['bash', '-c', script]).effect
+
+  it.each([
+    // A sensitive variable set any of these ways caps what runs after it, exactly as `PATH=… ls` does.
+    ['NAME=value', 'PATH=/tmp; ls'],
+    ['export', 'export PATH=/tmp; ls'],
+    ['for NAME in', 'for PATH in /tmp; do ls; done'],
+    ['read NAME', 'read PATH < p.txt; ls'],
+    ['read -a NAME', 'read -a PATH < p.txt; ls'],
+    ['printf -v NAME', "printf -v HOME '%s' /tmp; ls"],
+    ['printf -vNAME', "printf -vHOME '%s' /tmp; ls"],
+    ['mapfile NAME', 'mapfile LD_PRELOAD < f; ls'],
+    ['getopts', 'getopts ab GIT_DIR; ls'],
+    ['declare -n', 'declare -n ref=PATH; ref=/tmp; ls'],
+    ['local -n', 'f() { local -n r=NODE_OPTIONS; r=--require=x; ls; }; f'],
+  ])('%s', (_, script) => {
+    expect(effect(script)).toBe('ask')
+  })
+
+  it.each([
+    ['NAME=value', "PS4='$(id)'; set -x; true"],
+    ['for NAME in', "for PS4 in '$(id)'; do set -x; true; done"],
+    ['read NAME', 'read PS4 < f; set -x; true'],
+    ['printf -v NAME', "printf -v PS4 '%s' '$(id)'; set -x; true"],
+    ['declare -n', 'declare -n r=BASH_ENV; r=./x.sh; bash -c true'],
+    ['for NAME in, a command-valued variable', 'for PAGER in less; do git log; done'],
+  ])('variables bash runs as code, set by %s, are never allowed', (_, script) => {
+    expect(effect(script)).not.toBe('allow')
+  })
+
+  it('a command-valued variable set by a loop has its values judged', () => {
+    const denying = Policy.permissive().layer('ops').denyExec('rm*')
+    expect(denying.checkExec(['bash', '-c', "for PAGER in 'rm -rf /'; do git log; done"]).effect).toBe('deny')
+    expect(denying.checkExec(['bash', '-c', 'for GIT_SSH_COMMAND in ssh; do git fetch; done']).effect).toBe(
+      'ask',
+    )
+  })
+
+  it('compgen runs -C commands and expands -W word lists; -F calls a function', () => {
+    const denying = Policy.permissive().layer('ops').denyExec('rm*')
+    expect(denying.checkExec(['bash', '-c', "compgen -C 'rm -rf /' x"]).effect).toBe('deny')
+    expect(denying.checkExec(['bash', '-c', "compgen -W '$(rm -rf /)' x"]).effect).toBe('deny')
+    expect(denying.checkExec(['bash', '-c', 'compgen -F f x']).effect).toBe('ask')
+    expect(denying.checkExec(['bash', '-c', 'compgen -W "a b" x']).effect).toBe('allow')
+  })
+
+  it('an interactive shell is capped like a login shell', () => {
+    expect(allowing.checkExec(['bash', '-i', '-c', 'ls']).effect).toBe('ask')
+    expect(allowing.checkExec(['bash', '-ic', 'ls']).effect).toBe('ask')
+    expect(allowing.checkExec(['bash', '-lc', 'ls']).effect).toBe('ask')
+    expect(allowing.checkExec(['bash', '-c', 'ls']).effect).toBe('allow')
+  })
+})
+
 describe('context-changing wrappers cap an allowed payload at ask', () => {
   it.each([
     ['sudo', ['sudo', 'ls']],

@@ -1,5 +1,6 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: these strings are bash source, where ${…} is parameter expansion
 /** The bash parser: quote removal, every command found, problems reported, agreement with mvdan/sh. */
+import { spawnSync } from 'node:child_process'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { parseScript, staticWords } from '../../../src/policy/shell/parse.js'
@@ -130,7 +131,22 @@ describe('the bash parser agrees with mvdan/sh', () => {
     const command = fc.array(word, { minLength: 1, maxLength: 4 })
     const operator = fc.constantFrom('; ', ' && ', ' || ', ' | ', '\n', ' & ')
     const script = fc.array(
-      fc.tuple(command, operator, fc.constantFrom('plain', 'subshell', 'group', 'substitution')),
+      fc.tuple(
+        command,
+        operator,
+        fc.constantFrom(
+          'plain',
+          'subshell',
+          'group',
+          'substitution',
+          'nested',
+          'for',
+          'while',
+          'read',
+          'printf',
+          'arithmetic',
+        ),
+      ),
       {
         minLength: 1,
         maxLength: 4,
@@ -154,10 +170,42 @@ describe('the bash parser agrees with mvdan/sh', () => {
             texts.push(text)
           }
           const line = rendered.join(' ')
-          if (shape === 'substitution') {
-            source += `echo "$(${line})"`
-            expected.push(['echo', DYNAMIC])
-          } else source += shape === 'subshell' ? `(${line})` : shape === 'group' ? `{ ${line}; }` : line
+          switch (shape) {
+            case 'substitution':
+              source += `echo "$(${line})"`
+              expected.push(['echo', DYNAMIC])
+              break
+            case 'subshell':
+              source += `(${line})`
+              break
+            case 'group':
+              source += `{ ${line}; }`
+              break
+            case 'nested':
+              source += `( (${line}) )`
+              break
+            case 'for':
+              // The loop assigns its variable (no command); its body runs.
+              source += `for v in x "y z"; do ${line}; done`
+              break
+            case 'while':
+              source += `while ${line}; do :; done`
+              expected.push([':'])
+              break
+            case 'read':
+              source += `read -r v; ${line}`
+              expected.push(['read', '-r', 'v'])
+              break
+            case 'printf':
+              source += `printf -v v '%s' x; ${line}`
+              expected.push(['printf', '-v', 'v', '%s', 'x'])
+              break
+            case 'arithmetic':
+              source += `(( v = 1 + 2 )); ${line}`
+              break
+            default:
+              source += line
+          }
           expected.push(texts)
           source += op
         }
@@ -169,6 +217,56 @@ describe('the bash parser agrees with mvdan/sh', () => {
       }),
       { numRuns: 300 },
     )
+  })
+})
+
+describe('forms bash reads differently from mvdan/sh', () => {
+  // bash reads `((` that does not close with `))` as two subshells; mvdan/sh rejects these.
+  it.each([
+    ['((rm -rf /) )', [['rm', '-rf', '/']]],
+    [
+      '((echo a); (rm b))',
+      [
+        ['echo', 'a'],
+        ['rm', 'b'],
+      ],
+    ],
+    [
+      'echo $((rm x) )',
+      [
+        ['echo', DYNAMIC],
+        ['rm', 'x'],
+      ],
+    ],
+    ['((ls) ) && (( 1 + 2 ))', [['ls']]],
+  ])('%j', (source, expected) => {
+    expect(referenceCommands(source), 'mvdan/sh rejects it').toBeUndefined()
+    expect(spawnSync('bash', ['-n', '-c', source]).status, 'bash accepts it').toBe(0)
+    expect(sorted(commands(source))).toEqual(sorted(expected))
+  })
+
+  it('reads `((X) )` as `( (X) )` for random commands, as bash does', () => {
+    const word = fc.constantFrom('a', 'rm', '-rf', '/', 'x', '"q q"', "'s'")
+    fc.assert(
+      fc.property(fc.array(word, { minLength: 1, maxLength: 4 }), (words) => {
+        const line = words.join(' ')
+        expect(commands(`((${line}) )`)).toEqual(commands(`( (${line}) )`))
+        expect(commands(`echo $((${line}) )`)).toEqual(commands(`echo $( (${line}) )`))
+      }),
+      { numRuns: 200 },
+    )
+  })
+
+  it('expands static braces where bash does', () => {
+    const expanded = (source: string) =>
+      parseScript(source).items.flatMap((item) =>
+        item.type === 'command' ? [item.words.flatMap((w) => w.braces ?? [w.text])] : [],
+      )
+    expect(expanded('{rm,-rf,/}')).toEqual([['rm', '-rf', '/']])
+    expect(expanded('echo a{b,c}d {1..3} {a..c..2} x{y,{z,w}}')).toEqual([
+      ['echo', 'abd', 'acd', '1', '2', '3', 'a', 'c', 'xy', 'xz', 'xw'],
+    ])
+    expect(expanded('echo "{a,b}" {a} {} {a,b')).toEqual([['echo', '{a,b}', '{a}', '{}', '{a,b']])
   })
 })
 
