@@ -422,7 +422,7 @@ export class Policy {
       const globArgv = argv.map((word, i) => (node.dynamic?.[i] ? (node.globs?.[i] ?? '*') : word))
       const globs = execForms({
         program: globArgv[0]!,
-        base: node.dynamic[0] ? globArgv[0]! : base,
+        base: node.dynamic[0] ? basename(globArgv[0]!) : base,
         argv: globArgv,
         joined: globArgv.join(' '),
         plain: false,

@@ -254,33 +254,10 @@ const GIT: Record<string, ReadOnlyEntry> = {
   grep: {
     recursive: (args) => (args.some((a) => a === '--untracked' || a === '--no-index') ? ['.'] : undefined),
   },
-  branch: {
-    // Listing only: any operand (outside --list patterns) creates a branch.
-    excluded: [
-      '-d',
-      '-D',
-      '--delete',
-      '-m',
-      '-M',
-      '--move',
-      '-c',
-      '-C',
-      '--copy',
-      '-f',
-      '--force',
-      '-u',
-      '--set-upstream-to',
-      '--unset-upstream',
-      '--edit-description',
-      '--track',
-      '--no-track',
-    ],
-    refuse: (args) => !args.some((a) => a === '-l' || a === '--list') && args.some((a) => !a.startsWith('-')),
-  },
-  tag: {
-    excluded: ['-d', '--delete', '-a', '--annotate', '-s', '--sign', '-f', '--force', '-m', '-F', '-u', '-e'],
-    refuse: (args) => !args.some((a) => a === '-l' || a === '--list') && args.some((a) => !a.startsWith('-')),
-  },
+  // Listing only: any operand (outside --list patterns) creates a branch or tag; deleting, moving, signing and
+  // the like are the analyser's risks.
+  branch: { refuse: createsRef },
+  tag: { refuse: createsRef },
   // `git remote show` contacts the remote, so only listing and `get-url` count.
   remote: { refuse: (args) => ![undefined, 'get-url'].includes(args.find((a) => !a.startsWith('-'))) },
   // The analyser marks every form that writes (or opens an editor) as a risk.
@@ -290,6 +267,10 @@ const GIT: Record<string, ReadOnlyEntry> = {
   worktree: { refuse: (args) => args.find((a) => !a.startsWith('-')) !== 'list' },
   submodule: { refuse: (args) => args.find((a) => !a.startsWith('-')) !== 'status' },
   version: {},
+}
+
+function createsRef(args: readonly string[]): boolean {
+  return !args.some((a) => a === '-l' || a === '--list') && args.some((a) => !a.startsWith('-'))
 }
 
 /** Commands whose arguments are data whatever they turn out to be (`[ $i -lt 3 ]`, `echo "$f"`). */

@@ -12,6 +12,8 @@ import {
   COMMAND_VARIABLE,
   integerVariables,
   SENSITIVE_VARIABLE,
+  staticVariables,
+  substituted,
 } from './variables.js'
 
 export interface AnalysedNode {
@@ -178,8 +180,12 @@ export class Analysis {
         const word = w.argv[i]!
         if (w.dynamic?.[i] || word.startsWith('-') || word === '') continue
         tried++
-        if (/\s/.test(word)) this.script(word, depth, undefined)
-        else this.run(from(w, i), depth, undefined)
+        if (/\s/.test(word)) {
+          this.script(word, depth, undefined)
+          // Debuggers and multiplexers run shell commands given as `shell CMD` or `!CMD`.
+          const shell = /^\s*(?:shell\s+|!)(.+)$/s.exec(word)
+          if (shell) this.script(shell[1]!, depth, undefined)
+        } else this.run(from(w, i), depth, undefined)
       }
     })
   }
@@ -308,6 +314,7 @@ export class Analysis {
   script(source: string, depth: number, cap: string | undefined): void {
     const parsed = cachedParse(source)
     let integers: ReadonlySet<string> | undefined
+    let values: ReadonlyMap<string, string> | undefined
     let scriptCap = cap
     for (const item of parsed.items) {
       const at = depth + item.depth
@@ -324,8 +331,21 @@ export class Analysis {
               `it runs with environment variables set (${item.assigns.map((v) => v.name).join(', ')})`)
             : scriptCap
         const problem = builtinProblem(item.words)
-        if (problem) this.opaque(at, joinWords(item.words), problem)
+        if (problem) {
+          this.opaque(at, joinWords(item.words), problem)
+          // A computed subscript runs what it substitutes (`printf -v 'a[$(cmd)]'`).
+          for (const word of item.words) {
+            const subscript = /\[([^\]]*[$`][^\]]*)\]/.exec(word.text)
+            if (subscript) this.probeScript(`: ${subscript[1]}`, at + 1)
+          }
+        }
         this.run(commandWords(item), at, here)
+        // A command name made of variables the script sets: what it becomes is judged for deny rules.
+        if (item.words[0]?.dynamic && item.words[0].parts) {
+          values ??= staticVariables(parsed.items)
+          const argv = substituted(item.words, values)
+          if (argv && argv.length > 0) this.probe(() => this.run(words(argv), at + 1, undefined))
+        }
       } else if (item.type === 'redirect') {
         this.file(at, item.act, item.target.text, item.target.dynamic, scriptCap)
       } else if (item.type === 'net') {

@@ -46,6 +46,8 @@ interface TabledOptions {
   interpreter?: boolean
   /** The command already read with the program's table. */
   parsed?: ParsedCommand
+  /** The words the node shows, when the options are read from another view of them (`python -m pytest`). */
+  node?: Words
 }
 
 /**
@@ -98,7 +100,7 @@ export function tabled(
       what: 'has a word only known at run time that could be an option changing what it does',
     })
   }
-  const added = a.command(depth, w, cap, {
+  const added = a.command(depth, extra.node ?? w, cap, {
     forms: extra.forms,
     risks: risks.length > 0 ? risks : undefined,
     code: extra.code,
@@ -160,7 +162,7 @@ function handleTabled(names: string): void {
 
 handleTabled(
   'rm cp mv ln chmod chown chgrp rmdir shred grep egrep fgrep rg diff diff3 sdiff date tree xxd base64 file ' +
-    'fd fdfind sort rsync man script make gmake cargo pytest py.test zip',
+    'fd fdfind sort rsync man script make gmake cargo pytest py.test zip hostname nc netcat ncat split',
 )
 
 // ---- scp and sftp: `-o ProxyCommand=…` runs a command locally

@@ -447,7 +447,7 @@ program(
   {
     posix: true,
     subcommands: {
-      common: `${GIT_DIFF_OUTPUT} --upload-pack=:sh --receive-pack=:sh --exec=:sh --template=:config --remote[=]:net`,
+      common: `${GIT_DIFF_OUTPUT} --filters:exec --upload-pack=:sh --receive-pack=:sh --exec=:sh --template=:config --remote[=]:net`,
       specs: {
         'diff log show whatchanged diff-tree diff-index diff-files range-diff':
           '-O=:read --output-indicator-new= --output-indicator-old= --output-indicator-context=',
@@ -487,14 +487,16 @@ program(
           '-m|--merge --conflict= --ignore-unmerged --ignore-skip-worktree-bits --recurse-submodules[=] ' +
           '--overlay --no-overlay --pathspec-from-file=:read',
         branch:
-          '-d|--delete -D -f|--force -m|--move -M -c|--copy -C -l|--list -a|--all -r|--remotes -v|--verbose ' +
-          '-q|--quiet --show-current -t|--track[=] --no-track -u|--set-upstream-to= --unset-upstream ' +
+          '-d|--delete:delete -D:delete -f|--force:write -m|--move:write -M:write -c|--copy:write -C:write -l|--list ' +
+          '-a|--all -r|--remotes -v|--verbose -q|--quiet --show-current -t|--track[=]:config --no-track:config ' +
+          '-u|--set-upstream-to=:config --unset-upstream:config ' +
           '--edit-description:exec --contains[=] --no-contains[=] --merged[=] --no-merged[=] --sort= ' +
           '--points-at= --format= --color[=] --column[=] --abbrev[=] -i|--ignore-case --create-reflog',
         tag:
-          '-a|--annotate -s|--sign -u|--local-user= -f|--force -d|--delete -v|--verify -n[=] -l|--list ' +
-          '--sort= --contains[=] --no-contains[=] --merged[=] --no-merged[=] --points-at= -m|--message= ' +
-          '-F|--file=:read -e|--edit:exec --cleanup= --create-reflog --format= --color[=] -i|--ignore-case',
+          '-a|--annotate:write -s|--sign:write -u|--local-user=:write -f|--force:write -d|--delete:delete ' +
+          '-v|--verify -n[=] -l|--list --sort= --contains[=] --no-contains[=] --merged[=] --no-merged[=] ' +
+          '--points-at= -m|--message=:write -F|--file=:write -e|--edit:exec --cleanup= --create-reflog --format= ' +
+          '--color[=] -i|--ignore-case',
         commit:
           '-a|--all -p|--patch -C|--reuse-message= -c|--reedit-message=:exec --fixup= --squash= --reset-author ' +
           '--short --branch --porcelain --long -z|--null -F|--file=:read --author= --date= -m|--message= ' +
@@ -518,4 +520,22 @@ program(
       },
     },
   },
+)
+
+program(
+  'hostname',
+  '-F|--file=:config -b|--boot:config -a|--alias -A|--all-fqdns -d|--domain -f|--fqdn|--long ' +
+    '-i|--ip-address -I|--all-ip-addresses -s|--short -y|--yp|--nis -n|--node -V|--version -h|--help',
+)
+program('nc netcat', '-e=:run -c=:sh -l:net -p= -s= -w= -q= -x= -X= -i= -O= -T= -V= -M= -m= -P= -I=')
+program(
+  'ncat',
+  '-e|--exec=:run -c|--sh-exec=:sh --lua-exec=:source -l|--listen:net -p|--source-port= -s|--source= ' +
+    '-w|--wait= -i|--idle-timeout= -o|--output=:write -x|--hex-dump=:write --proxy= --proxy-type= -m|--max-conns=',
+)
+program(
+  'split',
+  '--filter=:sh -a|--suffix-length= --additional-suffix= -b|--bytes= -C|--line-bytes= -d ' +
+    '--numeric-suffixes[=] -x --hex-suffixes[=] -e|--elide-empty-files -l|--lines= -n|--number= ' +
+    '-t|--separator= -u|--unbuffered --verbose',
 )

@@ -118,6 +118,19 @@ interface InterpreterSpec {
   readsStdin?: boolean
   /** Flags that run something other than a program from standard input (`node --test`). */
   standalone?: string[]
+  /** `-m MODULE` runs a module as a program (python). */
+  modules?: boolean
+}
+
+/** The module `-m MODULE` runs, and where its name is. */
+function moduleRun(argv: readonly string[]): { name: string; index: number } | undefined {
+  for (let i = 1; i < argv.length; i++) {
+    const arg = argv[i]!
+    if (arg === '-m') return argv[i + 1] === undefined ? undefined : { name: argv[i + 1]!, index: i + 1 }
+    if (!arg.startsWith('-')) return undefined
+    if (/^-[WXQ]$/.test(arg)) i++
+  }
+  return undefined
 }
 
 /**
@@ -156,6 +169,12 @@ function interpreter(spec: InterpreterSpec): Handler {
       }
       if (w.dynamic)
         return a.opaque(depth, w.argv.join(' '), `${w.argv[0]} is given words only known at run time`, w)
+      // `python -m pytest …` is pytest: its options are read as pytest's.
+      const module = spec.modules ? moduleRun(w.argv) : undefined
+      if (module && programOptions(module.name)) {
+        const view = words([module.name, ...w.argv.slice(module.index + 1)])
+        return void tabled(a, view, depth, cap, module.name, { node: w, interpreter: true })
+      }
       a.command(depth, w, cap, { interpreter: true })
     },
   }
@@ -281,7 +300,7 @@ handle('less more most', interpreter({ inline: '', plusCommands: true }))
 
 handlePattern(
   /^(python|pypy)[0-9.]*$/,
-  interpreter({ inline: 'c', valued: 'WXQm', readsStdin: true, standalone: ['-m'] }),
+  interpreter({ inline: 'c', valued: 'WXQm', readsStdin: true, standalone: ['-m'], modules: true }),
 )
 
 /**
@@ -445,12 +464,17 @@ handle('alias', {
       a.probeScript(definition.slice(definition.indexOf('=') + 1), depth + 1)
   },
 })
-handle(
-  'hash',
-  opaqueBuiltin('hash -p changes which file a command name runs', (argv) =>
-    argv.some((x) => /^-\w*p/.test(x)),
-  ),
-)
+/** `hash -p FILE NAME`: later uses of NAME run FILE, which is judged for deny rules. */
+handle('hash', {
+  dynamicArgsOk: true,
+  analyse(a, w, depth, cap) {
+    const at = w.argv.findIndex((x) => /^-\w*p/.test(x))
+    if (at === -1) return void a.command(depth, w, cap)
+    a.opaque(depth, w.argv.join(' '), 'hash -p changes which file a command name runs')
+    const file = w.argv[at]!.length > 2 ? w.argv[at]!.slice(2) : w.argv[at + 1]
+    if (file) a.probeWords(words([file], [w.dynamic?.[at + 1] ?? false]), 0, depth + 1)
+  },
+})
 handle('enable', opaqueBuiltin('enable loads or switches shell builtins'))
 handle('fc', opaqueBuiltin('fc re-runs commands from the shell history'))
 handle('bind', opaqueBuiltin('bind can attach commands to keys'))

@@ -166,3 +166,59 @@ export function integerVariables(items: readonly ScriptItem[]): ReadonlySet<stri
   for (const name of other) integer.delete(name)
   return integer
 }
+
+/**
+ * The variables a script sets exactly once, to static text: what `$name` becomes, as far as deny rules
+ * need to know (`a=r; b=m; $a$b -rf /` runs `rm -rf /`). Not for allowing: the assignment may come later,
+ * or in a branch that does not run.
+ */
+export function staticVariables(items: readonly ScriptItem[]): ReadonlyMap<string, string> {
+  const values = new Map<string, string | undefined>()
+  const set = (name: string, value: string | undefined) =>
+    values.set(name, values.has(name) ? undefined : value)
+  for (const item of items) {
+    if (item.type === 'arithmetic') for (const name of item.assigned) set(name, undefined)
+    if (item.type !== 'command') continue
+    for (const { name, value } of assignedVariables(item).assigned)
+      set(name, value.dynamic ? undefined : value.text)
+  }
+  const out = new Map<string, string>()
+  for (const [name, value] of values) if (value !== undefined) out.set(name, value)
+  return out
+}
+
+/** The words of a command with statically set variables substituted (unquoted values split on blanks). */
+export function substituted(
+  words: readonly ShellWord[],
+  values: ReadonlyMap<string, string>,
+): string[] | undefined {
+  const out: string[] = []
+  for (const word of words) {
+    if (!word.dynamic) {
+      out.push(word.text)
+      continue
+    }
+    if (word.braces) {
+      out.push(...word.braces)
+      continue
+    }
+    if (!word.parts) return undefined
+    // Fields: unquoted values split into several words, text around them joins the first and last.
+    const fields: string[] = ['']
+    for (const part of word.parts) {
+      if (typeof part === 'string') fields[fields.length - 1] += part
+      else {
+        const value = values.get(part.name)
+        if (value === undefined) return undefined
+        if (part.quoted) fields[fields.length - 1] += value
+        else {
+          const pieces = value.split(/[ \t\n]+/)
+          fields[fields.length - 1] += pieces[0]!
+          fields.push(...pieces.slice(1))
+        }
+      }
+    }
+    out.push(...fields.filter((field) => field !== ''))
+  }
+  return out
+}

@@ -33,7 +33,15 @@ export interface ShellWord {
   braces?: string[]
   /** Always an integer: an integer literal, or exactly one arithmetic expansion (`$((i + 1))`). */
   integer?: boolean
+  /**
+   * For a dynamic word made only of text and plain variable references (`$a$b`, `"${dir}/x"`), its parts:
+   * a script that sets those variables statically says what the word becomes.
+   */
+  parts?: WordPart[]
 }
+
+/** Static text, or a plain variable reference (`quoted` inside double quotes: no word splitting). */
+export type WordPart = string | { name: string; quoted: boolean }
 
 /** `NAME=value` before a command (or alone); an array assignment `NAME=(…)` has a dynamic value. */
 export interface ShellAssignment {
@@ -96,6 +104,8 @@ interface WordBuild {
   skeleton: string
   /** `text` with every run-time part as `*` (see ShellWord.glob). */
   glob: string
+  /** Static text and plain variable references, in order; undefined once another expansion occurs. */
+  parts: WordPart[] | undefined
   /** How many expansions the word has, and whether it is exactly one arithmetic expansion. */
   expansions: number
   arithmetic: boolean
@@ -340,8 +350,18 @@ class Parser {
         this.parseCommand()
         return undefined
       case 'select':
-      case 'coproc':
-        throw new ParseError(`"${reserved}" is not analysed`)
+        // Like `for`: the loop variable takes each word (chosen at run time), and the body runs.
+        this.parseFor(reserved)
+        break
+      case 'coproc': {
+        // `coproc [NAME] command`: the command runs in the background, connected by pipes.
+        this.pos += reserved.length
+        this.skipBlanks()
+        const named = /^[A-Za-z_][A-Za-z0-9_]*[ \t]+(?=[{(])/.exec(this.src.slice(this.pos, this.pos + 256))
+        if (named) this.pos += named[0].length
+        this.parseCommand()
+        return undefined
+      }
       default:
         if (reserved && RESERVED_END.has(reserved)) throw new ParseError(`unexpected "${reserved}"`)
         return this.parseSimpleCommand()
@@ -390,10 +410,10 @@ class Parser {
     this.expectReserved('done')
   }
 
-  private parseFor(): void {
-    this.pos += 3
+  private parseFor(keyword: 'for' | 'select' = 'for'): void {
+    this.pos += keyword.length
     this.skipBlanks()
-    if (this.startsWith('((')) {
+    if (keyword === 'for' && this.startsWith('((')) {
       if (!this.parseArithmeticCommand()) throw new ParseError('"for ((" is not closed by "))"')
     } else {
       // The loop variable is assigned each word in turn, exactly as `NAME=word` would assign it.
@@ -416,7 +436,9 @@ class Parser {
           if (c === ';' || c === '\n' || c === '') break
           if (WORD_END.test(c)) throw new ParseError(`unexpected ${this.describeHere()} in a for loop`)
           const word = shellWord(this.readWord())
-          for (const value of word.braces?.map(staticWord) ?? [word]) assigns.push({ name, value })
+          if (keyword === 'select')
+            assigns.push({ name, value: { text: word.text, dynamic: true, glob: '*' } })
+          else for (const value of word.braces?.map(staticWord) ?? [word]) assigns.push({ name, value })
         }
       } else if (sawNewline && this.peekReserved() !== 'do') {
         throw new ParseError('expected "in" or "do" in a for loop')
@@ -486,6 +508,7 @@ class Parser {
       const word = words[i]!
       if (!word.quoted && word.text === '-v' && /\[.*[$`].*\]/.test(words[i + 1]?.text ?? '')) {
         this.problem('"[[ -v name[…] ]]" evaluates the subscript as arithmetic, which can run commands')
+        this.substitutionsIn(/\[(.*)\]/.exec(words[i + 1]!.text)![1]!)
       }
       if (word.quoted || !/^-(eq|ne|lt|le|gt|ge)$/.test(word.text)) continue
       for (const operand of [words[i - 1], words[i + 1]]) {
@@ -541,6 +564,7 @@ class Parser {
       this.problem(
         'arithmetic with substitutions, subscripts or quotes is not analysed (a subscript can run commands)',
       )
+      this.substitutionsIn(expression)
       return
     }
     const names = [...expression.matchAll(ARITHMETIC_NAME)].map((m) => m[1]!)
@@ -715,6 +739,7 @@ class Parser {
       quoted: false,
       skeleton: '',
       glob: '',
+      parts: [],
       expansions: 0,
       arithmetic: false,
     }
@@ -741,8 +766,9 @@ class Parser {
       throw new ParseError(`expected a word but found ${this.describeHere()}`)
     const skeleton = word.skeleton
     if (/\[.*\]/.test(skeleton)) {
+      // A bracket expression stands for one character.
       word.dynamic = true
-      word.glob = '*'
+      word.glob = word.glob.replace(/\[[^\]]*\]/g, '?')
     } else if (/[*?]/.test(skeleton) || /\{[^{}]*(,|\.\.)[^{}]*\}/.test(skeleton)) {
       word.dynamic = true
     }
@@ -758,11 +784,13 @@ class Parser {
         word.text += '\\'
         word.skeleton += '\\'
         word.glob += '\\'
+        literal(word, '\\')
         this.pos++
       } else {
         word.text += next
         word.skeleton += '_'
         word.glob += next
+        literal(word, next)
         word.quoted = true
         this.pos += 2
       }
@@ -773,6 +801,7 @@ class Parser {
       word.text += content
       word.skeleton += '_'.repeat(content.length)
       word.glob += content
+      literal(word, content)
       word.quoted = true
       this.pos = end + 1
     } else if (c === '"') {
@@ -793,14 +822,16 @@ class Parser {
       word.text += text
       word.skeleton += '_'.repeat(text.length)
       word.glob += text
+      literal(word, text)
     } else if (c === '$' && this.peek(1) === '"') {
       this.pos++
     } else if (c === '$' || c === '`') {
-      this.readExpansion(word)
+      this.readExpansion(word, false)
     } else {
       word.text += c
       word.skeleton += c
       word.glob += c
+      literal(word, c)
       this.pos++
     }
   }
@@ -814,26 +845,31 @@ class Parser {
       else if (next === '$' || next === '`' || next === '\\' || (next === '"' && !heredoc)) {
         word.text += next
         word.glob += next
+        literal(word, next)
         this.pos += 2
       } else {
         word.text += '\\'
         word.glob += '\\'
+        literal(word, '\\')
         this.pos++
       }
     } else if (c === '$' || c === '`') {
-      this.readExpansion(word)
+      this.readExpansion(word, true)
     } else {
       word.text += c
       word.glob += c
+      literal(word, c)
       this.pos++
     }
     word.skeleton += '_'
   }
 
   /** `$name`, `${…}`, `$(…)`, `$((…))` and backquotes: all dynamic; substitutions are parsed and judged. */
-  private readExpansion(word: WordBuild): void {
+  private readExpansion(word: WordBuild, quoted: boolean): void {
     const start = this.pos
     let arithmetic = false
+    /** A plain `$name` or `${name}`, whose value a script may have set statically. */
+    let reference: string | undefined
     if (this.peek() === '`') {
       this.pos++
       let inner = ''
@@ -866,14 +902,18 @@ class Parser {
       this.parseSubstitution(')')
     } else if (this.startsWith('${')) {
       this.pos += 2
+      const name = /^([A-Za-z_][A-Za-z0-9_]*)\}/.exec(this.src.slice(this.pos, this.pos + 256))?.[1]
       this.readParameterExpansion()
+      reference = name
     } else {
       this.pos++
       const match = /^([A-Za-z_][A-Za-z0-9_]*|[0-9]|[@*#?$!-])/.exec(this.src.slice(this.pos, this.pos + 256))
+      if (match && /^[A-Za-z_]/.test(match[1]!)) reference = match[1]
       if (!match) {
         word.text += '$'
         word.skeleton += '$'
         word.glob += '$'
+        literal(word, '$')
         return
       }
       this.pos += match[0].length
@@ -882,6 +922,8 @@ class Parser {
     word.text += spelled.length > 40 ? `${spelled.slice(0, 37)}...` : spelled
     word.skeleton += '_'
     if (!word.glob.endsWith('*')) word.glob += '*'
+    if (reference !== undefined) word.parts?.push({ name: reference, quoted })
+    else word.parts = undefined
     word.expansions++
     word.arithmetic = arithmetic
     word.dynamic = true
@@ -896,6 +938,14 @@ class Parser {
     if (nested.peek() !== close) throw new ParseError(`a substitution is not closed by "${close}"`)
     nested.flushHeredocsAtEnd()
     this.pos = nested.pos + 1
+  }
+
+  /** Commands substituted inside text bash evaluates again (arithmetic, subscripts), judged as if they ran. */
+  private substitutionsIn(text: string): void {
+    if (!/\$\(|`/.test(text)) return
+    const nested = parseScript(`: ${text.replace(/\(\(|\)\)/g, ' ')}`).items
+    if (nested.some((item) => item.type === 'problem')) return
+    for (const item of nested) this.push({ ...item, depth: this.depth + 1 + item.depth })
   }
 
   private parseNested(source: string): void {
@@ -1018,6 +1068,8 @@ export function staticWords(source: string): string[] | undefined {
 function shellWord(word: WordBuild): ShellWord {
   if (!word.dynamic) return staticWord(word.text)
   const shell: ShellWord = { text: word.text, dynamic: true, glob: word.glob }
+  if (word.parts?.some((part) => typeof part !== 'string') && !/[*?[]/.test(word.skeleton))
+    shell.parts = word.parts
   if (word.expansions === 1 && word.arithmetic && word.glob === '*') shell.integer = true
   if (word.expansions === 0 && !/[*?]/.test(word.skeleton)) {
     const braces = braceExpand(word.text, word.skeleton)
@@ -1115,12 +1167,29 @@ function arithmeticEnd(src: string, start: number): number {
   return -1
 }
 
-/** What `echo …` writes to a pipe, when that is certain (static words, no options, no backslashes). */
+/**
+ * What `echo …` or `printf FORMAT` writes to a pipe: certain for static words without options, escapes or
+ * `%` conversions; text to judge for deny rules only otherwise.
+ */
 function echoed(command: CommandItem): ShellWord | undefined {
   const [program, ...args] = command.words
-  if (program?.text !== 'echo' || program.dynamic || command.assigns.length > 0) return undefined
+  if (program?.dynamic || command.assigns.length > 0) return undefined
+  if (program?.text === 'printf' && args.length > 0) {
+    const text = args.map((w) => w.text).join(' ')
+    const plain = args.length === 1 && !args[0]!.dynamic && !/[%\\]/.test(text) && !text.startsWith('-')
+    return plain ? { text, dynamic: false } : { text, dynamic: true, glob: '*' }
+  }
+  if (program?.text !== 'echo') return undefined
   const text = `${args.map((w) => w.text).join(' ')}\n`
   if (args.some((w) => w.dynamic) || /^-/.test(args[0]?.text ?? '') || text.includes('\\'))
     return { text, dynamic: true, glob: '*' }
   return { text, dynamic: false }
+}
+
+/** Appends static text to a word's parts. */
+function literal(word: WordBuild, text: string): void {
+  const parts = word.parts
+  if (!parts) return
+  if (typeof parts[parts.length - 1] === 'string') parts[parts.length - 1] += text
+  else parts.push(text)
 }
