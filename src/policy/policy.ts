@@ -501,7 +501,7 @@ export class Policy {
       return capped(verdict, node.cap ?? unnamedRisk(node, compiled.refs[allowed]!.pattern))
     }
     if (compiled.readOnly && !node.interpreter && !node.risks && node.kind === 'command') {
-      const name = readOnlyCommand(argv, context, node.dynamic)
+      const name = readOnlyCommand(argv, context, node.dynamic, node.environment)
       if (name) {
         return capped(
           {

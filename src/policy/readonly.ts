@@ -275,6 +275,7 @@ function createsRef(args: readonly string[]): boolean {
 
 /** Commands whose arguments are data whatever they turn out to be (`[ $i -lt 3 ]`, `echo "$f"`). */
 const DATA_ONLY = new Set(['echo', 'test', '[', 'true', 'false', ':', 'sleep', 'basename', 'dirname', 'pwd'])
+const PRINTS = new Set(['echo', 'basename', 'dirname'])
 
 /** npm subcommands that only read the project (the registry is the network: `npm view` is not here). */
 const NPM = new Set(['ls', 'list', 'll', 'la', 'root', 'prefix', 'explain', 'why'])
@@ -304,11 +305,16 @@ export function readOnlyCommand(
   argv: readonly string[],
   context?: ExecContext,
   dynamic?: readonly boolean[],
+  environment?: boolean,
 ): string | undefined {
   const program = argv[0]
   if (!program || program.includes('/')) return undefined
-  // Words only known at run time are data only to commands that do nothing else with them.
-  if (dynamic) return DATA_ONLY.has(program) && !dynamic[0] ? program : undefined
+  // Words only known at run time are data only to commands that do nothing else with them, and those that
+  // print them must not print the environment (`echo $TOKEN`; a loop's `echo $f` is fine).
+  if (dynamic) {
+    if (dynamic[0] || !DATA_ONLY.has(program)) return undefined
+    return environment && PRINTS.has(program) ? undefined : program
+  }
   const args = argv.slice(1)
   if (args.some(namesSensitivePath)) return undefined
   if (program === 'git') return gitReadOnly(args, context)

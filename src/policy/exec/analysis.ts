@@ -11,7 +11,9 @@ import {
   CODE_VARIABLE,
   COMMAND_VARIABLE,
   integerVariables,
+  readsEnvironment,
   SENSITIVE_VARIABLE,
+  scriptVariables,
   staticVariables,
   substituted,
 } from './variables.js'
@@ -49,6 +51,8 @@ export interface AnalysedNode {
   probe?: boolean | undefined
   /** The command is the first of a `while`/`until` condition. */
   loop?: 'while' | 'until' | undefined
+  /** Some word expands a variable the script does not set, so it may print the environment (`echo $TOKEN`). */
+  environment?: boolean | undefined
   /**
    * The command as spelled through the package runner that runs it (`npx vitest run`): allow rules that
    * name the tool (their text before any `*` reaches past `named` characters) see it.
@@ -82,6 +86,8 @@ export interface Words {
   stdin?: ShellWord | undefined
   /** The first command of a `while`/`until` condition. */
   loop?: 'while' | 'until' | undefined
+  /** See AnalysedNode.environment. */
+  environment?: boolean | undefined
   /** See AnalysedNode.allowAs. */
   allowAs?: AnalysedNode['allowAs']
 }
@@ -98,7 +104,7 @@ export function from(w: Words, start: number): Words {
 }
 
 /** The words of a script command: static brace expansions resolved, globs and standard input kept. */
-function commandWords(item: CommandItem): Words {
+function commandWords(item: CommandItem, assigned: () => ReadonlySet<string>): Words {
   const argv: string[] = []
   const dynamic: boolean[] = []
   const globs: Array<string | undefined> = []
@@ -116,7 +122,10 @@ function commandWords(item: CommandItem): Words {
     }
   }
   const w = words(argv, dynamic)
-  if (w.dynamic) w.globs = globs
+  if (w.dynamic) {
+    w.globs = globs
+    if (item.words.some((word) => word.dynamic && readsEnvironment(word, assigned()))) w.environment = true
+  }
   if (item.stdin) w.stdin = item.stdin
   if (item.loop) w.loop = item.loop
   return w
@@ -253,6 +262,7 @@ export class Analysis {
       unreduced: extra?.unreduced,
       probe: undefined,
       loop: w.loop,
+      environment: w.environment,
       allowAs: w.allowAs,
     })
   }
@@ -315,6 +325,7 @@ export class Analysis {
     const parsed = cachedParse(source)
     let integers: ReadonlySet<string> | undefined
     let values: ReadonlyMap<string, string> | undefined
+    let variables: ReadonlySet<string> | undefined
     let scriptCap = cap
     for (const item of parsed.items) {
       const at = depth + item.depth
@@ -339,7 +350,11 @@ export class Analysis {
             if (subscript) this.probeScript(`: ${subscript[1]}`, at + 1)
           }
         }
-        this.run(commandWords(item), at, here)
+        this.run(
+          commandWords(item, () => (variables ??= scriptVariables(parsed.items))),
+          at,
+          here,
+        )
         // A command name made of variables the script sets: what it becomes is judged for deny rules.
         if (item.words[0]?.dynamic && item.words[0].parts) {
           values ??= staticVariables(parsed.items)

@@ -222,3 +222,26 @@ export function substituted(
   }
   return out
 }
+
+/** Every variable a script assigns anywhere (by any of the ways above, or in arithmetic). */
+export function scriptVariables(items: readonly ScriptItem[]): ReadonlySet<string> {
+  const names = new Set<string>()
+  for (const item of items) {
+    if (item.type === 'arithmetic') for (const name of item.assigned) names.add(name)
+    if (item.type === 'command') for (const { name } of assignedVariables(item).assigned) names.add(name)
+  }
+  return names
+}
+
+/**
+ * Whether a word can expand to something from the environment: a reference to a variable the script does
+ * not set (`$HOME`, `${TOKEN}`), or any expansion tether does not break into parts. Integers are not.
+ */
+export function readsEnvironment(word: ShellWord, assigned: ReadonlySet<string>): boolean {
+  if (!word.dynamic || word.integer || word.braces) return false
+  if (word.parts) return word.parts.some((part) => typeof part !== 'string' && !assigned.has(part.name))
+  // Substitutions are commands judged on their own; parameters are what can come from the environment.
+  for (const match of word.text.matchAll(/\$\{?[#!]?([A-Za-z_][A-Za-z0-9_]*)/g))
+    if (!assigned.has(match[1]!)) return true
+  return false
+}

@@ -567,8 +567,22 @@ describe('the read-only list', () => {
     ['cat', 'infra/terraform.tfstate'],
     ['cat', '.aws/credentials'],
     ['git', 'show', 'HEAD:.env'],
+    ['bash', '-c', 'echo $AWS_SECRET_ACCESS_KEY'],
+    ['bash', '-c', 'echo "token: ${GITHUB_TOKEN}"'],
+    ['bash', '-c', 'basename "$NPM_TOKEN"'],
   ])('%s %s… prints the environment or a secret, so it is not read-only', (...argv) => {
     expect(readOnly.checkExec(argv).effect).not.toBe('allow')
+  })
+
+  it('prints what a script sets itself, and tests the environment without printing it', () => {
+    for (const script of [
+      'for f in a b; do echo "$f"; done',
+      'i=0; while [ $i -lt 3 ]; do i=$((i + 1)); echo $i; done',
+      'test -n "$CI" && echo ci',
+      'echo "$(date)"',
+    ]) {
+      expect(readOnly.checkExec(['bash', '-c', script]).effect, script).toBe('allow')
+    }
   })
 
   it.each([
