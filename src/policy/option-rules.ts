@@ -51,23 +51,31 @@ export class OptionRules {
     dynamic: readonly boolean[] | undefined,
     globs: readonly (string | undefined)[] | undefined,
     found: number[],
+    known?: ParsedCommand,
   ): void {
     const rules = this.byProgram.get(program)
     const table = programOptions(program)
     if (!rules || !table) return
-    const parsed = parseCommand(argv, table)
-    const given = optionNames(parsed)
-    // A run-time word could be any option, so it may supply whatever a rule requires.
-    const anyOption = dynamic?.some((d, i) => d && i > 0 && i !== parsed.subIndex) ?? false
-    // Empty words are dropped: the generous reading deny rules get everywhere.
-    const operands = parsed.operands
-      .filter((i) => argv[i] !== '')
-      .map((i) => (dynamic?.[i] ? (globs?.[i] ?? '*') : argv[i]!.toLowerCase()))
-    const text = operands.join(' ')
+    // Only rules that could still lower a slot matter (a plain glob may already have decided).
+    if (!rules.some((rule) => rule.index < found[rule.slot]!)) return
+    const parsed = known ?? parseCommand(argv, table)
+    const sub = parsed.sub?.toLowerCase()
+    let given: Set<string> | undefined
+    let anyOption: boolean | undefined
+    let text: string | undefined
     for (const rule of rules) {
       if (rule.index >= found[rule.slot]!) continue
-      if (rule.sub !== undefined && rule.sub !== parsed.sub?.toLowerCase()) continue
-      if (!anyOption && !rule.required.every((r) => meets(r, given))) continue
+      if (rule.sub !== undefined && rule.sub !== sub) continue
+      // A run-time word could be any option, so it may supply whatever a rule requires.
+      anyOption ??= dynamic?.some((d, i) => d && i > 0 && i !== parsed.subIndex) ?? false
+      given ??= optionNames(parsed)
+      const names = given
+      if (!anyOption && !rule.required.every((r) => meets(r, names))) continue
+      // Empty words are dropped: the generous reading deny rules get everywhere.
+      text ??= parsed.operands
+        .filter((i) => argv[i] !== '')
+        .map((i) => (dynamic?.[i] ? (globs?.[i] ?? '*') : argv[i]!.toLowerCase()))
+        .join(' ')
       const matches = dynamic ? globsIntersect(rule.rest, text) : globMatches(rule.rest, text)
       if (matches) found[rule.slot] = rule.index
     }

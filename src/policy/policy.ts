@@ -346,10 +346,12 @@ export class Policy {
     let display: string
     if (typeof shown === 'string') display = shown
     else {
-      // The root node judged this very argv (same array) when nothing was rewritten (`env -S` splits words).
+      // The root node judged this very argv (same words) when nothing was rewritten (`env -S` splits words).
       const root = nodes[0]
       const same =
-        root !== undefined && root.argv === shown && (root.kind === 'command' || root.kind === 'wrapper')
+        root !== undefined &&
+        (root.kind === 'command' || root.kind === 'wrapper') &&
+        sameWords(root.argv, shown)
       display = same ? checks[0]!.target : renderCommand(shown)
     }
     if (!deciding) {
@@ -414,7 +416,13 @@ export class Policy {
   }
 
   /** The first deny and ask rules (and, for static commands, allow rules) meeting a command, as indexes. */
-  private ruleMatches(node: AnalysedNode, program: string, base: string): number[] {
+  private ruleMatches(
+    node: AnalysedNode,
+    program: string,
+    base: string,
+    plain?: boolean,
+    joined?: string,
+  ): number[] {
     const compiled = this.compiled
     const argv = node.argv
     let found: number[]
@@ -434,13 +442,20 @@ export class Policy {
         Infinity,
       ]
     } else {
-      const joined = argv.join(' ')
-      const plain = argv.every(isPlainWord)
-      found = scanCommand(compiled.indexes.exec, { program, base, argv, joined, plain, extra: node.forms })
+      found = scanCommand(compiled.indexes.exec, {
+        program,
+        base,
+        argv,
+        joined: joined ?? argv.join(' '),
+        plain: plain ?? argv.every(isPlainWord),
+        extra: node.forms,
+      })
     }
-    const name = base.toLowerCase()
-    if (!node.dynamic?.[0] && compiled.optionRules.covers(name))
-      compiled.optionRules.scan(name, argv, node.dynamic, node.globs, found)
+    if (!node.dynamic?.[0]) {
+      const name = lowerCase(base)
+      if (compiled.optionRules.covers(name))
+        compiled.optionRules.scan(name, argv, node.dynamic, node.globs, found, node.parsed)
+    }
     return found
   }
 
@@ -449,7 +464,8 @@ export class Policy {
     const program = argv[0]!
     // Plain words (the usual case) are shown as they are and need no normalised spelling.
     const plain = !node.dynamic && argv.every(isPlainWord)
-    const display = plain ? argv.join(' ') : renderCommand(argv, node.dynamic)
+    const joined = plain ? argv.join(' ') : undefined
+    const display = joined ?? renderCommand(argv, node.dynamic)
     if (!plain && (program === '' || UNREADABLE_PROGRAM.test(program))) {
       return refusal(
         'exec',
@@ -458,7 +474,7 @@ export class Policy {
       )
     }
     const compiled = this.compiled
-    const found = this.ruleMatches(node, program, basename(program))
+    const found = this.ruleMatches(node, program, basename(program), plain, joined)
     if (found[0] !== Infinity) return this.ruleVerdict('exec', 'deny', display, found[0]!)
     if (found[1] !== Infinity) return this.ruleVerdict('exec', 'ask', display, found[1]!)
     if (node.kind === 'wrapper') {
@@ -628,6 +644,22 @@ export class Policy {
 }
 
 // ---- helpers
+
+/** A program name case-folded; names are nearly always lower case already, so that is checked first. */
+function lowerCase(name: string): string {
+  for (let i = 0; i < name.length; i++) {
+    const code = name.charCodeAt(i)
+    if ((code >= 65 && code <= 90) || code > 127) return name.toLowerCase()
+  }
+  return name
+}
+
+function sameWords(a: readonly string[], b: readonly string[]): boolean {
+  if (a === b) return true
+  if (a.length !== b.length) return false
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
+  return true
+}
 
 function allDefaults(effect: Effect): Record<Act, Effect> {
   return { read: effect, write: effect, exec: effect, net: effect }

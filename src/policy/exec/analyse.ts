@@ -18,14 +18,43 @@ import './shell.js'
 export { type AnalysedNode, basename } from './analysis.js'
 export { isShell } from './shell.js'
 
-export function analyseArgv(argv: readonly string[]): AnalysedNode[] {
+/** Recent argvs' trees, by program: a short list each, compared word by word (no key to build). */
+const CACHE = new Map<string, Array<{ argv: readonly string[]; nodes: readonly AnalysedNode[] }>>()
+const PER_PROGRAM = 16
+const PROGRAMS = 256
+
+/**
+ * The tree of an argv (its nodes in tree order). Analysis is pure, so the trees of recent argvs are kept:
+ * an agent runs the same commands again and again. The nodes are shared; nobody changes them.
+ */
+export function analyseArgv(argv: readonly string[]): readonly AnalysedNode[] {
+  const program = argv[0]!
+  const recent = CACHE.get(program)
+  if (recent) {
+    for (const entry of recent) if (sameWords(entry.argv, argv)) return entry.nodes
+  }
+  // A copy: the caller may reuse its array, and the tree outlives this call.
+  const copy = [...argv]
   const analysis = new Analysis()
-  analysis.run(words(argv), 0)
+  analysis.run(words(copy), 0)
+  if (recent) {
+    if (recent.length >= PER_PROGRAM) recent.shift()
+    recent.push({ argv: copy, nodes: analysis.nodes })
+  } else {
+    if (CACHE.size >= PROGRAMS) CACHE.delete(CACHE.keys().next().value!)
+    CACHE.set(program, [{ argv: copy, nodes: analysis.nodes }])
+  }
   return analysis.nodes
 }
 
+function sameWords(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false
+  for (let i = 1; i < a.length; i++) if (a[i] !== b[i]) return false
+  return true
+}
+
 /** A command line judged as bash would run it (`Policy.check('exec', line)`). */
-export function analyseScript(source: string): AnalysedNode[] {
+export function analyseScript(source: string): readonly AnalysedNode[] {
   const analysis = new Analysis()
   analysis.script(source, 0, undefined)
   return analysis.nodes

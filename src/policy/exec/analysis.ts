@@ -5,6 +5,7 @@
 import { type CommandItem, parseScript, type ShellAssignment, type ShellWord } from '../shell/parse.js'
 import type { ExecNodeKind } from '../types.js'
 import { optionSpec, type ParsedOption, scanOptions } from './options.js'
+import type { ParsedCommand } from './programs.js'
 import {
   assignedVariables,
   builtinProblem,
@@ -53,6 +54,8 @@ export interface AnalysedNode {
   loop?: 'while' | 'until' | undefined
   /** Some word expands a variable the script does not set, so it may print the environment (`echo $TOKEN`). */
   environment?: boolean | undefined
+  /** The command read with its program's option table, when the analysis did (see ../option-rules.ts). */
+  parsed?: ParsedCommand | undefined
   /**
    * The command as spelled through the package runner that runs it (`npx vitest run`): allow rules that
    * name the tool (their text before any `*` reaches past `named` characters) see it.
@@ -70,7 +73,10 @@ export interface Risk {
   readonly what: string
 }
 
-type NodeExtra = Pick<AnalysedNode, 'forms' | 'note' | 'interpreter' | 'risks' | 'code' | 'unreduced'>
+type NodeExtra = Pick<
+  AnalysedNode,
+  'forms' | 'note' | 'interpreter' | 'risks' | 'code' | 'unreduced' | 'parsed'
+>
 
 const MAX_NODES = 400
 const MAX_DEPTH = 12
@@ -264,6 +270,7 @@ export class Analysis {
       loop: w.loop,
       environment: w.environment,
       allowAs: w.allowAs,
+      parsed: extra?.parsed,
     })
   }
 

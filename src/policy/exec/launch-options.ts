@@ -69,14 +69,14 @@ export function tabled(
     return undefined
   }
   const parsed = extra.parsed ?? parseCommand(w.argv, program)
-  const risks: Risk[] = [...(extra.extraRisks ?? [])]
-  const used: Array<[FoundOption, OptionDef]> = []
+  const risks: Risk[] = extra.extraRisks ? [...extra.extraRisks] : []
+  let used: Array<[FoundOption, OptionDef]> | undefined
   for (const found of parsed.options) {
     for (const def of found.defs) {
-      if (extra.skip?.has(def.canonical)) continue
+      if (!def.effect || extra.skip?.has(def.canonical)) continue
       const r = optionRisk(def, found.given)
       if (r && !(def.canonical === '--exec-path' && found.value === undefined)) risks.push(r)
-      if (def.effect) used.push([found, def])
+      ;(used ??= []).push([found, def])
     }
   }
   if (parsed.sub !== undefined && parsed.subEffect) risks.push(risk(parsed.sub, parsed.subEffect))
@@ -105,9 +105,11 @@ export function tabled(
     risks: risks.length > 0 ? risks : undefined,
     code: extra.code,
     interpreter: extra.interpreter,
+    // Deny and ask rules that name options read them from here rather than parsing the line again.
+    parsed: extra.node ? undefined : parsed,
   })
   if (!added) return undefined
-  for (const [found, def] of used) launch(a, w, found, def.effect!, depth + 1, cap)
+  for (const [found, def] of used ?? []) launch(a, w, found, def.effect!, depth + 1, cap)
   return parsed
 }
 
@@ -372,6 +374,7 @@ handle('git', {
     const result = tabled(a, w, depth, cap, 'git', {
       forms,
       extraRisks: risks,
+      parsed,
     })
     if (!result) return
     for (const found of result.options) {

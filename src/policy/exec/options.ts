@@ -45,6 +45,8 @@ export interface OptionDef {
   /** `required`: the rest of the word or the next word; `attached`: only `--opt=v` / `-ov`. */
   readonly value: 'none' | 'required' | 'attached'
   readonly effect: OptionEffect | undefined
+  /** `[this]`, made once: reading options is a hot path and most resolve to exactly one option. */
+  readonly alone: readonly OptionDef[]
 }
 
 export interface OptionSpec {
@@ -55,6 +57,10 @@ export interface OptionSpec {
   readonly singleDash: boolean
   /** Long options resolve unambiguous prefixes (GNU getopt_long, git, npm). */
   readonly abbreviations: boolean
+  /** Whether any option has an effect other than reading a file. */
+  readonly effects: boolean
+  /** Long names that are not exact options, resolved once (they recur: `--short`, `--stat`). */
+  readonly abbreviated: Map<string, readonly OptionDef[]>
 }
 
 const SPECS = new Map<string, OptionSpec>()
@@ -79,7 +85,8 @@ export function optionSpec(table: string, style: 'gnu' | 'exact' | 'single-dash'
       body = body.slice(0, -1)
     }
     const names = body.split('|')
-    const def: OptionDef = { canonical: names[0]!, names, value, effect }
+    const def = { canonical: names[0]!, names, value, effect, alone: [] as OptionDef[] }
+    def.alone.push(def)
     for (const name of names) {
       if (style !== 'single-dash' && /^-[^-]$/.test(name)) short.set(name.slice(1), def)
       else long.set(name, def)
@@ -91,24 +98,32 @@ export function optionSpec(table: string, style: 'gnu' | 'exact' | 'single-dash'
     longNames: [...long.keys()].sort(),
     singleDash: style === 'single-dash',
     abbreviations: style === 'gnu',
+    effects: [...long.values(), ...short.values()].some((d) => d.effect && d.effect !== 'read'),
+    abbreviated: new Map(),
   }
   SPECS.set(key, spec)
   return spec
 }
 
 /** The options a long name stands for: itself, or every option it abbreviates. */
-export function resolveLong(spec: OptionSpec, name: string): OptionDef[] {
+export function resolveLong(spec: OptionSpec, name: string): readonly OptionDef[] {
   const exact = spec.long.get(name)
-  if (exact) return [exact]
-  if (!spec.abbreviations || name.length < 3) return []
+  if (exact) return exact.alone
+  if (!spec.abbreviations || name.length < 3) return NONE
+  const known = spec.abbreviated.get(name)
+  if (known) return known
   const found: OptionDef[] = []
   for (const candidate of spec.longNames) {
     if (!candidate.startsWith(name)) continue
     const def = spec.long.get(candidate)!
     if (!found.includes(def)) found.push(def)
   }
+  if (spec.abbreviated.size >= 1024) spec.abbreviated.clear()
+  spec.abbreviated.set(name, found)
   return found
 }
+
+const NONE: readonly OptionDef[] = []
 
 /** One option as found in a command line. */
 export interface FoundOption {
@@ -177,17 +192,26 @@ export function readArgs(
       if (def && def.value !== 'none') {
         let value: string | undefined = arg.slice(j + 1)
         if (value === '') value = def.value === 'required' && i + 1 < args.length ? args[++i] : undefined
-        options.push({ defs: [def], given: `-${letter}`, value, index: at, valueIndex: i })
+        options.push({ defs: def.alone, given: dashed(letter), value, index: at, valueIndex: i })
         break
       }
-      options.push({ defs: listed(def), given: `-${letter}`, value: undefined, index: at, valueIndex: at })
+      options.push({ defs: listed(def), given: dashed(letter), value: undefined, index: at, valueIndex: at })
     }
   }
   return { options, operands, end: i }
 }
 
-function listed(def: OptionDef | undefined): OptionDef[] {
-  return def ? [def] : []
+/** `-x` for a letter, made once per ASCII letter (a hot path). */
+const DASHED: string[] = []
+for (let code = 0; code < 128; code++) DASHED[code] = `-${String.fromCharCode(code)}`
+
+function dashed(letter: string): string {
+  const code = letter.charCodeAt(0)
+  return code < 128 ? DASHED[code]! : `-${letter}`
+}
+
+function listed(def: OptionDef | undefined): readonly OptionDef[] {
+  return def ? def.alone : NONE
 }
 
 export interface ParsedOption {

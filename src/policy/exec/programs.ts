@@ -89,6 +89,23 @@ export interface ParsedCommand {
 /** Reads `argv` (program first) with a program's table: its options and subcommand's options, anywhere. */
 export function parseCommand(argv: readonly string[], program: ProgramOptions): ParsedCommand {
   const subs = program.subcommands
+  if (!hasOption(argv)) {
+    // No word looks like an option (the usual `git status`, `cargo build`): operands only.
+    let subIndex = -1
+    if (subs) {
+      subIndex = 1
+      while (argv[subIndex] === '') subIndex++
+      if (subIndex >= argv.length) subIndex = -1
+    }
+    const sub = subIndex === -1 ? undefined : argv[subIndex]
+    return {
+      options: [],
+      operands: range(subIndex === -1 ? (subs ? argv.length : 1) : subIndex + 1, argv.length),
+      sub,
+      subIndex,
+      subEffect: sub === undefined ? undefined : subs?.effects.get(sub),
+    }
+  }
   if (!subs) {
     const read = readArgs(argv, 1, program.spec, program.posix)
     const operands = program.posix ? range(read.end, argv.length) : read.operands
@@ -115,6 +132,14 @@ export function parseCommand(argv: readonly string[], program: ProgramOptions): 
     subIndex,
     subEffect: subs.effects.get(sub),
   }
+}
+
+function hasOption(argv: readonly string[]): boolean {
+  for (let i = 1; i < argv.length; i++) {
+    const word = argv[i]!
+    if (word.length > 1 && word.charCodeAt(0) === 45) return true
+  }
+  return false
 }
 
 function range(from: number, to: number): number[] {
