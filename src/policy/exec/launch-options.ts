@@ -70,13 +70,13 @@ export function tabled(
   }
   const parsed = extra.parsed ?? parseCommand(w.argv, program)
   const risks: Risk[] = extra.extraRisks ? [...extra.extraRisks] : []
-  let used: Array<[FoundOption, OptionDef]> | undefined
+  const used: Array<[FoundOption, OptionDef]> = []
   for (const found of parsed.options) {
     for (const def of found.defs) {
       if (!def.effect || extra.skip?.has(def.canonical)) continue
       const r = optionRisk(def, found.given)
       if (r && !(def.canonical === '--exec-path' && found.value === undefined)) risks.push(r)
-      ;(used ??= []).push([found, def])
+      used.push([found, def])
     }
   }
   if (parsed.sub !== undefined && parsed.subEffect) risks.push(risk(parsed.sub, parsed.subEffect))
@@ -109,7 +109,7 @@ export function tabled(
     parsed: extra.node ? undefined : parsed,
   })
   if (!added) return undefined
-  for (const [found, def] of used ?? []) launch(a, w, found, def.effect!, depth + 1, cap)
+  for (const [found, def] of used) launch(a, w, found, def.effect!, depth + 1, cap)
   return parsed
 }
 
