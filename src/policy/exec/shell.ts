@@ -386,14 +386,18 @@ handle('trap', {
 /** `source FILE`: a command like any other (rules apply), never read-only: it runs a file's commands. */
 handle('source .', {
   dynamicArgsOk: true,
-  analyse: (a, w, depth, cap) =>
-    void a.command(depth, w, cap, {
+  analyse(a, w, depth, cap) {
+    // `. /dev/stdin <<< '…'`: the file is the script's own standard input.
+    if (STDIN_FILES.has(w.argv[1] ?? '') && w.stdin) return readsStandardInput(a, w, depth, cap)
+    a.command(depth, w, cap, {
       interpreter: true,
       unreduced: true,
       note: 'runs the commands of another file',
       code: `(the commands in ${w.argv[1] ?? 'a file'})`,
-    }),
+    })
+  },
 })
+const STDIN_FILES = new Set(['/dev/stdin', '/dev/fd/0', '/proc/self/fd/0'])
 
 /** `compgen`/`complete`: `-C` runs a command, `-F` a function, `-W` expands its word list. */
 handle('compgen complete', {

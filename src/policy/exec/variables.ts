@@ -6,7 +6,13 @@
  * `getopts … NAME`, `wait -p NAME` and `declare -n` references: all of them are judged alike.
  * Arithmetic (`$((i + 1))`) is safe only on variables that only ever hold integers in the script.
  */
-import type { CommandItem, ScriptItem, ShellAssignment, ShellWord } from '../shell/parse.js'
+import {
+  type CommandItem,
+  parseScript,
+  type ScriptItem,
+  type ShellAssignment,
+  type ShellWord,
+} from '../shell/parse.js'
 
 /** Variables that change how later commands run when set or exported. */
 export const SENSITIVE_VARIABLE =
@@ -179,12 +185,26 @@ export function staticVariables(items: readonly ScriptItem[]): ReadonlyMap<strin
   for (const item of items) {
     if (item.type === 'arithmetic') for (const name of item.assigned) set(name, undefined)
     if (item.type !== 'command') continue
-    for (const { name, value } of assignedVariables(item).assigned)
-      set(name, value.dynamic ? undefined : value.text)
+    for (const { name, value } of assignedVariables(item).assigned) set(name, staticValue(value))
   }
   const out = new Map<string, string>()
   for (const [name, value] of values) if (value !== undefined) out.set(name, value)
   return out
+}
+
+/** An assigned value when it is known statically: text, and what `$(echo …)` prints (not split: `x=$(…)`). */
+function staticValue(value: ShellWord): string | undefined {
+  if (!value.dynamic) return value.text
+  let text = ''
+  for (const part of value.parts ?? [undefined]) {
+    if (typeof part === 'string') text += part
+    else {
+      const printedText = part && 'substitution' in part ? printed(part.substitution) : undefined
+      if (printedText === undefined) return undefined
+      text += printedText
+    }
+  }
+  return text
 }
 
 /** The words of a command with statically set variables substituted (unquoted values split on blanks). */
@@ -206,21 +226,39 @@ export function substituted(
     // Fields: unquoted values split into several words, text around them joins the first and last.
     const fields: string[] = ['']
     for (const part of word.parts) {
-      if (typeof part === 'string') fields[fields.length - 1] += part
+      if (typeof part === 'string') {
+        fields[fields.length - 1] += part
+        continue
+      }
+      const value = 'name' in part ? values.get(part.name) : printed(part.substitution)
+      if (value === undefined) return undefined
+      if (part.quoted) fields[fields.length - 1] += value
       else {
-        const value = values.get(part.name)
-        if (value === undefined) return undefined
-        if (part.quoted) fields[fields.length - 1] += value
-        else {
-          const pieces = value.split(/[ \t\n]+/)
-          fields[fields.length - 1] += pieces[0]!
-          fields.push(...pieces.slice(1))
-        }
+        const pieces = value.split(/[ \t\n]+/)
+        fields[fields.length - 1] += pieces[0]!
+        fields.push(...pieces.slice(1))
       }
     }
     out.push(...fields.filter((field) => field !== ''))
   }
   return out
+}
+
+/**
+ * What a command substitution prints, when that is certain: `$(echo rm)`, `$(printf rm)` (static words, no
+ * options, escapes or conversions; the trailing newline is dropped, as bash drops it).
+ */
+function printed(source: string): string | undefined {
+  const { items } = parseScript(source)
+  const [item] = items
+  if (items.length !== 1 || item?.type !== 'command' || item.assigns.length > 0) return undefined
+  const [program, ...args] = item.words
+  if (!program || item.words.some((w) => w.dynamic)) return undefined
+  const text = args.map((w) => w.text).join(' ')
+  if (/\\/.test(text) || args[0]?.text.startsWith('-')) return undefined
+  if (program.text === 'echo') return text
+  if (program.text === 'printf' && args.length === 1 && !text.includes('%')) return text.replace(/\n+$/, '')
+  return undefined
 }
 
 /** Every variable a script assigns anywhere (by any of the ways above, or in arithmetic). */
@@ -239,7 +277,8 @@ export function scriptVariables(items: readonly ScriptItem[]): ReadonlySet<strin
  */
 export function readsEnvironment(word: ShellWord, assigned: ReadonlySet<string>): boolean {
   if (!word.dynamic || word.integer || word.braces) return false
-  if (word.parts) return word.parts.some((part) => typeof part !== 'string' && !assigned.has(part.name))
+  if (word.parts)
+    return word.parts.some((part) => typeof part !== 'string' && 'name' in part && !assigned.has(part.name))
   // Substitutions are commands judged on their own; parameters are what can come from the environment.
   for (const match of word.text.matchAll(/\$\{?[#!]?([A-Za-z_][A-Za-z0-9_]*)/g))
     if (!assigned.has(match[1]!)) return true

@@ -170,8 +170,15 @@ handle(
     (a, w, depth, cap, scan) => {
       const context = cap ?? 'xargs adds words read from its input, so the full command is not known here'
       const payload = scan.index < w.argv.length ? from(w, scan.index) : words(['echo'])
-      if (a.wrapper(depth, w, context, 'runs its command with arguments read from its input'))
-        a.run(payload, depth + 1, context)
+      payload.stdin = undefined
+      if (!a.wrapper(depth, w, context, 'runs its command with arguments read from its input')) return
+      // What the script pipes in says which words xargs adds (`echo x | xargs rm`), in the plain form.
+      const input = w.stdin
+      const plain = scan.options.length === 0 && input && !payload.dynamic
+      const added = plain && !input.dynamic ? staticWords(input.text.replace(/\n/g, ' ')) : undefined
+      if (added) return a.run(words([...payload.argv, ...added]), depth + 1, context)
+      a.run(payload, depth + 1, context)
+      if (input) a.probeScript(`${payload.argv.join(' ')} ${input.text.replace(/\n/g, ' ')}`, depth + 1)
     },
   ),
 )

@@ -40,8 +40,11 @@ export interface ShellWord {
   parts?: WordPart[]
 }
 
-/** Static text, or a plain variable reference (`quoted` inside double quotes: no word splitting). */
-export type WordPart = string | { name: string; quoted: boolean }
+/**
+ * Static text, a plain variable reference, or a command substitution (its source); `quoted` inside double
+ * quotes, where the value is not split into words.
+ */
+export type WordPart = string | { name: string; quoted: boolean } | { substitution: string; quoted: boolean }
 
 /** `NAME=value` before a command (or alone); an array assignment `NAME=(…)` has a dynamic value. */
 export interface ShellAssignment {
@@ -671,8 +674,11 @@ class Parser {
       })
       return true
     }
-    if (this.atWordBoundary(0)) throw new ParseError(`"${op}" has no target`)
+    const substitution = (this.peek() === '<' || this.peek() === '>') && this.peek(1) === '('
+    if (this.atWordBoundary(0) && !substitution) throw new ParseError(`"${op}" has no target`)
     const target = this.readWord()
+    // `< <(cmd)`, `> >(cmd)`: a pipe to a command judged on its own, not a file.
+    if (substitution) return true
     if (op === '<<<') {
       if (command && (match[1] === undefined || match[1] === '0')) {
         const word = shellWord(target)
@@ -868,8 +874,8 @@ class Parser {
   private readExpansion(word: WordBuild, quoted: boolean): void {
     const start = this.pos
     let arithmetic = false
-    /** A plain `$name` or `${name}`, whose value a script may have set statically. */
-    let reference: string | undefined
+    /** A plain `$name` or `${name}`, or a command substitution: a part whose value may be known statically. */
+    let part: WordPart | undefined
     if (this.peek() === '`') {
       this.pos++
       let inner = ''
@@ -884,6 +890,7 @@ class Parser {
         } else inner += c
       }
       this.parseNested(inner)
+      part = { substitution: inner, quoted }
     } else if (this.startsWith('$[')) {
       // The old spelling of `$(( … ))`.
       const close = this.src.indexOf(']', this.pos + 2)
@@ -899,16 +906,18 @@ class Parser {
       arithmetic = true
     } else if (this.startsWith('$(')) {
       this.pos += 2
+      const inner = this.pos
       this.parseSubstitution(')')
+      part = { substitution: this.src.slice(inner, this.pos - 1), quoted }
     } else if (this.startsWith('${')) {
       this.pos += 2
       const name = /^([A-Za-z_][A-Za-z0-9_]*)\}/.exec(this.src.slice(this.pos, this.pos + 256))?.[1]
       this.readParameterExpansion()
-      reference = name
+      if (name !== undefined) part = { name, quoted }
     } else {
       this.pos++
       const match = /^([A-Za-z_][A-Za-z0-9_]*|[0-9]|[@*#?$!-])/.exec(this.src.slice(this.pos, this.pos + 256))
-      if (match && /^[A-Za-z_]/.test(match[1]!)) reference = match[1]
+      if (match && /^[A-Za-z_]/.test(match[1]!)) part = { name: match[1]!, quoted }
       if (!match) {
         word.text += '$'
         word.skeleton += '$'
@@ -922,7 +931,7 @@ class Parser {
     word.text += spelled.length > 40 ? `${spelled.slice(0, 37)}...` : spelled
     word.skeleton += '_'
     if (!word.glob.endsWith('*')) word.glob += '*'
-    if (reference !== undefined) word.parts?.push({ name: reference, quoted })
+    if (part !== undefined) word.parts?.push(part)
     else word.parts = undefined
     word.expansions++
     word.arithmetic = arithmetic

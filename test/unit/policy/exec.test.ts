@@ -148,6 +148,13 @@ describe('bypass attempts of `deny rm*` and friends are denied', () => {
     ['git config writing a pager', ['git', 'config', 'core.pager', 'rm x']],
     ['split --filter', ['split', '--filter=rm x', 'f']],
     ['ncat --sh-exec', ['ncat', '--sh-exec', 'rm x', 'host', '1']],
+    ['a command substitution that prints the command', ['bash', '-c', '"$(echo rm)" -rf /']],
+    ['backquotes that print the command', ['bash', '-c', '`printf rm` x']],
+    ['a variable set from a substitution', ['bash', '-c', 'x=$(echo rm); $x y']],
+    ['echo into xargs', ['sh', '-c', 'echo x | xargs rm']],
+    ['echo into xargs sh -c', ['sh', '-c', "echo 'rm x' | xargs -0 sh -c"]],
+    ['sourcing standard input', ['bash', '-c', '. /dev/stdin <<< "rm x"']],
+    ['a process substitution as a redirection target', ['bash', '-c', 'ls > >(rm x)']],
   ])('%s', (_, argv) => {
     expect(effect(argv)).toBe('deny')
   })

@@ -74,6 +74,8 @@ const CORPUS = [
   'coproc rm z',
   'coproc NAME { rm w; }',
   'printf "a b" | sh',
+  'ls > >(rm x)',
+  'while read l; do echo "$l"; done < <(ls)',
 ]
 
 describe('the bash parser agrees with mvdan/sh', () => {
