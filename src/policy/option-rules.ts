@@ -10,7 +10,7 @@
 import { basename } from './exec/analysis.js'
 import { type OptionSpec, resolveLong } from './exec/options.js'
 import { type ParsedCommand, parseCommand, programOptions } from './exec/programs.js'
-import { globMatches, globsIntersect } from './glob.js'
+import { globMatcher, globsIntersect } from './glob.js'
 
 /** One option a rule requires: exactly this option, or any option spelled starting with `prefix`. */
 type Required = { canonical: string } | { prefix: string }
@@ -22,6 +22,7 @@ interface OptionRule {
   required: Required[]
   /** The rest of the pattern (case-folded), matched against the operands joined by spaces. */
   rest: string
+  matchesRest: (operands: string) => boolean
 }
 
 const GLOB = /[*?]/
@@ -35,7 +36,7 @@ export class OptionRules {
     if (!parsed) return
     const { program, ...rule } = parsed
     const list = this.byProgram.get(program) ?? []
-    list.push({ ...rule, index, slot })
+    list.push({ ...rule, matchesRest: globMatcher(rule.rest), index, slot })
     this.byProgram.set(program, list)
   }
 
@@ -76,7 +77,7 @@ export class OptionRules {
         .filter((i) => argv[i] !== '')
         .map((i) => (dynamic?.[i] ? (globs?.[i] ?? '*') : argv[i]!.toLowerCase()))
         .join(' ')
-      const matches = dynamic ? globsIntersect(rule.rest, text) : globMatches(rule.rest, text)
+      const matches = dynamic ? globsIntersect(rule.rest, text) : rule.matchesRest(text)
       if (matches) found[rule.slot] = rule.index
     }
   }

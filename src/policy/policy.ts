@@ -10,7 +10,7 @@
 
 import { PolicyError } from './errors.js'
 import { type AnalysedNode, analyseArgv, analyseScript, basename } from './exec/analyse.js'
-import { globMatches, globsIntersect } from './glob.js'
+import { globMatcher, globsIntersect } from './glob.js'
 import { OptionRules } from './option-rules.js'
 import { normalisePath } from './paths.js'
 import { type ExecContext, readOnlyCommand, SECRET_PATTERNS } from './readonly.js'
@@ -46,12 +46,20 @@ interface State {
   readonly current: number
 }
 
+interface ListedRule {
+  pattern: string
+  index: number
+  /** How many characters the pattern spells before its first `*` or `?`. */
+  literal: number
+  matches: (target: string) => boolean
+}
+
 interface Compiled {
   /** Each rule by index, with how a reason names it (`rule "x" in layer "y"`, escaped for humans). */
   readonly refs: ReadonlyArray<{ pattern: string; layer: string; by: string }>
   readonly indexes: Readonly<Record<Act, RuleIndex>>
   /** Exec rules as lists, for commands with run-time words (matched by glob intersection). */
-  readonly execLists: Readonly<Record<Effect, ReadonlyArray<{ pattern: string; index: number }>>>
+  readonly execLists: Readonly<Record<Effect, ReadonlyArray<ListedRule>>>
   /** Deny and ask rules read as program, options and rest (see option-rules.ts). */
   readonly optionRules: OptionRules
   /** Whether the read-only list is included. */
@@ -498,17 +506,16 @@ export class Policy {
       const firstDynamic = node.dynamic.indexOf(true)
       const prefix = `${argv.slice(0, firstDynamic).join(' ')} `
       allowed = Infinity
-      for (const { pattern, index } of compiled.execLists.allow) {
-        if (index < allowed && pattern.endsWith('*') && globMatches(pattern, prefix)) allowed = index
+      for (const { pattern, index, matches } of compiled.execLists.allow) {
+        if (index < allowed && pattern.endsWith('*') && matches(prefix)) allowed = index
       }
     } else {
       allowed = found[2]!
       if (node.allowAs && allowed === Infinity) {
         // `allow npx vitest*` names the tool it runs; `allow npx*` or `allow npm*` does not.
         const { spelling, named } = node.allowAs
-        for (const { pattern, index } of compiled.execLists.allow) {
-          if (index >= allowed || pattern.replace(/[*?].*$/s, '').length < named) continue
-          if (globMatches(pattern, spelling)) allowed = index
+        for (const { index, literal, matches } of compiled.execLists.allow) {
+          if (index < allowed && literal >= named && matches(spelling)) allowed = index
         }
       }
     }
@@ -695,7 +702,7 @@ function compile(state: State): Compiled {
   const indexes = {} as Record<Act, RuleIndex>
   for (const act of ACTS) indexes[act] = new RuleIndex()
   const optionRules = new OptionRules()
-  const execLists: Record<Effect, Array<{ pattern: string; index: number }>> = {
+  const execLists: Record<Effect, ListedRule[]> = {
     allow: [],
     ask: [],
     deny: [],
@@ -708,7 +715,15 @@ function compile(state: State): Compiled {
       // Deny and ask match case-folded (generous); hosts are case-insensitive whatever the effect.
       const pattern = rule.effect !== 'allow' || rule.act === 'net' ? fold(rule.pattern) : rule.pattern
       indexes[rule.act].add(pattern, rule.effect, index)
-      if (rule.act === 'exec') execLists[rule.effect].push({ pattern, index })
+      if (rule.act === 'exec') {
+        const literal = pattern.search(/[*?]/)
+        execLists[rule.effect].push({
+          pattern,
+          index,
+          literal: literal === -1 ? pattern.length : literal,
+          matches: globMatcher(pattern),
+        })
+      }
       if (rule.act === 'exec' && rule.effect !== 'allow')
         optionRules.add(rule.pattern, SLOT[rule.effect], index)
     }
@@ -733,10 +748,7 @@ function scanForms(index: RuleIndex, generous: readonly string[], strict: readon
   return found
 }
 
-function firstIntersecting(
-  list: ReadonlyArray<{ pattern: string; index: number }>,
-  globs: readonly string[],
-): number {
+function firstIntersecting(list: ReadonlyArray<ListedRule>, globs: readonly string[]): number {
   let best = Infinity
   for (const { pattern, index } of list) {
     if (index < best && globs.some((glob) => globsIntersect(pattern, glob))) best = index
