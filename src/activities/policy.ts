@@ -10,7 +10,7 @@ import type { ModelProvider } from '../model/index.js'
 import { Policy, PolicyError, rememberRule, renderExecVerdict, type Verdict } from '../policy/index.js'
 import type { ValidatedCall } from '../tools/schemas.js'
 import type { Act, ActionVerdict, RememberedRule } from '../workflows/types.js'
-import { longRunningCommand, resolveWorkspacePath } from '../workspace/index.js'
+import { holdsDeniedFile, longRunningCommand, resolveWorkspacePath } from '../workspace/index.js'
 import { contractProblems } from './preflight.js'
 import type { CommandSandbox } from './sandbox.js'
 import type { TetherActivities } from './types.js'
@@ -89,7 +89,9 @@ function judgeExec(
   argv: string[],
   noRetry: readonly string[],
 ): ActionVerdict {
-  const verdict = policy.checkExec(argv)
+  // A recursive reader (`grep -r`) is read-only only where the workspace holds no file the policy denies.
+  const denied = (path: string) => policy.check('read', path).effect === 'deny'
+  const verdict = policy.checkExec(argv, { holdsDenied: (path) => holdsDeniedFile(workspace, path, denied) })
   const remember = rememberRule('exec', argv)
   const base = {
     act: 'exec' as const,

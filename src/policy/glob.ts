@@ -40,7 +40,16 @@ export function globToRegExpSource(glob: string): string {
 }
 
 export function globMatches(pattern: string, target: string): boolean {
+  return shapeMatches(globShape(pattern), target)
+}
+
+/** A pattern compiled once, for matching it many times. */
+export function globMatcher(pattern: string): (target: string) => boolean {
   const shape = globShape(pattern)
+  return (target) => shapeMatches(shape, target)
+}
+
+function shapeMatches(shape: GlobShape, target: string): boolean {
   switch (shape.kind) {
     case 'exact':
       return target === shape.literal

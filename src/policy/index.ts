@@ -3,9 +3,10 @@
  * reaches the file system only when called), so a workflow, a local activity and the CLI share one judge.
  */
 export { PolicyError } from './errors.js'
+export { type AnalysedNode, analyseArgv, analyseScript } from './exec/analyse.js'
 export { loadPolicyFile, parsePolicyText } from './file.js'
 export { Policy } from './policy.js'
-export { namesSensitivePath, readOnlyName } from './readonly.js'
+export { type ExecContext, namesSensitivePath } from './readonly.js'
 export { type RememberedRule, rememberRule } from './remember.js'
 export { quoteWord, renderCommand, renderExecVerdict } from './render.js'
 export {

@@ -10,7 +10,7 @@
 
 import { PolicyError } from './errors.js'
 import { type AnalysedNode, analyseArgv, analyseScript, basename } from './exec/analyse.js'
-import { globMatches, globsIntersect } from './glob.js'
+import { globMatcher, globsIntersect } from './glob.js'
 import {
   type Approver,
   type ApproverIdentity,
@@ -19,9 +19,11 @@ import {
   type IdentityMode,
   normaliseApprovers,
 } from './identity.js'
-import { readOnlyName } from './readonly.js'
+import { OptionRules } from './option-rules.js'
+import { normalisePath } from './paths.js'
+import { type ExecContext, readOnlyCommand, SECRET_PATTERNS } from './readonly.js'
 import { escapeText, isPlainWord, renderCommand } from './render.js'
-import { ALL_EFFECTS, ALLOW, DENY_OR_ASK, RuleIndex } from './rules.js'
+import { ALL_EFFECTS, ALLOW, DENY_OR_ASK, RuleIndex, SLOT } from './rules.js'
 import {
   combineSandbox,
   type ParsedSandboxSettings,
@@ -40,6 +42,8 @@ import {
   type ExecVerdict,
   type Verdict,
 } from './types.js'
+
+export { normalisePath } from './paths.js'
 
 type Include = (typeof INCLUDES)[number]
 
@@ -60,18 +64,25 @@ interface State {
   readonly current: number
 }
 
+interface ListedRule {
+  pattern: string
+  index: number
+  /** How many characters the pattern spells before its first `*` or `?`. */
+  literal: number
+  matches: (target: string) => boolean
+}
+
 interface Compiled {
   /** Each rule by index, with how a reason names it (`rule "x" in layer "y"`, escaped for humans). */
   readonly refs: ReadonlyArray<{ pattern: string; layer: string; by: string }>
   readonly indexes: Readonly<Record<Act, RuleIndex>>
   /** Exec rules as lists, for commands with run-time words (matched by glob intersection). */
-  readonly execLists: Readonly<Record<Effect, ReadonlyArray<{ pattern: string; index: number }>>>
-  readonly hasExecDeny: boolean
+  readonly execLists: Readonly<Record<Effect, ReadonlyArray<ListedRule>>>
+  /** Deny and ask rules read as program, options and rest (see option-rules.ts). */
+  readonly optionRules: OptionRules
   /** Whether the read-only list is included. */
   readonly readOnly: boolean
 }
-
-const SECRET_PATTERNS = ['.env', '.env.*', '*.pem', '*.key', 'id_rsa', 'id_ed25519']
 
 /** Program names people cannot read reliably: whitespace, control, invisible or non-ASCII characters. */
 const UNREADABLE_PROGRAM = /[^\x21-\x7e]/
@@ -400,8 +411,11 @@ export class Policy {
     }
   }
 
-  /** Judges an argv (program first) on its effective command tree; `checks` lists every judged node. */
-  checkExec(argv: readonly string[]): ExecVerdict {
+  /**
+   * Judges an argv (program first) on its effective command tree; `checks` lists every judged node.
+   * `context` tells what the policy cannot know itself (see ExecContext).
+   */
+  checkExec(argv: readonly string[], context?: ExecContext): ExecVerdict {
     let nul = false
     if (Array.isArray(argv) && argv.length > 0) {
       for (const word of argv) {
@@ -413,7 +427,7 @@ export class Policy {
       const reason = 'An argument contains a NUL character, which no program can receive.'
       return { ...refusal('exec', renderCommand(argv), reason), checks: [] }
     }
-    return this.judgeTree(analyseArgv(argv), argv)
+    return this.judgeTree(analyseArgv(argv), argv, context)
   }
 
   private malformed(): ExecVerdict {
@@ -424,12 +438,18 @@ export class Policy {
   }
 
   /** `shown` is the call as a human reads it, or its argv (rendered only when no node already did). */
-  private judgeTree(nodes: readonly AnalysedNode[], shown: string | readonly string[]): ExecVerdict {
-    const checks: ExecCheck[] = new Array(nodes.length)
+  private judgeTree(
+    nodes: readonly AnalysedNode[],
+    shown: string | readonly string[],
+    context?: ExecContext,
+  ): ExecVerdict {
+    const checks: ExecCheck[] = []
     let deciding: ExecCheck | undefined
     for (let i = 0; i < nodes.length; i++) {
-      const check = this.judgeNode(nodes[i]!)
-      checks[i] = check
+      const check = this.judgeNode(nodes[i]!, context)
+      // What a command only might run counts (and is shown) when a deny rule meets it, and not otherwise.
+      if (check.probe && check.effect !== 'deny') continue
+      checks.push(check)
       // The strictest effect decides; among equals, the first check a rule decided names the rule.
       if (!deciding || EFFECT_RANK[check.effect] > EFFECT_RANK[deciding.effect]) deciding = check
       else if (check.effect === deciding.effect && deciding.rule === undefined && check.rule !== undefined) {
@@ -439,10 +459,12 @@ export class Policy {
     let display: string
     if (typeof shown === 'string') display = shown
     else {
-      // The root node judged this very argv (same array) when nothing was rewritten (`env -S` splits words).
+      // The root node judged this very argv (same words) when nothing was rewritten (`env -S` splits words).
       const root = nodes[0]
       const same =
-        root !== undefined && root.argv === shown && (root.kind === 'command' || root.kind === 'wrapper')
+        root !== undefined &&
+        (root.kind === 'command' || root.kind === 'wrapper') &&
+        sameWords(root.argv, shown)
       display = same ? checks[0]!.target : renderCommand(shown)
     }
     if (!deciding) {
@@ -462,36 +484,101 @@ export class Policy {
     return verdict
   }
 
-  private judgeNode(node: AnalysedNode): ExecCheck {
+  private judgeNode(node: AnalysedNode, context: ExecContext | undefined): ExecCheck {
     let verdict: Verdict
-    if (node.kind === 'opaque') {
-      // Never weaker than the exec default either: under a deny-by-default policy it is denied.
-      const deny = this.compiled.hasExecDeny || this.state.defaults.exec === 'deny'
-      verdict = {
-        effect: deny ? 'deny' : 'ask',
-        act: 'exec',
-        target: escapeText(node.target),
-        reason: `Not analysable: ${escapeText(node.note ?? 'unknown construct')}; ${
-          deny ? 'refused, since the policy denies commands' : 'it needs approval'
-        } (tether never allows what it cannot analyse).`,
-      }
-    } else if (node.kind === 'file') {
+    if (node.kind === 'opaque') verdict = this.judgeOpaque(node)
+    else if (node.kind === 'file') {
       verdict = capped(this.check(node.act === 'exec' ? 'write' : node.act, node.target), node.cap)
-    } else verdict = this.judgeCommand(node)
+    } else verdict = this.judgeCommand(node, context)
     // Every verdict above is a fresh object, so it becomes the check in place.
     const check = verdict as ExecCheck
     check.kind = node.kind
     check.depth = node.depth
+    if (node.code !== undefined) check.code = node.code
+    if (node.probe) {
+      check.probe = true
+      check.reason = `It might run this: ${check.reason}`
+    }
     return check
   }
 
-  private judgeCommand(node: AnalysedNode): Verdict {
+  /**
+   * What tether cannot reduce to static commands. The part it can read (a command whose name is only known
+   * at run time) meets deny and ask rules; otherwise it is asked about, shown as it is, and denied only
+   * under a deny-by-default policy. It is never allowed.
+   */
+  private judgeOpaque(node: AnalysedNode): Verdict {
+    const target = escapeText(node.target)
+    // A command name only known at run time meets deny and ask rules through what can be read of it
+    // (`rm${IFS}-rf`); one with nothing static (`$CMD`) could be anything, so it is only asked about.
+    const readable = node.argv.length > 0 && (!node.dynamic?.[0] || /[^*]/.test(node.globs?.[0] ?? '*'))
+    if (readable) {
+      const found = this.ruleMatches(node, node.argv[0]!, basename(node.argv[0]!))
+      if (found[0] !== Infinity) return this.ruleVerdict('exec', 'deny', target, found[0]!)
+      if (found[1] !== Infinity) return this.ruleVerdict('exec', 'ask', target, found[1]!)
+    }
+    const deny = this.state.defaults.exec === 'deny'
+    return {
+      effect: deny ? 'deny' : 'ask',
+      act: 'exec',
+      target,
+      reason: `Not analysable: ${escapeText(node.note ?? 'unknown construct')}; ${
+        deny ? 'refused, since the exec default is deny' : 'it needs approval'
+      } (tether never allows what it cannot analyse).`,
+    }
+  }
+
+  /** The first deny and ask rules (and, for static commands, allow rules) meeting a command, as indexes. */
+  private ruleMatches(
+    node: AnalysedNode,
+    program: string,
+    base: string,
+    plain?: boolean,
+    joined?: string,
+  ): number[] {
+    const compiled = this.compiled
+    const argv = node.argv
+    let found: number[]
+    if (node.dynamic) {
+      const globArgv = argv.map((word, i) => (node.dynamic?.[i] ? (node.globs?.[i] ?? '*') : word))
+      const globs = execForms({
+        program: globArgv[0]!,
+        base: node.dynamic[0] ? basename(globArgv[0]!) : base,
+        argv: globArgv,
+        joined: globArgv.join(' '),
+        plain: false,
+        extra: node.forms,
+      })
+      found = [
+        firstIntersecting(compiled.execLists.deny, globs),
+        firstIntersecting(compiled.execLists.ask, globs),
+        Infinity,
+      ]
+    } else {
+      found = scanCommand(compiled.indexes.exec, {
+        program,
+        base,
+        argv,
+        joined: joined ?? argv.join(' '),
+        plain: plain ?? argv.every(isPlainWord),
+        extra: node.forms,
+      })
+    }
+    if (!node.dynamic?.[0]) {
+      const name = lowerCase(base)
+      if (compiled.optionRules.covers(name))
+        compiled.optionRules.scan(name, argv, node.dynamic, node.globs, found, node.parsed)
+    }
+    return found
+  }
+
+  private judgeCommand(node: AnalysedNode, context: ExecContext | undefined): Verdict {
     const argv = node.argv
     const program = argv[0]!
-    const joined = argv.join(' ')
     // Plain words (the usual case) are shown as they are and need no normalised spelling.
     const plain = !node.dynamic && argv.every(isPlainWord)
-    const display = plain ? joined : renderCommand(argv, node.dynamic)
+    const joined = plain ? argv.join(' ') : undefined
+    const display = joined ?? renderCommand(argv, node.dynamic)
     if (!plain && (program === '' || UNREADABLE_PROGRAM.test(program))) {
       return refusal(
         'exec',
@@ -500,29 +587,9 @@ export class Policy {
       )
     }
     const compiled = this.compiled
-    const base = basename(program)
-    let denied: number
-    let asked: number
-    let found: number[] | undefined
-    if (node.dynamic) {
-      const globArgv = argv.map((word, i) => (node.dynamic?.[i] ? '*' : word))
-      const globs = execForms({
-        program,
-        base,
-        argv: globArgv,
-        joined: globArgv.join(' '),
-        plain: false,
-        extra: node.forms,
-      })
-      denied = firstIntersecting(compiled.execLists.deny, globs)
-      asked = firstIntersecting(compiled.execLists.ask, globs)
-    } else {
-      found = scanCommand(compiled.indexes.exec, { program, base, argv, joined, plain, extra: node.forms })
-      denied = found[0]!
-      asked = found[1]!
-    }
-    if (denied !== Infinity) return this.ruleVerdict('exec', 'deny', display, denied)
-    if (asked !== Infinity) return this.ruleVerdict('exec', 'ask', display, asked)
+    const found = this.ruleMatches(node, program, basename(program), plain, joined)
+    if (found[0] !== Infinity) return this.ruleVerdict('exec', 'deny', display, found[0]!)
+    if (found[1] !== Infinity) return this.ruleVerdict('exec', 'ask', display, found[1]!)
     if (node.kind === 'wrapper') {
       if (node.cap)
         return {
@@ -544,15 +611,25 @@ export class Policy {
       const firstDynamic = node.dynamic.indexOf(true)
       const prefix = `${argv.slice(0, firstDynamic).join(' ')} `
       allowed = Infinity
-      for (const { pattern, index } of compiled.execLists.allow) {
-        if (index < allowed && pattern.endsWith('*') && globMatches(pattern, prefix)) allowed = index
+      for (const { pattern, index, matches } of compiled.execLists.allow) {
+        if (index < allowed && pattern.endsWith('*') && matches(prefix)) allowed = index
       }
     } else {
-      allowed = found![2]!
+      allowed = found[2]!
+      if (node.allowAs && allowed === Infinity) {
+        // `allow npx vitest*` names the tool it runs; `allow npx*` or `allow npm*` does not.
+        const { spelling, named } = node.allowAs
+        for (const { index, literal, matches } of compiled.execLists.allow) {
+          if (index < allowed && literal >= named && matches(spelling)) allowed = index
+        }
+      }
     }
-    if (allowed !== Infinity) return capped(this.ruleVerdict('exec', 'allow', display, allowed), node.cap)
-    if (this.compiled.readOnly && !node.dynamic && !node.interpreter && node.kind === 'command') {
-      const name = readOnlyName(argv)
+    if (allowed !== Infinity) {
+      const verdict = this.ruleVerdict('exec', 'allow', display, allowed)
+      return capped(verdict, node.cap ?? unnamedRisk(node, compiled.refs[allowed]!.pattern))
+    }
+    if (compiled.readOnly && !node.interpreter && !node.risks && node.kind === 'command') {
+      const name = readOnlyCommand(argv, context, node.dynamic, node.environment)
       if (name) {
         return capped(
           {
@@ -567,7 +644,9 @@ export class Policy {
         )
       }
     }
-    return capped(this.defaultVerdict('exec', display), node.cap)
+    // Code tether does not read is allowed only by a rule that names it, never by the default.
+    const cap = node.unreduced ? 'it runs code tether does not analyse (shown with the command)' : node.cap
+    return capped(this.defaultVerdict('exec', display), node.cap ?? cap)
   }
 
   private checkPath(act: 'read' | 'write', target: string): Verdict {
@@ -678,6 +757,22 @@ export class Policy {
 
 // ---- helpers
 
+/** A program name case-folded; names are nearly always lower case already, so that is checked first. */
+function lowerCase(name: string): string {
+  for (let i = 0; i < name.length; i++) {
+    const code = name.charCodeAt(i)
+    if ((code >= 65 && code <= 90) || code > 127) return name.toLowerCase()
+  }
+  return name
+}
+
+function sameWords(a: readonly string[], b: readonly string[]): boolean {
+  if (a === b) return true
+  if (a.length !== b.length) return false
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
+  return true
+}
+
 function allDefaults(effect: Effect): Record<Act, Effect> {
   return { read: effect, write: effect, exec: effect, net: effect }
 }
@@ -732,7 +827,8 @@ function compile(state: State): Compiled {
   const refs: Array<{ pattern: string; layer: string; by: string }> = []
   const indexes = {} as Record<Act, RuleIndex>
   for (const act of ACTS) indexes[act] = new RuleIndex()
-  const execLists: Record<Effect, Array<{ pattern: string; index: number }>> = {
+  const optionRules = new OptionRules()
+  const execLists: Record<Effect, ListedRule[]> = {
     allow: [],
     ask: [],
     deny: [],
@@ -745,14 +841,24 @@ function compile(state: State): Compiled {
       // Deny and ask match case-folded (generous); hosts are case-insensitive whatever the effect.
       const pattern = rule.effect !== 'allow' || rule.act === 'net' ? fold(rule.pattern) : rule.pattern
       indexes[rule.act].add(pattern, rule.effect, index)
-      if (rule.act === 'exec') execLists[rule.effect].push({ pattern, index })
+      if (rule.act === 'exec') {
+        const literal = pattern.search(/[*?]/)
+        execLists[rule.effect].push({
+          pattern,
+          index,
+          literal: literal === -1 ? pattern.length : literal,
+          matches: globMatcher(pattern),
+        })
+      }
+      if (rule.act === 'exec' && rule.effect !== 'allow')
+        optionRules.add(rule.pattern, SLOT[rule.effect], index)
     }
   }
   return {
     refs,
     indexes,
     execLists,
-    hasExecDeny: execLists.deny.length > 0,
+    optionRules,
     readOnly: state.include.includes('read-only'),
   }
 }
@@ -768,10 +874,7 @@ function scanForms(index: RuleIndex, generous: readonly string[], strict: readon
   return found
 }
 
-function firstIntersecting(
-  list: ReadonlyArray<{ pattern: string; index: number }>,
-  globs: readonly string[],
-): number {
+function firstIntersecting(list: ReadonlyArray<ListedRule>, globs: readonly string[]): number {
   let best = Infinity
   for (const { pattern, index } of list) {
     if (index < best && globs.some((glob) => globsIntersect(pattern, glob))) best = index
@@ -815,9 +918,9 @@ function execForms({ program, base, argv, joined, plain, extra }: CommandText): 
 function scanCommand(index: RuleIndex, command: CommandText): number[] {
   const { program, base, joined, plain, extra } = command
   const found = [Infinity, Infinity, Infinity]
-  const foldedProgram = fold(program)
-  index.scanWord(foldedProgram, foldedProgram === program ? ALL_EFFECTS : DENY_OR_ASK, found)
-  if (foldedProgram !== program) index.scanWord(program, ALLOW, found)
+  // The program alone meets deny and ask rules only: an allow rule names the whole command it allows
+  // (`allow rustc` allows `rustc`, not `rustc --version`), and the line below is that whole command.
+  index.scanWord(fold(program), DENY_OR_ASK, found)
   const foldedLine = fold(joined)
   index.scan(foldedLine, foldedLine === joined ? ALL_EFFECTS : DENY_OR_ASK, found)
   if (foldedLine !== joined) index.scan(joined, ALLOW, found)
@@ -826,20 +929,6 @@ function scanCommand(index: RuleIndex, command: CommandText): number[] {
     for (let i = 2; i < forms.length; i++) index.scan(forms[i]!, DENY_OR_ASK, found)
   }
   return found
-}
-
-/** Lexical normalisation: no `//`, no `.` segments, `..` resolved where it can be. */
-export function normalisePath(path: string): string {
-  const absolute = path.startsWith('/')
-  const out: string[] = []
-  for (const segment of path.split('/')) {
-    if (segment === '' || segment === '.') continue
-    if (segment === '..' && out.length > 0 && out[out.length - 1] !== '..') out.pop()
-    else if (segment === '..' && absolute) continue
-    else out.push(segment)
-  }
-  const joined = out.join('/')
-  return absolute ? `/${joined}` : joined || '.'
 }
 
 function withLastSegment(paths: readonly string[]): string[] {
@@ -862,6 +951,27 @@ function netForms(target: string): string[] | undefined {
   const host = (port ? port[1]! : lowered).replace(/\.$/, '')
   if (host === '') return undefined
   return port ? [`${host}:${port[2]}`, host] : [host]
+}
+
+/**
+ * Why an allow by `pattern` does not cover the node: an option that changes what the program does which
+ * the rule does not name (`allow find*` does not cover `find . -delete`; `allow find * -delete` does).
+ */
+function unnamedRisk(node: AnalysedNode, pattern: string): string | undefined {
+  for (const risk of node.risks ?? []) {
+    if (risk.names.some((name) => name !== '' && namesWord(pattern, name))) continue
+    return `${risk.option} ${risk.what}, which the rule does not name`
+  }
+  return undefined
+}
+
+function namesWord(pattern: string, word: string): boolean {
+  for (let at = pattern.indexOf(word); at !== -1; at = pattern.indexOf(word, at + 1)) {
+    const before = at === 0 ? ' ' : pattern[at - 1]!
+    const after = pattern[at + word.length] ?? ' '
+    if (/[\s]/.test(before) && /[\s=*]/.test(after)) return true
+  }
+  return false
 }
 
 function capped(verdict: Verdict, cap: string | undefined): Verdict {

@@ -1,21 +1,150 @@
 /**
  * The read-only list: commands that only read and print, which a policy can auto-allow with
- * `include: [read-only]`. Each entry names the argument forms that are *not* read-only (they write, delete,
- * launch another program or change state) and those forms are not auto-allowed. Nothing is auto-allowed
- * when an argument names a sensitive path (`.env`, keys, `~/.ssh`, cloud and package-manager credentials).
- * Interpreters, shells, pagers and anything that prints the environment are never on the list.
+ * `include: [read-only]`, and the one list of secret files that serves both its exclusions and the
+ * presets' `builtin-secrets` layer.
+ *
+ * A listed command is not read-only when an option changes what it does (the analyser marks those as
+ * risks: `sort -o`, `find -delete`, `git -c`, …), when it prints the environment (`jq env`, `ps e`,
+ * `/proc/*\/environ`), when an argument names a secret, in the per-command forms below (a second operand
+ * of `uniq` is its output file, `git branch NAME` creates a branch), or when it reads recursively through
+ * a part of the workspace that holds files the policy denies reading.
  */
+import { globToRegExpSource } from './glob.js'
+import { normalisePath } from './paths.js'
+
+/** What the policy cannot know by itself when it judges a command (the policy stays pure: the caller asks). */
+export interface ExecContext {
+  /**
+   * Whether the workspace at this path (a file, or a directory and everything under it; relative to the
+   * workspace root) holds a file the policy denies reading. Recursive readers (`grep -r`, `rg`) are
+   * read-only only where it does not; without an answer they are never read-only.
+   */
+  holdsDenied?: (path: string) => boolean
+}
+
+// ---- secrets
+
+/** Secret files by name: matched against a path's last segment, case-insensitively. */
+const SECRET_NAMES = [
+  '.env',
+  '.env.*',
+  '*.pem',
+  '*.key',
+  '*.p12',
+  '*.pfx',
+  '*.keystore',
+  '*.jks',
+  '*.ppk',
+  '*.kdbx',
+  '*.tfstate',
+  '*.tfstate.backup',
+  'id_rsa',
+  'id_dsa',
+  'id_ecdsa',
+  'id_ed25519',
+  'id_ecdsa_sk',
+  'id_ed25519_sk',
+  '.npmrc',
+  '.yarnrc.yml',
+  '.pypirc',
+  '.netrc',
+  '_netrc',
+  '.git-credentials',
+  '.pgpass',
+  '.my.cnf',
+  '.htpasswd',
+  '.vault-token',
+  '.dockercfg',
+  'credentials.json',
+  'master.key',
+  '.boto',
+  '.s3cfg',
+  'kubeconfig',
+  'shadow',
+  'gshadow',
+  'sudoers',
+]
+/** Directories whose every file is a secret: matched as path segments. */
+const SECRET_DIRECTORIES = [
+  '.ssh',
+  '.aws',
+  '.gnupg',
+  '.azure',
+  '.kube',
+  '.docker',
+  '.config/gcloud',
+  '.config/gh',
+  '.config/hub',
+  '.terraform.d',
+  '.password-store',
+  '.local/share/keyrings',
+]
+/** Secret files named by a directory and a name (`.cargo/credentials`). */
+const SECRET_FILES = ['.cargo/credentials', '.cargo/credentials.toml', '.gem/credentials']
+
+/**
+ * The `builtin-secrets` layer's patterns (denied for read and write by the tiered and strict presets): the
+ * names as they are (a pattern also matches a path's last segment), directories and files anywhere.
+ */
+export const SECRET_PATTERNS: readonly string[] = [
+  ...SECRET_NAMES,
+  ...SECRET_DIRECTORIES.flatMap((dir) => [`${dir}/*`, `*/${dir}/*`]),
+  ...SECRET_FILES.flatMap((file) => [file, `*/${file}`]),
+]
+
+const SECRET_NAME = new RegExp(`^(${SECRET_NAMES.map(globToRegExpSource).join('|')})$`, 'iu')
+const SECRET_PATH = new RegExp(
+  `(^|/)(${[...SECRET_DIRECTORIES, ...SECRET_FILES].map(globToRegExpSource).join('|')})(/|$)`,
+  'iu',
+)
+/** A cheap first look: every secret name or path contains one of these. */
+const MAYBE_SECRET =
+  /env|pem|key|p12|pfx|jks|ppk|kdbx|tfstate|id_|rc|netrc|credential|pgpass|cnf|htpasswd|token|docker|cfg|boto|kube|shadow|sudoers|ssh|aws|gnupg|azure|gcloud|config|terraform|password|keyring|proc/i
+
+/**
+ * Whether a word (or the value inside `--opt=value`, `rev:path`) names a path holding secrets, under any
+ * spelling: `~/.ssh/id_rsa`, `config//.env`, `/proc/self/root/home/u/.aws/credentials`, any process's
+ * `environ` (`//proc/1/environ`, `/proc/./self/environ`).
+ */
+export function namesSensitivePath(word: string): boolean {
+  if (!MAYBE_SECRET.test(word)) return false
+  for (const piece of word.split(/[=:,]/)) {
+    // `/proc/PID/root/…` is the root directory again; `/proc/PID/cwd/…` a working directory.
+    const path = normalisePath(piece.replace(/^~/, '')).replace(/^\/proc\/[^/]+\/(root|cwd)(?=\/|$)/, '')
+    const last = path.slice(path.lastIndexOf('/') + 1)
+    if (SECRET_NAME.test(last) || SECRET_PATH.test(path) || last.toLowerCase() === 'environ') return true
+  }
+  return false
+}
+
+// ---- the list
 
 interface ReadOnlyEntry {
   /** Arguments (exact, or `--name` matching `--name=…`) that make the command not read-only. */
   excluded?: readonly string[]
-  /** Argument prefixes that make it not read-only (`-o` also covers `-ofile`). */
-  excludedPrefixes?: readonly string[]
   /** At most this many operands (words not starting with `-`). */
   maxOperands?: number
   /** A check of the whole argv for forms the lists above cannot express. */
   refuse?: (args: readonly string[]) => boolean
+  /** The paths it reads recursively, when it does (see ExecContext). */
+  recursive?: (args: readonly string[]) => readonly string[] | undefined
 }
+
+/** `grep -r` and friends: the operands it reads through (the working directory without one). */
+function recursiveWith(flags: RegExp): (args: readonly string[]) => readonly string[] | undefined {
+  return (args) => {
+    if (!args.some((a) => flags.test(a))) return undefined
+    return operandsOf(args)
+  }
+}
+
+function operandsOf(args: readonly string[]): readonly string[] {
+  const operands = args.filter((a) => !a.startsWith('-'))
+  return operands.length > 0 ? operands : ['.']
+}
+
+const GREP_RECURSIVE =
+  /^(-[A-Za-z0-9]*[rR][A-Za-z0-9]*|--recursive|--dereference-recursive|--directories=recurse|--rec\w*|--deref\w*)$/
 
 const ENTRIES: Record<string, ReadOnlyEntry> = {
   ls: {},
@@ -41,31 +170,32 @@ const ENTRIES: Record<string, ReadOnlyEntry> = {
   free: {},
   ps: {},
   pgrep: {},
-  date: { excluded: ['-s', '--set'], excludedPrefixes: ['-s'] },
+  date: {},
   hostname: { maxOperands: 0 },
   which: {},
   type: {},
-  file: { excluded: ['-C', '--compile'] },
+  file: {},
   stat: {},
   du: {},
   df: {},
-  tree: { excluded: ['-o'], excludedPrefixes: ['-o'] },
+  tree: {},
   realpath: {},
   readlink: {},
   basename: {},
   dirname: {},
-  diff: {},
+  // The first operand of grep is its pattern, not a path it reads.
+  diff: { recursive: recursiveWith(/^(-[A-Za-z]*r[A-Za-z]*|--recursive)$/) },
   cmp: {},
   comm: {},
-  grep: {},
-  egrep: {},
-  fgrep: {},
-  rg: { excluded: ['--pre', '--hostname-bin', '--search-zip', '-z'] },
-  find: {
-    excluded: ['-exec', '-execdir', '-ok', '-okdir', '-delete', '-fprint', '-fprint0', '-fprintf', '-fls'],
+  grep: { recursive: grepRecursive },
+  egrep: { recursive: grepRecursive },
+  fgrep: { recursive: grepRecursive },
+  rg: {
+    recursive: (args) => (args.some((a) => /^--(files|type-list)$/.test(a)) ? undefined : searched(args)),
   },
-  fd: { excluded: ['-x', '--exec', '-X', '--exec-batch'] },
-  sort: { excluded: ['-o', '--output', '--compress-program'], excludedPrefixes: ['-o'] },
+  find: {},
+  fd: {},
+  sort: {},
   uniq: { maxOperands: 1 },
   cut: {},
   tr: {},
@@ -81,19 +211,28 @@ const ENTRIES: Record<string, ReadOnlyEntry> = {
   od: {},
   hexdump: {},
   strings: {},
-  xxd: { excluded: ['-r', '-revert'], maxOperands: 1 },
-  base64: { excluded: ['-o', '--output'] },
+  xxd: { maxOperands: 1 },
+  base64: {},
   cd: {},
   pushd: {},
   popd: {},
   sleep: {},
-  sed: { excluded: ['-i', '--in-place'], excludedPrefixes: ['-i', '--in-place', '-f', '--file'] },
+  sed: {},
 }
 
-/**
- * git subcommands that only read, each with its own exclusions. Global options that change what git runs
- * (`-c`, `--exec-path`, `--config-env`, `-p`/`--paginate`) and `--output`/`--ext-diff` exclude any of them.
- */
+function grepRecursive(args: readonly string[]): readonly string[] | undefined {
+  return args.some((a) => GREP_RECURSIVE.test(a)) ? searched(args) : undefined
+}
+
+/** The paths a grep-like search reads: its operands after the pattern (the working directory without any). */
+function searched(args: readonly string[]): readonly string[] {
+  const operands = args.filter((a) => !a.startsWith('-'))
+  const hasPattern = !args.some((a) => /^(-e|-f|--regexp|--file)/.test(a))
+  const paths = hasPattern ? operands.slice(1) : operands
+  return paths.length > 0 ? paths : ['.']
+}
+
+/** git subcommands that only read, each with its own exclusions (options are the analyser's risks). */
 const GIT: Record<string, ReadOnlyEntry> = {
   status: {},
   log: {},
@@ -112,106 +251,73 @@ const GIT: Record<string, ReadOnlyEntry> = {
   'merge-base': {},
   'name-rev': {},
   'count-objects': {},
-  grep: { excluded: ['-O', '--open-files-in-pager'], excludedPrefixes: ['-O', '--open'] },
-  branch: {
-    // Listing only: any operand (outside --list patterns) creates a branch.
-    excluded: [
-      '-d',
-      '-D',
-      '--delete',
-      '-m',
-      '-M',
-      '--move',
-      '-c',
-      '-C',
-      '--copy',
-      '-f',
-      '--force',
-      '-u',
-      '--set-upstream-to',
-      '--unset-upstream',
-      '--edit-description',
-      '--track',
-      '--no-track',
-    ],
-    refuse: (args) => !args.some((a) => a === '-l' || a === '--list') && args.some((a) => !a.startsWith('-')),
+  grep: {
+    recursive: (args) => (args.some((a) => a === '--untracked' || a === '--no-index') ? ['.'] : undefined),
   },
-  tag: {
-    excluded: ['-d', '--delete', '-a', '--annotate', '-s', '--sign', '-f', '--force', '-m', '-F', '-u', '-e'],
-    refuse: (args) => !args.some((a) => a === '-l' || a === '--list') && args.some((a) => !a.startsWith('-')),
-  },
+  // Listing only: any operand (outside --list patterns) creates a branch or tag; deleting, moving, signing and
+  // the like are the analyser's risks.
+  branch: { refuse: createsRef },
+  tag: { refuse: createsRef },
   // `git remote show` contacts the remote, so only listing and `get-url` count.
   remote: { refuse: (args) => ![undefined, 'get-url'].includes(args.find((a) => !a.startsWith('-'))) },
-  config: {
-    refuse: (args) =>
-      !args.some((a) => /^(--get|--get-all|--get-regexp|--list|-l)$/.test(a) || a === 'get' || a === 'list'),
-  },
+  // The analyser marks every form that writes (or opens an editor) as a risk.
+  config: {},
   stash: { refuse: (args) => !['list', 'show'].includes(args.find((a) => !a.startsWith('-')) ?? '') },
   reflog: { refuse: (args) => !['show', undefined].includes(args.find((a) => !a.startsWith('-'))) },
   worktree: { refuse: (args) => args.find((a) => !a.startsWith('-')) !== 'list' },
   submodule: { refuse: (args) => args.find((a) => !a.startsWith('-')) !== 'status' },
   version: {},
 }
-const GIT_EXCLUDED_GLOBAL = /^(-c|--exec-path|--config-env|-p|--paginate|--git-dir|--work-tree)(=|$)|^-c./
-const GIT_EXCLUDED_ANYWHERE = ['--output', '--ext-diff', '--textconv', '--upload-pack', '--exec']
 
-/** npm subcommands that only read the project or the registry. */
-const NPM = new Set([
-  'ls',
-  'list',
-  'll',
-  'la',
-  'view',
-  'info',
-  'show',
-  'outdated',
-  'root',
-  'prefix',
-  'explain',
-  'why',
-])
-
-const SENSITIVE_NAME =
-  /^(\.env(\..*)?|.*\.(pem|key|p12|pfx|keystore|jks|ppk|gpg|asc|kdbx|tfstate)|id_(rsa|dsa|ecdsa|ed25519)(_sk)?(\.pub)?|\.npmrc|\.yarnrc(\.yml)?|\.pypirc|\.netrc|_netrc|\.git-credentials|\.pgpass|\.my\.cnf|credentials(\.json|\.db)?|\.htpasswd|\.vault-token|kubeconfig|\.dockercfg|secrets?(\..*)?|shadow|gshadow|sudoers|master\.key|\.boto|\.s3cfg)$/i
-const SENSITIVE_PATH =
-  /(^|\/)(\.ssh|\.aws|\.gnupg|\.azure|\.kube|\.docker|\.config\/gcloud|\.config\/gh|\.config\/hub|\.cargo\/credentials|\.gem\/credentials|\.terraform\.d|\.password-store|\.local\/share\/keyrings)(\/|$)|^\/proc\/[^/]+\/environ$|^\/etc\/(shadow|gshadow|sudoers)/i
-
-/** A cheap first look: every sensitive name or path contains one of these. */
-const MAYBE_SENSITIVE =
-  /env|pem|key|p12|pfx|jks|ppk|gpg|asc|kdbx|tfstate|id_|rc|pypirc|netrc|credential|pgpass|cnf|htpasswd|token|kubeconfig|cfg|secret|shadow|sudoers|boto|ssh|aws|gnupg|azure|kube|docker|gcloud|config|cargo|gem|terraform|password|keyring|proc/i
-
-/** Whether a word (or the value inside `--opt=value`) names a path holding secrets. */
-export function namesSensitivePath(word: string): boolean {
-  if (!MAYBE_SENSITIVE.test(word)) return false
-  for (const piece of word.split(/[=:,]/)) {
-    const path = piece.replace(/^~/, '')
-    const last = path.replace(/\/+$/, '').split('/').pop() ?? ''
-    if (SENSITIVE_NAME.test(last) || SENSITIVE_PATH.test(path)) return true
-  }
-  return false
+function createsRef(args: readonly string[]): boolean {
+  return !args.some((a) => a === '-l' || a === '--list') && args.some((a) => !a.startsWith('-'))
 }
 
-function allowedBy(entry: ReadOnlyEntry, args: readonly string[]): boolean {
-  for (const arg of args) {
-    const name = arg.split('=')[0]!
-    if (entry.excluded?.includes(name)) return false
-    if (entry.excludedPrefixes?.some((p) => arg.startsWith(p))) return false
-  }
+/** Commands whose arguments are data whatever they turn out to be (`[ $i -lt 3 ]`, `echo "$f"`). */
+const DATA_ONLY = new Set(['echo', 'test', '[', 'true', 'false', ':', 'sleep', 'basename', 'dirname', 'pwd'])
+const PRINTS = new Set(['echo', 'basename', 'dirname'])
+
+/** npm subcommands that only read the project (the registry is the network: `npm view` is not here). */
+const NPM = new Set(['ls', 'list', 'll', 'la', 'root', 'prefix', 'explain', 'why'])
+
+function allowedBy(entry: ReadOnlyEntry, args: readonly string[], context: ExecContext | undefined): boolean {
+  for (const arg of args) if (entry.excluded?.includes(arg.split('=')[0]!)) return false
   if (entry.maxOperands !== undefined && args.filter((a) => !a.startsWith('-')).length > entry.maxOperands)
     return false
-  return !entry.refuse?.(args)
+  if (entry.refuse?.(args)) return false
+  const recursive = entry.recursive?.(args)
+  return !recursive || recursive.every((path) => readableThrough(path, context))
+}
+
+/** A recursive read stays read-only only through workspace paths known to hold no denied file. */
+function readableThrough(path: string, context: ExecContext | undefined): boolean {
+  const normal = normalisePath(path.replace(/^~/, '/~'))
+  if (normal.startsWith('/') || normal === '..' || normal.startsWith('../')) return false
+  return context?.holdsDenied ? !context.holdsDenied(normal) : false
 }
 
 /**
  * The read-only name of a command (`ls`, `git status`), or undefined when it is not read-only as given.
- * The program must be a bare name: `./ls` is whatever file that is.
+ * The caller has already ruled out options the analyser marked as risks. The program must be a bare name:
+ * `./ls` is whatever file that is.
  */
-export function readOnlyName(argv: readonly string[]): string | undefined {
+export function readOnlyCommand(
+  argv: readonly string[],
+  context?: ExecContext,
+  dynamic?: readonly boolean[],
+  environment?: boolean,
+): string | undefined {
   const program = argv[0]
   if (!program || program.includes('/')) return undefined
+  // Words only known at run time are data only to commands that do nothing else with them, and those that
+  // print them must not print the environment (`echo $TOKEN`; a loop's `echo $f` is fine).
+  if (dynamic) {
+    if (dynamic[0] || !DATA_ONLY.has(program)) return undefined
+    return environment && PRINTS.has(program) ? undefined : program
+  }
   const args = argv.slice(1)
   if (args.some(namesSensitivePath)) return undefined
-  if (program === 'git') return gitReadOnly(args)
+  if (program === 'git') return gitReadOnly(args, context)
   if (program === 'npm') {
     const sub = args.find((a) => !a.startsWith('-'))
     if (sub === undefined)
@@ -223,19 +329,14 @@ export function readOnlyName(argv: readonly string[]): string | undefined {
       : undefined
   }
   const entry = Object.hasOwn(ENTRIES, program) ? ENTRIES[program] : undefined
-  return entry && allowedBy(entry, args) ? program : undefined
+  return entry && allowedBy(entry, args, context) ? program : undefined
 }
 
-function gitReadOnly(args: readonly string[]): string | undefined {
+function gitReadOnly(args: readonly string[], context: ExecContext | undefined): string | undefined {
   let i = 0
-  while (i < args.length && args[i]!.startsWith('-')) {
-    if (GIT_EXCLUDED_GLOBAL.test(args[i]!)) return undefined
-    i += args[i] === '-C' ? 2 : 1
-  }
+  while (i < args.length && args[i]!.startsWith('-')) i += args[i] === '-C' ? 2 : 1
   const sub = args[i]
   if (sub === undefined) return undefined
-  const rest = args.slice(i + 1)
-  if (rest.some((a) => GIT_EXCLUDED_ANYWHERE.some((x) => a === x || a.startsWith(`${x}=`)))) return undefined
   const entry = Object.hasOwn(GIT, sub) ? GIT[sub] : undefined
-  return entry && allowedBy(entry, rest) ? `git ${sub}` : undefined
+  return entry && allowedBy(entry, args.slice(i + 1), context) ? `git ${sub}` : undefined
 }

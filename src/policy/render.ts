@@ -69,9 +69,23 @@ export function renderExecVerdict(verdict: ExecVerdict): string {
   const lines = [`${verdict.effect}: ${verdict.reason}`]
   for (const check of verdict.checks) {
     const where = check.kind === 'file' ? `${check.act} ${check.target}` : check.target
-    lines.push(
-      `${'  '.repeat(check.depth + 1)}${EFFECT_LABEL[check.effect]} ${check.kind.padEnd(7)}  ${where}  -- ${check.reason}`,
-    )
+    const indent = '  '.repeat(check.depth + 1)
+    lines.push(`${indent}${EFFECT_LABEL[check.effect]} ${check.kind.padEnd(7)}  ${where}  -- ${check.reason}`)
+    // Code tether does not reduce is shown as it is, so whoever approves it reads what will run.
+    if (check.code !== undefined) lines.push(...codeLines(check.code, `${indent}    | `))
   }
   return lines.join('\n')
+}
+
+const CODE_LINES = 40
+const CODE_LINE_WIDTH = 160
+
+function codeLines(code: string, prefix: string): string[] {
+  const all = code.replace(/\n$/, '').split('\n')
+  const shown = all.slice(0, CODE_LINES).map((line) => {
+    const escaped = escapeText(line)
+    return `${prefix}${escaped.length > CODE_LINE_WIDTH ? `${escaped.slice(0, CODE_LINE_WIDTH - 3)}...` : escaped}`
+  })
+  if (all.length > CODE_LINES) shown.push(`${prefix}... ${all.length - CODE_LINES} more lines`)
+  return shown
 }

@@ -40,6 +40,13 @@ export type ExecNodeKind =
 export interface ExecCheck extends Verdict {
   kind: ExecNodeKind
   depth: number
+  /** Program text tether does not reduce (inline code, a script read on standard input), for a person to read. */
+  code?: string
+  /**
+   * Something the call might run, found where tether cannot be sure (inside inline code, after an option
+   * it does not know): it decides only when a deny rule meets it.
+   */
+  probe?: true
 }
 
 /** The verdict on a whole exec call: the strictest of its checks, with every node that was judged. */

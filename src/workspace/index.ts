@@ -3,6 +3,7 @@
  * never-exiting-command recognition and failure advice. Pure Node — nothing here imports Temporal.
  */
 export { ADVICE, adviceFor } from './advice.js'
+export { holdsDeniedFile } from './denied.js'
 export { type ListDirArgs, listDir } from './list.js'
 export { type LongRunning, longRunningCommand } from './long-running.js'
 export {

@@ -12,8 +12,8 @@
  * - `timeout N cmd` is never refused: it ends by construction.
  */
 import path from 'node:path'
+import { type AnalysedNode, analyseArgv, analyseScript, quoteWord } from '../policy/index.js'
 import { hasEntry, readWorkspaceText } from './io.js'
-import { type ShellCommand, shellCommands } from './shell-words.js'
 import { formatArgv, packageScripts } from './toolchain.js'
 
 export interface LongRunning {
@@ -360,7 +360,8 @@ function genericWatch(program: string, args: string[]): Finding | undefined {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Unwrapping: wrappers that run another command, and package managers that run package scripts.
+// Runners and package scripts. What a command runs through wrappers, shells and runners is the policy's
+// analysis (the same one that judges it), so the two cannot disagree; package scripts are read here.
 
 /** How each package manager runs a JavaScript tool installed in the project. */
 const RUNNERS: Record<string, string[]> = {
@@ -381,133 +382,6 @@ const JS_RUNNERS: Record<string, string[]> = {
   'yarn exec': ['yarn'],
   'yarn dlx': ['yarn', 'dlx'],
   'bun x': ['bunx'],
-}
-
-/** Wrappers → their options that take a value (so the value is not mistaken for the command). */
-const WRAPPERS: Record<string, string[]> = {
-  env: ['-u', '--unset', '-C', '--chdir'],
-  nice: ['-n', '--adjustment'],
-  nohup: [],
-  time: ['-f', '-o'],
-  exec: ['-a'],
-  stdbuf: ['-i', '-o', '-e'],
-  setsid: [],
-  ionice: ['-c', '-n', '-p'],
-  sudo: ['-u', '-g', '-C', '-D', '-h', '-p', '-r', '-t', '-U', '-T'],
-  doas: ['-u', '-C'],
-  'cross-env': [],
-  npx: ['-p', '--package'],
-  pnpx: ['-p', '--package'],
-  bunx: ['-p', '--package'],
-  command: [],
-}
-
-/** `<tool> <sub> cmd…` forms that run another program. */
-const SUB_WRAPPERS: Record<string, string[]> = {
-  uv: ['run'],
-  poetry: ['run'],
-  pipenv: ['run'],
-  pdm: ['run'],
-  hatch: ['run'],
-  rye: ['run'],
-  bundle: ['exec'],
-  mise: ['exec', 'x'],
-  rtx: ['exec', 'x'],
-  pnpm: ['exec', 'dlx'],
-  yarn: ['exec', 'dlx'],
-  npm: ['exec', 'x'],
-  bun: ['x'],
-}
-
-const ASSIGNMENT = /^[A-Za-z_][A-Za-z0-9_]*=/
-
-/** Index of the first argument that is not an option (or an option's value, or an assignment). */
-function commandStart(args: readonly string[], valued: readonly string[], assignments: boolean): number {
-  let at = 0
-  while (at < args.length) {
-    const arg = args[at]!
-    if (arg === '--') return at + 1
-    if (assignments && ASSIGNMENT.test(arg)) at += 1
-    else if (valued.includes(arg)) at += 2
-    else if (arg.startsWith('-') && arg.length > 1) at += 1
-    else break
-  }
-  return at
-}
-
-type Unwrapped =
-  | { kind: 'argv'; argv: string[]; runner?: string[] }
-  | { kind: 'shell'; text: string }
-  | { kind: 'bounded' }
-  | undefined
-
-function unwrap(program: string, args: string[]): Unwrapped {
-  if (program === 'timeout' || program === 'gtimeout') return { kind: 'bounded' }
-  if (program === 'command' && (args.includes('-v') || args.includes('-V'))) return { kind: 'bounded' }
-  if (program === 'env') {
-    const split = args.findIndex((arg) => arg === '-S' || arg === '--split-string')
-    if (split !== -1) return { kind: 'shell', text: args.slice(split + 1).join(' ') }
-  }
-  if ((program === 'npx' || program === 'pnpx') && args.includes('-c')) {
-    return { kind: 'shell', text: args[args.indexOf('-c') + 1] ?? '' }
-  }
-  const valued = WRAPPERS[program]
-  if (valued && JS_RUNNERS[program]) {
-    return { kind: 'argv', argv: args.slice(commandStart(args, valued, false)), runner: JS_RUNNERS[program] }
-  }
-  if (valued) {
-    return {
-      kind: 'argv',
-      argv: args.slice(commandStart(args, valued, program === 'env' || program === 'cross-env')),
-    }
-  }
-  const subs = SUB_WRAPPERS[program]
-  const sub = positional(args)
-  if (subs && sub !== undefined && subs.includes(sub)) {
-    const rest = args.slice(args.indexOf(sub) + 1)
-    const runner = JS_RUNNERS[`${program} ${sub}`]
-    return {
-      kind: 'argv',
-      argv: rest.slice(commandStart(rest, ['--with', '--python', '-p', '--package'], false)),
-      ...(runner ? { runner } : {}),
-    }
-  }
-  if (program === 'dotenv')
-    return { kind: 'argv', argv: args.slice(commandStart(args, ['-e', '-v', '-c'], false)) }
-  if (program === 'cross-env-shell')
-    return { kind: 'shell', text: args.filter((arg) => !ASSIGNMENT.test(arg)).join(' ') }
-  if (['python', 'python3', 'py', 'python2'].includes(program)) return unwrapPython(args)
-  if (program === 'node' || program === 'bun') {
-    // `node node_modules/vite/bin/vite.js` is `vite`.
-    const script = args[commandStart(args, ['-r', '--require', '--import', '--loader'], false)]
-    if (script?.includes('node_modules/')) {
-      const name = path.basename(script).replace(/\.[cm]?js$/, '')
-      return { kind: 'argv', argv: [name, ...args.slice(args.indexOf(script) + 1)], runner: ['npx'] }
-    }
-  }
-  return undefined
-}
-
-function unwrapPython(args: string[]): Unwrapped {
-  const start = commandStart(args, ['-X', '-W', '-m', '-c'], false)
-  const module = args.indexOf('-m')
-  if (module !== -1 && module < start) return { kind: 'argv', argv: args.slice(module + 1) }
-  const script = args[start]
-  return script && path.basename(script) === 'manage.py'
-    ? { kind: 'argv', argv: ['manage.py', ...args.slice(start + 1)] }
-    : undefined
-}
-
-/** `sh -c TEXT` (also `bash -lc`, `zsh -ec`, …): the text; `bash script.sh`: the script's path. */
-function shellPayload(program: string, args: string[]): { text: string } | { file: string } | undefined {
-  if (!['sh', 'bash', 'zsh', 'dash', 'ksh', 'ash'].includes(program)) return undefined
-  for (let at = 0; at < args.length; at++) {
-    const arg = args[at]!
-    if (/^-[a-zA-Z]*c[a-zA-Z]*$/.test(arg)) return { text: args[at + 1] ?? '' }
-    if (arg === '-o' || arg === '+o') at += 1
-    else if (!arg.startsWith('-') && !arg.startsWith('+')) return { file: arg }
-  }
-  return undefined
 }
 
 /** A package script call: `npm run dev`, `pnpm test`, `yarn build`, `bun run watch`. */
@@ -727,13 +601,12 @@ interface Context {
   trail: string[]
   runner: string[] | undefined
   depth: number
-  /** Inside a chain of wrappers, whose outermost spelling is already on the trail. */
-  wrapped: boolean
 }
 
-/** How deep wrappers and scripts are followed (`npm run a` → `npm run b` → … ). */
+/** How deep package scripts and script files are followed (`npm run a` → `npm run b` → … ). */
 const MAX_DEPTH = 8
 const SCRIPT_TEXT_SHOWN = 160
+const SCRIPT_FILE_LIMIT = 256 * 1024
 
 function programName(word: string): string {
   return path.basename(word).replace(/\.(exe|cmd|bat)$/i, '')
@@ -741,80 +614,135 @@ function programName(word: string): string {
 
 function judgeArgv(argv: readonly string[], context: Context): Found | undefined {
   if (argv.length === 0 || context.depth > MAX_DEPTH) return undefined
-  const program = programName(argv[0]!)
+  return judgeNodes(analyseArgv(argv), context)
+}
+
+function judgeText(text: string, context: Context): Found | undefined {
+  if (context.depth > MAX_DEPTH) return undefined
+  return judgeNodes(analyseScript(text), context)
+}
+
+/**
+ * Judges every command of an analysed call. Wrappers are followed by the analysis; a command under
+ * `timeout` ends by construction; the trail shows the outermost spelling once (`npx -y vitest -w` → `vitest -w`).
+ */
+function judgeNodes(nodes: readonly AnalysedNode[], context: Context): Found | undefined {
+  const exits = nodes.some(
+    (n) => n.kind === 'command' && !n.probe && ['break', 'exit', 'return'].includes(n.argv[0] ?? ''),
+  )
+  const ancestors: AnalysedNode[] = []
+  for (const node of nodes) {
+    if (node.probe || (node.kind !== 'command' && node.kind !== 'wrapper')) continue
+    while (ancestors.length > 0 && ancestors.at(-1)!.depth >= node.depth) ancestors.pop()
+    if (ancestors.some((a) => ['timeout', 'gtimeout'].includes(programName(a.argv[0]!)))) continue
+    if (node.kind === 'wrapper') {
+      // Some wrappers never exit themselves (`watch`, `nodemon`, `entr`), whatever they run.
+      const program = programName(node.argv[0]!)
+      const finding = NODE_RULES[program]?.(node.argv.slice(1)) ?? SYSTEM_RULES[program]?.(node.argv.slice(1))
+      if (finding) return { argv: [...node.argv], finding, trail: context.trail, runner: context.runner }
+      ancestors.push(node)
+      continue
+    }
+    const here: Context = {
+      ...context,
+      runner: runnerOf(ancestors) ?? context.runner,
+      trail:
+        ancestors.length > 0 ? [...context.trail, `\`${formatArgv(ancestors[0]!.argv)}\``] : context.trail,
+    }
+    const found = judgeCommand(node, ancestors.at(-1), here, exits)
+    if (found) return found
+  }
+  return undefined
+}
+
+/** How the wrappers above a command run JavaScript tools (`npx`, `pnpm exec`, …), for an alternative. */
+function runnerOf(ancestors: readonly AnalysedNode[]): string[] | undefined {
+  for (let i = ancestors.length - 1; i >= 0; i--) {
+    const argv = ancestors[i]!.argv
+    const program = programName(argv[0]!)
+    const sub = argv.slice(1).find((arg) => !arg.startsWith('-'))
+    const runner = JS_RUNNERS[program] ?? (sub === undefined ? undefined : JS_RUNNERS[`${program} ${sub}`])
+    if (runner) return runner
+  }
+  return undefined
+}
+
+function judgeCommand(
+  node: AnalysedNode,
+  parent: AnalysedNode | undefined,
+  context: Context,
+  exits: boolean,
+): Found | undefined {
+  const argv = [...node.argv]
+  const [first] = argv
+  const endless =
+    (node.loop === 'while' && (first === 'true' || first === ':')) ||
+    (node.loop === 'until' && first === 'false')
+  if (endless && !exits) {
+    const finding = {
+      what: 'is an endless loop',
+      instead: 'run the loop body once, or loop a bounded number of times',
+    }
+    return { argv: [node.loop!, ...argv], finding, trail: context.trail, runner: context.runner }
+  }
+  const program = programName(first!)
   const args = argv.slice(1)
   if (args.includes('--help') || args.includes('--version')) return undefined
-  const deeper = (label: string): Context => ({
+  const deeper = (label: string, runner = context.runner): Context => ({
     ...context,
     depth: context.depth + 1,
+    runner,
     trail: [...context.trail, label],
-    wrapped: false,
   })
-  const unwrapped = unwrap(program, args)
-  if (unwrapped?.kind === 'bounded') return undefined
-  if (unwrapped?.kind === 'argv') return judgeUnwrapped(argv, unwrapped, context)
-  if (unwrapped?.kind === 'shell') return judgeShell(unwrapped.text, deeper(`\`${formatArgv(argv)}\``))
-  const payload = shellPayload(program, args)
-  if (payload && 'text' in payload) return judgeShell(payload.text, deeper(`\`${formatArgv(argv)}\``))
-  if (payload && 'file' in payload) {
-    const text = readWorkspaceText(context.root, payload.file, 256 * 1024)
-    return text === undefined
-      ? undefined
-      : judgeShell(text, deeper(`\`${formatArgv(argv)}\` runs ${payload.file}`))
+  // `bash script.sh`: the script file's commands.
+  if (parent?.note === 'runs a script file') {
+    const text = readWorkspaceText(context.root, first!, SCRIPT_FILE_LIMIT)
+    if (text === undefined) return undefined
+    // The trail already shows the shell call: it is the one that runs the file.
+    const shell = context.trail.at(-1) ?? `\`${formatArgv(argv)}\``
+    return judgeText(text, {
+      ...deeper(''),
+      trail: [...context.trail.slice(0, -1), `${shell} runs ${first}`],
+    })
   }
+  const interpreted = interpretedTool(program, args)
+  if (interpreted)
+    return judgeArgv(interpreted.argv, {
+      ...deeper(`\`${formatArgv(argv)}\``),
+      runner: interpreted.runner ?? context.runner,
+    })
   if (['npm', 'pnpm', 'yarn', 'bun'].includes(program)) {
     const call = scriptCall(context.root, program, args)
-    if (call && 'kind' in call) return judgeUnwrapped(argv, call, context)
+    if (call && 'kind' in call) return judgeArgv(call.argv, deeper(`\`${formatArgv(argv)}\``, call.runner))
+    if (call?.script.includes('*'))
+      return judgeScriptNames(call.script, program, `\`${formatArgv(argv)}\``, context)
     if (call) return judgeScript(call, `\`${formatArgv(argv)}\``, context)
   }
-  if (program === 'concurrently') return judgeConcurrently(args, deeper(`\`${formatArgv(argv)}\``))
-  if (['run-p', 'run-s', 'npm-run-all'].includes(program))
-    return judgeRunAll(args, `\`${formatArgv(argv)}\``, context)
   const finding = NODE_RULES[program]?.(args) ?? SYSTEM_RULES[program]?.(args) ?? genericWatch(program, args)
-  return finding ? { argv: [...argv], finding, trail: context.trail, runner: context.runner } : undefined
+  return finding ? { argv, finding, trail: context.trail, runner: context.runner } : undefined
 }
 
-/** Judges what a wrapper runs; the trail shows the outermost spelling once (`npx vitest -w` → `vitest -w`). */
-function judgeUnwrapped(
-  argv: readonly string[],
-  unwrapped: { argv: string[]; runner?: string[] },
-  context: Context,
-): Found | undefined {
-  return judgeArgv(unwrapped.argv, {
-    ...context,
-    depth: context.depth + 1,
-    runner: unwrapped.runner ?? context.runner,
-    trail: context.wrapped ? context.trail : [...context.trail, `\`${formatArgv(argv)}\``],
-    wrapped: true,
-  })
-}
-
-function judgeShell(text: string, context: Context): Found | undefined {
-  return judgeCommands(shellCommands(text), context)
-}
-
-function judgeCommands(commands: ShellCommand[], context: Context): Found | undefined {
-  const exits = commands.some((command) => ['break', 'exit', 'return'].includes(command.argv[0]!))
-  for (const command of commands) {
-    const [first] = command.argv
-    if (
-      (command.keyword === 'while' && (first === 'true' || first === ':')) ||
-      (command.keyword === 'until' && first === 'false')
-    ) {
-      if (!exits) {
-        return {
-          argv: [command.keyword, ...command.argv],
-          finding: {
-            what: 'is an endless loop',
-            instead: 'run the loop body once, or loop a bounded number of times',
-          },
-          trail: context.trail,
-          runner: context.runner,
-        }
-      }
+/** Interpreters running a known tool: `python -m http.server`, `python manage.py`, `node node_modules/vite/…`. */
+function interpretedTool(program: string, args: string[]): { argv: string[]; runner?: string[] } | undefined {
+  if (/^(python|pypy)[0-9.]*$|^py$/.test(program)) {
+    let i = 0
+    while (i < args.length && args[i]!.startsWith('-') && args[i] !== '-m')
+      i += /^-[WXQ]$/.test(args[i]!) ? 2 : 1
+    if (args[i] === '-m' && args[i + 1] !== undefined) return { argv: args.slice(i + 1) }
+    if (args[i] !== undefined && path.basename(args[i]!) === 'manage.py')
+      return { argv: ['manage.py', ...args.slice(i + 1)] }
+    return undefined
+  }
+  if (program === 'node' || program === 'bun') {
+    // `node node_modules/vite/bin/vite.js` is `vite`.
+    let i = 0
+    while (i < args.length && args[i]!.startsWith('-'))
+      i += /^(-r|--require|--import|--loader)$/.test(args[i]!) ? 2 : 1
+    const script = args[i]
+    if (script?.includes('node_modules/')) {
+      const name = path.basename(script).replace(/\.[cm]?js$/, '')
+      return { argv: [name, ...args.slice(i + 1)], runner: ['npx'] }
     }
-    const found = judgeArgv(command.argv, context)
-    if (found) return found
   }
   return undefined
 }
@@ -826,7 +754,6 @@ function judgeScript(call: ScriptCall, label: string, context: Context): Found |
     ...context,
     depth: context.depth + 1,
     runner: RUNNERS[call.manager],
-    wrapped: false,
     trail: [...context.trail, `${label} runs the package script "${name}" (\`${clipText(body)}\`)`],
   })
   for (const [name, body] of [
@@ -834,10 +761,9 @@ function judgeScript(call: ScriptCall, label: string, context: Context): Found |
     [call.script, text],
   ] as const) {
     if (body === undefined) continue
-    const commands = shellCommands(body)
-    const last = commands.at(-1)
-    if (name === call.script && last && call.extra.length > 0) last.argv.push(...call.extra)
-    const found = judgeCommands(commands, scriptContext(name, body))
+    // The manager appends the extra arguments to the script's text and runs it with a shell.
+    const extra = name === call.script ? call.extra.map((arg) => ` ${quoteWord(arg)}`).join('') : ''
+    const found = judgeText(`${body}${extra}`, scriptContext(name, body))
     if (found) return found
   }
   const byName = (what: string, instead: string): Found => ({
@@ -877,55 +803,6 @@ function judgeScript(call: ScriptCall, label: string, context: Context): Found |
 function clipText(text: string): string {
   const flat = text.replace(/\s+/g, ' ').trim()
   return flat.length <= SCRIPT_TEXT_SHOWN ? flat : `${flat.slice(0, SCRIPT_TEXT_SHOWN - 1)}…`
-}
-
-const CONCURRENTLY_VALUED = [
-  '-n',
-  '--names',
-  '-c',
-  '--prefix-colors',
-  '-p',
-  '--prefix',
-  '-s',
-  '--success',
-  '--max-processes',
-  '-m',
-  '--kill-signal',
-  '--restart-tries',
-  '--restart-after',
-  '--timestamp-format',
-  '-t',
-  '--handle-input',
-  '--default-input-target',
-  '--cwd',
-  '--prefix-length',
-  '-l',
-]
-
-function judgeConcurrently(args: string[], context: Context): Found | undefined {
-  for (let at = 0; at < args.length; at++) {
-    const arg = args[at]!
-    if (CONCURRENTLY_VALUED.includes(arg)) {
-      at += 1
-      continue
-    }
-    if (arg.startsWith('-')) continue
-    // `npm:watch` is concurrently's shorthand for `npm run watch`.
-    const shorthand = /^(npm|pnpm|yarn|bun):(.+)$/.exec(arg)
-    const found = shorthand
-      ? judgeScriptNames(shorthand[2]!, shorthand[1]!, `\`${shorthand[1]} run ${shorthand[2]}\``, context)
-      : judgeShell(arg, context)
-    if (found) return found
-  }
-  return undefined
-}
-
-function judgeRunAll(args: string[], label: string, context: Context): Found | undefined {
-  for (const pattern of args.filter((arg) => !arg.startsWith('-'))) {
-    const found = judgeScriptNames(pattern, 'npm', label, context)
-    if (found) return found
-  }
-  return undefined
 }
 
 /** The scripts a name or an npm-run-all style pattern (`watch:*`) stands for, judged one by one. */
@@ -976,7 +853,7 @@ function alternativeOf(found: Found): string {
  * what to run instead. Reads the workspace's package.json to follow package scripts.
  */
 export function longRunningCommand(root: string, argv: readonly string[]): LongRunning | undefined {
-  const found = judgeArgv(argv, { root, trail: [], runner: undefined, depth: 0, wrapped: false })
+  const found = judgeArgv(argv, { root, trail: [], runner: undefined, depth: 0 })
   if (!found) return undefined
   // `npm run dev` runs the package script "dev" (`vite`) → `vite` starts a server that runs until it is stopped
   const reason =

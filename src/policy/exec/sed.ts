@@ -5,14 +5,17 @@
  */
 
 export interface SedEffects {
+  /** Runs commands it cannot name (`e` alone or `s///e` run the pattern space). */
   runs: boolean
+  /** Commands `e COMMAND` runs. */
+  commands: string[]
   writes: string[]
   reads: string[]
   unreadable?: string
 }
 
 export function sedEffects(script: string): SedEffects {
-  const effects: SedEffects = { runs: false, writes: [], reads: [] }
+  const effects: SedEffects = { runs: false, commands: [], writes: [], reads: [] }
   let i = 0
   const restOfLine = (): string => {
     const end = script.indexOf('\n', i)
@@ -66,8 +69,9 @@ export function sedEffects(script: string): SedEffects {
         restOfLine()
         break
       case 'e': {
-        effects.runs = true
-        restOfLine()
+        const command = restOfLine()
+        if (command) effects.commands.push(command)
+        else effects.runs = true
         break
       }
       case 'w':

@@ -24,7 +24,27 @@ export interface ShellWord {
   /** The static text; dynamic parts appear as written (`$HOME`, `$(date)`), so a human can read it. */
   text: string
   dynamic: boolean
+  /**
+   * For a dynamic word, a glob in tether's pattern language that every value of the word matches: its
+   * static parts, with `*` where the run-time parts are (`pu$x` → `pu*`).
+   */
+  glob?: string
+  /** The words a static brace expansion gives (`{rm,-rf}` → `rm`, `-rf`); `dynamic` stays true for it. */
+  braces?: string[]
+  /** Always an integer: an integer literal, or exactly one arithmetic expansion (`$((i + 1))`). */
+  integer?: boolean
+  /**
+   * For a dynamic word made only of text and plain variable references (`$a$b`, `"${dir}/x"`), its parts:
+   * a script that sets those variables statically says what the word becomes.
+   */
+  parts?: WordPart[]
 }
+
+/**
+ * Static text, a plain variable reference, or a command substitution (its source); `quoted` inside double
+ * quotes, where the value is not split into words.
+ */
+export type WordPart = string | { name: string; quoted: boolean } | { substitution: string; quoted: boolean }
 
 /** `NAME=value` before a command (or alone); an array assignment `NAME=(…)` has a dynamic value. */
 export interface ShellAssignment {
@@ -32,10 +52,26 @@ export interface ShellAssignment {
   value: ShellWord
 }
 
+export interface CommandItem {
+  type: 'command'
+  words: ShellWord[]
+  assigns: ShellAssignment[]
+  depth: number
+  /** What the command reads on standard input when the script says (`<<<`, a here-document, `echo … |`). */
+  stdin?: ShellWord
+  /** The command is the first of a `while` or `until` condition. */
+  loop?: 'while' | 'until'
+}
+
 export type ScriptItem =
-  | { type: 'command'; words: ShellWord[]; assigns: ShellAssignment[]; depth: number }
+  | CommandItem
   | { type: 'redirect'; act: 'read' | 'write'; target: ShellWord; depth: number }
   | { type: 'net'; target: string; depth: number }
+  /**
+   * Arithmetic on variables (`$((i + 1))`, `((i++))`, `[[ $n -lt 3 ]]`): safe while every variable it
+   * names only ever holds an integer (a value like `a[$(cmd)]` would run `cmd`), which the caller decides.
+   */
+  | { type: 'arithmetic'; names: string[]; assigned: string[]; depth: number }
   | { type: 'problem'; reason: string; depth: number }
 
 export interface ParsedScript {
@@ -53,8 +89,14 @@ const BLANK = /[ \t]/
 const WORD_END = /[ \t\n;&|()<>]/
 const ASSIGNMENT = /^([A-Za-z_][A-Za-z0-9_]*)(\[[^\]]*\])?\+?=/
 const REDIRECT = /^(\d+|\{[A-Za-z_][A-Za-z0-9_]*\})?(<<<|<<-|<<|<>|<&|>&|>>|>\||&>>|&>|<|>)/
-/** Arithmetic that names no variable cannot reach a command through an array subscript. */
-const PLAIN_ARITHMETIC = /^[0-9\s+\-*/%()<>=!&|^~?:,]*$/
+/** Arithmetic made of numbers, operators and plain variable names (no substitutions, subscripts or quotes). */
+const SIMPLE_ARITHMETIC =
+  /^(?:[\s+\-*/%()<>=!&|^~?:,;]|[0-9][0-9A-Za-z_#@]*|\$?[A-Za-z_][A-Za-z0-9_]*|\$\{[A-Za-z_][A-Za-z0-9_]*\})*$/
+const ARITHMETIC_NAME = /(?<![0-9A-Za-z_#@])\$?\{?([A-Za-z_][A-Za-z0-9_]*)\}?/g
+/** Names an arithmetic expression assigns: `i=…`, `i+=…`, `i++`, `--i`. */
+const ARITHMETIC_ASSIGNED =
+  /([A-Za-z_][A-Za-z0-9_]*)\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)|([A-Za-z_][A-Za-z0-9_]*)\s*(?:\+\+|--)|(?:\+\+|--)\s*([A-Za-z_][A-Za-z0-9_]*)/g
+const MAX_BRACE_WORDS = 64
 const PASSIVE_DEVICES = /^\/dev\/(null|stdout|stderr|stdin|fd\/\d+)$/
 
 interface WordBuild {
@@ -63,12 +105,21 @@ interface WordBuild {
   quoted: boolean
   /** The unquoted characters, quoted ones replaced by `_`: where globs and braces are recognised. */
   skeleton: string
+  /** `text` with every run-time part as `*` (see ShellWord.glob). */
+  glob: string
+  /** Static text and plain variable references, in order; undefined once another expansion occurs. */
+  parts: WordPart[] | undefined
+  /** How many expansions the word has, and whether it is exactly one arithmetic expansion. */
+  expansions: number
+  arithmetic: boolean
 }
 
 interface Heredoc {
   delimiter: string
   quoted: boolean
   stripTabs: boolean
+  /** The command whose standard input the body is. */
+  command: CommandItem | undefined
 }
 
 export function parseScript(source: string): ParsedScript {
@@ -230,29 +281,33 @@ class Parser {
       this.pos++
       this.skipBlanks()
     }
-    this.parseCommand()
+    let previous = this.parseCommand()
     for (;;) {
       this.skipBlanks()
       if (this.peek() === '|' && this.peek(1) !== '|') {
         this.pos += this.peek(1) === '&' ? 2 : 1
         this.skipNewlines()
-        this.parseCommand()
+        const current = this.parseCommand()
+        const piped = previous && echoed(previous)
+        if (current && piped !== undefined && !current.stdin) current.stdin = piped
+        previous = current
       } else return
     }
   }
 
-  private parseCommand(): void {
+  /** Parses one command; returns it when it is a simple command (pipelines feed it standard input). */
+  private parseCommand(): CommandItem | undefined {
     this.skipBlanks()
     const c = this.peek()
     if (c === '(') {
-      if (this.peek(1) === '(') this.parseArithmeticCommand()
-      else {
+      // `((` is arithmetic only when it closes with `))`; otherwise bash reads nested subshells `( (`.
+      if (this.peek(1) !== '(' || !this.parseArithmeticCommand()) {
         this.pos++
         this.parseList(new Set(), true)
         this.expectChar(')')
       }
       this.parseTrailingRedirects()
-      return
+      return undefined
     }
     const reserved = this.peekReserved()
     switch (reserved) {
@@ -265,11 +320,15 @@ class Parser {
         this.parseIf()
         break
       case 'while':
-      case 'until':
+      case 'until': {
         this.pos += reserved.length
+        const at = this.items.length
         this.parseList(new Set(['do']), false)
+        const first = this.items.slice(at).find((item) => item.type === 'command')
+        if (first?.type === 'command') first.loop = reserved
         this.parseDoGroup()
         break
+      }
       case 'for':
         this.parseFor()
         break
@@ -292,16 +351,26 @@ class Parser {
         }
         this.skipNewlines()
         this.parseCommand()
-        return
+        return undefined
       case 'select':
-      case 'coproc':
-        throw new ParseError(`"${reserved}" is not analysed`)
+        // Like `for`: the loop variable takes each word (chosen at run time), and the body runs.
+        this.parseFor(reserved)
+        break
+      case 'coproc': {
+        // `coproc [NAME] command`: the command runs in the background, connected by pipes.
+        this.pos += reserved.length
+        this.skipBlanks()
+        const named = /^[A-Za-z_][A-Za-z0-9_]*[ \t]+(?=[{(])/.exec(this.src.slice(this.pos, this.pos + 256))
+        if (named) this.pos += named[0].length
+        this.parseCommand()
+        return undefined
+      }
       default:
         if (reserved && RESERVED_END.has(reserved)) throw new ParseError(`unexpected "${reserved}"`)
-        this.parseSimpleCommand()
-        return
+        return this.parseSimpleCommand()
     }
     this.parseTrailingRedirects()
+    return undefined
   }
 
   private expectChar(char: string): void {
@@ -344,13 +413,17 @@ class Parser {
     this.expectReserved('done')
   }
 
-  private parseFor(): void {
-    this.pos += 3
+  private parseFor(keyword: 'for' | 'select' = 'for'): void {
+    this.pos += keyword.length
     this.skipBlanks()
-    if (this.startsWith('((')) {
-      this.parseArithmeticCommand()
+    if (keyword === 'for' && this.startsWith('((')) {
+      if (!this.parseArithmeticCommand()) throw new ParseError('"for ((" is not closed by "))"')
     } else {
-      this.readName('a loop variable')
+      // The loop variable is assigned each word in turn, exactly as `NAME=word` would assign it.
+      const at = this.items.length
+      const name = this.readName('a loop variable')
+      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new ParseError(`"${name}" is not a variable name`)
+      const assigns: ShellAssignment[] = []
       this.skipBlanks()
       let sawNewline = false
       while (this.peek() === '\n') {
@@ -365,11 +438,16 @@ class Parser {
           const c = this.peek()
           if (c === ';' || c === '\n' || c === '') break
           if (WORD_END.test(c)) throw new ParseError(`unexpected ${this.describeHere()} in a for loop`)
-          this.readWord()
+          const word = shellWord(this.readWord())
+          if (keyword === 'select')
+            assigns.push({ name, value: { text: word.text, dynamic: true, glob: '*' } })
+          else for (const value of word.braces?.map(staticWord) ?? [word]) assigns.push({ name, value })
         }
       } else if (sawNewline && this.peekReserved() !== 'do') {
         throw new ParseError('expected "in" or "do" in a for loop')
-      }
+      } else assigns.push({ name, value: { text: '"$@"', dynamic: true, glob: '*' } })
+      if (assigns.length > 0)
+        this.insertCommand(at, { type: 'command', words: [], assigns, depth: this.depth })
     }
     this.skipBlanks()
     if (this.peek() === ';') this.pos++
@@ -433,13 +511,18 @@ class Parser {
       const word = words[i]!
       if (!word.quoted && word.text === '-v' && /\[.*[$`].*\]/.test(words[i + 1]?.text ?? '')) {
         this.problem('"[[ -v name[…] ]]" evaluates the subscript as arithmetic, which can run commands')
+        this.substitutionsIn(/\[(.*)\]/.exec(words[i + 1]!.text)![1]!)
       }
       if (word.quoted || !/^-(eq|ne|lt|le|gt|ge)$/.test(word.text)) continue
-      const operands = [words[i - 1], words[i + 1]]
-      if (operands.some((operand) => !operand || operand.dynamic || !/^-?\d+$/.test(operand.text))) {
-        this.problem(
-          `"[[ ... ${word.text} ... ]]" evaluates its operands as arithmetic, which can run commands`,
-        )
+      for (const operand of [words[i - 1], words[i + 1]]) {
+        if (operand && !operand.dynamic && /^-?\d+$/.test(operand.text)) continue
+        const name = operand && /^\$?\{?([A-Za-z_][A-Za-z0-9_]*)\}?$/.exec(operand.text)
+        if (name && (operand!.dynamic || !operand!.quoted))
+          this.push({ type: 'arithmetic', names: [name[1]!], assigned: [], depth: this.depth })
+        else
+          this.problem(
+            `"[[ ... ${word.text} ... ]]" evaluates its operands as arithmetic, which can run commands`,
+          )
       }
     }
   }
@@ -469,47 +552,47 @@ class Parser {
     return word
   }
 
-  private parseArithmeticCommand(): void {
+  /** `(( … ))` at the cursor; false (nothing consumed) when it does not close with `))`. */
+  private parseArithmeticCommand(): boolean {
     const start = this.pos + 2
-    let depth = 0
-    let i = start
-    for (; i < this.src.length; i++) {
-      const c = this.src[i]
-      if (c === '(') depth++
-      else if (c === ')') {
-        if (depth === 0 && this.src[i + 1] === ')') break
-        depth--
-      }
-    }
-    if (i >= this.src.length) throw new ParseError('"((" is never closed')
-    this.checkArithmetic(this.src.slice(start, i))
-    this.pos = i + 2
+    const end = arithmeticEnd(this.src, start)
+    if (end === -1) return false
+    this.checkArithmetic(this.src.slice(start, end))
+    this.pos = end + 2
+    return true
   }
 
   private checkArithmetic(expression: string): void {
-    if (!PLAIN_ARITHMETIC.test(expression)) {
-      this.problem('arithmetic on variables is not analysed (an array subscript in a value can run commands)')
+    if (!SIMPLE_ARITHMETIC.test(expression)) {
+      this.problem(
+        'arithmetic with substitutions, subscripts or quotes is not analysed (a subscript can run commands)',
+      )
+      this.substitutionsIn(expression)
+      return
     }
+    const names = [...expression.matchAll(ARITHMETIC_NAME)].map((m) => m[1]!)
+    if (names.length === 0) return
+    const assigned = [...expression.matchAll(ARITHMETIC_ASSIGNED)].map((m) => (m[1] ?? m[2] ?? m[3])!)
+    this.push({ type: 'arithmetic', names: [...new Set(names)], assigned, depth: this.depth })
   }
 
   private parseTrailingRedirects(): void {
     for (;;) {
       this.skipBlanks()
-      if (!this.tryRedirect()) return
+      if (!this.tryRedirect(undefined)) return
     }
   }
 
-  private parseSimpleCommand(): void {
-    const words: ShellWord[] = []
-    const assigns: ShellAssignment[] = []
-    const depthHere = this.depth
+  private parseSimpleCommand(): CommandItem | undefined {
+    const command: CommandItem = { type: 'command', words: [], assigns: [], depth: this.depth }
+    const { words, assigns } = command
     const at = this.items.length
     for (;;) {
       this.skipBlanks()
       const c = this.peek()
       if (c === '' || c === '\n' || c === ';' || c === ')' || c === '|') break
       if (c === '&' && this.peek(1) !== '>') break
-      if (this.tryRedirect()) continue
+      if (this.tryRedirect(command)) continue
       if (c === '(') {
         if (words.length === 1 && assigns.length === 0) {
           // `name () compound`: a function definition; its body is judged as if it ran.
@@ -517,7 +600,7 @@ class Parser {
           this.expectChar(')')
           this.skipNewlines()
           this.parseCommand()
-          return
+          return undefined
         }
         throw new ParseError(`unexpected "(" after ${JSON.stringify(words.map((w) => w.text).join(' '))}`)
       }
@@ -531,15 +614,19 @@ class Parser {
           continue
         }
       }
-      const word = this.readWord()
-      words.push({ text: word.text, dynamic: word.dynamic })
+      words.push(shellWord(this.readWord()))
     }
     if (words.length === 0 && assigns.length === 0 && this.items.length === at) {
       throw new ParseError(`expected a command but found ${this.describeHere()}`)
     }
     // Commands go before the substitutions and redirections found in their words, so the tree reads in order.
+    this.insertCommand(at, command)
+    return command
+  }
+
+  private insertCommand(at: number, command: CommandItem): void {
     if (this.items.length >= MAX_ITEMS) throw new ParseError('it has too many commands to analyse')
-    this.items.splice(at, 0, { type: 'command', words, assigns, depth: depthHere })
+    this.items.splice(at, 0, command)
   }
 
   private readAssignment(length: number, subscript: string | undefined): ShellWord {
@@ -562,12 +649,11 @@ class Parser {
       }
     }
     if (this.atWordBoundary(0)) return { text: '', dynamic: false }
-    const value = this.readWord()
-    return { text: value.text, dynamic: value.dynamic }
+    return shellWord(this.readWord())
   }
 
-  /** Reads a redirection at the cursor if there is one. */
-  private tryRedirect(): boolean {
+  /** Reads a redirection at the cursor if there is one; `command` is the simple command it belongs to. */
+  private tryRedirect(command: CommandItem | undefined): boolean {
     const c = this.peek()
     if ((c === '<' || c === '>') && this.peek(1) === '(') return false
     if (c !== '<' && c !== '>' && c !== '&' && !/[0-9{]/.test(c)) return false
@@ -580,12 +666,26 @@ class Parser {
       const delimiter = this.readWord()
       if (delimiter.dynamic && !delimiter.quoted)
         throw new ParseError('a here-document delimiter must be static')
-      this.pending.push({ delimiter: delimiter.text, quoted: delimiter.quoted, stripTabs: op === '<<-' })
+      this.pending.push({
+        delimiter: delimiter.text,
+        quoted: delimiter.quoted,
+        stripTabs: op === '<<-',
+        command: match[1] === undefined || match[1] === '0' ? command : undefined,
+      })
       return true
     }
-    if (this.atWordBoundary(0)) throw new ParseError(`"${op}" has no target`)
+    const substitution = (this.peek() === '<' || this.peek() === '>') && this.peek(1) === '('
+    if (this.atWordBoundary(0) && !substitution) throw new ParseError(`"${op}" has no target`)
     const target = this.readWord()
-    if (op === '<<<') return true
+    // `< <(cmd)`, `> >(cmd)`: a pipe to a command judged on its own, not a file.
+    if (substitution) return true
+    if (op === '<<<') {
+      if (command && (match[1] === undefined || match[1] === '0')) {
+        const word = shellWord(target)
+        command.stdin = { ...word, text: `${word.text}\n`, ...(word.glob ? { glob: `${word.glob}\n` } : {}) }
+      }
+      return true
+    }
     if ((op === '>&' || op === '<&') && !target.dynamic && /^(\d+-?|-)$/.test(target.text)) return true
     const word: ShellWord = { text: target.text, dynamic: target.dynamic }
     if (!word.dynamic && PASSIVE_DEVICES.test(word.text)) return true
@@ -618,6 +718,9 @@ class Parser {
         if (line === doc.delimiter) break
         body += `${line}\n`
       }
+      const dynamic = !doc.quoted && /[$`\\]/.test(body)
+      if (doc.command)
+        doc.command.stdin = dynamic ? { text: body, dynamic, glob: '*' } : { text: body, dynamic }
       if (!doc.quoted) this.expandHeredoc(body)
     }
   }
@@ -636,7 +739,16 @@ class Parser {
   // ---- words
 
   private newWord(): WordBuild {
-    return { text: '', dynamic: false, quoted: false, skeleton: '' }
+    return {
+      text: '',
+      dynamic: false,
+      quoted: false,
+      skeleton: '',
+      glob: '',
+      parts: [],
+      expansions: 0,
+      arithmetic: false,
+    }
   }
 
   /** Reads one word (up to an unquoted metacharacter) after quote removal. */
@@ -647,6 +759,8 @@ class Parser {
       this.pos += 2
       this.parseSubstitution(')')
       word.text = `${c}(...)`
+      word.glob = '*'
+      word.expansions++
       word.dynamic = true
     }
     while (this.pos < this.src.length) {
@@ -657,7 +771,11 @@ class Parser {
     if (word.text === '' && !word.quoted && !word.dynamic)
       throw new ParseError(`expected a word but found ${this.describeHere()}`)
     const skeleton = word.skeleton
-    if (/[*?]/.test(skeleton) || /\[.*\]/.test(skeleton) || /\{[^{}]*(,|\.\.)[^{}]*\}/.test(skeleton)) {
+    if (/\[.*\]/.test(skeleton)) {
+      // A bracket expression stands for one character.
+      word.dynamic = true
+      word.glob = word.glob.replace(/\[[^\]]*\]/g, '?')
+    } else if (/[*?]/.test(skeleton) || /\{[^{}]*(,|\.\.)[^{}]*\}/.test(skeleton)) {
       word.dynamic = true
     }
     return word
@@ -671,10 +789,14 @@ class Parser {
       else if (next === '') {
         word.text += '\\'
         word.skeleton += '\\'
+        word.glob += '\\'
+        literal(word, '\\')
         this.pos++
       } else {
         word.text += next
         word.skeleton += '_'
+        word.glob += next
+        literal(word, next)
         word.quoted = true
         this.pos += 2
       }
@@ -684,6 +806,8 @@ class Parser {
       const content = this.src.slice(this.pos + 1, end)
       word.text += content
       word.skeleton += '_'.repeat(content.length)
+      word.glob += content
+      literal(word, content)
       word.quoted = true
       this.pos = end + 1
     } else if (c === '"') {
@@ -703,13 +827,17 @@ class Parser {
       const text = this.readAnsiC()
       word.text += text
       word.skeleton += '_'.repeat(text.length)
+      word.glob += text
+      literal(word, text)
     } else if (c === '$' && this.peek(1) === '"') {
       this.pos++
     } else if (c === '$' || c === '`') {
-      this.readExpansion(word)
+      this.readExpansion(word, false)
     } else {
       word.text += c
       word.skeleton += c
+      word.glob += c
+      literal(word, c)
       this.pos++
     }
   }
@@ -722,23 +850,32 @@ class Parser {
       if (next === '\n') this.pos += 2
       else if (next === '$' || next === '`' || next === '\\' || (next === '"' && !heredoc)) {
         word.text += next
+        word.glob += next
+        literal(word, next)
         this.pos += 2
       } else {
         word.text += '\\'
+        word.glob += '\\'
+        literal(word, '\\')
         this.pos++
       }
     } else if (c === '$' || c === '`') {
-      this.readExpansion(word)
+      this.readExpansion(word, true)
     } else {
       word.text += c
+      word.glob += c
+      literal(word, c)
       this.pos++
     }
     word.skeleton += '_'
   }
 
   /** `$name`, `${…}`, `$(…)`, `$((…))` and backquotes: all dynamic; substitutions are parsed and judged. */
-  private readExpansion(word: WordBuild): void {
+  private readExpansion(word: WordBuild, quoted: boolean): void {
     const start = this.pos
+    let arithmetic = false
+    /** A plain `$name` or `${name}`, or a command substitution: a part whose value may be known statically. */
+    let part: WordPart | undefined
     if (this.peek() === '`') {
       this.pos++
       let inner = ''
@@ -753,28 +890,39 @@ class Parser {
         } else inner += c
       }
       this.parseNested(inner)
+      part = { substitution: inner, quoted }
     } else if (this.startsWith('$[')) {
       // The old spelling of `$(( … ))`.
       const close = this.src.indexOf(']', this.pos + 2)
       if (close === -1) throw new ParseError('"$[" is never closed')
       this.checkArithmetic(this.src.slice(this.pos + 2, close))
       this.pos = close + 1
-    } else if (this.startsWith('$((')) {
-      const close = this.findArithmeticEnd(this.pos + 3)
+      arithmetic = true
+    } else if (this.startsWith('$((') && arithmeticEnd(this.src, this.pos + 3) !== -1) {
+      // Like `((`, `$((` is arithmetic only when it closes with `))`; else it is `$( (…) )`.
+      const close = arithmeticEnd(this.src, this.pos + 3)
       this.checkArithmetic(this.src.slice(this.pos + 3, close))
       this.pos = close + 2
+      arithmetic = true
     } else if (this.startsWith('$(')) {
       this.pos += 2
+      const inner = this.pos
       this.parseSubstitution(')')
+      part = { substitution: this.src.slice(inner, this.pos - 1), quoted }
     } else if (this.startsWith('${')) {
       this.pos += 2
+      const name = /^([A-Za-z_][A-Za-z0-9_]*)\}/.exec(this.src.slice(this.pos, this.pos + 256))?.[1]
       this.readParameterExpansion()
+      if (name !== undefined) part = { name, quoted }
     } else {
       this.pos++
       const match = /^([A-Za-z_][A-Za-z0-9_]*|[0-9]|[@*#?$!-])/.exec(this.src.slice(this.pos, this.pos + 256))
+      if (match && /^[A-Za-z_]/.test(match[1]!)) part = { name: match[1]!, quoted }
       if (!match) {
         word.text += '$'
         word.skeleton += '$'
+        word.glob += '$'
+        literal(word, '$')
         return
       }
       this.pos += match[0].length
@@ -782,23 +930,12 @@ class Parser {
     const spelled = this.src.slice(start, this.pos)
     word.text += spelled.length > 40 ? `${spelled.slice(0, 37)}...` : spelled
     word.skeleton += '_'
+    if (!word.glob.endsWith('*')) word.glob += '*'
+    if (part !== undefined) word.parts?.push(part)
+    else word.parts = undefined
+    word.expansions++
+    word.arithmetic = arithmetic
     word.dynamic = true
-  }
-
-  private findArithmeticEnd(from: number): number {
-    let depth = 0
-    for (let i = from; i < this.src.length; i++) {
-      const c = this.src[i]
-      if (c === '(') depth++
-      else if (c === ')') {
-        if (depth === 0) {
-          if (this.src[i + 1] === ')') return i
-          throw new ParseError('"$((" is not closed by "))"')
-        }
-        depth--
-      }
-    }
-    throw new ParseError('"$((" is never closed')
   }
 
   /** `$( … )` and `<( … )`: a nested list in the same source, one level deeper. */
@@ -810,6 +947,14 @@ class Parser {
     if (nested.peek() !== close) throw new ParseError(`a substitution is not closed by "${close}"`)
     nested.flushHeredocsAtEnd()
     this.pos = nested.pos + 1
+  }
+
+  /** Commands substituted inside text bash evaluates again (arithmetic, subscripts), judged as if they ran. */
+  private substitutionsIn(text: string): void {
+    if (!/\$\(|`/.test(text)) return
+    const nested = parseScript(`: ${text.replace(/\(\(|\)\)/g, ' ')}`).items
+    if (nested.some((item) => item.type === 'problem')) return
+    for (const item of nested) this.push({ ...item, depth: this.depth + 1 + item.depth })
   }
 
   private parseNested(source: string): void {
@@ -926,4 +1071,134 @@ export function staticWords(source: string): string[] | undefined {
   if (item.type !== 'command' || item.assigns.length > 0 || item.words.some((w) => w.dynamic))
     return undefined
   return item.words.map((w) => w.text)
+}
+
+/** The word as the rest of tether sees it: text, whether it is dynamic, its glob, brace words, integer-ness. */
+function shellWord(word: WordBuild): ShellWord {
+  if (!word.dynamic) return staticWord(word.text)
+  const shell: ShellWord = { text: word.text, dynamic: true, glob: word.glob }
+  if (word.parts?.some((part) => typeof part !== 'string') && !/[*?[]/.test(word.skeleton))
+    shell.parts = word.parts
+  if (word.expansions === 1 && word.arithmetic && word.glob === '*') shell.integer = true
+  if (word.expansions === 0 && !/[*?]/.test(word.skeleton)) {
+    const braces = braceExpand(word.text, word.skeleton)
+    if (braces) shell.braces = braces
+  }
+  return shell
+}
+
+export function staticWord(text: string): ShellWord {
+  return /^-?[0-9]+$/.test(text) ? { text, dynamic: false, integer: true } : { text, dynamic: false }
+}
+
+/**
+ * Bash's brace expansion of a static word (`a{b,c}d`, `{1..3}`, `{a..e..2}`), braces recognised only where
+ * they are unquoted (`skeleton` has `_` for quoted characters); undefined when there is none or it expands
+ * to too many words.
+ */
+function braceExpand(text: string, skeleton: string): string[] | undefined {
+  const out: string[] = []
+  const expand = (t: string, k: string): boolean => {
+    const brace = findBrace(t, k)
+    if (!brace) {
+      out.push(t)
+      return out.length <= MAX_BRACE_WORDS
+    }
+    const { open, close, alternatives } = brace
+    for (const [alternative, mask] of alternatives) {
+      const next = t.slice(0, open) + alternative + t.slice(close + 1)
+      if (!expand(next, k.slice(0, open) + mask + k.slice(close + 1))) return false
+    }
+    return true
+  }
+  if (!skeleton.includes('{') || !expand(text, skeleton) || out.length < 2) return undefined
+  return out
+}
+
+/** The first expandable `{…}` of a word: a comma list or a sequence, with its alternatives (text, skeleton). */
+function findBrace(
+  t: string,
+  k: string,
+): { open: number; close: number; alternatives: Array<[string, string]> } | undefined {
+  for (let open = k.indexOf('{'); open !== -1; open = k.indexOf('{', open + 1)) {
+    let depth = 0
+    const cuts = [open]
+    for (let i = open + 1; i < k.length; i++) {
+      if (k[i] === '{') depth++
+      else if (k[i] === '}' && depth > 0) depth--
+      else if (k[i] === ',' && depth === 0) cuts.push(i)
+      else if (k[i] === '}') {
+        if (cuts.length > 1) {
+          cuts.push(i)
+          const alternatives = cuts
+            .slice(0, -1)
+            .map((cut, n): [string, string] => [t.slice(cut + 1, cuts[n + 1]), k.slice(cut + 1, cuts[n + 1])])
+          return { open, close: i, alternatives }
+        }
+        const sequence = /^(-?\d+|[A-Za-z])\.\.(-?\d+|[A-Za-z])(?:\.\.(-?\d+))?$/.exec(k.slice(open + 1, i))
+        const values = sequence && sequenceValues(sequence[1]!, sequence[2]!, sequence[3])
+        if (values) {
+          const alternatives = values.map((v): [string, string] => [v, '_'.repeat(v.length)])
+          return { open, close: i, alternatives }
+        }
+        break
+      }
+    }
+  }
+  return undefined
+}
+
+function sequenceValues(from: string, to: string, step: string | undefined): string[] | undefined {
+  const by = Math.abs(Number(step ?? 1)) || 1
+  const numeric = /^-?\d+$/.test(from) && /^-?\d+$/.test(to)
+  if (!numeric && (/\d/.test(from) || /\d/.test(to))) return undefined
+  const a = numeric ? Number(from) : from.charCodeAt(0)
+  const b = numeric ? Number(to) : to.charCodeAt(0)
+  if (Math.abs(b - a) / by > MAX_BRACE_WORDS) return undefined
+  const values: string[] = []
+  for (let v = a; a <= b ? v <= b : v >= b; v += a <= b ? by : -by) {
+    values.push(numeric ? String(v) : String.fromCharCode(v))
+  }
+  return values
+}
+
+/** Where `((`/`$((` arithmetic starting at `start` closes (the first `)` of `))`), or -1 if it does not. */
+function arithmeticEnd(src: string, start: number): number {
+  let depth = 0
+  for (let i = start; i < src.length; i++) {
+    const c = src[i]
+    if (c === '(') depth++
+    else if (c === ')') {
+      if (depth === 0) return src[i + 1] === ')' ? i : -1
+      depth--
+    }
+  }
+  return -1
+}
+
+/**
+ * What `echo …` or `printf FORMAT` writes to a pipe: certain for static words without options, escapes or
+ * `%` conversions; text to judge for deny rules only otherwise.
+ */
+function echoed(command: CommandItem): ShellWord | undefined {
+  const [program, ...args] = command.words
+  if (program?.dynamic || command.assigns.length > 0) return undefined
+  if (program?.text === 'printf' && args.length > 0) {
+    const text = args.map((w) => w.text).join(' ')
+    const plain = args.length === 1 && !args[0]!.dynamic && !/[%\\]/.test(text) && !text.startsWith('-')
+    return plain ? { text, dynamic: false } : { text, dynamic: true, glob: '*' }
+  }
+  if (program?.text !== 'echo') return undefined
+  const text = `${args.map((w) => w.text).join(' ')}\n`
+  if (args.some((w) => w.dynamic) || /^-/.test(args[0]?.text ?? '') || text.includes('\\'))
+    return { text, dynamic: true, glob: '*' }
+  return { text, dynamic: false }
+}
+
+/** Appends static text to a word's parts. */
+function literal(word: WordBuild, text: string): void {
+  const parts = word.parts
+  if (!parts) return
+  if (typeof parts[parts.length - 1] === 'string') parts[parts.length - 1] += text
+  else parts.push(text)
 }

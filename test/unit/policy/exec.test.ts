@@ -117,6 +117,44 @@ describe('bypass attempts of `deny rm*` and friends are denied', () => {
     ['an exported command-valued variable', ['sh', '-c', "export PAGER='rm x'; git log"]],
     ['a command-valued variable through env', ['env', 'GIT_SSH_COMMAND=rm x', 'git', 'fetch']],
     ['a command-valued variable through sudo', ['sudo', 'EDITOR=rm x', 'visudo']],
+    ['variables that spell the command', ['sh', '-c', 'a=r; b=m; $a$b -rf /']],
+    ['a variable holding command and options', ['sh', '-c', 'x="rm -rf"; $x /']],
+    ['a bracket glob', ['sh', '-c', 'r[m] x']],
+    ['question-mark globs', ['sh', '-c', '/???/?m x']],
+    ['$IFS between words', ['bash', '-c', 'rm${IFS}x']],
+    ['a brace expansion', ['bash', '-c', '{rm,x}']],
+    ['printf into a shell', ['sh', '-c', "printf 'rm x' | sh"]],
+    ['echo into a shell', ['sh', '-c', "echo 'rm x' | bash"]],
+    ['a here-string into a shell', ['sh', '-c', "sh <<< 'rm x'"]],
+    ['a here-document into a shell', ['bash', '-c', "bash <<'E'\nrm x\nE"]],
+    ['coproc', ['bash', '-c', 'coproc rm x']],
+    ['select', ['bash', '-c', 'select v in a; do rm x; done']],
+    ['((…) ) is two subshells', ['bash', '-c', '((rm x) )']],
+    ['$((…) ) is a command substitution', ['bash', '-c', 'echo $((rm x) )']],
+    ['a substitution in arithmetic', ['bash', '-c', 'echo $(( $(rm x) ))']],
+    ['a substitution in a [[ -v ]] subscript', ['bash', '-c', "[[ -v 'a[$(rm x)]' ]]"]],
+    ['a substitution in a printf -v subscript', ['bash', '-c', "printf -v 'a[$(rm x)]' 1"]],
+    ['hash -p', ['bash', '-c', 'hash -p /bin/rm ls; ls']],
+    ['trap', ['sh', '-c', "trap 'rm x' EXIT"]],
+    ['an alias', ['bash', '-c', "shopt -s expand_aliases; alias l='rm x'; l"]],
+    ['eval', ['sh', '-c', 'eval "rm x"']],
+    ['compgen -C', ['bash', '-c', "compgen -C 'rm x' y"]],
+    ['gdb shell', ['gdb', '-batch', '-ex', 'shell rm x']],
+    ['python -c', ['python3', '-c', 'import os; os.system("rm x")']],
+    ['node -e', ['node', '-e', "require('child_process').execSync('rm x')"]],
+    ['perl -e', ['perl', '-e', 'system "rm x"']],
+    ['vim -c', ['vim', '-c', ':!rm x']],
+    ['git grep -O', ['git', 'grep', '-iOrm', 'x']],
+    ['git config writing a pager', ['git', 'config', 'core.pager', 'rm x']],
+    ['split --filter', ['split', '--filter=rm x', 'f']],
+    ['ncat --sh-exec', ['ncat', '--sh-exec', 'rm x', 'host', '1']],
+    ['a command substitution that prints the command', ['bash', '-c', '"$(echo rm)" -rf /']],
+    ['backquotes that print the command', ['bash', '-c', '`printf rm` x']],
+    ['a variable set from a substitution', ['bash', '-c', 'x=$(echo rm); $x y']],
+    ['echo into xargs', ['sh', '-c', 'echo x | xargs rm']],
+    ['echo into xargs sh -c', ['sh', '-c', "echo 'rm x' | xargs -0 sh -c"]],
+    ['sourcing standard input', ['bash', '-c', '. /dev/stdin <<< "rm x"']],
+    ['a process substitution as a redirection target', ['bash', '-c', 'ls > >(rm x)']],
   ])('%s', (_, argv) => {
     expect(effect(argv)).toBe('deny')
   })
@@ -139,56 +177,202 @@ describe('program names nobody can read are denied outright', () => {
   })
 })
 
-describe('what the analyser cannot reduce to static commands is never allowed', () => {
-  const cases: Array<[string, string[]]> = [
-    ['a dynamic command word', ['sh', '-c', '$CMD x']],
-    ['eval', ['sh', '-c', 'eval "$x"']],
-    ['source', ['sh', '-c', 'source ./env.sh']],
-    ['dot', ['sh', '-c', '. ./env.sh']],
-    ['trap', ['sh', '-c', "trap 'rm x' EXIT"]],
-    ['a pipe into a shell', ['sh', '-c', 'echo ls | sh']],
-    ['a pipe into an interpreter', ['sh', '-c', 'echo 1 | python3']],
-    ['a parse error', ['sh', '-c', 'echo "open']],
-    ['arithmetic on variables', ['sh', '-c', 'echo $((x+1))']],
-    ['python -c', ['python3', '-c', 'print(1)']],
-    ['node -e', ['node', '-e', '1']],
-    ['node -pe', ['node', '-pe', '1']],
-    ['perl -ne', ['perl', '-ne', 'print']],
-    ['ruby -e', ['ruby', '-e', 'x']],
-    ['php -r', ['php', '-r', 'x']],
-    ['deno eval', ['deno', 'eval', 'x']],
-    ['bun -e', ['bun', '-e', 'x']],
-    ['sed e command', ['sed', 'e rm x', 'f']],
-    ['sed s///e', ['sed', 's/a/b/e', 'f']],
-    ['sed -f', ['sed', '-f', 'script.sed', 'f']],
-    ['awk system', ['awk', 'BEGIN { system("rm x") }']],
-    ['awk pipe', ['awk', '{ print | "sh" }']],
-    ['vim +cmd', ['vim', '+!rm x', 'f']],
-    ['less +cmd', ['less', '+!rm x', 'f']],
-    ['git -c core.hooksPath', ['git', '-c', 'core.hooksPath=/tmp/h', 'commit']],
-    ['git --exec-path', ['git', '--exec-path=/tmp', 'status']],
-    ['env -S with expansion', ['env', '-S', 'rm ${HOME}']],
-    ['a wrapper given an unknown option', ['timeout', '--frobnicate', '5', 'x']],
-    ['sh reading stdin', ['sh']],
-    ['bash -s', ['bash', '-s']],
-    ['strace', ['strace', 'ls']],
-    ['old-style arithmetic', ['sh', '-c', 'echo $[x]']],
-    ['a computed subscript in a variable name', ['bash', '-c', "printf -v 'a[$(id)]' 1"]],
-    ['a computed subscript in a name reference', ['bash', '-c', "declare -n r='a[$(id)]'"]],
-    ['a computed subscript in [[ -v ]]', ['bash', '-c', "[[ -v 'a[$(id)]' ]]"]],
-    ['a prompt that runs code', ['bash', '-c', "PS4='$(id)'; set -x; true"]],
-    ['a startup file', ['bash', '-c', 'BASH_ENV=./x.sh bash -c true']],
+describe('what the analyser cannot reduce to static commands is asked about, never allowed', () => {
+  // [name, argv, the verdict under `policy` (deny rules rm*, git push*, curl*; exec default ask)]
+  const cases: Array<[string, string[], 'ask' | 'deny']> = [
+    ['a dynamic command word', ['sh', '-c', '$CMD x'], 'ask'],
+    ['a dynamic command word before a denied command', ['sh', '-c', '$CMD rm x'], 'deny'],
+    ['eval of a run-time string', ['sh', '-c', 'eval "$x"'], 'ask'],
+    ['eval of a run-time string that reads as a denied command', ['sh', '-c', 'eval "rm $x"'], 'deny'],
+    ['source', ['sh', '-c', 'source ./env.sh'], 'ask'],
+    ['dot', ['sh', '-c', '. ./env.sh'], 'ask'],
+    ['a pipe of run-time text into a shell', ['sh', '-c', 'echo "$x" | sh'], 'ask'],
+    ['a pipe into an interpreter', ['sh', '-c', 'echo 1 | python3'], 'ask'],
+    ['a parse error', ['sh', '-c', 'echo "open'], 'ask'],
+    ['arithmetic on a variable the script does not set', ['sh', '-c', 'echo $((x+1))'], 'ask'],
+    ['python -c', ['python3', '-c', 'print(1)'], 'ask'],
+    ['python -c running a denied command', ['python3', '-c', 'import os; os.system("rm -rf /")'], 'deny'],
+    [
+      'python -c with an argv list',
+      ['python3', '-c', 'import subprocess; subprocess.run(["rm", "x"])'],
+      'deny',
+    ],
+    ['node -e', ['node', '-e', '1'], 'ask'],
+    ['node -pe', ['node', '-pe', '1'], 'ask'],
+    ['perl -ne', ['perl', '-ne', 'print'], 'ask'],
+    ['ruby -e', ['ruby', '-e', 'x'], 'ask'],
+    ['php -r', ['php', '-r', 'x'], 'ask'],
+    ['deno eval', ['deno', 'eval', 'x'], 'ask'],
+    ['bun -e', ['bun', '-e', 'x'], 'ask'],
+    ['sed s///e', ['sed', 's/a/b/e', 'f'], 'ask'],
+    ['sed -f', ['sed', '-f', 'script.sed', 'f'], 'ask'],
+    ['awk pipe', ['awk', '{ print | "sh" }'], 'ask'],
+    ['awk system of a denied command', ['awk', 'BEGIN { system("rm x") }'], 'deny'],
+    ['vim +cmd', ['vim', '+!ls', 'f'], 'ask'],
+    ['vim +cmd running a denied command', ['vim', '+!rm x', 'f'], 'deny'],
+    ['less +cmd', ['less', '+!ls', 'f'], 'ask'],
+    ['git -c core.hooksPath', ['git', '-c', 'core.hooksPath=/tmp/h', 'commit'], 'ask'],
+    ['env -S with expansion', ['env', '-S', 'ls ${HOME}'], 'ask'],
+    ['env -S with expansion around a denied command', ['env', '-S', 'rm ${HOME}'], 'deny'],
+    ['a wrapper given an unknown option', ['timeout', '--frobnicate', '5', 'x'], 'ask'],
+    [
+      'a wrapper given an unknown option before a denied command',
+      ['timeout', '--frobnicate', '5', 'rm', 'x'],
+      'deny',
+    ],
+    ['sh reading stdin', ['sh'], 'ask'],
+    ['bash -s', ['bash', '-s'], 'ask'],
+    ['gdb', ['gdb', '-batch', '-ex', 'run', '--args', 'ls'], 'ask'],
+    ['old-style arithmetic', ['sh', '-c', 'echo $[x]'], 'ask'],
+    ['a computed subscript in a variable name', ['bash', '-c', "printf -v 'a[$(id)]' 1"], 'ask'],
+    ['a computed subscript in a name reference', ['bash', '-c', "declare -n r='a[$(id)]'"], 'ask'],
+    ['a computed subscript in [[ -v ]]', ['bash', '-c', "[[ -v 'a[$(id)]' ]]"], 'ask'],
+    ['a prompt that runs code', ['bash', '-c', "PS4='$(id)'; set -x; true"], 'ask'],
+    ['a prompt that runs a denied command', ['bash', '-c', "PS4='$(rm x)'; set -x; true"], 'deny'],
+    ['a startup file', ['bash', '-c', 'BASH_ENV=./x.sh bash -c true'], 'ask'],
   ]
 
-  it.each(cases)('%s: denied while any exec deny rule exists', (_, argv) => {
+  it.each(cases)('%s', (_, argv, expected) => {
     const verdict = policy.checkExec(argv)
-    expect(verdict.effect).toBe('deny')
-    expect(verdict.checks.some((c) => c.kind === 'opaque')).toBe(true)
+    expect(verdict.effect).toBe(expected)
+    if (expected === 'ask')
+      expect(verdict.checks.some((c) => c.kind === 'opaque' || c.code !== undefined)).toBe(true)
   })
 
-  it.each(cases)('%s: asked about when there is no exec deny rule', (_, argv) => {
-    const lenient = Policy.permissive().layer('dev').denyRead('.env')
-    expect(lenient.checkExec(argv).effect).toBe('ask')
+  it.each(cases)('%s: never allowed, not even by a permissive policy', (_, argv) => {
+    expect(Policy.permissive().checkExec(argv).effect).not.toBe('allow')
+  })
+
+  it.each(cases.filter(([, , expected]) => expected === 'ask'))(
+    '%s: denied under a deny-by-default policy',
+    (_, argv) => {
+      expect(Policy.strict().layer('t').allowExec('echo*').checkExec(argv).effect).toBe('deny')
+    },
+  )
+
+  it('shows the code it could not reduce to whoever approves it', () => {
+    const verdict = policy.checkExec(['python3', '-c', 'import json\nprint(json.dumps({"a": 1}))'])
+    expect(verdict.effect).toBe('ask')
+    expect(verdict.checks[0]!.code).toBe('import json\nprint(json.dumps({"a": 1}))')
+    expect(renderExecVerdict(verdict).split('\n').slice(-2)).toEqual([
+      '      | import json',
+      '      | print(json.dumps({"a": 1}))',
+    ])
+  })
+})
+
+describe('no dead ends: ordinary work reaches the verdict a person would give', () => {
+  const dev = Policy.tiered()
+    .withReadOnlyCommands()
+    .layer('ops')
+    .denyExec('rm*')
+    .denyExec('curl*')
+    .layer('dev')
+    .allowExec('pytest*')
+    .allowExec('node --test*')
+    .allowExec('npx vitest*')
+    .allowExec('python3 -c*')
+    .allowExec('source .venv/bin/activate')
+
+  it.each([
+    ['node --test', ['node', '--test'], 'allow'],
+    ['node --test with files', ['node', '--test', 'test/a.test.js'], 'allow'],
+    ['an npx allow rule', ['npx', 'vitest', 'run'], 'allow'],
+    ['an npx allow rule, another tool', ['npx', 'eslint', '.'], 'ask'],
+    ['a python -c rule that names -c', ['python3', '-c', 'print(1)'], 'allow'],
+    ['python -c without a rule naming it', ['python', '-c', 'print(1)'], 'ask'],
+    [
+      'sourcing a virtualenv, then an allowed command',
+      ['bash', '-c', 'source .venv/bin/activate && pytest'],
+      'allow',
+    ],
+    ['sourcing another file', ['bash', '-c', 'source ./setup.sh && pytest'], 'ask'],
+    ['a for loop over words', ['sh', '-c', 'for f in a b c; do echo "$f"; done'], 'allow'],
+    ['a for loop over a brace sequence', ['sh', '-c', 'for i in {1..3}; do echo $i; done'], 'allow'],
+    ['an arithmetic for loop', ['bash', '-c', 'for ((i = 0; i < 3; i++)); do echo $i; done'], 'allow'],
+    [
+      'a counting while loop',
+      ['sh', '-c', 'i=0; while [ $i -lt 3 ]; do i=$((i + 1)); echo $i; done'],
+      'allow',
+    ],
+    ['arithmetic on a variable read from input', ['bash', '-c', 'read n; echo $((n + 1))'], 'ask'],
+    ['a static pipe into a shell', ['sh', '-c', 'echo ls | sh'], 'allow'],
+    ['a here-string into a shell', ['bash', '-c', 'bash <<< "ls -la"'], 'allow'],
+    ['eval of static words', ['bash', '-c', 'eval ls -la'], 'allow'],
+    ['eval of a denied command', ['bash', '-c', "eval 'rm -rf /'"], 'deny'],
+  ] as const)('%s', (_, argv, expected) => {
+    expect(dev.checkExec([...argv]).effect).toBe(expected)
+  })
+})
+
+describe('variables assigned by loops and builtins are judged as assignments', () => {
+  // The builtins themselves are allowed, so only what they assign can make a call need approval.
+  let allowing = Policy.strict().layer('dev').allowRead('*')
+  for (const name of [
+    'ls',
+    'true',
+    'echo',
+    'export',
+    'read',
+    'printf',
+    'mapfile',
+    'getopts',
+    'declare',
+    'local',
+    'f',
+  ])
+    allowing = allowing.allowExec(`${name}*`)
+  const effect = (script: string) => allowing.checkExec(['bash', '-c', script]).effect
+
+  it.each([
+    // A sensitive variable set any of these ways caps what runs after it, exactly as `PATH=… ls` does.
+    ['NAME=value', 'PATH=/tmp; ls'],
+    ['export', 'export PATH=/tmp; ls'],
+    ['for NAME in', 'for PATH in /tmp; do ls; done'],
+    ['read NAME', 'read PATH < p.txt; ls'],
+    ['read -a NAME', 'read -a PATH < p.txt; ls'],
+    ['printf -v NAME', "printf -v HOME '%s' /tmp; ls"],
+    ['printf -vNAME', "printf -vHOME '%s' /tmp; ls"],
+    ['mapfile NAME', 'mapfile LD_PRELOAD < f; ls'],
+    ['getopts', 'getopts ab GIT_DIR; ls'],
+    ['declare -n', 'declare -n ref=PATH; ref=/tmp; ls'],
+    ['local -n', 'f() { local -n r=NODE_OPTIONS; r=--require=x; ls; }; f'],
+  ])('%s', (_, script) => {
+    expect(effect(script)).toBe('ask')
+  })
+
+  it.each([
+    ['NAME=value', "PS4='$(id)'; set -x; true"],
+    ['for NAME in', "for PS4 in '$(id)'; do set -x; true; done"],
+    ['read NAME', 'read PS4 < f; set -x; true'],
+    ['printf -v NAME', "printf -v PS4 '%s' '$(id)'; set -x; true"],
+    ['declare -n', 'declare -n r=BASH_ENV; r=./x.sh; bash -c true'],
+    ['for NAME in, a command-valued variable', 'for PAGER in less; do git log; done'],
+  ])('variables bash runs as code, set by %s, are never allowed', (_, script) => {
+    expect(effect(script)).not.toBe('allow')
+  })
+
+  it('a command-valued variable set by a loop has its values judged', () => {
+    const denying = Policy.permissive().layer('ops').denyExec('rm*')
+    expect(denying.checkExec(['bash', '-c', "for PAGER in 'rm -rf /'; do git log; done"]).effect).toBe('deny')
+    expect(denying.checkExec(['bash', '-c', 'for GIT_SSH_COMMAND in ssh; do git fetch; done']).effect).toBe(
+      'ask',
+    )
+  })
+
+  it('compgen runs -C commands and expands -W word lists; -F calls a function', () => {
+    const denying = Policy.permissive().layer('ops').denyExec('rm*')
+    expect(denying.checkExec(['bash', '-c', "compgen -C 'rm -rf /' x"]).effect).toBe('deny')
+    expect(denying.checkExec(['bash', '-c', "compgen -W '$(rm -rf /)' x"]).effect).toBe('deny')
+    expect(denying.checkExec(['bash', '-c', 'compgen -F f x']).effect).toBe('ask')
+    expect(denying.checkExec(['bash', '-c', 'compgen -W "a b" x']).effect).toBe('allow')
+  })
+
+  it('an interactive shell is capped like a login shell', () => {
+    expect(allowing.checkExec(['bash', '-i', '-c', 'ls']).effect).toBe('ask')
+    expect(allowing.checkExec(['bash', '-ic', 'ls']).effect).toBe('ask')
+    expect(allowing.checkExec(['bash', '-lc', 'ls']).effect).toBe('ask')
+    expect(allowing.checkExec(['bash', '-c', 'ls']).effect).toBe('allow')
   })
 })
 
@@ -320,8 +504,7 @@ describe('the read-only list', () => {
     ['git', 'status'],
     ['git', 'log', '--oneline'],
     ['git', 'diff', 'HEAD~1'],
-    ['rg', 'TODO', 'src'],
-    ['grep', '-rn', 'x', '.'],
+    ['grep', '-n', 'x', 'a.txt'],
     ['find', '.', '-name', '*.ts'],
     ['git', 'branch'],
     ['git', 'branch', '-a'],
@@ -366,6 +549,93 @@ describe('the read-only list', () => {
 
   it('deny rules still beat it', () => {
     expect(readOnly.checkExec(['git', 'push'])).toMatchObject({ effect: 'deny', layer: 'ops' })
+  })
+
+  it.each([
+    ['jq', 'env'],
+    ['jq', '-n', 'env.HOME'],
+    ['jq', '-n', '$ENV.TOKEN'],
+    ['ps', 'e'],
+    ['ps', 'auxe'],
+    ['cat', '/proc/self/environ'],
+    ['cat', '//proc/self/environ'],
+    ['cat', '/proc/./1/environ'],
+    ['cat', '/proc/self/../self/environ'],
+    ['cat', '/proc/self/root/proc/1/environ'],
+    ['head', '/proc/self/task/1/environ'],
+    ['strings', '/proc/1/environ'],
+    ['cat', '/proc/self/root/home/me/.aws/credentials'],
+    ['cat', '.npmrc'],
+    ['cat', '.netrc'],
+    ['cat', '.git-credentials'],
+    ['cat', 'home/.pgpass'],
+    ['cat', 'keys/id_ecdsa'],
+    ['cat', 'cert.p12'],
+    ['cat', 'infra/terraform.tfstate'],
+    ['cat', '.aws/credentials'],
+    ['git', 'show', 'HEAD:.env'],
+    ['bash', '-c', 'echo $AWS_SECRET_ACCESS_KEY'],
+    ['bash', '-c', 'echo "token: ${GITHUB_TOKEN}"'],
+    ['bash', '-c', 'basename "$NPM_TOKEN"'],
+  ])('%s %s… prints the environment or a secret, so it is not read-only', (...argv) => {
+    expect(readOnly.checkExec(argv).effect).not.toBe('allow')
+  })
+
+  it('prints what a script sets itself, and tests the environment without printing it', () => {
+    for (const script of [
+      'for f in a b; do echo "$f"; done',
+      'i=0; while [ $i -lt 3 ]; do i=$((i + 1)); echo $i; done',
+      'test -n "$CI" && echo ci',
+      'echo "$(date)"',
+    ]) {
+      expect(readOnly.checkExec(['bash', '-c', script]).effect, script).toBe('allow')
+    }
+  })
+
+  it.each([
+    ['npm', 'view', 'react'],
+    ['npm', 'outdated'],
+    ['date', '--s', '2020-01-01'],
+    ['date', '--set=now'],
+    ['sort', '--output=x', 'y'],
+    ['sort', '-ro', 'x', 'y'],
+    ['sed', '--in-pl', 's/a/b/', 'f'],
+    ['sed', '--expr=1e id', 'f'],
+    ['git', 'config', '--get', 'a.b', '--add', 'c', 'd'],
+    ['git', 'config', '--list', '-e'],
+    ['git', 'config', '--get', 'x', 'y', 'z'],
+    ['git', 'grep', '-iOvim', 'x'],
+    ['git', '--work-tree=/', 'status'],
+    ['git', 'log', '--outp=x'],
+    ['rg', '--pre=cat', 'x'],
+    ['find', '.', '-fprint0', 'x'],
+    ['xxd', '-revert', 'a', 'b'],
+  ])('%s %s… writes, runs a program or reaches the network, so it is not read-only', (...argv) => {
+    expect(readOnly.checkExec(argv).effect).not.toBe('allow')
+  })
+
+  it('a recursive reader is read-only only through a part of the workspace that holds no denied file', () => {
+    const clean = { holdsDenied: () => false }
+    const secretsUnderConfig = { holdsDenied: (path: string) => path === '.' || path.startsWith('config') }
+    for (const argv of [
+      ['grep', '-rn', 'TODO', 'src'],
+      ['grep', '-Rl', 'x'],
+      ['grep', '--recursive', 'x', '.'],
+      ['rg', 'TODO'],
+      ['rg', 'TODO', 'src'],
+      ['diff', '-r', 'a', 'b'],
+    ]) {
+      expect(readOnly.checkExec(argv, clean).effect, argv.join(' ')).toBe('allow')
+      // Without knowing the workspace, it is never read-only.
+      expect(readOnly.checkExec(argv).effect, argv.join(' ')).toBe('ask')
+    }
+    expect(readOnly.checkExec(['grep', '-r', 'x', 'src'], secretsUnderConfig).effect).toBe('allow')
+    expect(readOnly.checkExec(['grep', '-r', 'x', 'config'], secretsUnderConfig).effect).toBe('ask')
+    expect(readOnly.checkExec(['rg', 'TOKEN'], secretsUnderConfig).effect).toBe('ask')
+    expect(readOnly.checkExec(['grep', '-r', 'x', '/etc'], clean).effect).toBe('ask')
+    expect(readOnly.checkExec(['grep', '-r', 'x', '../other'], clean).effect).toBe('ask')
+    expect(readOnly.checkExec(['rg', '--files'], secretsUnderConfig).effect).toBe('allow')
+    expect(readOnly.checkExec(['grep', '-n', 'x', 'src/a.ts'], secretsUnderConfig).effect).toBe('allow')
   })
 })
 

@@ -123,6 +123,32 @@ describe('longRunningCommand: direct commands', () => {
   })
 })
 
+describe('longRunningCommand: the policy says what a command runs', () => {
+  it.each([
+    [['stdbuf', '-oL', 'tail', '-f', 'app.log'], '`tail -f app.log`'],
+    [['env', '-S', 'vite --port 3000'], '`vite --port 3000`'],
+    [['setarch', 'x86_64', 'next', 'dev'], '`next dev`'],
+    [['sudo', '-u', 'web', 'uvicorn', 'app:app'], '`uvicorn app:app`'],
+    [['bash', '-c', 'bash <<< "npm run build && vite"'], '`vite`'],
+    [['sh', '-c', 'echo ok | sh -c "tsc --watch"'], '`tsc --watch`'],
+    [['xvfb-run', '-a', 'webpack', 'serve'], '`webpack serve`'],
+    [['dotenv', '-e', '.env.test', '--', 'jest', '--watch'], '`jest --watch`'],
+    [['cross-env-shell', 'PORT=1', 'vite'], '`vite`'],
+    [['bash', '-c', '{ vite; }'], '`vite`'],
+  ])('%j runs %s, which is refused', async (argv, command) => {
+    const box = await sandbox()
+    expect(longRunningCommand(box.root, argv)?.reason).toContain(`${command} `)
+  })
+
+  it('agrees with the policy about what is bounded or not run at all', async () => {
+    const box = await sandbox()
+    expect(longRunningCommand(box.root, ['timeout', '--signal=KILL', '30', 'vite'])).toBeUndefined()
+    expect(longRunningCommand(box.root, ['gtimeout', '30', 'sh', '-c', 'tail -f x'])).toBeUndefined()
+    expect(longRunningCommand(box.root, ['command', '-v', 'vite'])).toBeUndefined()
+    expect(longRunningCommand(box.root, ['bash', '-c', "echo 'vite --watch'"])).toBeUndefined()
+  })
+})
+
 describe('longRunningCommand: package scripts', () => {
   it('follows `npm run dev` through package.json to the server it starts', async () => {
     const root = await workspaceWithScripts({ dev: 'vite --port 3000' })
