@@ -13,8 +13,8 @@ import {
   type ModelProvider,
   type TranscriptMessage,
 } from '../model/index.js'
+import type { ModelTurn } from '../run/index.js'
 import type { ToolCall } from '../tools/schemas.js'
-import type { ModelTurn } from '../workflows/types.js'
 import { describeToolchain, detectToolchain } from '../workspace/index.js'
 import { appendInOrder } from './transcript.js'
 import type { TetherActivities } from './types.js'

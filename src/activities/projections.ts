@@ -6,8 +6,8 @@
 import type { AuditStore } from '../audit/index.js'
 import type { TaskContract } from '../contract.js'
 import { Policy, PolicyError } from '../policy/index.js'
+import type { PendingApproval } from '../run/index.js'
 import { untilText, utcText } from '../time.js'
-import type { PendingApproval } from '../workflows/approvals.js'
 import type { TetherActivities } from './types.js'
 
 export function projectionActivities(deps: {

@@ -7,9 +7,8 @@ import { Context } from '@temporalio/activity'
 import { ApplicationFailure } from '@temporalio/common'
 import type { AuditStore } from '../audit/index.js'
 import type { ExecResult, RunCommandOptions, SandboxLimits } from '../exec/index.js'
+import { gateFailureMessage, type InlineMessage } from '../run/index.js'
 import { type ValidatedCall, validateToolCall } from '../tools/schemas.js'
-import { gateFailureMessage } from '../workflows/run-state.js'
-import type { InlineMessage } from '../workflows/types.js'
 import {
   adviceFor,
   editFile,

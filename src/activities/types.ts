@@ -4,18 +4,20 @@
  * rename one; add a new name behind `patched()` instead.
  */
 import type { TaskContract } from '../contract.js'
-import type { ValidatedCall } from '../tools/schemas.js'
-import type { Channel, PendingApproval, Resolution } from '../workflows/approvals.js'
 import type {
   ActionVerdict,
   AgentRunResult,
+  Channel,
   GateSummary,
   InlineMessage,
   ModelTurn,
+  PendingApproval,
   RememberedRule,
+  Resolution,
   RunPreparation,
   ToolSummary,
-} from '../workflows/types.js'
+} from '../run/index.js'
+import type { ValidatedCall } from '../tools/schemas.js'
 
 export interface RunRef {
   runId: string

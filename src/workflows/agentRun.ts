@@ -31,14 +31,18 @@ import type { TetherActivities } from '../activities/types.js'
 import { parseContract, type TaskContract } from '../contract.js'
 import { execActivityOptions } from '../exec/activity-options.js'
 import { actionDigest } from '../identity/index.js'
+import type {
+  ActionVerdict,
+  AgentRunInput,
+  AgentRunResult,
+  ModelTurn,
+  Outcome,
+  PendingApproval,
+  RememberOffer,
+  Resolution,
+} from '../run/index.js'
 import { type ToolCall, type ValidatedCall, validateToolCall } from '../tools/schemas.js'
-import {
-  ApprovalBook,
-  type DecisionInput,
-  type PendingApproval,
-  type RememberOffer,
-  type Resolution,
-} from './approvals.js'
+import { ApprovalBook, type DecisionInput } from './approvals.js'
 import {
   budgetOutcome,
   commandTimeout,
@@ -54,7 +58,6 @@ import {
   reserveSeqs,
   stepDecision,
 } from './run-state.js'
-import type { ActionVerdict, AgentRunInput, AgentRunResult, ModelTurn, Outcome } from './types.js'
 
 export const PENDING_APPROVAL = defineSearchAttributeKey('TetherPendingApproval', SearchAttributeType.KEYWORD)
 

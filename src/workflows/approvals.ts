@@ -11,7 +11,7 @@
  */
 import { z } from 'zod'
 import { type DecisionStatement, fingerprintOf, verifyStatement } from '../identity/index.js'
-import type { Act } from './types.js'
+import type { Answer, Channel, PendingApproval, Resolution } from '../run/index.js'
 
 export const decisionSchema = z
   .object({
@@ -68,59 +68,6 @@ export interface Rejected {
   ok: false
   type: DecisionRejection
   error: string
-}
-
-export type Channel = 'update' | 'signal' | 'timeout' | 'cancel'
-
-/** One person's answer, with its proof when signed. */
-export interface Answer {
-  approver: string
-  decision: 'approve' | 'deny'
-  channel: 'update' | 'signal'
-  at: number
-  reason?: string
-  /** The rule this answer asked to remember (exact pattern), if any. */
-  remember?: string
-  signed?: { key: string; fingerprint: string; signature: string; statement: DecisionStatement }
-}
-
-export interface Resolution {
-  decision: 'approved' | 'denied' | 'timeout' | 'cancelled'
-  decidedBy: string
-  channel: Channel
-  decidedAt: number
-  reason?: string
-  /** The rule remembered for the rest of the run: only when every approving answer asked for the same one. */
-  remember?: string
-  /** Whether the answers were signed (`unsigned`: names were trusted, as the policy said). */
-  identity?: 'signed' | 'unsigned'
-  /** Every answer that counted, in order. */
-  answers?: Answer[]
-}
-
-/** What "approve and remember" may add: the exact rule, and a wider one where that is safe. */
-export type RememberOffer = { exact: string; wider?: string } | { refused: string }
-
-export interface PendingApproval {
-  approvalId: string
-  step: number
-  call: number
-  act: Act
-  target: string
-  rule?: string
-  layer?: string
-  tree?: string
-  /** SHA-256 of the judged action (act, target, tree): what a signature covers. */
-  actionDigest?: string
-  /** Shown before anyone answers: what "approve and remember" would add, or why it cannot. */
-  remember?: RememberOffer | { pattern: string }
-  /** Distinct approvers needed (a two-person rule is 2). */
-  approvalsRequired?: number
-  /** Whether answers must be signed (the policy's identity mode when the request was made). */
-  identity?: 'signed' | 'unsigned'
-  requestedAt: number
-  deadline: number
-  approvers: string[]
 }
 
 /** Who may answer in this run. */

@@ -1,4 +1,6 @@
 /** tether's workflows: the only module a Worker's workflow bundle needs from tether. */
+
+export type * from '../run/types.js'
 export {
   agentRun,
   type DecideResult,
@@ -9,5 +11,4 @@ export {
   type RunStatus,
   statusQuery,
 } from './agentRun.js'
-export type { DecisionInput, DecisionRejection, PendingApproval, Resolution } from './approvals.js'
-export type * from './types.js'
+export type { DecisionInput, DecisionRejection } from './approvals.js'

@@ -4,8 +4,15 @@
  * workflow is a thin shell that calls activities and feeds their results through these functions.
  */
 import type { TaskContract } from '../contract.js'
+import type {
+  ActionVerdict,
+  CarriedState,
+  InlineMessage,
+  ModelTurn,
+  Outcome,
+  ToolSummary,
+} from '../run/index.js'
 import type { ToolCall } from '../tools/schemas.js'
-import type { ActionVerdict, CarriedState, InlineMessage, ModelTurn, Outcome, ToolSummary } from './types.js'
 
 export interface RunState extends CarriedState {}
 
@@ -114,16 +121,6 @@ export function deniedByApproverObservation(
         ? 'the run was cancelled while the approval was pending'
         : `denied by ${resolution.decidedBy}${resolution.reason ? `: ${resolution.reason}` : ''}`
   return toolResult(seq, call, `[${verdict.act} denied] ${verdict.target} — ${why}`)
-}
-
-export function gateFailureMessage(seq: number, summary: string): InlineMessage {
-  return {
-    seq,
-    message: {
-      role: 'user',
-      content: `The verification command did not pass: ${summary}\nKeep working until it passes.`,
-    },
-  }
 }
 
 /** One line per call for the audit's `steps.decision`. */

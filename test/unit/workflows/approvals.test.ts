@@ -4,12 +4,8 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { actionDigest, type DecisionStatement } from '../../../src/identity/index.js'
 import { type ApproverKey, createKey, loadKey } from '../../../src/identity/keyring.js'
-import {
-  ApprovalBook,
-  type DecisionInput,
-  type PendingApproval,
-  SIGNATURE_SKEW_MS,
-} from '../../../src/workflows/approvals.js'
+import type { PendingApproval } from '../../../src/run/index.js'
+import { ApprovalBook, type DecisionInput, SIGNATURE_SKEW_MS } from '../../../src/workflows/approvals.js'
 
 const RUN = 'run-1'
 
