@@ -109,14 +109,18 @@ export function argvProblem(argv: readonly string[]): string | undefined {
   return undefined
 }
 
+/** Why `text` is malformed or over `limit` bytes; undefined when it is fine. */
+function textProblem(field: string, text: string, limit: number, what: string, advice: string) {
+  const malformed = malformedText(field, text)
+  if (malformed) return malformed
+  const bytes = utf8Length(text)
+  return bytes > limit ? tooLarge(field, bytes, limit, what, advice) : undefined
+}
+
 /** Why a workspace path is too long or malformed; undefined when it is fine. */
 export function pathProblem(field: string, path: string): string | undefined {
-  const malformed = malformedText(field, path)
-  if (malformed) return malformed
-  const bytes = utf8Length(path)
-  if (bytes > CALL_LIMITS.pathBytes) {
-    return tooLarge(field, bytes, CALL_LIMITS.pathBytes, 'for a path', 'use a shorter path')
-  }
+  const problem = textProblem(field, path, CALL_LIMITS.pathBytes, 'for a path', 'use a shorter path')
+  if (problem) return problem
   for (const name of path.split('/')) {
     const nameBytes = utf8Length(name)
     if (nameBytes > CALL_LIMITS.nameBytes) {
@@ -131,28 +135,16 @@ export function pathProblem(field: string, path: string): string | undefined {
 
 /** Why text a file tool writes (or searches for) is too large or malformed; undefined when it is fine. */
 export function contentProblem(field: string, text: string): string | undefined {
-  const malformed = malformedText(field, text)
-  if (malformed) return malformed
-  const bytes = utf8Length(text)
-  if (bytes > CALL_LIMITS.contentBytes) {
-    return tooLarge(
-      field,
-      bytes,
-      CALL_LIMITS.contentBytes,
-      'for what one call writes',
-      'split it into smaller files, or generate it with a command',
-    )
-  }
-  return undefined
+  return textProblem(
+    field,
+    text,
+    CALL_LIMITS.contentBytes,
+    'for what one call writes',
+    'split it into smaller files, or generate it with a command',
+  )
 }
 
 /** Why a search pattern or glob is too long or malformed; undefined when it is fine. */
 export function patternProblem(field: string, text: string): string | undefined {
-  const malformed = malformedText(field, text)
-  if (malformed) return malformed
-  const bytes = utf8Length(text)
-  if (bytes > CALL_LIMITS.patternBytes) {
-    return tooLarge(field, bytes, CALL_LIMITS.patternBytes, `for a ${field}`, `write a shorter ${field}`)
-  }
-  return undefined
+  return textProblem(field, text, CALL_LIMITS.patternBytes, `for a ${field}`, `write a shorter ${field}`)
 }

@@ -5,15 +5,15 @@
  * asserted: the 50 MB case finishes in seconds, where it used to hang for twenty minutes.)
  */
 import type { WorkflowHandle } from '@temporalio/client'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import type { AuditStore } from '../../src/audit/index.js'
 import type { agentRun } from '../../src/workflows/index.js'
 import {
   npmWorkspace,
-  startAgentWorker,
   startRun,
   testPolicy,
   useAgentHarness,
+  useAgentWorker,
   writeScript,
 } from '../support/agent.js'
 
@@ -107,18 +107,8 @@ describe('calls over a limit', () => {
 })
 
 describe('a command the OS refuses', () => {
-  let audit: AuditStore
-  let worker: Awaited<ReturnType<typeof startAgentWorker>>
-  beforeAll(async () => {
-    audit = harness.audit
-    // The operator passes commands a variable larger than one exec string may be (128 KiB on Linux).
-    worker = await startAgentWorker(audit, {
-      sandbox: { env: { ...process.env, LARGE_FIXTURE_VALUE: 'h'.repeat(200_000) } },
-    })
-  })
-  afterAll(async () => {
-    await worker?.stop()
-  })
+  // The operator passes commands a variable larger than one exec string may be (128 KiB on Linux).
+  const worker = useAgentWorker({ env: { ...process.env, LARGE_FIXTURE_VALUE: 'h'.repeat(200_000) } })
 
   it('is an observation (ExecInputError), and the run goes on', async () => {
     const ws = await npmWorkspace()
@@ -133,12 +123,12 @@ describe('a command the OS refuses', () => {
         testPolicy().allowExec('node --version'),
       )
       expect(await handle.result()).toMatchObject({ outcome: 'finished', steps: 2 })
-      const { outputs } = await observations(audit, handle.workflowId)
+      const { outputs } = await observations(worker.audit, handle.workflowId)
       expect(outputs).toEqual([
         '[exec refused] nothing ran: argv: with the environment, is larger than the OS accepts (E2BIG); ' +
           'pass less, e.g. through a file',
       ])
-      expect(await audit.executedCommands({ runId: handle.workflowId })).toEqual([])
+      expect(await worker.audit.executedCommands({ runId: handle.workflowId })).toEqual([])
     } finally {
       await ws.cleanup()
     }
