@@ -18,7 +18,7 @@ export const CALL_LIMITS = {
    * that the policy's verdict on it stays a modest history payload.
    */
   argvBytes: 65_536,
-  /** Arguments of one `exec` call. */
+  /** Arguments of one `exec` call (checked by its schema). */
   argvCount: 4_096,
   /** UTF-8 bytes of a workspace path (PATH_MAX). */
   pathBytes: 4_096,
@@ -82,12 +82,6 @@ const TO_A_FILE = 'write the text to a file with write_file and pass its path in
 
 /** Why an `exec` argv is over a limit or cannot reach the OS intact; undefined when it is fine. */
 export function argvProblem(argv: readonly string[]): string | undefined {
-  if (argv.length > CALL_LIMITS.argvCount) {
-    return (
-      `argv has ${formatCount(argv.length)} arguments; the limit is ${formatCount(CALL_LIMITS.argvCount)}: ` +
-      'pass long lists through a file (many tools read one, e.g. `xargs -a FILE` or `@FILE`)'
-    )
-  }
   let total = 0
   for (const [index, argument] of argv.entries()) {
     const field = `argv[${index}]`

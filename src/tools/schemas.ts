@@ -5,7 +5,14 @@
  * file system or Temporal history larger than they accept.
  */
 import { z } from 'zod'
-import { argvProblem, contentProblem, pathProblem, patternProblem } from './limits.js'
+import {
+  argvProblem,
+  CALL_LIMITS,
+  contentProblem,
+  formatCount,
+  pathProblem,
+  patternProblem,
+} from './limits.js'
 
 const workspacePath = z
   .string()
@@ -18,6 +25,12 @@ export const toolSchemas = {
       argv: z
         .array(z.string())
         .min(1, 'argv needs at least the program')
+        // Checked before the elements, so a reply of millions of them is refused at once.
+        .max(CALL_LIMITS.argvCount, {
+          error: (issue) =>
+            `${formatCount((issue.input as unknown[]).length)} arguments; the limit is ` +
+            `${formatCount(CALL_LIMITS.argvCount)}: pass long lists through a file (many tools read one, e.g. \`xargs -a FILE\`)`,
+        })
         .describe('Program and arguments as an array; no shell is involved, so quote nothing.'),
     })
     .strict()

@@ -40,8 +40,13 @@ describe('tool-call limits', () => {
     expect(errorOf(exec(['echo', ...parts]))).toContain(
       'argv is 90,008 bytes; the limit is 65,536 bytes for all arguments together',
     )
-    expect(errorOf(exec(['echo', ...Array.from({ length: 5_000 }, () => 'a')]))).toContain(
-      'argv has 5,001 arguments; the limit is 4,096',
+    expect(errorOf(exec(['echo', ...Array.from({ length: 5_000 }, () => 'a')]))).toBe(
+      'invalid arguments for exec: argv: 5,001 arguments; the limit is 4,096: pass long lists through a ' +
+        'file (many tools read one, e.g. `xargs -a FILE`)',
+    )
+    // Counted before the elements are checked: millions of wrong ones are refused at once.
+    expect(errorOf(exec(Array.from({ length: 5_000_000 }, (_, i) => i)))).toContain(
+      'argv: 5,000,000 arguments; the limit is 4,096',
     )
   })
 
