@@ -16,6 +16,7 @@ import {
   useAgentWorker,
   writeScript,
 } from '../support/agent.js'
+import { recordHistory } from '../support/temporal.js'
 
 const harness = useAgentHarness()
 
@@ -46,6 +47,8 @@ describe('calls over a limit', () => {
       says:
         '[invalid call] invalid arguments for exec: argv[2] is 200,000 bytes; the limit is 32,768 bytes per ' +
         'argument: write the text to a file with write_file and pass its path instead',
+      // Replayed by test/unit/replay.test.ts: a model turn whose call carries the activity's verdict.
+      history: 'agent-run-call-over-limit',
     },
     {
       what: 'an unpaired UTF-16 surrogate',
@@ -69,41 +72,45 @@ describe('calls over a limit', () => {
       call: { name: 'write_file', args: { path: 'src/big.txt', content: repeat(3_000_000) } },
       says: '[invalid call] invalid arguments for write_file: content is 3,000,000 bytes; the limit is 2,097,152 bytes',
     },
-  ])('$what becomes an observation, and the run goes on to its end', async ({ what, call, says }) => {
-    const ws = await npmWorkspace()
-    try {
-      const model = `scripted:${await writeScript(ws.path, {
-        turns: [
-          // Usage given: the estimate would count the megabytes the model sent.
-          { toolCalls: [call, readPackage], usage: { inputTokens: 100, outputTokens: 50 } },
-          { text: 'Done.' },
-        ],
-      })}`
-      const started = Date.now()
-      const handle = await startRun(
-        harness.client,
-        harness.taskQueue,
-        { goal: 'g', workspace: ws.path, model },
-        testPolicy(),
-      )
-      const result = await handle.result()
-      console.log(`tool limits: ${what} → run ${result.outcome} in ${Date.now() - started} ms`)
-      expect(result).toMatchObject({ outcome: 'finished', steps: 2, reason: 'Done.' })
+  ] as Array<{ what: string; call: { name: string; args: unknown }; says: string; history?: string }>)(
+    '$what becomes an observation, and the run goes on to its end',
+    async ({ what, call, says, history }) => {
+      const ws = await npmWorkspace()
+      try {
+        const model = `scripted:${await writeScript(ws.path, {
+          turns: [
+            // Usage given: the estimate would count the megabytes the model sent.
+            { toolCalls: [call, readPackage], usage: { inputTokens: 100, outputTokens: 50 } },
+            { text: 'Done.' },
+          ],
+        })}`
+        const started = Date.now()
+        const handle = await startRun(
+          harness.client,
+          harness.taskQueue,
+          { goal: 'g', workspace: ws.path, model },
+          testPolicy(),
+        )
+        const result = await handle.result()
+        console.log(`tool limits: ${what} → run ${result.outcome} in ${Date.now() - started} ms`)
+        expect(result).toMatchObject({ outcome: 'finished', steps: 2, reason: 'Done.' })
 
-      const { outputs, stored } = await observations(harness.audit, handle.workflowId)
-      expect(outputs).toHaveLength(2)
-      expect(outputs[0]?.startsWith(says)).toBe(true)
-      // The reply's other call ran.
-      expect(outputs[1]).toContain('"name": "tether-fixture"')
-      // Neither the transcript nor history holds what was refused.
-      expect(stored).toBeLessThan(50_000)
-      expect(await historyBytes(handle)).toBeLessThan(60_000)
-      const [step] = (await harness.audit.runTimeline(handle.workflowId)).filter((e) => e.type === 'step')
-      expect(JSON.stringify(step)).toContain('invalid call')
-    } finally {
-      await ws.cleanup()
-    }
-  })
+        const { outputs, stored } = await observations(harness.audit, handle.workflowId)
+        expect(outputs).toHaveLength(2)
+        expect(outputs[0]?.startsWith(says)).toBe(true)
+        // The reply's other call ran.
+        expect(outputs[1]).toContain('"name": "tether-fixture"')
+        // Neither the transcript nor history holds what was refused.
+        expect(stored).toBeLessThan(50_000)
+        expect(await historyBytes(handle)).toBeLessThan(60_000)
+        const [step] = (await harness.audit.runTimeline(handle.workflowId)).filter((e) => e.type === 'step')
+        expect(JSON.stringify(step)).toContain('invalid call')
+        if (history) await recordHistory(handle, history)
+      } finally {
+        await ws.cleanup()
+      }
+    },
+  )
 })
 
 describe('a command the OS refuses', () => {
