@@ -13,7 +13,7 @@ import {
   scriptedProvider,
   type TranscriptMessage,
 } from '../src/model/index.js'
-import { openAiChat, startLlmServer } from '../test/unit/model/llm-server.js'
+import { openAiChat, startLlmServer } from '../test/support/llm-server.js'
 
 const CALLS = 300
 const ROUNDS = 3

@@ -14,10 +14,11 @@ import { createHash } from 'node:crypto'
 import { writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { SimplePlugin } from '@temporalio/plugin'
+import type { WorkerOptions } from '@temporalio/worker'
 import { createActivities, waitThroughOutages } from './activities/index.js'
 import { type AuditStore, openAudit } from './audit/index.js'
 import type { ModelProvider } from './model/index.js'
-import { tetherWorkflowsPath } from './worker-setup.js'
+import { TETHER_WORKER_DEFAULTS, tetherWorkflowsPath } from './worker-setup.js'
 
 export interface TetherPluginOptions {
   /** An audit store the caller manages; otherwise one is opened (and migrated) when the Worker runs. */
@@ -38,7 +39,7 @@ export function tetherPlugin(options: TetherPluginOptions = {}): SimplePlugin {
       return typeof value === 'function' ? value.bind(store) : value
     },
   })
-  return new SimplePlugin({
+  return new TetherPlugin({
     name: 'tether',
     activities: createActivities({ audit, ...(options.provider ? { provider: options.provider } : {}) }),
     workflowsPath: (existing) => (existing ? combinedEntry(existing) : tetherWorkflowsPath()),
@@ -58,6 +59,13 @@ export function tetherPlugin(options: TetherPluginOptions = {}): SimplePlugin {
       }
     },
   })
+}
+
+/** The Worker also gets tether's defaults (a short sticky-queue timeout) where it sets none of its own. */
+class TetherPlugin extends SimplePlugin {
+  override configureWorker(options: WorkerOptions): WorkerOptions {
+    return super.configureWorker({ ...TETHER_WORKER_DEFAULTS, ...options })
+  }
 }
 
 /**

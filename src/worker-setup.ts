@@ -5,7 +5,7 @@
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { Client, Connection } from '@temporalio/client'
-import { NativeConnection, Worker } from '@temporalio/worker'
+import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker'
 import { createActivities, waitThroughOutages } from './activities/index.js'
 import { type AuditStore, openAudit } from './audit/index.js'
 import type { ModelProvider } from './model/index.js'
@@ -24,6 +24,16 @@ export function workflowSource(): { workflowBundle: { codePath: string } } | { w
     ? { workflowBundle: { codePath: bundle } }
     : { workflowsPath: tetherWorkflowsPath() }
 }
+
+/**
+ * Worker options every tether worker gets (and the plugin sets unless the Worker sets its own). A workflow
+ * task waits this long on a worker's own (sticky) queue before any worker may take it: after a crash that
+ * is how long each run on the dead worker stalls. The default is 10 s; a live worker takes its tasks in
+ * milliseconds.
+ */
+export const TETHER_WORKER_DEFAULTS = {
+  stickyQueueScheduleToStartTimeout: '3 seconds',
+} as const satisfies Partial<WorkerOptions>
 
 export interface TetherWorkerOptions {
   connection: NativeConnection
@@ -44,6 +54,7 @@ export const WORKFLOW_CACHE_SIZE = 32
 
 export function createTetherWorker(options: TetherWorkerOptions): Promise<Worker> {
   return Worker.create({
+    ...TETHER_WORKER_DEFAULTS,
     connection: options.connection,
     namespace: options.namespace,
     taskQueue: options.taskQueue,

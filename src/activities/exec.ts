@@ -15,6 +15,7 @@
 import { Context } from '@temporalio/activity'
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common'
 import { ExecInputError, type ExecResult, type RunCommandOptions, runCommand } from '../exec/index.js'
+import { heartbeatInterval } from './heartbeat.js'
 
 /** What a workflow passes: the runner's options that survive serialisation. */
 export type ExecActivityInput = Omit<RunCommandOptions, 'signal' | 'onProgress'>
@@ -28,16 +29,6 @@ export interface HeartbeatOptions {
 export interface ExecHeartbeat {
   elapsedMs: number
   bytes: number
-}
-
-const MAX_HEARTBEAT_INTERVAL_MS = 5_000
-const MIN_HEARTBEAT_INTERVAL_MS = 100
-
-function heartbeatInterval(context: Context, requested: number | undefined): number {
-  if (requested !== undefined) return Math.max(MIN_HEARTBEAT_INTERVAL_MS, requested)
-  const timeout = context.info.heartbeatTimeoutMs
-  if (!timeout) return MAX_HEARTBEAT_INTERVAL_MS
-  return Math.min(MAX_HEARTBEAT_INTERVAL_MS, Math.max(MIN_HEARTBEAT_INTERVAL_MS, Math.floor(timeout / 4)))
 }
 
 /**

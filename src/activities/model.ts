@@ -1,12 +1,15 @@
 /**
  * The model activity: stores what the workflow observed since the last turn, loads the transcript from
- * Postgres, calls the provider, stores the reply, and returns only the tool calls and usage — so Temporal
- * history grows by a few hundred bytes per turn, not by the transcript.
+ * Postgres, calls the provider, validates and stores the reply, and returns only the tool calls (bounded)
+ * and usage — so Temporal history grows by a few hundred bytes per turn, not by the transcript, and no
+ * reply, however large or malformed, can exceed a payload limit.
  */
 import { Context } from '@temporalio/activity'
 import { ApplicationFailure } from '@temporalio/common'
-import type { AuditStore } from '../audit/index.js'
+import { AuditInputError, type AuditStore } from '../audit/index.js'
 import {
+  boundReply,
+  boundValue,
   buildSystemPrompt,
   ModelConfigError,
   ModelError,
@@ -14,18 +17,23 @@ import {
   type TranscriptMessage,
 } from '../model/index.js'
 import type { ModelTurn } from '../run/index.js'
+import { wellFormed } from '../tools/limits.js'
 import type { ToolCall } from '../tools/schemas.js'
 import { describeToolchain, detectToolchain } from '../workspace/index.js'
+import { heartbeating } from './heartbeat.js'
 import { appendInOrder } from './transcript.js'
 import type { TetherActivities } from './types.js'
 
-/** Strings longer than this in a call's arguments stay in the transcript; history gets a marker. */
+/** Strings longer than this in a file tool's contents stay in the transcript; history gets a marker. */
 const ARGUMENT_HISTORY_LIMIT = 2_000
 const TEXT_HISTORY_LIMIT = 2_000
+/** How much of a refused call's arguments history keeps (the transcript keeps more, see boundReply). */
+const REFUSED_HISTORY_BOUNDS = { chars: 200, entries: 20, depth: 3 }
 
 interface StoredReply {
   role: 'assistant'
   text: string
+  /** Each call as the model made it, or bounded with the reason it was refused (`invalid`). */
   toolCalls: ToolCall[]
   usage?: { inputTokens: number; outputTokens: number }
   modelId?: string
@@ -36,56 +44,68 @@ export function modelActivities(deps: {
   provider: (choice: string | undefined) => ModelProvider
 }): Pick<TetherActivities, 'tetherModelTurn'> {
   return {
-    async tetherModelTurn({ runId, replySeq, pending, contract }) {
-      const context = Context.current()
-      // A previous attempt may have stored the reply and died before returning it: replay that reply
-      // rather than asking the model again, so the transcript and the workflow never disagree.
-      // (The transcript has no gaps, so the first message at or after replySeq is the reply.)
-      const [existing] = await deps.audit.loadMessages(runId, { fromSeq: replySeq, limit: 1 })
-      if (existing) return compactTurn(existing.content as StoredReply)
-
-      await appendInOrder(deps.audit, runId, pending)
-      const transcript = (await deps.audit.loadMessages(runId, { limit: replySeq })).map((message) =>
-        toTranscript(message.content as TranscriptMessage),
-      )
-
-      let provider: ModelProvider
-      try {
-        provider = deps.provider(contract.model)
-      } catch (error) {
-        throw ApplicationFailure.nonRetryable((error as Error).message, 'ModelConfigError')
-      }
-      const toolchain = await detectToolchain(contract.workspace)
-      const system = buildSystemPrompt({
-        goal: contract.goal,
-        ...(toolchain ? { toolchain: describeToolchain(toolchain) } : {}),
-        ...(contract.verification ? { verification: contract.verification.command.join(' ') } : {}),
-      })
-      // The provider call can take minutes; heartbeats keep a dead worker from holding the turn.
-      const beat = setInterval(() => context.heartbeat({ phase: 'model' }), 10_000)
-      let reply: StoredReply
-      try {
-        const response = await provider.generate({
-          system,
-          messages: transcript,
-          signal: context.cancellationSignal,
-        })
-        reply = {
-          role: 'assistant',
-          text: response.text,
-          toolCalls: response.toolCalls,
-          usage: response.usage,
-          modelId: response.modelId,
-        }
-      } catch (error) {
-        throw toFailure(error)
-      } finally {
-        clearInterval(beat)
-      }
-      await deps.audit.appendMessages(runId, replySeq, [reply])
-      return compactTurn(reply)
-    },
+    // The provider call can take minutes; heartbeats from start to end let a dead worker be noticed in
+    // seconds (the workflow's heartbeat timeout) all the same.
+    tetherModelTurn: (input) =>
+      heartbeating(() => modelTurn(deps, input, Context.current().cancellationSignal), { phase: 'model' }),
   }
+}
+
+async function modelTurn(
+  deps: { audit: AuditStore; provider: (choice: string | undefined) => ModelProvider },
+  { runId, replySeq, pending, contract }: Parameters<TetherActivities['tetherModelTurn']>[0],
+  signal: AbortSignal,
+): Promise<ModelTurn> {
+  // A previous attempt may have stored the reply and died before returning it: replay that reply rather
+  // than asking the model again, so the transcript and the workflow never disagree. (The transcript has no
+  // gaps, so the first message at or after replySeq is the reply.)
+  const [existing] = await deps.audit.loadMessages(runId, { fromSeq: replySeq, limit: 1 })
+  if (existing) return historyTurn(existing.content as StoredReply)
+
+  await appendInOrder(deps.audit, runId, pending)
+  const transcript = (await deps.audit.loadMessages(runId, { limit: replySeq })).map((message) =>
+    toTranscript(message.content as TranscriptMessage),
+  )
+
+  let provider: ModelProvider
+  try {
+    provider = deps.provider(contract.model)
+  } catch (error) {
+    throw ApplicationFailure.nonRetryable((error as Error).message, 'ModelConfigError')
+  }
+  const toolchain = await detectToolchain(contract.workspace)
+  const system = buildSystemPrompt({
+    goal: contract.goal,
+    ...(toolchain ? { toolchain: describeToolchain(toolchain) } : {}),
+    ...(contract.verification ? { verification: contract.verification.command.join(' ') } : {}),
+  })
+  let reply: StoredReply
+  try {
+    const response = await provider.generate({ system, messages: transcript, signal })
+    // Validated and bounded on the full arguments: what is stored and returned has a size, whatever the
+    // model sent; a call over a limit carries its reason and becomes an observation in the workflow.
+    reply = {
+      role: 'assistant',
+      ...boundReply(response),
+      usage: response.usage,
+      modelId: clip(wellFormed(response.modelId), 200),
+    }
+  } catch (error) {
+    throw toFailure(error)
+  }
+  try {
+    await deps.audit.appendMessages(runId, replySeq, [reply])
+  } catch (error) {
+    // Not a passing fault: the same reply would be refused again, so say so at once instead of retrying.
+    if (error instanceof AuditInputError) {
+      throw ApplicationFailure.nonRetryable(
+        `the model's reply could not be stored: ${error.message}`,
+        'ModelReplyUnstorable',
+      )
+    }
+    throw error
+  }
+  return historyTurn(reply)
 }
 
 /** The stored reply without the bookkeeping fields the providers do not know. */
@@ -93,29 +113,45 @@ function toTranscript(
   message: TranscriptMessage & { usage?: unknown; modelId?: unknown },
 ): TranscriptMessage {
   if (message.role !== 'assistant') return message
-  return { role: 'assistant', text: message.text, toolCalls: message.toolCalls }
+  return {
+    role: 'assistant',
+    text: message.text,
+    toolCalls: message.toolCalls.map(({ id, name, args }) => ({ id, name, args })),
+  }
 }
 
-function compactTurn(reply: StoredReply): ModelTurn {
+/** What history carries of a reply: bounded text, and calls without the bulk the workflow does not use. */
+function historyTurn(reply: StoredReply): ModelTurn {
   return {
     text: clip(reply.text, TEXT_HISTORY_LIMIT),
-    toolCalls: reply.toolCalls.map((call) => ({ ...call, args: compactArgs(call.name, call.args) })),
+    toolCalls: reply.toolCalls.map((call) =>
+      call.invalid === undefined
+        ? { ...call, args: compactArgs(call.name, call.args) }
+        : { ...call, args: boundValue(call.args, REFUSED_HISTORY_BOUNDS) },
+    ),
     usage: reply.usage ?? { inputTokens: 0, outputTokens: 0 },
     modelId: reply.modelId ?? 'unknown',
   }
 }
 
+/** The arguments of the file tools that carry file contents rather than something the policy judges. */
+const BULK_ARGUMENTS: Record<string, readonly string[]> = {
+  write_file: ['content'],
+  edit_file: ['search', 'replace'],
+}
+
 /**
- * Large string arguments of file tools (file contents, search/replace blocks) are not needed by the
- * workflow — the policy judges the path, and the file tool reads the full arguments back from the
- * transcript — so history carries a marker instead. Command argv is never shortened: the policy must judge
- * exactly what will run.
+ * File contents and search/replace blocks are not needed by the workflow — the policy judges the path, and
+ * the file tool reads the full arguments back from the transcript — so history carries a marker instead.
+ * Everything else (command argv, paths, patterns) is kept exactly: the policy must judge what will run, and
+ * the limits on a valid call already bound it.
  */
 function compactArgs(name: string, args: unknown): unknown {
-  if (name === 'exec' || !args || typeof args !== 'object' || Array.isArray(args)) return args
+  const bulk = BULK_ARGUMENTS[name]
+  if (!bulk || !args || typeof args !== 'object' || Array.isArray(args)) return args
   return Object.fromEntries(
     Object.entries(args as Record<string, unknown>).map(([key, value]) =>
-      typeof value === 'string' && value.length > ARGUMENT_HISTORY_LIMIT
+      bulk.includes(key) && typeof value === 'string' && value.length > ARGUMENT_HISTORY_LIMIT
         ? [key, `${value.slice(0, 200)}… [${value.length} characters; the full value is in the transcript]`]
         : [key, value],
     ),

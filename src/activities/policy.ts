@@ -42,8 +42,30 @@ export function policyActivities(deps: {
     },
 
     async tetherCheckAction({ policy: spec, remembered, workspace, call, noRetry }) {
-      return judge(loadPolicy(spec, remembered), workspace, call, noRetry)
+      return withinSize(judge(loadPolicy(spec, remembered), workspace, call, noRetry))
     },
+  }
+}
+
+/**
+ * Characters a verdict may serialise to: it is recorded in history and shown to approvers. The call limits
+ * keep ordinary commands far below it; hundreds of nested wrappers or a script of thousands of commands
+ * can still render larger, and are refused — no person could review them, and history could not hold them.
+ */
+const VERDICT_LIMIT = 262_144
+
+function withinSize(verdict: ActionVerdict): ActionVerdict {
+  const size = JSON.stringify(verdict).length
+  if (size <= VERDICT_LIMIT) return verdict
+  return {
+    act: verdict.act,
+    target: verdict.target,
+    effect: 'deny',
+    rule: 'analysis too large',
+    layer: 'builtin',
+    reason:
+      `the policy's analysis of this command runs to ${size.toLocaleString('en-US')} characters, more than the ` +
+      `${VERDICT_LIMIT.toLocaleString('en-US')} anyone could review. Run simpler commands, or write the steps to a script file and run that`,
   }
 }
 

@@ -10,6 +10,9 @@ import type { PendingApproval } from '../run/index.js'
 import { untilText, utcText } from '../time.js'
 import type { TetherActivities } from './types.js'
 
+/** Inside the projection activities' 10 s start-to-close (agentRun), so a slow webhook is retried, not cut. */
+const WEBHOOK_TIMEOUT_MS = 8_000
+
 export function projectionActivities(deps: {
   audit: AuditStore
   fetch?: typeof fetch
@@ -283,7 +286,7 @@ async function notify(
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify(body),
-    signal: AbortSignal.timeout(15_000),
+    signal: AbortSignal.timeout(WEBHOOK_TIMEOUT_MS),
   })
   if (!response.ok) throw new Error(`approval webhook ${webhook.url} answered HTTP ${response.status}`)
 }

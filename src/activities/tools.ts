@@ -6,7 +6,7 @@
 import { Context } from '@temporalio/activity'
 import { ApplicationFailure } from '@temporalio/common'
 import type { AuditStore } from '../audit/index.js'
-import type { ExecResult, RunCommandOptions, SandboxLimits } from '../exec/index.js'
+import { ExecInputError, type ExecResult, type RunCommandOptions, type SandboxLimits } from '../exec/index.js'
 import { gateFailureMessage, type InlineMessage } from '../run/index.js'
 import { type ValidatedCall, validateToolCall } from '../tools/schemas.js'
 import {
@@ -20,6 +20,7 @@ import {
 } from '../workspace/index.js'
 import { CommandAttempts } from './attempts.js'
 import { runCommandWithHeartbeats } from './exec.js'
+import { heartbeating } from './heartbeat.js'
 import { judge, loadPolicy } from './policy.js'
 import type { RunConfigs } from './run-config.js'
 import type { CommandSandbox, CommandSetup } from './sandbox.js'
@@ -43,6 +44,39 @@ export function toolActivities(deps: {
       ...input.pending,
       { seq: input.seq, message: { role: 'tool', results: [{ callId: input.callId, name, output }] } },
     ])
+
+  async function fileTool(input: Parameters<TetherActivities['tetherFileTool']>[0]) {
+    const { runId, name, workspace } = input
+    const recorded = await recordedObservation(audit, input)
+    if (recorded) return recorded
+    const call = await callFromTranscript(audit, runId, input.replySeq, input.call, name)
+    // Judged again at execution: a symlink swapped since the policy check must not slip through.
+    const policy = loadPolicy(input.policy, input.remembered)
+    const verdict = judge(policy, workspace, call, [])
+    let outcome: { ok: boolean; output: string; summary: string }
+    if (verdict.effect === 'deny') {
+      outcome = {
+        ok: false,
+        output: `[${verdict.act} refused] ${verdict.target}: ${verdict.reason}`,
+        summary: `${name} refused`,
+      }
+    } else {
+      const act = name === 'write_file' || name === 'edit_file' ? 'write' : 'read'
+      outcome = await runFileTool(call, workspace, {
+        // The tool re-resolves the path when it opens it; a deny on either form still stops it there.
+        authorize: ({ normalised, resolved }) => {
+          for (const target of new Set([normalised, resolved])) {
+            const check = policy.check(act, target)
+            if (check.effect === 'deny') return `[${act} refused] ${target}: ${check.reason}`
+          }
+          return true
+        },
+        canRead: (path) => policy.check('read', path).effect !== 'deny',
+      })
+    }
+    await writeObservation(input, name, outcome.output)
+    return { ok: outcome.ok, summary: clip(outcome.summary, 300) }
+  }
 
   return {
     async tetherExec(input) {
@@ -76,15 +110,28 @@ export function toolActivities(deps: {
         const run = await runs.get(runId)
         const setup = sandbox.setup(run.policy, { workspace: input.workspace, env: run.contract.env })
         const startedAt = new Date()
-        const result = await runCommandWithHeartbeats({
-          argv,
-          cwd: input.workspace,
-          workspace: input.workspace,
-          timeoutMs: input.timeoutMs,
-          outputCeiling: input.outputCeiling,
-          signal: attempt.superseded,
-          ...commandOptions(setup),
-        })
+        let result: ExecResult
+        try {
+          result = await runCommandWithHeartbeats({
+            argv,
+            cwd: input.workspace,
+            workspace: input.workspace,
+            timeoutMs: input.timeoutMs,
+            outputCeiling: input.outputCeiling,
+            signal: attempt.superseded,
+            ...commandOptions(setup),
+          })
+        } catch (error) {
+          if (!(error instanceof ExecInputError)) throw error
+          // Nothing ran, and the same input would be refused again: the model hears why, the run goes on.
+          outcome = 'refused'
+          await writeObservation(input, 'exec', `[exec refused] nothing ran: ${error.message}`)
+          return {
+            ok: false,
+            summary: `exec ${clip(argv.join(' '), 120)} → refused: ${clip(error.message, 150)}`,
+            status: 'refused',
+          }
+        }
         // A later attempt took over: it runs the command; this one records nothing.
         if (attempt.superseded.aborted && !context.cancellationSignal.aborted) {
           outcome = 'superseded'
@@ -123,38 +170,9 @@ export function toolActivities(deps: {
       }
     },
 
-    async tetherFileTool(input) {
-      const { runId, name, workspace } = input
-      const recorded = await recordedObservation(audit, input)
-      if (recorded) return recorded
-      const call = await callFromTranscript(audit, runId, input.replySeq, input.call, name)
-      // Judged again at execution: a symlink swapped since the policy check must not slip through.
-      const policy = loadPolicy(input.policy, input.remembered)
-      const verdict = judge(policy, workspace, call, [])
-      let outcome: { ok: boolean; output: string; summary: string }
-      if (verdict.effect === 'deny') {
-        outcome = {
-          ok: false,
-          output: `[${verdict.act} refused] ${verdict.target}: ${verdict.reason}`,
-          summary: `${name} refused`,
-        }
-      } else {
-        const act = name === 'write_file' || name === 'edit_file' ? 'write' : 'read'
-        outcome = await runFileTool(call, workspace, {
-          // The tool re-resolves the path when it opens it; a deny on either form still stops it there.
-          authorize: ({ normalised, resolved }) => {
-            for (const target of new Set([normalised, resolved])) {
-              const check = policy.check(act, target)
-              if (check.effect === 'deny') return `[${act} refused] ${target}: ${check.reason}`
-            }
-            return true
-          },
-          canRead: (path) => policy.check('read', path).effect !== 'deny',
-        })
-      }
-      await writeObservation(input, name, outcome.output)
-      return { ok: outcome.ok, summary: clip(outcome.summary, 300) }
-    },
+    // Short or long (a search over a big tree), a file tool heartbeats, so a dead worker is noticed within
+    // the workflow's heartbeat timeout.
+    tetherFileTool: (input) => heartbeating(() => fileTool(input)),
 
     async tetherVerify({ runId, step, seq, pending, contract, policy: spec, timeoutMs }) {
       const verification = contract.verification

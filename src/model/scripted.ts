@@ -11,6 +11,54 @@ import type { ModelProvider, ModelRequest, ModelResponse } from './types.js'
 
 const tokenCount = z.number().int().min(0)
 
+/**
+ * `{ "$repeat": "ab", "times": 3 }` anywhere in a call's arguments stands for the string `"ababab"`, so a
+ * script can send the huge arguments a misbehaving model might (tests of tether's limits) without being
+ * huge itself. Expanded when the turn is played.
+ */
+const REPEAT = '$repeat'
+/** Characters a repeat may expand to: below V8's longest string (about 2^29 characters). */
+const MAX_REPEAT_CHARS = 500_000_000
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+/** Reports every malformed repeat in `value` (at its path) to `ctx`. */
+function checkRepeats(value: unknown, ctx: z.RefinementCtx, path: PropertyKey[]): void {
+  if (Array.isArray(value)) {
+    for (const [index, item] of value.entries()) checkRepeats(item, ctx, [...path, index])
+    return
+  }
+  if (!isPlainObject(value)) return
+  if (!Object.hasOwn(value, REPEAT)) {
+    for (const [key, item] of Object.entries(value)) checkRepeats(item, ctx, [...path, key])
+    return
+  }
+  const { [REPEAT]: unit, times, ...rest } = value
+  const ok =
+    typeof unit === 'string' &&
+    typeof times === 'number' &&
+    Number.isInteger(times) &&
+    times >= 0 &&
+    unit.length * times <= MAX_REPEAT_CHARS &&
+    Object.keys(rest).length === 0
+  if (!ok) {
+    ctx.addIssue({
+      code: 'custom',
+      path,
+      message: `a repeat is { "${REPEAT}": "<text>", "times": <whole number> } expanding to at most ${MAX_REPEAT_CHARS.toLocaleString('en-US')} characters`,
+    })
+  }
+}
+
+function expandRepeats(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(expandRepeats)
+  if (!isPlainObject(value)) return value
+  if (Object.hasOwn(value, REPEAT)) return (value[REPEAT] as string).repeat(value.times as number)
+  return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, expandRepeats(item)]))
+}
+
 const scriptedTurnSchema = z
   .object({
     text: z.string().optional(),
@@ -20,7 +68,10 @@ const scriptedTurnSchema = z
           .object({
             // Any name and arguments: a script may make bad calls on purpose, to test how a run recovers.
             name: z.string().min(1, 'a tool name is required'),
-            args: z.unknown().default({}),
+            args: z
+              .unknown()
+              .default({})
+              .superRefine((args, ctx) => checkRepeats(args, ctx, [])),
           })
           .strict(),
       )
@@ -104,7 +155,7 @@ export function scriptedProvider(script: ModelScript, options: { id?: string } =
             toolCalls: turn.toolCalls.map((call, i) => ({
               id: `call-${index}-${i}`,
               name: call.name,
-              args: call.args,
+              args: expandRepeats(call.args),
             })),
           }
         : { text: SCRIPT_FINISHED_TEXT, toolCalls: [] }

@@ -1,9 +1,18 @@
 /**
  * The tools tether offers the model, as zod schemas. Pure (zod only), so the workflow validates a call's
  * arguments with the same schema the provider advertises: a malformed call becomes an observation for the
- * model, never a crash.
+ * model, never a crash. Sizes are checked too (limits.ts), so nothing the model sends reaches the OS, the
+ * file system or Temporal history larger than they accept.
  */
 import { z } from 'zod'
+import {
+  argvProblem,
+  CALL_LIMITS,
+  contentProblem,
+  formatCount,
+  pathProblem,
+  patternProblem,
+} from './limits.js'
 
 const workspacePath = z
   .string()
@@ -16,6 +25,12 @@ export const toolSchemas = {
       argv: z
         .array(z.string())
         .min(1, 'argv needs at least the program')
+        // Checked before the elements, so a reply of millions of them is refused at once.
+        .max(CALL_LIMITS.argvCount, {
+          error: (issue) =>
+            `${formatCount((issue.input as unknown[]).length)} arguments; the limit is ` +
+            `${formatCount(CALL_LIMITS.argvCount)}: pass long lists through a file (many tools read one, e.g. \`xargs -a FILE\`)`,
+        })
         .describe('Program and arguments as an array; no shell is involved, so quote nothing.'),
     })
     .strict()
@@ -73,23 +88,68 @@ export interface ToolCall {
   id: string
   name: string
   args: unknown
+  /**
+   * Why the call is invalid, when the model activity found so on its full arguments (which history then
+   * no longer carries in full). Absent in replies recorded before it was set.
+   */
+  invalid?: string
 }
 
 export type ValidatedCall = { [N in ToolName]: { id: string; name: N; args: ToolArgs<N> } }[ToolName]
 
-/** Validates a call; the error text is written for the model, naming the field and what was expected. */
+/** Characters of a validation error: it travels through history and into the transcript. */
+const ERROR_LIMIT = 1_000
+
+/**
+ * Validates a call — its shape, then its sizes — before anything runs; the error text is written for the
+ * model, naming the field, what was wrong and what to do instead.
+ */
 export function validateToolCall(
   call: ToolCall,
 ): { ok: true; call: ValidatedCall } | { ok: false; error: string } {
+  if (call.invalid !== undefined) return { ok: false, error: clip(call.invalid) }
   if (!isToolName(call.name)) {
-    return { ok: false, error: `unknown tool \`${call.name}\`; available tools: ${TOOL_NAMES.join(', ')}` }
+    return {
+      ok: false,
+      error: clip(`unknown tool \`${clip(call.name, 100)}\`; available tools: ${TOOL_NAMES.join(', ')}`),
+    }
   }
   const parsed = toolSchemas[call.name].safeParse(call.args ?? {})
   if (!parsed.success) {
     const issues = parsed.error.issues.map(
-      (issue) => `${issue.path.join('.') || '(arguments)'}: ${issue.message}`,
+      (issue) => `${clip(issue.path.join('.'), 100) || '(arguments)'}: ${issue.message}`,
     )
-    return { ok: false, error: `invalid arguments for ${call.name}: ${issues.join('; ')}` }
+    return { ok: false, error: clip(`invalid arguments for ${call.name}: ${issues.join('; ')}`) }
   }
-  return { ok: true, call: { id: call.id, name: call.name, args: parsed.data } as ValidatedCall }
+  const validated = { id: call.id, name: call.name, args: parsed.data } as ValidatedCall
+  const problem = sizeProblem(validated)
+  if (problem) return { ok: false, error: clip(`invalid arguments for ${call.name}: ${problem}`) }
+  return { ok: true, call: validated }
+}
+
+function sizeProblem(call: ValidatedCall): string | undefined {
+  switch (call.name) {
+    case 'exec':
+      return argvProblem(call.args.argv)
+    case 'read_file':
+    case 'list_dir':
+      return pathProblem('path', call.args.path)
+    case 'write_file':
+      return pathProblem('path', call.args.path) ?? contentProblem('content', call.args.content)
+    case 'edit_file':
+      return (
+        pathProblem('path', call.args.path) ??
+        contentProblem('search', call.args.search) ??
+        contentProblem('replace', call.args.replace)
+      )
+    case 'search':
+      return (
+        patternProblem('pattern', call.args.pattern) ??
+        (call.args.glob === undefined ? undefined : patternProblem('glob', call.args.glob))
+      )
+  }
+}
+
+function clip(text: string, limit = ERROR_LIMIT): string {
+  return text.length <= limit ? text : `${text.slice(0, limit - 1)}…`
 }

@@ -91,13 +91,17 @@ export interface RunStatus {
 }
 export const statusQuery = defineQuery<RunStatus>('status')
 
+// How fast a dead worker is noticed, per activity kind (docs/durability.md): long activities heartbeat
+// every few seconds and time out 10 s after the last beat; short ones have a start-to-close of 10 s;
+// local activities die with their workflow task, whose 10 s timeout moves it to another worker.
 const local = proxyLocalActivities<TetherActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { maximumAttempts: 5 },
 })
-// Projections retry until Postgres is back: a run never fails because its audit store blinked.
+// Projections retry until Postgres is back: a run never fails because its audit store blinked. Each is a
+// few writes (a webhook has 8 s), so an attempt that takes 10 s is on a dead or stuck worker: try again.
 const projections = proxyActivities<TetherActivities>({
-  startToCloseTimeout: '1 minute',
+  startToCloseTimeout: '10 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 })
 // The step projection runs on every step: as a local activity it costs a few milliseconds instead of a
@@ -107,9 +111,10 @@ const localProjections = proxyLocalActivities<TetherActivities>({
   localRetryThreshold: '10 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 })
+// The provider call is long; its heartbeat is not (the activity beats every 2.5 s while it waits).
 const model = proxyActivities<TetherActivities>({
   startToCloseTimeout: '10 minutes',
-  heartbeatTimeout: '2 minutes',
+  heartbeatTimeout: '10 seconds',
   retry: {
     initialInterval: '2 seconds',
     backoffCoefficient: 2,
@@ -123,8 +128,10 @@ const model = proxyActivities<TetherActivities>({
     ],
   },
 })
+// File tools heartbeat too: most take milliseconds, a search over a big tree may take a while.
 const files = proxyActivities<TetherActivities>({
   startToCloseTimeout: '2 minutes',
+  heartbeatTimeout: '10 seconds',
   retry: { maximumAttempts: 3 },
 })
 
@@ -141,6 +148,18 @@ function execActivities(timeoutMs: number): TetherActivities {
 
 /** What a step's row keeps of the model's turn. */
 type StepTurn = Pick<ModelTurn, 'text' | 'toolCalls' | 'usage'>
+/**
+ * The verification gate runs a command too: the same timeouts and heartbeat as exec, so a long gate is not
+ * cut off and a dead worker is noticed in seconds. (Cancellation stays as recorded runs had it.)
+ */
+function gateActivities(timeoutMs: number): TetherActivities {
+  const { startToCloseTimeout, heartbeatTimeout } = execActivityOptions(timeoutMs)
+  return proxyActivities<TetherActivities>({
+    startToCloseTimeout,
+    heartbeatTimeout,
+    retry: { maximumAttempts: 3 },
+  })
+}
 
 /** Cap for the bounded texts that travel through history (the transcript keeps the full text). */
 const OBSERVATION_LIMIT = 2_000
@@ -334,14 +353,15 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
   }
 
   async function verify(step: number, seq: number | null) {
-    const gate = await files.tetherVerify({
+    const timeoutMs = commandTimeout(state, contract, Date.now())
+    const gate = await gateActivities(timeoutMs).tetherVerify({
       runId,
       step,
       pending: seq === null ? [] : state.pending,
       seq,
       contract,
       policy: input.policy,
-      timeoutMs: commandTimeout(state, contract, Date.now()),
+      timeoutMs,
     })
     if (seq !== null && !gate.passed) state.pending = []
     return gate

@@ -93,11 +93,23 @@ export function describeRule(verdict: Pick<ActionVerdict, 'rule' | 'layer' | 'ac
     : `the default for ${verdict.act}`
 }
 
+/**
+ * Characters of a target (a command, a path) repeated in an observation: observations travel through
+ * history until the next activity stores them, and the model knows what it sent.
+ */
+const TARGET_LIMIT = 2_000
+
+function shown(target: string): string {
+  return target.length <= TARGET_LIMIT
+    ? target
+    : `${target.slice(0, TARGET_LIMIT)}… [${(target.length - TARGET_LIMIT).toLocaleString('en-US')} more characters]`
+}
+
 export function refusalObservation(seq: number, call: ToolCall, verdict: ActionVerdict): InlineMessage {
   return toolResult(
     seq,
     call,
-    `[${verdict.act} refused] ${verdict.target} — by ${describeRule(verdict)}: ${verdict.reason} ` +
+    `[${verdict.act} refused] ${shown(verdict.target)} — by ${describeRule(verdict)}: ${verdict.reason} ` +
       'The policy forbids this; do not retry it in another spelling. Choose another approach.',
   )
 }
@@ -120,7 +132,7 @@ export function deniedByApproverObservation(
       : resolution.decision === 'cancelled'
         ? 'the run was cancelled while the approval was pending'
         : `denied by ${resolution.decidedBy}${resolution.reason ? `: ${resolution.reason}` : ''}`
-  return toolResult(seq, call, `[${verdict.act} denied] ${verdict.target} — ${why}`)
+  return toolResult(seq, call, `[${verdict.act} denied] ${shown(verdict.target)} — ${why}`)
 }
 
 /** One line per call for the audit's `steps.decision`. */

@@ -4,6 +4,7 @@
  * the policy hides); so are `.git`, `node_modules`, symlinks, binary and oversized files.
  */
 import path from 'node:path'
+import vm from 'node:vm'
 import picomatch from 'picomatch'
 import { listOpened, openResolved } from './io.js'
 import {
@@ -37,6 +38,33 @@ const MATCH_LINE_CHARS = 300
 /** Characters kept for the totals line under the matches. */
 const FOOTER_ROOM = 400
 
+/**
+ * Matching runs in its own V8 context under a time limit. A pattern that backtracks without end (`(a+)+$`
+ * on a long line) would otherwise block the worker's event loop — and with it the activity's heartbeats —
+ * until Temporal took the worker for dead and retried the search elsewhere, to the same end. Files are
+ * matched in batches, since entering the context costs about a tenth of a millisecond.
+ */
+const MATCHER = new vm.Script(`(() => {
+  const found = []
+  for (let f = 0; f < files.length; f++) {
+    const lines = files[f]
+    for (let i = 0; i < lines.length; i++) {
+      const match = regex.exec(lines[i])
+      if (match) {
+        found.push(f, i, match.index)
+        if (found.length >= wanted * 3) return found
+      }
+    }
+  }
+  return found
+})()`)
+/** Longest one batch may block the event loop: well inside the file tools' 10 s heartbeat timeout. */
+const MATCH_SLICE_MS = 2_000
+/** Matching time of one whole search. */
+const MATCH_BUDGET_MS = 20_000
+const BATCH_FILES = 500
+const BATCH_CHARS = 1_000_000
+
 interface Tally {
   matches: string[]
   filesSearched: number
@@ -62,6 +90,11 @@ class Walk {
     skippedBinary: 0,
     skippedLarge: 0,
   }
+  /** Text files read and not yet matched, in path order. */
+  private batch: Array<{ relPath: string; lines: string[] }> = []
+  private batchChars = 0
+  private matchMs = 0
+  private readonly context = vm.createContext({})
 
   constructor(
     private readonly root: string,
@@ -124,20 +157,54 @@ class Walk {
       this.tally.skippedBinary += 1
       return
     }
-    const lines = decoded.text.split('\n')
-    let matched = false
-    for (const [i, raw] of lines.entries()) {
-      const line = raw.endsWith('\r') ? raw.slice(0, -1) : raw
-      const match = this.regex.exec(line)
-      if (!match) continue
+    const lines = decoded.text.split('\n').map((line) => (line.endsWith('\r') ? line.slice(0, -1) : line))
+    this.batch.push({ relPath, lines })
+    this.batchChars += decoded.text.length
+    if (this.batch.length >= BATCH_FILES || this.batchChars >= BATCH_CHARS) this.match()
+  }
+
+  /** Matches the batch, in path order, within the time limits; call once more when the walk is done. */
+  match(): void {
+    const batch = this.batch
+    this.batch = []
+    this.batchChars = 0
+    if (batch.length === 0) return
+    const wanted = this.limits.maxMatches - this.tally.matches.length + 1
+    Object.assign(this.context, { regex: this.regex, files: batch.map((file) => file.lines), wanted })
+    const started = performance.now()
+    let found: number[]
+    try {
+      const timeout = Math.max(1, Math.min(MATCH_SLICE_MS, MATCH_BUDGET_MS - this.matchMs))
+      found = MATCHER.runInContext(this.context, { timeout })
+    } catch (error) {
+      if ((error as { code?: string }).code !== 'ERR_SCRIPT_EXECUTION_TIMEOUT') throw error
+      const files =
+        batch.length === 1 ? `in ${printable(batch[0]?.relPath ?? '')}` : `in ${batch.length} files`
+      this.tally.stopped =
+        `stopped: the pattern took too long ${files} (over ${MATCH_SLICE_MS / 1_000} s); nested repetition ` +
+        'such as (a+)+ can take exponential time — simplify the pattern or give a glob'
+      return
+    } finally {
+      this.matchMs += performance.now() - started
+      Object.assign(this.context, { files: undefined })
+    }
+    let last = -1
+    for (let at = 0; at < found.length; at += 3) {
+      const [f, i, index] = found.slice(at, at + 3) as [number, number, number]
       if (this.tally.matches.length >= this.limits.maxMatches) {
         this.tally.stopped = `stopped at ${this.limits.maxMatches} matching lines; narrow the pattern or give a glob`
-        break
+        // The files after this one were read but not searched.
+        this.tally.filesSearched -= batch.length - f - 1
+        return
       }
-      matched = true
-      this.tally.matches.push(`${printable(relPath)}:${i + 1}: ${clip(line, match.index)}`)
+      const file = batch[f] as { relPath: string; lines: string[] }
+      if (f !== last) this.tally.filesWithMatches += 1
+      last = f
+      this.tally.matches.push(`${printable(file.relPath)}:${i + 1}: ${clip(file.lines[i] as string, index)}`)
     }
-    if (matched) this.tally.filesWithMatches += 1
+    if (this.matchMs >= MATCH_BUDGET_MS) {
+      this.tally.stopped = `stopped after ${MATCH_BUDGET_MS / 1_000} s of matching; simplify the pattern or give a glob`
+    }
   }
 }
 
@@ -183,6 +250,7 @@ export async function searchFiles(
     options.signal,
   )
   await walk.directory(ROOT_PATH)
+  walk.match()
   const { tally } = walk
   const skipped = [
     tally.skippedBinary > 0 ? `${tally.skippedBinary} binary or non-UTF-8` : '',

@@ -1,11 +1,20 @@
-/** Crash-resume: a worker process is SIGKILLed mid-command and a new one takes the run over. */
+/**
+ * Crash-resume: a worker process is SIGKILLed mid-command, mid-model-call and mid-file-tool, and a new one
+ * takes the run over. Each test prints its time to resume (from the kill to the retry starting on the new
+ * worker); docs/durability.md lists them per activity kind.
+ */
 import { type ChildProcess, spawn } from 'node:child_process'
-import { readFile, writeFile } from 'node:fs/promises'
+import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import type { WorkflowHandle } from '@temporalio/client'
+import { tsToMs } from '@temporalio/common/lib/time.js'
+import { temporal } from '@temporalio/proto'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
 import type { AuditStore } from '../../src/audit/index.js'
+import type { agentRun } from '../../src/workflows/index.js'
 import { npmWorkspace, openTestAudit, startRun, testPolicy, writeScript } from '../support/agent.js'
+import { type LlmServer, openAiChat, startLlmServer } from '../support/llm-server.js'
 import { connectClient, uniqueTaskQueue } from '../support/temporal.js'
 
 let audit: AuditStore
@@ -23,7 +32,7 @@ afterAll(async () => {
   await audit?.close()
 })
 
-function startWorkerProcess(taskQueue: string): Promise<ChildProcess> {
+function startWorkerProcess(taskQueue: string, env: Record<string, string> = {}): Promise<ChildProcess> {
   const child = spawn(
     process.execPath,
     ['--import', 'tsx', fileURLToPath(new URL('../support/worker-process.ts', import.meta.url))],
@@ -35,6 +44,7 @@ function startWorkerProcess(taskQueue: string): Promise<ChildProcess> {
         DATABASE_URL: inject('databaseUrl'),
         TETHER_TASK_QUEUE: taskQueue,
         WORKFLOW_BUNDLE: inject('workflowBundlePath'),
+        ...env,
       },
       stdio: ['ignore', 'pipe', 'inherit'],
     },
@@ -109,6 +119,132 @@ describe('crash-resume', () => {
         expect(observation).toContain('[exec interrupted]')
         expect(observation).toContain('outcome is unknown')
       }
+    } finally {
+      await ws.cleanup()
+    }
+  })
+})
+
+/** The attempt of `activity` running now and when it started, if one is. */
+async function runningAttempt(
+  handle: WorkflowHandle<typeof agentRun>,
+  activity: string,
+): Promise<{ attempt: number; startedAt: number } | undefined> {
+  const { raw } = await handle.describe()
+  const pending = raw.pendingActivities?.find(
+    (a) =>
+      a.activityType?.name === activity &&
+      a.state === temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED,
+  )
+  return pending ? { attempt: pending.attempt ?? 0, startedAt: tsToMs(pending.lastStartedTime) } : undefined
+}
+
+/** Waits until attempt `attempt` (or a later one) of `activity` runs; returns when it started (epoch ms). */
+async function attemptStarted(
+  handle: WorkflowHandle<typeof agentRun>,
+  activity: string,
+  attempt: number,
+): Promise<number> {
+  let startedAt: number | undefined
+  await expect
+    .poll(
+      async () => {
+        const running = await runningAttempt(handle, activity)
+        if (running && running.attempt >= attempt) startedAt = running.startedAt
+        return startedAt !== undefined
+      },
+      { timeout: 60_000, interval: 50 },
+    )
+    .toBe(true)
+  return startedAt as number
+}
+
+describe('crash-resume of the other long activities', () => {
+  let llm: LlmServer
+  beforeAll(async () => {
+    llm = await startLlmServer()
+  })
+  afterAll(async () => {
+    await llm?.close()
+  })
+
+  it('retries a model call cut off by the crash on the new worker', async () => {
+    const taskQueue = uniqueTaskQueue('crash-model')
+    const ws = await npmWorkspace()
+    // The first call never answers (a slow model); the retry's call gets the answer.
+    llm.reset()
+    llm.reply('hang', openAiChat({ text: 'Done.' }))
+    const env = { TETHER_OPENAI_BASE_URL: llm.baseUrl }
+    try {
+      const first = await startWorkerProcess(taskQueue, env)
+      const handle = await startRun(
+        client.client,
+        taskQueue,
+        { goal: 'survive a crash', workspace: ws.path, model: 'openai-compatible:slow-model' },
+        testPolicy(),
+      )
+      await llm.received(1)
+      first.kill('SIGKILL')
+      const killedAt = Date.now()
+      await startWorkerProcess(taskQueue, env)
+      const result = await handle.result()
+      const finishedAt = Date.now()
+      expect(result).toMatchObject({ outcome: 'finished', steps: 1, reason: 'Done.' })
+      expect(llm.requests).toHaveLength(2)
+      const resumedAt = llm.requests[1]?.receivedAt as number
+      console.log(
+        `crash-resume (model call): time to resume ${resumedAt - killedAt} ms, run finished ${finishedAt - killedAt} ms after the kill`,
+      )
+      const transcript = await audit.loadMessages(handle.workflowId)
+      expect(transcript.map((m) => m.content)).toMatchObject([
+        { role: 'user' },
+        { role: 'assistant', text: 'Done.' },
+      ])
+    } finally {
+      await ws.cleanup()
+    }
+  })
+
+  it('retries a file tool cut off by the crash on the new worker', async () => {
+    const taskQueue = uniqueTaskQueue('crash-files')
+    const ws = await npmWorkspace()
+    try {
+      // Enough files that a search takes a few seconds.
+      for (let folder = 0; folder < 100; folder++) {
+        const dir = join(ws.path, 'many', `d${folder}`)
+        await mkdir(dir, { recursive: true })
+        await Promise.all(
+          Array.from({ length: 200 }, (_, file) =>
+            writeFile(join(dir, `f${file}.txt`), folder === 99 && file === 199 ? 'a needle\n' : 'hay\n'),
+          ),
+        )
+      }
+      const model = `scripted:${await writeScript(ws.path, {
+        turns: [
+          { toolCalls: [{ name: 'search', args: { pattern: 'needle', glob: 'many/**' } }] },
+          { text: 'Found.' },
+        ],
+      })}`
+      const first = await startWorkerProcess(taskQueue)
+      const handle = await startRun(
+        client.client,
+        taskQueue,
+        { goal: 'survive a crash', workspace: ws.path, model },
+        testPolicy(),
+      )
+      await attemptStarted(handle, 'tetherFileTool', 1)
+      first.kill('SIGKILL')
+      const killedAt = Date.now()
+      await startWorkerProcess(taskQueue)
+      const resumedAt = await attemptStarted(handle, 'tetherFileTool', 2)
+      const result = await handle.result()
+      const finishedAt = Date.now()
+      expect(result).toMatchObject({ outcome: 'finished', steps: 2, reason: 'Found.' })
+      console.log(
+        `crash-resume (file tool): time to resume ${resumedAt - killedAt} ms, run finished ${finishedAt - killedAt} ms after the kill`,
+      )
+      const transcript = await audit.loadMessages(handle.workflowId)
+      expect(JSON.stringify(transcript[2]?.content)).toContain('many/d99/f199.txt:1: a needle')
     } finally {
       await ws.cleanup()
     }

@@ -6,16 +6,15 @@ import { randomBytes } from 'node:crypto'
 import { rm, writeFile } from 'node:fs/promises'
 import { homedir } from 'node:os'
 import { WorkflowFailedError } from '@temporalio/client'
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
+import { describe, expect, inject, it } from 'vitest'
 import type { AuditStore } from '../../src/audit/index.js'
 import { Policy } from '../../src/policy/index.js'
 import {
   npmWorkspace,
-  openTestAudit,
-  startAgentWorker,
   startRun,
   testPolicy,
   useAgentHarness,
+  useAgentWorker,
   writeScript,
 } from '../support/agent.js'
 
@@ -97,19 +96,8 @@ describe('an allowed command inside the sandbox', () => {
 })
 
 describe('a worker that cannot build the sandbox', () => {
-  let audit: AuditStore
-  let worker: Awaited<ReturnType<typeof startAgentWorker>>
-  beforeAll(async () => {
-    audit = await openTestAudit()
-    // No bwrap on this worker's PATH: what a machine without bubblewrap looks like.
-    worker = await startAgentWorker(audit, {
-      sandbox: { env: { ...process.env, PATH: '/nonexistent-tether-bin' } },
-    })
-  })
-  afterAll(async () => {
-    await worker?.stop()
-    await audit?.close()
-  })
+  // No bwrap on this worker's PATH: what a machine without bubblewrap looks like.
+  const worker = useAgentWorker({ env: { ...process.env, PATH: '/nonexistent-tether-bin' } })
 
   it('fails the run at start with one line naming what to install, before anything runs or is asked', async () => {
     const ws = await npmWorkspace()
@@ -129,8 +117,8 @@ describe('a worker that cannot build the sandbox', () => {
       const message = String((failure as WorkflowFailedError).cause?.message)
       expect(message).toMatch(/the command sandbox needs bwrap, which is not on PATH; install bubblewrap/)
       expect(message).not.toContain('\n')
-      expect(await audit.executedCommands({ runId: handle.workflowId })).toEqual([])
-      expect(await audit.pendingApprovals({ runId: handle.workflowId })).toEqual([])
+      expect(await worker.audit.executedCommands({ runId: handle.workflowId })).toEqual([])
+      expect(await worker.audit.pendingApprovals({ runId: handle.workflowId })).toEqual([])
     } finally {
       await ws.cleanup()
     }

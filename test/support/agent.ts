@@ -78,6 +78,26 @@ export function startRun(
   })
 }
 
+/**
+ * One more agent Worker, with its own audit connection and this worker's side of the sandbox (its
+ * environment, its PATH), for the tests of one describe block; stopped after its last test.
+ */
+export function useAgentWorker(sandbox: SandboxDependencies): { audit: AuditStore; taskQueue: string } {
+  const extra = {} as { audit: AuditStore; taskQueue: string }
+  let stop: (() => Promise<void>) | undefined
+  beforeAll(async () => {
+    extra.audit = await openTestAudit()
+    const worker = await startAgentWorker(extra.audit, { sandbox })
+    extra.taskQueue = worker.taskQueue
+    stop = worker.stop
+  })
+  afterAll(async () => {
+    await stop?.()
+    await extra.audit?.close()
+  })
+  return extra
+}
+
 /** One audit store, Temporal client and agent Worker per test file, stopped after its last test. */
 export function useAgentHarness(): { audit: AuditStore; client: Client; taskQueue: string } {
   const harness = {} as { audit: AuditStore; client: Client; taskQueue: string }

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto'
 import { Client, Connection } from '@temporalio/client'
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker'
 import { inject } from 'vitest'
+import { TETHER_WORKER_DEFAULTS } from '../../src/worker-setup.js'
 
 export function uniqueTaskQueue(prefix: string): string {
   return `${prefix}-${randomUUID()}`
@@ -19,6 +20,7 @@ export async function createWorker(
 ): Promise<{ worker: Worker; connection: NativeConnection }> {
   const connection = await NativeConnection.connect({ address: inject('temporalAddress') })
   const worker = await Worker.create({
+    ...TETHER_WORKER_DEFAULTS,
     connection,
     namespace: inject('namespace'),
     workflowBundle: { codePath: inject('workflowBundlePath') },

@@ -5,6 +5,7 @@
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker'
 import { createActivities, waitThroughOutages } from '../../src/activities/index.js'
 import { openAudit } from '../../src/audit/index.js'
+import { TETHER_WORKER_DEFAULTS } from '../../src/worker-setup.js'
 
 Runtime.install({ logger: new DefaultLogger('WARN') })
 const env = (name: string) => {
@@ -15,6 +16,7 @@ const env = (name: string) => {
 const audit = await openAudit({ databaseUrl: env('DATABASE_URL'), outages: waitThroughOutages() })
 const connection = await NativeConnection.connect({ address: env('TEMPORAL_ADDRESS') })
 const worker = await Worker.create({
+  ...TETHER_WORKER_DEFAULTS,
   connection,
   namespace: env('TEMPORAL_NAMESPACE'),
   taskQueue: env('TETHER_TASK_QUEUE'),

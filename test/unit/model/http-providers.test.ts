@@ -21,7 +21,7 @@ import {
   type Reply,
   startLlmServer,
   type WireTurn,
-} from './llm-server.js'
+} from '../../support/llm-server.js'
 
 interface Replayed {
   calls: Array<{ id: string; name: string; args: unknown }>

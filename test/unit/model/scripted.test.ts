@@ -154,6 +154,40 @@ describe('model scripts', () => {
     )
   })
 
+  it('expands a repeat anywhere in the arguments, so a small script can send a huge argument', async () => {
+    const provider = scriptedProvider({
+      turns: [
+        {
+          toolCalls: [
+            {
+              name: 'exec',
+              args: {
+                argv: ['node', '-e', { $repeat: 'ab', times: 3 }],
+                nested: [{ x: { $repeat: '', times: 5 } }],
+              },
+            },
+          ],
+          usage: { inputTokens: 1, outputTokens: 1 },
+        },
+      ],
+    })
+    const reply = await provider.generate({ system: 's', messages: [user] })
+    expect(reply.toolCalls[0]?.args).toEqual({ argv: ['node', '-e', 'ababab'], nested: [{ x: '' }] })
+  })
+
+  it.each([
+    [{ $repeat: 'x', times: -1 }, 'toolCalls[0].args.argv[1]'],
+    [{ $repeat: 'x', times: 1.5 }, 'toolCalls[0].args.argv[1]'],
+    [{ $repeat: 7, times: 2 }, 'toolCalls[0].args.argv[1]'],
+    [{ $repeat: 'x', times: 2, extra: true }, 'toolCalls[0].args.argv[1]'],
+    [{ $repeat: 'xx', times: 300_000_000 }, 'toolCalls[0].args.argv[1]'],
+  ])('names a malformed repeat: %j', (repeat, where) => {
+    const value = { turns: [{ toolCalls: [{ name: 'exec', args: { argv: ['echo', repeat] } }] }] }
+    expect(() => parseModelScript(value, 'model script r.json')).toThrow(
+      `model script r.json is invalid: turn 0, ${where}: a repeat is { "$repeat": "<text>", "times": <whole number> }`,
+    )
+  })
+
   it('loads a script file, and names the file when it is missing or not JSON', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'tether-script-'))
     const good = join(dir, 'good.json')

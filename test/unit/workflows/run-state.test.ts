@@ -93,4 +93,15 @@ describe('run state', () => {
       'the default for exec',
     )
   })
+  it('repeats at most 2,000 characters of a refused target: the model knows what it sent', () => {
+    const target = `echo ${'y'.repeat(60_000)}`
+    const message = refusalObservation(
+      3,
+      { id: 'c0', name: 'exec', args: { argv: ['echo', 'y'.repeat(60_000)] } },
+      { act: 'exec', target, effect: 'deny', rule: 'echo*', layer: 'base', reason: 'no.' },
+    )
+    const output = message.message.role === 'tool' ? (message.message.results[0]?.output ?? '') : ''
+    expect(output).toContain(`[exec refused] ${target.slice(0, 2_000)}… [58,005 more characters] — by rule`)
+    expect(output.length).toBeLessThan(2_500)
+  })
 })

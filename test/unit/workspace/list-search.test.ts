@@ -162,6 +162,25 @@ describe('searchFiles', () => {
     expect(small.output).toMatch(/more characters cut; narrow the pattern or give a glob\]/)
   })
 
+  it('stops a pattern that backtracks without end, in seconds, and says why', async () => {
+    const box = await sandbox()
+    await box.files({ 'a.txt': 'fine\n', 'b.txt': `${'a'.repeat(40)}b\n` })
+    const outcome = await searchFiles(box.root, { pattern: '(a+)+$' }, everything)
+    expect(outcome.ok).toBe(true)
+    expect(outcome.output).toMatch(
+      /stopped: the pattern took too long in 2 files \(over 2 s\); nested repetition such as \(a\+\)\+ can take exponential time — simplify the pattern or give a glob\]$/,
+    )
+  })
+
+  it('matches every file read before the file cap', async () => {
+    const box = await sandbox()
+    await box.files({ 'a.txt': 'hit\n', 'b.txt': 'hit\n', 'c.txt': 'hit\n' })
+    const outcome = await searchFiles(box.root, { pattern: 'hit' }, { ...everything, maxSearchFiles: 2 })
+    expect(outcome.output).toBe(
+      'a.txt:1: hit\nb.txt:1: hit\n[2 matching lines in 2 files; 2 files searched; stopped after 2 files; give a glob to narrow the search]',
+    )
+  })
+
   it('says when nothing matched', async () => {
     const box = await sandbox()
     await box.files({ 'a.txt': 'abc\n' })

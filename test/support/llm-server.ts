@@ -7,6 +7,8 @@ import { createServer, type IncomingHttpHeaders } from 'node:http'
 import type { AddressInfo } from 'node:net'
 
 export interface RecordedRequest {
+  /** When the request arrived (epoch ms). */
+  receivedAt: number
   method: string
   path: string
   headers: IncomingHttpHeaders
@@ -37,10 +39,12 @@ export async function startLlmServer(): Promise<LlmServer> {
   const requests: RecordedRequest[] = []
   const arrivals = new EventEmitter()
   const server = createServer(async (req, res) => {
+    const receivedAt = Date.now()
     const chunks: Buffer[] = []
     for await (const chunk of req) chunks.push(chunk as Buffer)
     const text = Buffer.concat(chunks).toString('utf8')
     requests.push({
+      receivedAt,
       method: req.method ?? '',
       path: req.url ?? '',
       headers: req.headers,
