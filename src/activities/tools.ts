@@ -54,7 +54,7 @@ export function toolActivities(deps: {
         const output =
           `[exec interrupted] \`${argv.join(' ')}\` was cut off by a worker failure and was not run again ` +
           '(it is on the no-retry list); its outcome is unknown. Check its effect before you repeat it.'
-        await writeObservation(input, 'exec', output)
+        await writeObservation(input, 'exec', noted(input.note, output))
         return {
           ok: false,
           summary: `exec ${clip(argv.join(' '), 120)} → interrupted, not re-run`,
@@ -92,7 +92,7 @@ export function toolActivities(deps: {
       // The partial result is recorded above; a cancelled activity still reports as cancelled.
       if (result.status === 'cancelled' && context.cancellationSignal.aborted)
         throw context.cancellationSignal.reason
-      await writeObservation(input, 'exec', execObservation(argv, result))
+      await writeObservation(input, 'exec', noted(input.note, execObservation(argv, result)))
       return {
         ok: result.status === 'exited' && result.exitCode === 0,
         summary: `exec ${clip(argv.join(' '), 120)} → ${statusText(result)}`,
@@ -279,7 +279,12 @@ function statusText(result: ExecResult): string {
 }
 
 /** What the model reads about a command: status, the head and tail of each stream, and advice. */
-export function execObservation(argv: readonly string[], result: ExecResult): string {
+export /** An observation with the workflow's note (an approver's edit) before it. */
+function noted(note: string | undefined, output: string): string {
+  return note ? `${note}\n${output}` : output
+}
+
+function execObservation(argv: readonly string[], result: ExecResult): string {
   const joined = argv.join(' ')
   if (result.status === 'unavailable') {
     return `[exec unavailable] no \`${argv[0]}\` on PATH; use another program or install it as the project does.`

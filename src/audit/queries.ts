@@ -108,6 +108,8 @@ export interface ApprovalRow {
   rememberOffer?: { exact: string; wider?: string } | { refused: string } | undefined
   /** Whether answers had to be signed. */
   identity?: 'signed' | 'unsigned' | undefined
+  /** The edited command approved instead of the asked one (the asked one stays in target and tree). */
+  replacement?: string[] | undefined
 }
 
 /** One person's answer to an approval, with its proof when signed. */
@@ -366,7 +368,7 @@ export async function executedCommands(
 
 const APPROVAL_COLUMNS = `approval_id, run_id, step, call, act, target, tree, rule, layer, approvers,
   requested_at, deadline, decision, decided_by, channel, decided_at, reason, remember, action_digest,
-  approvals_required, remember_offer, identity`
+  approvals_required, remember_offer, identity, replacement`
 
 /** One approval by id, answered or not. */
 export async function approval(db: Database, approvalId: string): Promise<ApprovalRow | undefined> {
