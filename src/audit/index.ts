@@ -38,6 +38,7 @@ export {
   type ApprovalRow,
   type ExecutedCommand,
   type GateEventRow,
+  type InboxApproval,
   MAX_PAGE,
   type Page,
   type PolicyEventRow,
