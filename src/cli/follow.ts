@@ -68,7 +68,8 @@ export function entryLine(entry: TimelineEntry): string {
       return `  ${entry.kind === 'gate_passed' ? colour.green('gate') : entry.kind === 'gate_output' ? colour.dim('gate') : colour.red('gate')}      ${visible((entry.detail.split('\n')[0] ?? '').slice(0, 160))}`
     case 'approval':
       return entry.decision
-        ? `  ${colour.bold('approval')}  ${entry.act} ${visible(entry.target)} → ${entry.decision} by ${entry.decidedBy} via ${entry.channel}${entry.reason ? `: ${entry.reason}` : ''}`
+        ? `  ${colour.bold('approval')}  ${entry.act} ${visible(entry.target)} → ${entry.decision} by ${entry.decidedBy} via ${entry.channel}${entry.reason ? `: ${entry.reason}` : ''}` +
+            `${entry.replacement ? `; ran the edited command ${visible(entry.replacement.join(' '))} instead` : ''}`
         : `  ${colour.yellow('waiting')}   approval ${entry.approvalId}: ${entry.act} ${visible(entry.target)} — answer by ${formatDeadline(entry.deadline)} with \`tether approve ${entry.approvalId} --as <you>\` or \`tether deny …\`` +
             `${entry.approvalsRequired > 1 ? `; needs ${entry.approvalsRequired} approvers` : ''}` +
             `${entry.identity === 'signed' ? ', signed' : entry.identity === 'unsigned' ? ', unsigned' : ''}` +

@@ -14,8 +14,12 @@ import { describeRule } from '../workflows/run-state.js'
 
 export type AnswerReply = { ok: true; message: string } | { ok: false; type: string; message: string }
 
-const refuse = (status: number, type: string, message: string) => ({
-  status,
+/**
+ * A refused answer is an ordinary outcome of answering, so it comes back as HTTP 200 with `ok: false`, its
+ * type and its words; HTTP errors are left to requests that were wrong in themselves (see server.ts).
+ */
+const refuse = (type: string, message: string) => ({
+  status: 200,
   reply: { ok: false as const, type, message },
 })
 
@@ -28,31 +32,26 @@ export async function forwardAnswer(
   const parsed = decisionSchema.safeParse(body)
   if (!parsed.success) {
     const issues = parsed.error.issues.map((i) => `${i.path.join('.') || '(decision)'}: ${i.message}`)
-    return refuse(400, 'InvalidDecision', `malformed decision: ${issues.join('; ')}`)
+    return refuse('InvalidDecision', `malformed decision: ${issues.join('; ')}`)
   }
   const decision = parsed.data
   if (decision.approvalId !== approvalId) {
-    return refuse(
-      400,
-      'InvalidDecision',
-      `this page answers approval ${approvalId}, not ${decision.approvalId}`,
-    )
+    return refuse('InvalidDecision', `this page answers approval ${approvalId}, not ${decision.approvalId}`)
   }
   if (user !== undefined && decision.approver !== user) {
-    return refuse(403, 'NotYou', `you are signed in as ${user}; you cannot answer as ${decision.approver}`)
+    return refuse('NotYou', `you are signed in as ${user}; you cannot answer as ${decision.approver}`)
   }
   const approval = await deps.audit.approval(approvalId)
-  if (!approval) return refuse(404, 'UnknownApproval', `no approval ${approvalId}`)
+  if (!approval) return refuse('UnknownApproval', `no approval ${approvalId}`)
   if (approval.decision) {
     return refuse(
-      409,
       'AlreadyDecided',
       `approval ${approvalId} was already ${approval.decision} by ${approval.decidedBy ?? 'tether'}`,
     )
   }
   if (decision.replacement && approval.act === 'exec') {
     const denied = await deniedReplacement(deps.audit, approval.runId, decision.replacement)
-    if (denied) return refuse(422, 'ReplacementDenied', denied)
+    if (denied) return refuse('ReplacementDenied', denied)
   }
   try {
     const sent = await answerApproval(deps.client, approval.runId, decision, {
@@ -80,13 +79,9 @@ export async function forwardAnswer(
   } catch (error) {
     const rejection = updateRejection(error)
     if (rejection) {
-      return refuse(
-        422,
-        rejection.type,
-        `The run refused the answer (${rejection.type}): ${rejection.message}`,
-      )
+      return refuse(rejection.type, `The run refused the answer (${rejection.type}): ${rejection.message}`)
     }
-    return refuse(502, 'Unavailable', `Could not reach the run: ${(error as Error).message.split('\n')[0]}`)
+    return refuse('Unavailable', `Could not reach the run: ${(error as Error).message.split('\n')[0]}`)
   }
 }
 

@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net'
 import type { Client } from '@temporalio/client'
 import type { AuditStore } from '../audit/index.js'
 import { APPROVER_NAME } from '../identity/index.js'
+import { USUAL_PORTS } from '../stack/index.js'
 import { type Access, accessProblem, identify, loginToken, TOKEN_COOKIE } from './access.js'
 import { forwardAnswer } from './answer.js'
 import { browserScript } from './assets.js'
@@ -56,7 +57,8 @@ export interface Inbox {
   close(): Promise<void>
 }
 
-export const INBOX_PORT = 7280
+/** Where `tether inbox` listens unless told otherwise (and `tether dev`, unless it is taken). */
+export const INBOX_PORT = USUAL_PORTS.inbox
 
 const CSP = [
   "default-src 'none'",

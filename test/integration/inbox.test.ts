@@ -8,13 +8,14 @@
 import { execFileSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
+import { request as httpRequest } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core'
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest'
 import type { ApprovalRow } from '../../src/audit/index.js'
 import { createKey, loadKey } from '../../src/identity/keyring.js'
-import { type Inbox, startInbox } from '../../src/inbox/index.js'
+import { addToken, type Inbox, readTokens, startInbox } from '../../src/inbox/index.js'
 import { Policy } from '../../src/policy/index.js'
 import { npmWorkspace, startRun, useAgentHarness, writeScript } from '../support/agent.js'
 
@@ -192,7 +193,7 @@ describe('the approvals inbox in a browser', () => {
       expect(text).toContain('exactly touch approved.txt')
       // The deadline in UTC, in the viewer's zone (New York) and as time left.
       expect(text).toMatch(
-        /\d{4}-\d\d-\d\d \d\d:\d\d UTC \(\d{4}-\d\d-\d\d \d\d:\d\d E[SD]T your time\), in 23h \d+m/,
+        /\d{4}-\d\d-\d\d \d\d:\d\d UTC \(\d{4}-\d\d-\d\d \d\d:\d\d GMT-[45] your time\), in 23h \d+m/,
       )
       await expect.poll(() => page.locator('main script, main b, main img').count()).toBe(0)
 
@@ -217,8 +218,8 @@ describe('the approvals inbox in a browser', () => {
       await expect
         .poll(() => runPage.locator('#run-outcome').textContent(), { timeout: 30_000 })
         .toMatch(/verified/)
-      const timeline = (await runPage.locator('.timeline').textContent()) ?? ''
-      expect(timeline).toMatch(/approved\s+by alice\s+via update/)
+      const timeline = ((await runPage.locator('.timeline').textContent()) ?? '').replace(/\s+/g, ' ')
+      expect(timeline).toMatch(/approved by alice via update/)
       expect(timeline).toMatch(/alice approved via update at .* signature verified \(SHA256:[0-9a-f]{32}\)/)
       expect(timeline).toMatch(/gate passed/)
       expect(timeline).toMatch(/sha256 [0-9a-f]{64}/)
@@ -270,6 +271,19 @@ describe('the approvals inbox in a browser', () => {
       const runPage = await open(`/runs/${handle.workflowId}`)
       expect(await runPage.locator('.transcript').textContent()).toContain(guidance)
       expect(await runPage.locator('.refusals').textContent()).toContain(guidance)
+
+      // The run list, filtered through its form.
+      const runs = await open('/runs')
+      await runs.getByLabel('Status').selectOption('finished')
+      await runs.getByLabel('Outcome').selectOption('finished')
+      await runs.getByLabel('Waiting for an approval').selectOption('no')
+      await runs.getByRole('button', { name: 'Filter' }).click()
+      await runs.waitForURL('**/runs?status=finished&outcome=finished&waiting=no')
+      expect(await runs.locator('table.runs').textContent()).toContain(handle.workflowId)
+      await runs.getByLabel('Waiting for an approval').selectOption('yes')
+      await runs.getByRole('button', { name: 'Filter' }).click()
+      await runs.waitForURL('**/runs?status=finished&outcome=finished&waiting=yes')
+      expect(await runs.locator('main').textContent()).not.toContain(handle.workflowId)
     } finally {
       await ws.cleanup()
     }
@@ -351,6 +365,109 @@ describe('the approvals inbox in a browser', () => {
       await handle.result()
     } finally {
       await ws.cleanup()
+    }
+  })
+})
+
+/** One HTTP request as any client (or attacker) may send it: every header as given, Host included. */
+function call(
+  url: string,
+  options: { method?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(
+      url,
+      { method: options.method ?? 'GET', headers: options.headers ?? {} },
+      (res) => {
+        let body = ''
+        res.on('data', (chunk: Buffer) => {
+          body += chunk.toString()
+        })
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }))
+      },
+    )
+    req.on('error', reject)
+    req.end(options.body)
+  })
+}
+
+describe('inbox access over HTTP', () => {
+  const answer = (approver: string) => JSON.stringify({ approvalId: 'a-none', decision: 'approve', approver })
+
+  it('on loopback: no login, a loopback Host only, strict headers, answers only as JSON from its own pages', async () => {
+    const page = await call(`${inbox.url}/`)
+    expect(page.status).toBe(200)
+    expect(page.headers['content-security-policy']).toMatch(/default-src 'none'; script-src 'self'/)
+    expect(page.headers['x-frame-options']).toBe('DENY')
+    expect(
+      (await call(`${inbox.url}/`, { headers: { host: `attacker.example:${inbox.port}` } })).status,
+    ).toBe(421)
+
+    const post = (headers: Record<string, string>) =>
+      call(`${inbox.url}/api/approvals/a-none/answer`, { method: 'POST', headers, body: answer('alice') })
+    const json = { 'content-type': 'application/json' }
+    expect((await post({ 'content-type': 'text/plain' })).status).toBe(403)
+    expect((await post({ ...json, origin: 'http://attacker.example' })).status).toBe(403)
+    expect((await post({ ...json, 'sec-fetch-site': 'cross-site' })).status).toBe(403)
+    const refused = await post({ ...json, origin: inbox.url })
+    expect(refused.status).toBe(200)
+    expect(JSON.parse(refused.body)).toEqual({
+      ok: false,
+      type: 'UnknownApproval',
+      message: 'no approval a-none',
+    })
+  })
+
+  it('behind a proxy: the identity header names the person, and nobody answers as someone else', async () => {
+    const proxied = await startInbox({
+      audit: harness.audit,
+      client: harness.client,
+      namespace: inject('namespace'),
+      port: 0,
+      access: { mode: 'header', header: 'X-Forwarded-User' },
+    })
+    try {
+      const anonymous = await call(`${proxied.url}/`)
+      expect(anonymous.status).toBe(401)
+      expect(anonymous.body).toContain(
+        'no X-Forwarded-User header: reach this inbox through its authenticating proxy',
+      )
+      const bob = await call(`${proxied.url}/`, { headers: { 'x-forwarded-user': 'bob' } })
+      expect(bob.status).toBe(200)
+      expect(bob.body).toContain('Signed in as <strong>bob</strong>')
+      const asAlice = await call(`${proxied.url}/api/approvals/a-none/answer`, {
+        method: 'POST',
+        headers: { 'x-forwarded-user': 'bob', 'content-type': 'application/json' },
+        body: answer('alice'),
+      })
+      expect(JSON.parse(asAlice.body)).toMatchObject({ ok: false, type: 'NotYou' })
+    } finally {
+      await proxied.close()
+    }
+  })
+
+  it('with tokens: a login link sets a private cookie; without it, nothing is shown', async () => {
+    const file = join(keys, 'inbox-tokens')
+    const token = addToken(file, 'alice')
+    const guarded = await startInbox({
+      audit: harness.audit,
+      client: harness.client,
+      namespace: inject('namespace'),
+      port: 0,
+      access: { mode: 'tokens', names: readTokens(file) },
+    })
+    try {
+      expect((await call(`${guarded.url}/runs`)).status).toBe(401)
+      expect((await call(`${guarded.url}/login?token=not-a-token-at-all`)).status).toBe(401)
+      const login = await call(`${guarded.url}/login?token=${token}`)
+      expect(login.status).toBe(303)
+      const cookie = String(login.headers['set-cookie'])
+      expect(cookie).toMatch(/^tether_token=[^;]+; HttpOnly; SameSite=Strict; Path=\//)
+      const page = await call(`${guarded.url}/runs`, { headers: { cookie: cookie.split(';')[0] as string } })
+      expect(page.status).toBe(200)
+      expect(page.body).toContain('Signed in as <strong>alice</strong>')
+    } finally {
+      await guarded.close()
     }
   })
 })

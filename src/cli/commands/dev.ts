@@ -59,6 +59,7 @@ export function registerDev(program: Command): void {
               audit,
               client: local.client,
               namespace,
+              port: usualPort('inbox'),
               anyPortIfTaken: true,
               temporalUi: stack.uiUrl,
               log: (line) => print(colour.dim(line)),
