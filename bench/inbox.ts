@@ -16,11 +16,11 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Client } from '@temporalio/client'
 import pg from 'pg'
-import { chromium } from 'playwright-core'
 import { type AuditStore, openAudit } from '../src/audit/index.js'
 import { actionDigest } from '../src/identity/index.js'
 import { type Inbox, startInbox } from '../src/inbox/index.js'
 import { type EmbeddedPostgres, startEmbeddedPostgres } from '../src/stack/index.js'
+import { launchChromium } from '../test/support/browser.js'
 import { percentile } from './support.js'
 
 const SIZES = [10, 1_000] as const
@@ -114,19 +114,7 @@ async function main(): Promise<void> {
       }
     }
 
-    const browser = await chromium.launch({
-      executablePath: '/usr/bin/chromium',
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    })
+    const browser = await launchChromium()
     const paintMs: number[][] = SIZES.map(() => [])
     try {
       for (let round = 0; round < BROWSER_ROUNDS; round++) {

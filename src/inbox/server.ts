@@ -273,8 +273,10 @@ export async function startInbox(options: InboxOptions): Promise<Inbox> {
     port,
     close: async () => {
       for (const response of live) response.end()
-      await new Promise<void>((resolve) => server.close(() => resolve()))
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()))
+      // Kept-alive connections would hold the close open until they time out.
       server.closeAllConnections()
+      await closed
     },
   }
 }

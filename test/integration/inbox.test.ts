@@ -11,15 +11,15 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { request as httpRequest } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core'
+import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest'
 import type { ApprovalRow } from '../../src/audit/index.js'
 import { createKey, loadKey } from '../../src/identity/keyring.js'
 import { addToken, type Inbox, readTokens, startInbox } from '../../src/inbox/index.js'
 import { Policy } from '../../src/policy/index.js'
 import { npmWorkspace, startRun, useAgentHarness, writeScript } from '../support/agent.js'
+import { launchChromium } from '../support/browser.js'
 
-const CHROMIUM = '/usr/bin/chromium'
 const harness = useAgentHarness()
 let keys: string
 let alicePem: string
@@ -46,20 +46,7 @@ beforeAll(async () => {
     temporalUi: 'http://127.0.0.1:8233',
     liveIntervalMs: 250,
   })
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install chromium`)
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  })
+  browser = await launchChromium()
 })
 
 afterAll(async () => {
@@ -234,6 +221,15 @@ describe('the approvals inbox in a browser', () => {
       const row = await waitingApproval(handle.workflowId)
       const page = await open(`/approvals/${row.approvalId}`)
       await importKey(page)
+      // Now the inbox knows who is looking: this approval is theirs, and says so.
+      await page.goto(`${inbox.url}/`)
+      expect(await page.locator('#inbox-summary').textContent()).toMatch(/ of them for alice;/)
+      const mine = page.locator('.card.for-me', {
+        has: page.locator(`a[href="/approvals/${row.approvalId}"]`),
+      })
+      expect(await mine.locator('.badge').textContent()).toBe('waiting for you')
+      await page.goto(`${inbox.url}/approvals/${row.approvalId}`)
+      await expect.poll(() => page.locator('#key-status').textContent()).toMatch(/^Signing as alice/)
 
       // Every control has a label; every button says what it does.
       const unlabelled: string[] = []
@@ -390,6 +386,56 @@ function call(
     req.end(options.body)
   })
 }
+
+describe('the inbox list', () => {
+  it('puts what the viewer may answer first, then the most urgent, and pages through everything', async () => {
+    const now = Date.now()
+    const ids: string[] = []
+    for (const [i, approvers] of [['bob'], ['alice'], [], ['bob'], ['alice']].entries()) {
+      const runId = `inbox-order-${now}-${i}`
+      await harness.audit.recordRunStarted({
+        runId,
+        goal: `order ${i}`,
+        workspace: '/nowhere',
+        contract: {},
+        policy: {},
+        startedAt: new Date(now),
+      })
+      const approvalId = `${runId}-a`
+      ids.push(approvalId)
+      await harness.audit.recordApprovalRequested({
+        approvalId,
+        runId,
+        step: 1,
+        call: 0,
+        act: 'exec',
+        target: `touch ${i}`,
+        tree: null,
+        requestedAt: new Date(now),
+        // Earlier index, earlier deadline.
+        deadline: new Date(now + 60_000 * (i + 1)),
+        approvers,
+      })
+    }
+    const order = (items: Array<{ approvalId: string }>) =>
+      items.map((a) => a.approvalId).filter((id) => ids.includes(id))
+    const forAlice = await harness.audit.inboxApprovals({ viewer: 'alice', limit: 1000 })
+    expect(order(forAlice.items)).toEqual([ids[1], ids[2], ids[4], ids[0], ids[3]])
+    expect(forAlice.items.find((a) => a.approvalId === ids[1])).toMatchObject({
+      forMe: true,
+      goal: 'order 1',
+      workspace: '/nowhere',
+    })
+    const anonymous = await harness.audit.inboxApprovals({ limit: 1000 })
+    expect(order(anonymous.items)).toEqual(ids)
+    expect(anonymous.forMe).toBe(0)
+    const pages = await Promise.all(
+      [0, 1, 2].map((page) => harness.audit.inboxApprovals({ viewer: 'alice', limit: 2, offset: page * 2 })),
+    )
+    expect(pages.flatMap((p) => p.items)).toHaveLength(Math.min(6, forAlice.total))
+    await harness.audit.pool.query('delete from runs where run_id like $1', [`inbox-order-${now}-%`])
+  })
+})
 
 describe('inbox access over HTTP', () => {
   const answer = (approver: string) => JSON.stringify({ approvalId: 'a-none', decision: 'approve', approver })
