@@ -14,6 +14,7 @@ import { type ApproverKey, createKey, loadKey } from '../../src/identity/keyring
 import { Policy } from '../../src/policy/index.js'
 import { decideUpdate } from '../../src/workflows/index.js'
 import { npmWorkspace, startRun, useAgentHarness, writeScript } from '../support/agent.js'
+import { recordHistory } from '../support/temporal.js'
 
 const harness = useAgentHarness()
 let dir: string
@@ -31,7 +32,8 @@ const policy = () =>
     .layer('base')
     .denyExec('rm*')
 
-async function askedRun() {
+/** `workflowId`: a recorded history replays under its file's name, and the signatures cover the run id. */
+async function askedRun(workflowId?: string) {
   const ws = await npmWorkspace()
   const model = `scripted:${await writeScript(ws.path, {
     turns: [{ toolCalls: [{ name: 'exec', args: { argv: ['touch', 'asked.txt'] } }] }, { text: 'done' }],
@@ -41,6 +43,7 @@ async function askedRun() {
     harness.taskQueue,
     { goal: 'g', workspace: ws.path, model },
     policy(),
+    workflowId,
   )
   let row: ApprovalRow | undefined
   await expect
@@ -64,13 +67,14 @@ async function observation(runId: string): Promise<string> {
 
 describe('approve with an edited command', () => {
   it('runs the signed replacement instead of the asked command; the audit keeps both and re-verifies', async () => {
-    const { ws, handle, row } = await askedRun()
+    const { ws, handle, row } = await askedRun('approval-replacement')
     try {
       const replacement = ['touch', 'edited.txt']
       const answer = draftAnswer(row, { decision: 'approve', approver: 'alice', replacement }, alice)
       expect(answer.replacement).toEqual(replacement)
       await handle.executeUpdate(decideUpdate, { args: [answer] })
       expect(await handle.result()).toMatchObject({ outcome: 'finished' })
+      await recordHistory(handle, 'approval-replacement')
       expect(existsSync(join(ws.path, 'edited.txt'))).toBe(true)
       expect(existsSync(join(ws.path, 'asked.txt'))).toBe(false)
 
