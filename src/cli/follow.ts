@@ -2,6 +2,7 @@
 import type { Client } from '@temporalio/client'
 import type { ApprovalRow, AuditStore, RunSummary, TimelineEntry } from '../audit/index.js'
 import { formatDeadline } from '../time.js'
+import { formatBytes } from '../visible.js'
 import type { AgentRunResult } from '../workflows/index.js'
 import { colour, print, visible } from './context.js'
 
@@ -83,12 +84,6 @@ export function rememberText(approval: { rememberOffer?: ApprovalRow['rememberOf
   if (!offer) return ''
   if ('refused' in offer) return `nothing (${offer.refused})`
   return `\`${offer.exact}\`${offer.wider ? ` or, with --remember wider, \`${offer.wider}\`` : ''}`
-}
-
-export function formatBytes(bytes: number): string {
-  if (bytes < 1024) return `${bytes} B`
-  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`
-  return `${(bytes / 1024 / 1024).toFixed(1)} MiB`
 }
 
 /**

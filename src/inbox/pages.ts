@@ -14,6 +14,7 @@ import type {
   StoredMessage,
   TimelineEntry,
 } from '../audit/index.js'
+import { formatBytes } from '../visible.js'
 import type { WorkspaceChanges } from './changes.js'
 import { type Html, href, html, jsonData } from './html.js'
 import {
@@ -25,7 +26,6 @@ import {
   commandsSoFar,
   deadline,
   decisionText,
-  formatBytes,
   timelineEntry,
   transcript,
   when,

@@ -12,6 +12,7 @@ import type {
 } from '../audit/index.js'
 import { renderCommand } from '../policy/index.js'
 import { formatDeadline, utcText } from '../time.js'
+import { formatBytes } from '../visible.js'
 import type { WorkspaceChanges } from './changes.js'
 import { type Html, href, html } from './html.js'
 
@@ -146,12 +147,6 @@ export function transcript(messages: StoredMessage[]): Html {
           <pre>${clip(typeof content.content === 'string' ? content.content : JSON.stringify(content), 2_000)}</pre></li>`
     }
   })}</ol>`
-}
-
-export function formatBytes(bytes: number): string {
-  if (bytes < 1024) return `${bytes} B`
-  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`
-  return `${(bytes / 1024 / 1024).toFixed(1)} MiB`
 }
 
 export function exitText(command: Pick<ExecutedCommand, 'status' | 'exitCode' | 'signal'>): string {
