@@ -278,13 +278,13 @@ function statusText(result: ExecResult): string {
   }
 }
 
-/** What the model reads about a command: status, the head and tail of each stream, and advice. */
-export /** An observation with the workflow's note (an approver's edit) before it. */
+/** An observation with the workflow's note (an approver's edit) before it. */
 function noted(note: string | undefined, output: string): string {
   return note ? `${note}\n${output}` : output
 }
 
-function execObservation(argv: readonly string[], result: ExecResult): string {
+/** What the model reads about a command: status, the head and tail of each stream, and advice. */
+export function execObservation(argv: readonly string[], result: ExecResult): string {
   const joined = argv.join(' ')
   if (result.status === 'unavailable') {
     return `[exec unavailable] no \`${argv[0]}\` on PATH; use another program or install it as the project does.`

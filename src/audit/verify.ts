@@ -2,7 +2,8 @@
  * Offline re-verification of recorded decisions (`tether audit approvals --verify`): each signed answer
  * must verify against the statement it recorded, that statement must say exactly what the audit says the
  * approval was (run, approval id, the digest of act/target/tree recomputed from the row, the answer, the
- * rule remembered, the edited command approved instead), and the key must be on the approver list of the policy the run recorded.
+ * rule remembered, the edited command approved instead), and the key must be on the approver list of the
+ * policy the run recorded.
  */
 import {
   actionDigest,

@@ -367,7 +367,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
         }
         const remembered = resolution.remember ? remember(verdict.act, resolution.remember) : undefined
         // An edited command takes the asked one's place: it is what is judged again, and what runs.
-        const replacement = call.name === 'exec' ? resolution.replacement : undefined
+        const { replacement } = resolution
         if (replacement && call.name === 'exec' && patched('approval-replacement')) {
           note = replacementNote(call.args.argv, replacement, resolution.decidedBy)
           call = { ...call, args: { ...call.args, argv: replacement } }
