@@ -38,7 +38,8 @@ export interface Viewer {
   user?: string | undefined
 }
 
-export function layout(title: string, viewer: Viewer, body: Html): string {
+/** A page; `live` is the URL of its event stream, which keeps its live regions up to date. */
+export function layout(title: string, viewer: Viewer, body: Html, live?: string): string {
   return html`<!doctype html>
 <html lang="en">
 <head>
@@ -55,7 +56,7 @@ export function layout(title: string, viewer: Viewer, body: Html): string {
     viewer.name ? html`Your key: <strong>${viewer.name}</strong>` : 'No signing key in this browser yet.'
   }</span></p>
 </header>
-<main id="main">
+<main id="main"${live ? html` data-live="${live}"` : ''}>
 ${body}
 </main>
 </body>
@@ -67,9 +68,9 @@ export function fragmentVersion(fragment: Html): string {
   return createHash('sha256').update(fragment.markup).digest('hex').slice(0, 16)
 }
 
-/** A region the browser script keeps up to date from `url` (server-sent events of re-rendered HTML). */
-function liveRegion(id: string, url: string, fragment: Html): Html {
-  return html`<div id="${id}" data-live="${url}" data-version="${fragmentVersion(fragment)}">${fragment}</div>`
+/** A region the browser script keeps up to date from the page's event stream (re-rendered HTML). */
+function liveRegion(id: string, fragment: Html): Html {
+  return html`<div id="${id}" data-live-region data-version="${fragmentVersion(fragment)}">${fragment}</div>`
 }
 
 /** Import (once) the approver's private key into this browser, or forget it. */
@@ -104,7 +105,8 @@ export function inboxPage(data: InboxPageData, viewer: Viewer, clock: Clock): st
     viewer,
     html`<h1>Approvals waiting</h1>
 ${keyPanel()}
-${liveRegion('inbox', live, inboxList(data, viewer, clock))}`,
+${liveRegion('inbox', inboxList(data, viewer, clock))}`,
+    live,
   )
 }
 
@@ -151,7 +153,7 @@ export function approvalPage(data: ApprovalPageData, viewer: Viewer, clock: Cloc
     `${approval.act} ${clip(approval.target, 60)}`,
     viewer,
     html`<h1>${approval.act} ${code(clip(approval.target, 300))}</h1>
-${liveRegion('approval-status', href('live', 'approvals', approval.approvalId), approvalStatus(data, clock))}
+${liveRegion('approval-status', approvalStatus(data, clock))}
 <div class="columns">
   <section aria-labelledby="what-title" class="panel">
     <h2 id="what-title">What is asked</h2>
@@ -164,7 +166,7 @@ ${liveRegion('approval-status', href('live', 'approvals', approval.approvalId), 
 </div>
 <section aria-labelledby="context-title">
   <h2 id="context-title">So far in this run</h2>
-  ${liveRegion('approval-context', href('live', 'approvals', approval.approvalId, 'context'), approvalContext(data))}
+  ${liveRegion('approval-context', approvalContext(data))}
   <h3>Workspace changes so far</h3>
   ${changesView(data.changes)}
 </section>
@@ -180,6 +182,7 @@ ${jsonData('approval-data', {
   approvers: data.approvers,
   user: viewer.user ?? null,
 })}`,
+    href('live', 'approvals', approval.approvalId),
   )
 }
 
@@ -337,7 +340,8 @@ export function runPage(data: RunPageData, viewer: Viewer, clock: Clock): string
     viewer,
     html`<h1>Run ${code(summary.runId)}</h1>
 ${data.temporalLink ? html`<p><a href="${data.temporalLink}" rel="noreferrer">Open this run in the Temporal UI</a></p>` : ''}
-${liveRegion('run-live', href('live', 'runs', summary.runId), runLive(data, clock))}`,
+${liveRegion('run-live', runLive(data, clock))}`,
+    href('live', 'runs', summary.runId),
   )
 }
 

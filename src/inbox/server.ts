@@ -51,6 +51,9 @@ export interface InboxOptions {
   log?: (line: string) => void
 }
 
+/** Renders a page's live regions by id (undefined once what the page shows is gone). */
+type Regions = () => Promise<Record<string, Html> | undefined>
+
 export interface Inbox {
   url: string
   port: number
@@ -184,49 +187,49 @@ export async function startInbox(options: InboxOptions): Promise<Inbox> {
       return send(response, 200, 'text/html', runPage(data, viewer, clock))
     }
 
-    const fragment = liveFragment(path, url, viewer, () => clockFor(cookies))
-    if (fragment) return stream(request, response, fragment, url.searchParams.get('v') ?? '')
+    const regions = liveRegions(path, url, viewer, () => clockFor(cookies))
+    if (regions) return stream(request, response, regions, url.searchParams.get('v') ?? '')
     return notFound(response, `Nothing at ${path}.`, viewer)
   }
 
-  /** The renderer behind a live URL; undefined when it is not one. */
-  function liveFragment(
-    path: string,
-    url: URL,
-    viewer: Viewer,
-    clock: () => Clock,
-  ): (() => Promise<Html | undefined>) | undefined {
+  /** The live regions behind a page's event stream, rendered together; undefined when it is not one. */
+  function liveRegions(path: string, url: URL, viewer: Viewer, clock: () => Clock): Regions | undefined {
     if (path === '/live/inbox') {
       const page = pageNumber(url.searchParams.get('page'))
-      return async () => inboxList(await loadInbox(options.audit, viewer.name, page), viewer, clock())
+      return async () => ({
+        inbox: inboxList(await loadInbox(options.audit, viewer.name, page), viewer, clock()),
+      })
     }
     const run = /^\/live\/runs\/([^/]+)$/.exec(path)
     if (run) {
       const runId = decodeURIComponent(run[1] as string)
       return async () => {
         const data = await loadRun(options, runId)
-        return data && runLive(data, clock())
+        return data && { 'run-live': runLive(data, clock()) }
       }
     }
-    const approval = /^\/live\/approvals\/([^/]+)(\/context)?$/.exec(path)
+    const approval = /^\/live\/approvals\/([^/]+)$/.exec(path)
     if (approval) {
       const approvalId = decodeURIComponent(approval[1] as string)
       return async () => {
         const row = await options.audit.approval(approvalId)
         if (!row) return undefined
         const data = { approval: row, ...(await loadApprovalLive(options.audit, row)) }
-        return approval[2] ? approvalContext(data) : approvalStatus(data, clock())
+        return { 'approval-status': approvalStatus(data, clock()), 'approval-context': approvalContext(data) }
       }
     }
     return undefined
   }
 
-  /** Server-sent events: the fragment whenever it differs from what the page last got. */
+  /**
+   * Server-sent events: each region of the page whenever it differs from what the page last got (the page
+   * says what it has: `v=id:version,…`). One stream per page, so a page holds one connection.
+   */
   function stream(
     request: IncomingMessage,
     response: ServerResponse,
-    render: () => Promise<Html | undefined>,
-    version: string,
+    render: Regions,
+    versions: string,
   ): void {
     response.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
@@ -235,20 +238,28 @@ export async function startInbox(options: InboxOptions): Promise<Inbox> {
     })
     response.write('retry: 2000\n\n')
     live.add(response)
-    let last = version
+    const last = new Map(
+      versions
+        .split(',')
+        .map((pair) => pair.split(':'))
+        .filter((pair): pair is [string, string] => pair.length === 2),
+    )
     let busy = false
     let quiet = 0
     const tick = async () => {
       if (busy) return
       busy = true
       try {
-        const fragment = await render()
-        const next = fragment ? fragmentVersion(fragment) : 'gone'
-        if (fragment && next !== last) {
-          last = next
-          quiet = 0
-          response.write(`event: update\n${fragment.markup.replace(/^/gm, 'data: ')}\n\n`)
-        } else if (++quiet % 15 === 0) response.write(': still here\n\n')
+        let sent = false
+        for (const [id, fragment] of Object.entries((await render()) ?? {})) {
+          const version = fragmentVersion(fragment)
+          if (last.get(id) === version) continue
+          last.set(id, version)
+          sent = true
+          response.write(`event: update\ndata: ${JSON.stringify({ id, version, html: fragment.markup })}\n\n`)
+        }
+        if (sent) quiet = 0
+        else if (++quiet % 15 === 0) response.write(': still here\n\n')
       } catch (error) {
         options.log?.(`inbox: live ${request.url}: ${firstLine(error)}`)
       } finally {

@@ -323,25 +323,55 @@ function localiseTimes(root: ParentNode): void {
   }
 }
 
+/**
+ * The page's live regions, from its one event stream. The stream is open only while the page is visible:
+ * a browser allows few connections per server, and hidden tabs should not hold them.
+ */
 function setUpLiveRegions(): void {
-  for (const region of document.querySelectorAll<HTMLElement>('[data-live]')) {
-    const url = region.dataset.live as string
-    const source = new EventSource(`${url}${url.includes('?') ? '&' : '?'}v=${region.dataset.version ?? ''}`)
+  const url = document.querySelector<HTMLElement>('main[data-live]')?.dataset.live
+  if (!url) return
+  let source: EventSource | undefined
+  const connect = () => {
+    const versions = [...document.querySelectorAll<HTMLElement>('[data-live-region]')]
+      .map((region) => `${region.id}:${region.dataset.version ?? ''}`)
+      .join(',')
+    source = new EventSource(`${url}${url.includes('?') ? '&' : '?'}v=${encodeURIComponent(versions)}`)
     source.addEventListener('update', (event) => {
-      const open = new Set(
-        [...region.querySelectorAll<HTMLDetailsElement>('details[data-key]')]
-          .filter((details) => details.open)
-          .map((details) => details.dataset.key),
-      )
-      region.innerHTML = (event as MessageEvent<string>).data
-      for (const details of region.querySelectorAll<HTMLDetailsElement>('details[data-key]')) {
-        if (open.has(details.dataset.key)) details.open = true
+      const update = JSON.parse((event as MessageEvent<string>).data) as {
+        id: string
+        version: string
+        html: string
       }
-      localiseTimes(region)
+      const region = document.getElementById(update.id)
+      if (!region) return
+      region.dataset.version = update.version
+      replaceRegion(region, update.html)
     })
-    // Closed before the page goes, so leaving a page is not reported as a failed connection.
-    addEventListener('pagehide', () => source.close())
   }
+  const disconnect = () => {
+    source?.close()
+    source = undefined
+  }
+  document.addEventListener('visibilitychange', () =>
+    document.hidden ? disconnect() : (source ?? connect()),
+  )
+  // Closed before the page goes, so leaving a page is not reported as a failed connection.
+  addEventListener('pagehide', disconnect)
+  if (!document.hidden) connect()
+}
+
+/** New content for a live region, keeping open what the reader opened. */
+function replaceRegion(region: HTMLElement, html: string): void {
+  const open = new Set(
+    [...region.querySelectorAll<HTMLDetailsElement>('details[data-key]')]
+      .filter((details) => details.open)
+      .map((details) => details.dataset.key),
+  )
+  region.innerHTML = html
+  for (const details of region.querySelectorAll<HTMLDetailsElement>('details[data-key]')) {
+    if (open.has(details.dataset.key)) details.open = true
+  }
+  localiseTimes(region)
 }
 
 function start(): void {
