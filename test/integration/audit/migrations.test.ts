@@ -4,7 +4,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { AuditMigrationError, migrate, migrations, openAudit } from '../../../src/audit/index.js'
 import { createTestDatabase, type TestDatabase } from './support.js'
 
-const TABLES = ['approvals', 'exec_results', 'gate_events', 'messages', 'policy_events', 'runs', 'steps']
+const TABLES = [
+  'approval_answers',
+  'approvals',
+  'exec_results',
+  'gate_events',
+  'messages',
+  'policy_events',
+  'runs',
+  'steps',
+]
 
 describe('audit migrations', () => {
   let db: TestDatabase
