@@ -14,7 +14,7 @@ import {
 } from '@temporalio/client'
 import type { ApprovalRow } from './audit/index.js'
 import { ContractError, gateRefusal, parseContract, type TaskContractInput } from './contract.js'
-import { actionDigest, type DecisionStatement } from './identity/index.js'
+import { type AnswerDraft, AnswerError, prepareAnswer } from './identity/index.js'
 import type { ApproverKey } from './identity/keyring.js'
 import type { Policy } from './policy/index.js'
 import {
@@ -166,79 +166,20 @@ export async function answerApproval(
   return { channel: 'signal' }
 }
 
-/** What an approver says about one approval, before it is signed (when the run requires signatures). */
-export interface AnswerDraft {
-  decision: 'approve' | 'deny'
-  /** The approver's name, as the policy lists it. */
-  approver: string
-  reason?: string | undefined
-  /** Remember the exact rule the request offered, or the wider one (approve only). */
-  remember?: 'exact' | 'wider' | undefined
-}
-
-export class AnswerError extends Error {
-  override name = 'AnswerError'
-}
+export { type AnswerDraft, AnswerError } from './identity/index.js'
 
 /**
  * The answer to send for `approval` (a row of the audit): signed with `key` when the run's policy requires
- * signed decisions. The signature covers the run, the approval, the digest of the action — recomputed here
- * from what the approver is shown, and refused if it differs from the recorded one — the answer, the exact
- * rule remembered and the time.
+ * signed decisions (see `prepareAnswer` for what the signature covers).
  */
 export function draftAnswer(approval: ApprovalRow, draft: AnswerDraft, key?: ApproverKey): DecisionInput {
-  const remember = draft.decision === 'approve' ? rememberedRule(approval, draft.remember) : undefined
-  const input: DecisionInput = {
-    approvalId: approval.approvalId,
-    decision: draft.decision,
-    approver: draft.approver,
-    ...(draft.reason ? { reason: draft.reason } : {}),
-    ...(draft.remember && draft.decision === 'approve' ? { remember: draft.remember } : {}),
-  }
-  if (approval.identity !== 'signed') return input
+  const { decision, statement } = prepareAnswer(approval, draft, Date.now())
+  if (!statement) return decision
   if (!key) throw new AnswerError(`run ${approval.runId} requires signed decisions; answer with your key`)
-  const shown = actionDigest({
-    act: approval.act,
-    target: approval.target,
-    tree: typeof approval.tree === 'string' ? approval.tree : undefined,
-  })
-  if (!approval.actionDigest || shown !== approval.actionDigest) {
-    throw new AnswerError(
-      `the recorded action of approval ${approval.approvalId} does not match its digest; refusing to sign what the audit shows`,
-    )
+  return {
+    ...decision,
+    signature: { key: key.publicKey, value: key.sign(statement), issuedAt: statement.issuedAt },
   }
-  const issuedAt = Date.now()
-  const statement: DecisionStatement = {
-    run: approval.runId,
-    approval: approval.approvalId,
-    action: approval.actionDigest,
-    decision: draft.decision,
-    remember: remember ?? null,
-    reason: draft.reason ?? null,
-    replacement: null,
-    issuedAt,
-  }
-  return { ...input, signature: { key: key.publicKey, value: key.sign(statement), issuedAt } }
-}
-
-/** The exact rule an answer remembers, from what the request offered. */
-function rememberedRule(approval: ApprovalRow, which: 'exact' | 'wider' | undefined): string | undefined {
-  if (!which) return undefined
-  const offer = approval.rememberOffer
-  if (!offer || 'refused' in offer) {
-    throw new AnswerError(
-      `nothing can be remembered for approval ${approval.approvalId}${offer ? `: ${offer.refused}` : ''}; answer without remembering`,
-    )
-  }
-  if (which === 'wider') {
-    if (!offer.wider) {
-      throw new AnswerError(
-        `approval ${approval.approvalId} offers no wider rule; remember the exact one (\`${offer.exact}\`) or nothing`,
-      )
-    }
-    return offer.wider
-  }
-  return offer.exact
 }
 
 /** The run's own words for a refused Update, and its type (`NotAnApprover`, `AlreadyDecided`, …). */

@@ -133,6 +133,7 @@ export function projectionActivities(deps: {
         decidedAt: new Date(resolution.decidedAt),
         ...(resolution.reason ? { reason: resolution.reason } : {}),
         ...(remembered && 'pattern' in remembered ? { remember: remembered.pattern } : {}),
+        ...(resolution.replacement ? { replacement: resolution.replacement } : {}),
         answers: (resolution.answers ?? []).map((answer) => ({
           approver: answer.approver,
           decision: answer.decision,
@@ -164,7 +165,7 @@ export function projectionActivities(deps: {
           ...(request.layer !== undefined ? { layer: request.layer } : {}),
           kind: 'decision',
           decidedBy: resolution.decidedBy,
-          reason: decisionReason(resolution.decision, resolution.reason, remembered),
+          reason: decisionReason(resolution, remembered),
           source: resolution.channel,
           at,
         },
@@ -172,6 +173,8 @@ export function projectionActivities(deps: {
           ? [
               {
                 ...base,
+                // The command judged: the asked one, or the edited one the approvers put in its place.
+                target: refusedAfterApproval.target,
                 effect: 'deny' as const,
                 ...(refusedAfterApproval.rule !== undefined ? { rule: refusedAfterApproval.rule } : {}),
                 ...(refusedAfterApproval.layer !== undefined ? { layer: refusedAfterApproval.layer } : {}),
@@ -216,11 +219,12 @@ export function projectionActivities(deps: {
 }
 
 function decisionReason(
-  decision: string,
-  reason: string | undefined,
+  resolution: { decision: string; reason?: string | undefined; replacement?: string[] | undefined },
   remembered: { pattern: string } | undefined,
 ): string {
-  const parts = [reason ?? decision]
+  const parts = [resolution.reason ?? resolution.decision]
+  if (resolution.replacement)
+    parts.push(`approved the edited command \`${resolution.replacement.join(' ')}\` instead`)
   if (remembered) parts.push(`remembered \`${remembered.pattern}\` for the rest of the run`)
   return parts.join('; ')
 }

@@ -99,7 +99,7 @@ export function toolActivities(deps: {
           const output =
             `[exec interrupted] \`${argv.join(' ')}\` was cut off by a worker failure and was not run again ` +
             '(it is on the no-retry list); its outcome is unknown. Check its effect before you repeat it.'
-          await writeObservation(input, 'exec', output)
+          await writeObservation(input, 'exec', noted(input.note, output))
           outcome = 'not re-run'
           return {
             ok: false,
@@ -158,7 +158,7 @@ export function toolActivities(deps: {
         // The partial result is recorded above; a cancelled activity still reports as cancelled.
         if (result.status === 'cancelled' && context.cancellationSignal.aborted)
           throw context.cancellationSignal.reason
-        await writeObservation(input, 'exec', execObservation(argv, result))
+        await writeObservation(input, 'exec', noted(input.note, execObservation(argv, result)))
         return {
           ok: result.status === 'exited' && result.exitCode === 0,
           summary: `exec ${clip(argv.join(' '), 120)} → ${statusText(result)}`,
@@ -345,6 +345,11 @@ function statusText(result: ExecResult): string {
     case 'unavailable':
       return 'program not found'
   }
+}
+
+/** An observation with the workflow's note (an approver's edit) before it. */
+function noted(note: string | undefined, output: string): string {
+  return note ? `${note}\n${output}` : output
 }
 
 /** What the model reads about a command: status, the head and tail of each stream, and advice. */

@@ -65,6 +65,8 @@ export interface TetherActivities {
       timeoutMs: number
       outputCeiling: number
       noRetry: boolean
+      /** Told to the model before the result: the command runs in place of the one it asked for. */
+      note?: string
     },
   ): Promise<ToolSummary>
   /** Runs one file tool; the full arguments are read back from the transcript (the reply at `replySeq`). */

@@ -41,6 +41,7 @@ export {
   type ExecAttemptRow,
   type ExecutedCommand,
   type GateEventRow,
+  type InboxApproval,
   MAX_PAGE,
   type Page,
   type PolicyEventRow,

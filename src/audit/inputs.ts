@@ -229,6 +229,8 @@ export const approvalDecision = z.object({
   reason: text.optional(),
   /** The rule pattern added to the run's `remembered` layer, when the approver chose to remember. */
   remember: text.optional(),
+  /** The edited command (argv) approved instead of the asked one. */
+  replacement: z.array(z.string()).min(1).optional(),
   /** Every answer that counted, with its signature when signed. */
   answers: z.array(answer).default([]),
 })

@@ -254,6 +254,15 @@ create function tether_cluster_run(moving_run text) returns void language sql as
 $$;
 `,
   },
+  {
+    version: 6,
+    name: 'approved replacement commands',
+    sql: `
+-- The edited command the approvers approved instead of the asked one (exec only): the asked command stays in
+-- target and tree, the one that ran is in exec_results, and each signed statement covers this argv.
+alter table approvals add column replacement text[];
+`,
+  },
 ]
 
 export interface MigrationReport {

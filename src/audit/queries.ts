@@ -110,6 +110,8 @@ export interface ApprovalRow {
   rememberOffer?: { exact: string; wider?: string } | { refused: string } | undefined
   /** Whether answers had to be signed. */
   identity?: 'signed' | 'unsigned' | undefined
+  /** The edited command approved instead of the asked one (the asked one stays in target and tree). */
+  replacement?: string[] | undefined
 }
 
 /** One attempt of one command (call -1: the gate). */
@@ -385,7 +387,7 @@ export async function executedCommands(
 
 const APPROVAL_COLUMNS = `approval_id, run_id, step, call, act, target, tree, rule, layer, approvers,
   requested_at, deadline, decision, decided_by, channel, decided_at, reason, remember, action_digest,
-  approvals_required, remember_offer, identity`
+  approvals_required, remember_offer, identity, replacement`
 
 export async function execAttempts(db: Database, runId: string): Promise<ExecAttemptRow[]> {
   const operation = 'execAttempts'
@@ -480,6 +482,55 @@ export async function pendingApprovals(
   return rows.map(record<ApprovalRow>)
 }
 
+/** A pending approval with what an inbox shows beside it: its run's goal and workspace. */
+export interface InboxApproval extends ApprovalRow {
+  goal: string
+  workspace: string
+  /** `viewer` may answer it: they are on its approver list, or the list is empty. */
+  forMe: boolean
+}
+
+/**
+ * The inbox: undecided approvals across runs, those `viewer` may answer first, then by deadline (the most
+ * urgent first); a page of `limit` from `offset`, with how many there are in all and for the viewer.
+ */
+export async function inboxApprovals(
+  db: Database,
+  options: { viewer?: string | undefined; limit?: number; offset?: number } = {},
+): Promise<{ items: InboxApproval[]; total: number; forMe: number }> {
+  const operation = 'inboxApprovals'
+  const limit = pageLimit(options.limit, 50, operation)
+  const offset = options.offset ?? 0
+  if (!Number.isSafeInteger(offset) || offset < 0) {
+    throw new AuditInputError(`${operation}: offset must be a non-negative integer (got ${offset})`)
+  }
+  const viewer = options.viewer === undefined ? null : requireId(options.viewer, 'viewer', operation)
+  const forMe = '($1::text is not null and (cardinality(approvers) = 0 or $1::text = any (approvers)))'
+  const [page, counts] = await Promise.all([
+    db.query<Row>(
+      operation,
+      `select a.*, r.goal, r.workspace
+         from (select ${APPROVAL_COLUMNS}, ${forMe} as for_me from approvals where decision is null) a
+         join runs r using (run_id)
+        order by a.for_me desc, a.deadline, a.approval_id
+        limit $2 offset $3`,
+      [viewer, limit, offset],
+    ),
+    db.query<{ total: number; for_me: number }>(
+      operation,
+      `select count(*)::int as total, (count(*) filter (where ${forMe}))::int as for_me
+         from approvals where decision is null`,
+      [viewer],
+    ),
+  ])
+  const [count] = counts.rows
+  return {
+    items: page.rows.map(record<InboxApproval>),
+    total: count?.total ?? 0,
+    forMe: count?.for_me ?? 0,
+  }
+}
+
 /**
  * One statement (one snapshot, one round trip): each table's rows as JSON with their place in the run —
  * per step, the model's turn first, then each call's approval, policy events and command in time order
@@ -557,11 +608,16 @@ export async function runSummary(db: Database, runId: string): Promise<RunSummar
   return record<RunSummary>(row)
 }
 
-/** Runs, newest first, optionally only those still running or finished; paged by `before`. */
+const WAITING = 'exists (select 1 from approvals a where a.run_id = runs.run_id and a.decision is null)'
+
+/**
+ * Runs, newest first, optionally only those still running or finished, with one outcome, or waiting for
+ * an approval (`waiting`: true) or not (false); paged by `before`. Each says whether it is waiting.
+ */
 export async function listRuns(
   db: Database,
-  options: { limit?: number; status?: RunStatus; before?: string } = {},
-): Promise<Page<RunRow>> {
+  options: { limit?: number; status?: RunStatus; outcome?: string; waiting?: boolean; before?: string } = {},
+): Promise<Page<RunRow & { waiting: boolean }>> {
   const operation = 'listRuns'
   const conditions = new Conditions()
   if (options.status !== undefined) {
@@ -572,15 +628,19 @@ export async function listRuns(
     }
     conditions.clauses.push(`status = ${conditions.param(options.status)}`)
   }
+  if (options.outcome !== undefined) {
+    conditions.clauses.push(`outcome = ${conditions.param(requireId(options.outcome, 'outcome', operation))}`)
+  }
+  if (options.waiting !== undefined) conditions.clauses.push(options.waiting ? WAITING : `not ${WAITING}`)
   return keysetPage(db, operation, {
-    columns: RUN_COLUMNS,
+    columns: `${RUN_COLUMNS}, ${WAITING} as waiting`,
     table: 'runs',
     conditions,
     time: 'started_at',
     tiebreak: { column: 'run_id', type: 'text' },
     before: options.before,
     limit: pageLimit(options.limit, 100, operation),
-    map: record<RunRow>,
+    map: record<RunRow & { waiting: boolean }>,
   })
 }
 

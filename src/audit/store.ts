@@ -156,6 +156,12 @@ export class AuditStore {
   ): ReturnType<typeof queries.approvalAnswers> {
     return queries.approvalAnswers(this.db, options)
   }
+  /** Undecided approvals across runs for an inbox: the viewer's first, then by deadline; one page. */
+  inboxApprovals(
+    options?: Parameters<typeof queries.inboxApprovals>[1],
+  ): ReturnType<typeof queries.inboxApprovals> {
+    return queries.inboxApprovals(this.db, options)
+  }
   runTimeline(runId: string): Promise<queries.TimelineEntry[]> {
     return queries.runTimeline(this.db, runId)
   }
@@ -166,7 +172,7 @@ export class AuditStore {
   runSummary(runId: string): Promise<queries.RunSummary | undefined> {
     return queries.runSummary(this.db, runId)
   }
-  listRuns(options?: Parameters<typeof queries.listRuns>[1]): Promise<queries.Page<queries.RunRow>> {
+  listRuns(options?: Parameters<typeof queries.listRuns>[1]): ReturnType<typeof queries.listRuns> {
     return queries.listRuns(this.db, options)
   }
 

@@ -2,9 +2,16 @@
  * Offline re-verification of recorded decisions (`tether audit approvals --verify`): each signed answer
  * must verify against the statement it recorded, that statement must say exactly what the audit says the
  * approval was (run, approval id, the digest of act/target/tree recomputed from the row, the answer, the
- * rule remembered), and the key must be on the approver list of the policy the run recorded.
+ * rule remembered, the edited command approved instead), and the key must be on the approver list of the
+ * policy the run recorded.
  */
-import { actionDigest, type DecisionStatement, fingerprintOf, verifyStatement } from '../identity/index.js'
+import {
+  actionDigest,
+  canonicalJson,
+  type DecisionStatement,
+  fingerprintOf,
+  verifyStatement,
+} from '../identity/index.js'
 import { Policy, PolicyError } from '../policy/index.js'
 import type { ApprovalAnswerRow, ApprovalRow } from './queries.js'
 
@@ -51,9 +58,11 @@ export function verifyRecordedAnswer(record: {
     action: digest,
     decision: answer.decision,
     remember: answer.remember ?? null,
+    // An approval covers the edited command that ran instead of the asked one (statements before carry null).
+    replacement: answer.decision === 'approve' ? (approval.replacement ?? null) : null,
   }
   for (const [field, value] of Object.entries(expected)) {
-    if (statement[field as keyof DecisionStatement] !== value) {
+    if (canonicalJson(statement[field as keyof DecisionStatement] ?? null) !== canonicalJson(value)) {
       return {
         status: 'failed',
         reason: `the signed statement's ${field} differs from what the audit records`,

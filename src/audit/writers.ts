@@ -269,7 +269,8 @@ export async function recordApprovalDecision(
   return db.transaction('recordApprovalDecision', async (client) => {
     const updated = await client.query(
       `update approvals
-          set decision = $2, decided_by = $3, channel = $4, decided_at = $5, reason = $6, remember = $7
+          set decision = $2, decided_by = $3, channel = $4, decided_at = $5, reason = $6, remember = $7,
+              replacement = $8
         where approval_id = $1 and decision is null`,
       [
         decision.approvalId,
@@ -279,6 +280,7 @@ export async function recordApprovalDecision(
         decision.decidedAt,
         decision.reason ?? null,
         decision.remember ?? null,
+        decision.replacement ?? null,
       ],
     )
     if (updated.rowCount === 1) {

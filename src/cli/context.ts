@@ -18,6 +18,8 @@ export interface DevStackRecord {
   namespace: string
   taskQueue: string
   uiUrl?: string
+  /** The approvals inbox `tether dev` serves. */
+  inboxUrl?: string
   /** The audit database `tether dev` uses (it may hold a password: the file is readable by its owner only). */
   databaseUrl?: string
   pid: number
@@ -122,9 +124,4 @@ export function printTable(header: string[], rows: string[][]): void {
   for (const row of rows) print(line(row))
 }
 
-/** Escapes control, zero-width and other invisible characters so a person sees what will really run. */
-export function visible(text: string): string {
-  return text.replace(/[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u2028-\u202e\u2060-\u2064\ufeff]/g, (ch) =>
-    ch === '\n' ? '\\n' : ch === '\t' ? '\\t' : `\\u{${ch.codePointAt(0)?.toString(16)}}`,
-  )
-}
+export { visible } from '../visible.js'

@@ -2,6 +2,7 @@
 import type { Client } from '@temporalio/client'
 import type { ApprovalRow, AuditStore, RunSummary, TimelineEntry } from '../audit/index.js'
 import { formatDeadline } from '../time.js'
+import { formatBytes } from '../visible.js'
 import type { AgentRunResult } from '../workflows/index.js'
 import { colour, print, visible } from './context.js'
 
@@ -68,7 +69,8 @@ export function entryLine(entry: TimelineEntry): string {
       return `  ${entry.kind === 'gate_passed' ? colour.green('gate') : entry.kind === 'gate_output' ? colour.dim('gate') : colour.red('gate')}      ${visible((entry.detail.split('\n')[0] ?? '').slice(0, 160))}`
     case 'approval':
       return entry.decision
-        ? `  ${colour.bold('approval')}  ${entry.act} ${visible(entry.target)} → ${entry.decision} by ${entry.decidedBy} via ${entry.channel}${entry.reason ? `: ${entry.reason}` : ''}`
+        ? `  ${colour.bold('approval')}  ${entry.act} ${visible(entry.target)} → ${entry.decision} by ${entry.decidedBy} via ${entry.channel}${entry.reason ? `: ${entry.reason}` : ''}` +
+            `${entry.replacement ? `; ran the edited command ${visible(entry.replacement.join(' '))} instead` : ''}`
         : `  ${colour.yellow('waiting')}   approval ${entry.approvalId}: ${entry.act} ${visible(entry.target)} — answer by ${formatDeadline(entry.deadline)} with \`tether approve ${entry.approvalId} --as <you>\` or \`tether deny …\`` +
             `${entry.approvalsRequired > 1 ? `; needs ${entry.approvalsRequired} approvers` : ''}` +
             `${entry.identity === 'signed' ? ', signed' : entry.identity === 'unsigned' ? ', unsigned' : ''}` +
@@ -82,12 +84,6 @@ export function rememberText(approval: { rememberOffer?: ApprovalRow['rememberOf
   if (!offer) return ''
   if ('refused' in offer) return `nothing (${offer.refused})`
   return `\`${offer.exact}\`${offer.wider ? ` or, with --remember wider, \`${offer.wider}\`` : ''}`
-}
-
-export function formatBytes(bytes: number): string {
-  if (bytes < 1024) return `${bytes} B`
-  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`
-  return `${(bytes / 1024 / 1024).toFixed(1)} MiB`
 }
 
 /**

@@ -8,6 +8,7 @@ import { registerApprovals } from './commands/approvals.js'
 import { registerAudit } from './commands/audit.js'
 import { registerDb } from './commands/db.js'
 import { registerDev } from './commands/dev.js'
+import { registerInbox } from './commands/inbox.js'
 import { registerPolicy } from './commands/policy.js'
 import { registerRuns } from './commands/runs.js'
 import { CliError } from './errors.js'
@@ -19,6 +20,7 @@ const registrations: Register[] = [
   registerDev,
   registerRuns,
   registerApprovals,
+  registerInbox,
   registerAudit,
   registerDb,
   registerPolicy,

@@ -4,6 +4,13 @@
  * `keyring.ts`, for the CLI and the worker.
  */
 export {
+  type AnswerDraft,
+  AnswerError,
+  prepareAnswer,
+  type ShownApproval,
+  type UnsignedDecision,
+} from './answer.js'
+export {
   APPROVER_NAME,
   fingerprintOf,
   formatPublicKey,

@@ -136,6 +136,8 @@ export interface Answer {
   reason?: string
   /** The rule this answer asked to remember (exact pattern), if any. */
   remember?: string
+  /** The edited command this answer approved instead of the asked one. */
+  replacement?: string[]
   signed?: { key: string; fingerprint: string; signature: string; statement: DecisionStatement }
 }
 
@@ -147,6 +149,8 @@ export interface Resolution {
   reason?: string
   /** The rule remembered for the rest of the run: only when every approving answer asked for the same one. */
   remember?: string
+  /** The edited command approved instead of the asked one (every approving answer named the same one). */
+  replacement?: string[]
   /** Whether the answers were signed (`unsigned`: names were trusted, as the policy said). */
   identity?: 'signed' | 'unsigned'
   /** Every answer that counted, in order. */

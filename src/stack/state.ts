@@ -16,14 +16,14 @@ export function tetherStateDir(env: NodeJS.ProcessEnv = process.env): string {
 }
 
 /** The ports `tether dev` uses unless they are taken (then it says which it chose instead). */
-const USUAL_PORTS = { temporal: 7233, postgres: 5433 } as const
+const USUAL_PORTS = { temporal: 7233, postgres: 5433, inbox: 7280 } as const
 
 /**
- * The port `tether dev` tries first for `service`: `TETHER_TEMPORAL_PORT` / `TETHER_POSTGRES_PORT`, else the
- * usual one.
+ * The port `tether dev` tries first for `service`: `TETHER_TEMPORAL_PORT` / `TETHER_POSTGRES_PORT` /
+ * `TETHER_INBOX_PORT`, else the usual one.
  */
 export function usualPort(service: keyof typeof USUAL_PORTS, env: NodeJS.ProcessEnv = process.env): number {
-  const name = service === 'temporal' ? 'TETHER_TEMPORAL_PORT' : 'TETHER_POSTGRES_PORT'
+  const name = `TETHER_${service.toUpperCase()}_PORT`
   const value = env[name]?.trim()
   if (!value) return USUAL_PORTS[service]
   const port = Number(value)

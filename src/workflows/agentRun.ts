@@ -54,6 +54,8 @@ import {
   type RunState,
   recordUsage,
   refusalObservation,
+  replacementNote,
+  replacementVerdict,
   reserveSeq,
   reserveSeqs,
   stepDecision,
@@ -398,9 +400,11 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     }
 
     for (const entry of judged) {
-      const { index, call } = entry
+      const { index } = entry
+      let call = entry.call
       const seq = resultSeqs[index] as number
       let verdict = entry.verdict
+      let note: string | undefined
       if (entry.approval) {
         const request = book.get(entry.approval) as PendingApproval
         const resolution = book.resolution(entry.approval) as Resolution
@@ -411,8 +415,15 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
           continue
         }
         const remembered = resolution.remember ? remember(verdict.act, resolution.remember) : undefined
+        // An edited command takes the asked one's place: it is what is judged again, and what runs.
+        const { replacement } = resolution
+        if (replacement && call.name === 'exec' && patched('approval-replacement')) {
+          note = replacementNote(call.args.argv, replacement, resolution.decidedBy)
+          call = { ...call, args: { ...call.args, argv: replacement } }
+        }
         // An approval never crosses a deny: judge again, with whatever was just remembered.
         verdict = await checkAction(call)
+        if (note) verdict = replacementVerdict(verdict, resolution)
         const refusedAfterApproval = verdict.effect === 'deny' ? verdict : undefined
         await projections.tetherApprovalDecided({
           runId,
@@ -424,7 +435,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
       }
       if (verdict.effect === 'deny') {
         refusals.push({ call: index, verdict })
-        state.pending.push(refusalObservation(seq, call, verdict))
+        state.pending.push(refusalObservation(seq, call, verdict, note))
         lines.push(`${verdict.act} refused: ${clip(verdict.target, 200)} (${describeRule(verdict)})`)
         continue
       }
@@ -443,6 +454,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
               timeoutMs,
               outputCeiling: contract.outputCeiling,
               noRetry: verdict.noRetry === true,
+              ...(note ? { note } : {}),
             })
           : await files.tetherFileTool({
               runId,

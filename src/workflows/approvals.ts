@@ -21,6 +21,11 @@ export const decisionSchema = z
     reason: z.string().max(2_000).optional(),
     /** Remember the exact rule (`true` / `exact`) or the wider one the request offered (`wider`). */
     remember: z.union([z.boolean(), z.enum(['exact', 'wider'])]).optional(),
+    /**
+     * Approve this command instead of the one asked (exec only): its argv, program first. The run judges it
+     * with the policy again before it runs; a denied replacement never runs.
+     */
+    replacement: z.array(z.string().max(10_000)).min(1).max(1_000).optional(),
     /** Required under signed identity: the approver's signature over the decision statement. */
     signature: z
       .object({
@@ -130,6 +135,8 @@ export class ApprovalBook {
     }
     const remember = rememberedBy(decision, request)
     if (typeof remember === 'object') return reject('InvalidDecision', remember.error)
+    const replacement = replacementRefusal(decision, request)
+    if (replacement) return reject('InvalidDecision', replacement)
 
     let signed: Answer['signed']
     let approver = decision.approver
@@ -154,7 +161,7 @@ export class ApprovalBook {
         decision: decision.decision,
         remember: remember ?? null,
         reason: decision.reason ?? null,
-        replacement: null,
+        replacement: decision.replacement ?? null,
         issuedAt: proof.issuedAt,
       }
       if (!verifyStatement(proof.key, statement, proof.value)) {
@@ -198,6 +205,18 @@ export class ApprovalBook {
         `${approver} has already approved ${decision.approvalId}; it needs ${request.approvalsRequired ?? 1} different approvers`,
       )
     }
+    // Everyone who approves one request approves the same command: as asked, or the same replacement.
+    const earlier = entry.answers.find((a) => a.decision === 'approve')
+    if (
+      decision.decision === 'approve' &&
+      earlier &&
+      !sameCommand(earlier.replacement, decision.replacement)
+    ) {
+      return reject(
+        'InvalidDecision',
+        `${earlier.approver} approved ${decision.approvalId} ${earlier.replacement ? `with the edited command \`${earlier.replacement.join(' ')}\`` : 'as asked'}; approve the same command or deny`,
+      )
+    }
     return {
       ok: true,
       decision,
@@ -206,6 +225,7 @@ export class ApprovalBook {
         decision: decision.decision,
         ...(decision.reason ? { reason: decision.reason } : {}),
         ...(remember ? { remember } : {}),
+        ...(decision.replacement ? { replacement: decision.replacement } : {}),
         ...(signed ? { signed } : {}),
       },
     }
@@ -248,6 +268,8 @@ export class ApprovalBook {
     const rules = new Set(approving.map((a) => a.remember))
     const remember = last === 'approve' && rules.size === 1 ? [...rules][0] : undefined
     const reason = deciding.at(-1)?.reason
+    // Every approving answer named the same replacement, or none (see replacementRefusal).
+    const replacement = last === 'approve' ? approving.at(-1)?.replacement : undefined
     return {
       decision: last === 'approve' ? 'approved' : 'denied',
       decidedBy: deciding.map((a) => a.approver).join(', '),
@@ -255,6 +277,7 @@ export class ApprovalBook {
       decidedAt: now,
       ...(reason ? { reason } : {}),
       ...(remember ? { remember } : {}),
+      ...(replacement ? { replacement } : {}),
       identity: this.identity.mode,
       answers,
     }
@@ -323,6 +346,31 @@ function rememberedBy(
     )
   }
   return offer.exact
+}
+
+/**
+ * Why an answer's edited command cannot be taken: only an approval of a command can replace it, without
+ * remembering (the offered rule is for the command as asked), and it needs a program to run.
+ */
+function replacementRefusal(decision: DecisionInput, request: PendingApproval): string | undefined {
+  const { replacement } = decision
+  if (!replacement) return undefined
+  if (decision.decision !== 'approve') return 'a denial carries no replacement command'
+  if (request.act !== 'exec') {
+    return `only a command can be replaced; approval ${decision.approvalId} is a ${request.act}`
+  }
+  if (decision.remember) {
+    return 'remember applies to the command as asked; approve the edited command without remembering'
+  }
+  if (!replacement[0]) return 'the replacement command needs a program (its first word is empty)'
+  if (replacement.some((word) => word.includes('\u0000')))
+    return 'the replacement command contains a NUL byte'
+  return undefined
+}
+
+function sameCommand(a: readonly string[] | undefined, b: readonly string[] | undefined): boolean {
+  if (!a || !b) return a === b
+  return a.length === b.length && a.every((word, i) => word === b[i])
 }
 
 function iso(ms: number): string {

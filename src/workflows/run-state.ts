@@ -105,13 +105,47 @@ function shown(target: string): string {
     : `${target.slice(0, TARGET_LIMIT)}… [${(target.length - TARGET_LIMIT).toLocaleString('en-US')} more characters]`
 }
 
-export function refusalObservation(seq: number, call: ToolCall, verdict: ActionVerdict): InlineMessage {
+/** The model's observation of a refused call; `note` first when an approver had edited the command. */
+export function refusalObservation(
+  seq: number,
+  call: ToolCall,
+  verdict: ActionVerdict,
+  note?: string,
+): InlineMessage {
   return toolResult(
     seq,
     call,
-    `[${verdict.act} refused] ${shown(verdict.target)} — by ${describeRule(verdict)}: ${verdict.reason} ` +
+    `${note ? `${note}\n` : ''}[${verdict.act} refused] ${shown(verdict.target)} — by ${describeRule(verdict)}: ${verdict.reason} ` +
       'The policy forbids this; do not retry it in another spelling. Choose another approach.',
   )
+}
+
+/** What the model is told when an approver approved an edited command instead of the one it asked for. */
+export function replacementNote(
+  asked: readonly string[],
+  replacement: readonly string[],
+  by: string,
+): string {
+  return `[approved with an edit] ${by} approved \`${replacement.join(' ')}\` instead of the command you asked for (\`${asked.join(' ')}\`).`
+}
+
+/**
+ * The verdict on an approved edited command. Its approvers answered for exactly this command, so an ask it
+ * meets is answered — unless that ask needs more approvers than approved it; a deny stays a deny.
+ */
+export function replacementVerdict(
+  verdict: ActionVerdict,
+  resolution: { answers?: Array<{ decision: string }> | undefined },
+): ActionVerdict {
+  if (verdict.effect !== 'ask') return verdict
+  const approvals = (resolution.answers ?? []).filter((a) => a.decision === 'approve').length
+  const required = verdict.approvalsRequired ?? 1
+  if (approvals >= required) return verdict
+  return {
+    ...verdict,
+    effect: 'deny',
+    reason: `the edited command needs ${required} approvers (${describeRule(verdict)}) and ${approvals} approved it`,
+  }
 }
 
 export function invalidCallObservation(seq: number, call: ToolCall, error: string): InlineMessage {

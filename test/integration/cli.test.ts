@@ -117,6 +117,8 @@ describe('tether CLI', () => {
       ['keys', 'new'],
       ['keys', 'show'],
       ['keys', 'list'],
+      ['inbox'],
+      ['inbox', 'token'],
       ['policy', 'check'],
       ['db', 'migrate'],
     ]) {
@@ -459,6 +461,19 @@ describe('tether CLI', () => {
     expect(onPath).toMatchObject({ code: 0, stdout: `${VERSION}\n` })
   })
 
+  it('refuses to serve the inbox beyond loopback without an access mode, in one line, before connecting', async () => {
+    const open = await tether(['inbox', '--host', '0.0.0.0'], { TEMPORAL_ADDRESS: '127.0.0.1:9' })
+    expect(open.code).toBe(1)
+    expect(open.stderr).toBe(
+      'error: 0.0.0.0 is not a loopback address, so others could reach the inbox: choose an access mode — ' +
+        '--access tokens (see `tether inbox token NAME`) or --access header --identity-header NAME (behind an authenticating proxy)\n',
+    )
+    const header = await tether(['inbox', '--host', '0.0.0.0', '--access', 'header'])
+    expect(header.stderr).toBe(
+      'error: --access header needs --identity-header NAME (the header your proxy sets)\n',
+    )
+  })
+
   it('tether dev keeps its ports unless taken, says which it chose, and is found from any folder', async () => {
     const xdg = await mkdtemp(join(tmpdir(), 'tether-xdg-'))
     // PostgreSQL runs as another user when tests run as root: it must be able to pass through.
@@ -482,6 +497,7 @@ describe('tether CLI', () => {
         TETHER_TASK_QUEUE: '',
         TETHER_TEMPORAL_PORT: String(taken),
         TETHER_POSTGRES_PORT: String(postgresPort),
+        TETHER_INBOX_PORT: String(await freePort()),
       }
       dev = run(process.execPath, ['--import', TSX, BIN, 'dev'], { env: devEnv, cwd: here })
       await expect.poll(dev.output, { timeout: 120_000, interval: 500 }).toContain('tether dev is running')
@@ -494,7 +510,12 @@ describe('tether CLI', () => {
       expect(record).toMatchObject({
         taskQueue: 'tether',
         temporalAddress: expect.not.stringContaining(`:${taken}`),
+        inboxUrl: `http://127.0.0.1:${devEnv.TETHER_INBOX_PORT}`,
       })
+      expect(out).toContain(`inbox         ${record.inboxUrl} (approvals and runs, in a browser)`)
+      const inbox = await fetch(`${record.inboxUrl}/`)
+      expect(inbox.status).toBe(200)
+      expect(await inbox.text()).toContain('Nothing is waiting for an answer.')
 
       const ls = await tether(['ls'], devEnv, there)
       expect(ls).toMatchObject({ code: 0, stderr: '' })

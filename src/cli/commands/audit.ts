@@ -1,9 +1,9 @@
 /** `tether audit refused|ran|approvals`: what was refused, what ran, who approved what (and proof of it). */
 import type { Command } from 'commander'
 import { verifyRecordedAnswer } from '../../audit/index.js'
+import { formatBytes } from '../../visible.js'
 import { print, printJson, printTable, visible, withAudit } from '../context.js'
 import { CliError } from '../errors.js'
-import { formatBytes } from '../follow.js'
 
 export function registerAudit(program: Command): void {
   const audit = program.command('audit').description('Query the audit store.')

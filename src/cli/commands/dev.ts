@@ -1,10 +1,11 @@
 /**
  * `tether dev`: the whole local stack in one command — the Temporal dev server (on 7233 unless taken, state
- * in `<state>/temporal.db`), the embedded PostgreSQL (on 5433 unless taken, or DATABASE_URL) and one worker —
- * until Ctrl-C. It records itself in the per-user state folder, so tether commands in any folder find it.
+ * in `<state>/temporal.db`), the embedded PostgreSQL (on 5433 unless taken, or DATABASE_URL), one worker and
+ * the approvals inbox (on 127.0.0.1:7280 unless taken) — until Ctrl-C. It records itself in the per-user state folder, so tether commands in any folder find it.
  */
 import { rm, writeFile } from 'node:fs/promises'
 import type { Command } from 'commander'
+import { type Inbox, startInbox } from '../../inbox/index.js'
 import { usualPort } from '../../stack/index.js'
 import { startLocalTether } from '../../worker-setup.js'
 import {
@@ -22,11 +23,12 @@ export function registerDev(program: Command): void {
   program
     .command('dev')
     .description(
-      'Start the local stack (Temporal dev server with its UI, PostgreSQL, one worker) until Ctrl-C; ' +
+      'Start the local stack (Temporal dev server with its UI, PostgreSQL, one worker, the approvals inbox) until Ctrl-C; ' +
         'tether commands in any folder find it.',
     )
     .option('--headless', 'no Temporal Web UI')
-    .action(async (options: { headless?: boolean }) => {
+    .option('--no-inbox', 'do not serve the approvals inbox')
+    .action(async (options: { headless?: boolean; inbox: boolean }) => {
       const dir = stateDir()
       const running = devStack()
       if (running) {
@@ -49,12 +51,26 @@ export function registerDev(program: Command): void {
         log: (line) => print(colour.dim(line)),
       })
       const { stack, audit } = local
+      let inbox: Inbox | undefined
       try {
+        // On loopback, on its usual port unless that is taken.
+        inbox = options.inbox
+          ? await startInbox({
+              audit,
+              client: local.client,
+              namespace,
+              port: usualPort('inbox'),
+              anyPortIfTaken: true,
+              temporalUi: stack.uiUrl,
+              log: (line) => print(colour.dim(line)),
+            })
+          : undefined
         const record: DevStackRecord = {
           temporalAddress: stack.temporalAddress,
           namespace,
           taskQueue,
           ...(stack.uiUrl ? { uiUrl: stack.uiUrl } : {}),
+          ...(inbox ? { inboxUrl: inbox.url } : {}),
           databaseUrl: stack.databaseUrl,
           pid: process.pid,
         }
@@ -65,6 +81,7 @@ export function registerDev(program: Command): void {
         for (const notice of stack.notices) print(colour.yellow(`  ${notice}`))
         print(`  Temporal      ${stack.temporalAddress} (namespace ${namespace})`)
         if (stack.uiUrl) print(`  Temporal UI   ${stack.uiUrl}`)
+        if (inbox) print(`  inbox         ${inbox.url} (approvals and runs, in a browser)`)
         print(`  PostgreSQL    ${audit.target}`)
         print(`  worker        task queue ${taskQueue}`)
         print(`  state         ${dir}`)
@@ -73,6 +90,7 @@ export function registerDev(program: Command): void {
         await local.running
       } finally {
         await rm(devStackFile(dir), { force: true })
+        await inbox?.close()
         await local.stop()
         print('tether dev stopped')
       }

@@ -153,6 +153,72 @@ describe('ApprovalBook, unsigned (names trusted)', () => {
     })
   })
 
+  it('takes an edited command only with an approval of a command, without remember, the same for every approver', () => {
+    const book = unsigned()
+    book.request(request({ approvalsRequired: 2 }))
+    const edit = ['git', 'push', 'origin', 'feature', '--dry-run']
+    const refused = (answer: Record<string, unknown>, error: string) =>
+      expect(book.validate({ approvalId: 'a-1', approver: 'alice', ...answer }, 1)).toEqual({
+        ok: false,
+        type: 'InvalidDecision',
+        error,
+      })
+    refused({ decision: 'deny', replacement: edit }, 'a denial carries no replacement command')
+    refused(
+      { decision: 'approve', replacement: edit, remember: true },
+      'remember applies to the command as asked; approve the edited command without remembering',
+    )
+    refused(
+      { decision: 'approve', replacement: ['', 'x'] },
+      'the replacement command needs a program (its first word is empty)',
+    )
+    refused(
+      { decision: 'approve', replacement: ['ls', 'a\u0000b'] },
+      'the replacement command contains a NUL byte',
+    )
+    expect(
+      book.validate({ approvalId: 'a-1', approver: 'alice', decision: 'approve', replacement: [] }, 1),
+    ).toMatchObject({
+      ok: false,
+      type: 'InvalidDecision',
+    })
+
+    expect(
+      book.answer(
+        { approvalId: 'a-1', decision: 'approve', approver: 'alice', replacement: edit },
+        'update',
+        1,
+      ),
+    ).toEqual({
+      ok: true,
+      approvals: 1,
+      required: 2,
+    })
+    // bob approving the command as asked would approve something alice did not.
+    expect(book.validate({ approvalId: 'a-1', decision: 'approve', approver: 'bob' }, 2)).toEqual({
+      ok: false,
+      type: 'InvalidDecision',
+      error:
+        'alice approved a-1 with the edited command `git push origin feature --dry-run`; approve the same command or deny',
+    })
+    const both = book.answer(
+      { approvalId: 'a-1', decision: 'approve', approver: 'bob', replacement: edit },
+      'update',
+      2,
+    )
+    expect(both).toMatchObject({ ok: true, resolution: { decision: 'approved', replacement: edit } })
+    expect(both.ok && both.resolution?.answers?.map((a) => a.replacement)).toEqual([edit, edit])
+
+    book.request(request({ approvalId: 'a-2', act: 'write', target: 'src/a.js', tree: undefined }))
+    expect(
+      book.validate({ approvalId: 'a-2', decision: 'approve', approver: 'alice', replacement: edit }, 1),
+    ).toEqual({
+      ok: false,
+      type: 'InvalidDecision',
+      error: 'only a command can be replaced; approval a-2 is a write',
+    })
+  })
+
   it('expires a pending approval as timeout or cancelled, never an answered one', () => {
     const book = unsigned()
     book.request(request())
@@ -216,7 +282,7 @@ describe('ApprovalBook, signed (keys on the policy)', () => {
       decision: answer.decision,
       remember: answer.remember ? (req.remember as { exact: string }).exact : null,
       reason: answer.reason ?? null,
-      replacement: null,
+      replacement: answer.replacement ?? null,
       issuedAt,
       ...statement,
     }
@@ -255,6 +321,18 @@ describe('ApprovalBook, signed (keys on the policy)', () => {
       ok: true,
       resolution: { decision: 'denied', reason: 'not on main' },
     })
+  })
+
+  it('accepts a signed edited command and keeps it in the proof', () => {
+    const book = signedBook()
+    const replacement = ['git', 'push', '--dry-run', 'origin', 'feature']
+    const applied = book.answer(
+      signed(alice, { approvalId: 'a-1', decision: 'approve', approver: 'alice', replacement }),
+      'update',
+      now,
+    )
+    expect(applied).toMatchObject({ ok: true, resolution: { decision: 'approved', replacement } })
+    expect(applied.ok && applied.resolution?.answers?.[0]?.signed?.statement.replacement).toEqual(replacement)
   })
 
   it('accepts any of an approver’s listed keys (rotation)', () => {
@@ -320,6 +398,27 @@ describe('ApprovalBook, signed (keys on the policy)', () => {
       () => ({
         ...signed(alice, { approvalId: 'a-1', decision: 'approve', approver: 'alice' }),
         remember: true,
+      }),
+      'BadSignature',
+    ],
+    [
+      'with an edited command added after signing',
+      () => ({
+        ...signed(alice, { approvalId: 'a-1', decision: 'approve', approver: 'alice' }),
+        replacement: ['git', 'push', 'origin', 'main'],
+      }),
+      'BadSignature',
+    ],
+    [
+      'with its edited command changed after signing',
+      () => ({
+        ...signed(alice, {
+          approvalId: 'a-1',
+          decision: 'approve',
+          approver: 'alice',
+          replacement: ['git', 'push', '--dry-run'],
+        }),
+        replacement: ['git', 'push', '--force'],
       }),
       'BadSignature',
     ],

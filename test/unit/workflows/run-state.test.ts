@@ -7,6 +7,8 @@ import {
   nextAfterTurn,
   recordUsage,
   refusalObservation,
+  replacementNote,
+  replacementVerdict,
   reserveSeq,
   reserveSeqs,
 } from '../../../src/workflows/run-state.js'
@@ -103,5 +105,41 @@ describe('run state', () => {
     const output = message.message.role === 'tool' ? (message.message.results[0]?.output ?? '') : ''
     expect(output).toContain(`[exec refused] ${target.slice(0, 2_000)}… [58,005 more characters] — by rule`)
     expect(output.length).toBeLessThan(2_500)
+  })
+})
+
+describe('an approved edited command', () => {
+  const ask = {
+    act: 'exec' as const,
+    target: 'kubectl apply -f prod.yaml',
+    effect: 'ask' as const,
+    rule: 'kubectl apply*',
+    layer: 'ops',
+    reason: 'asks',
+  }
+  const approvedBy = (n: number) => ({ answers: Array.from({ length: n }, () => ({ decision: 'approve' })) })
+
+  it('counts its approvers against an ask it meets, and never turns a deny into anything else', () => {
+    expect(replacementVerdict(ask, approvedBy(1))).toBe(ask)
+    expect(replacementVerdict({ ...ask, approvalsRequired: 2 }, approvedBy(1))).toMatchObject({
+      effect: 'deny',
+      reason: 'the edited command needs 2 approvers (rule `kubectl apply*` in layer `ops`) and 1 approved it',
+    })
+    expect(replacementVerdict({ ...ask, approvalsRequired: 2 }, approvedBy(2)).effect).toBe('ask')
+    const deny = { ...ask, effect: 'deny' as const }
+    expect(replacementVerdict(deny, approvedBy(3))).toBe(deny)
+  })
+
+  it('tells the model what ran instead, before the refusal or the result', () => {
+    const note = replacementNote(['rm', '-rf', 'build'], ['rm', '-rf', 'build/tmp'], 'alice')
+    expect(note).toBe(
+      '[approved with an edit] alice approved `rm -rf build/tmp` instead of the command you asked for (`rm -rf build`).',
+    )
+    const call = { id: 'c0', name: 'exec', args: { argv: ['rm', '-rf', 'build/tmp'] } }
+    const refused = refusalObservation(4, call, { ...ask, effect: 'deny', rule: 'rm*' }, note)
+    expect(refused.message).toMatchObject({
+      role: 'tool',
+      results: [{ output: expect.stringMatching(/^\[approved with an edit\].*\n\[exec refused\]/) }],
+    })
   })
 })

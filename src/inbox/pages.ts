@@ -1,0 +1,400 @@
+/**
+ * Whole pages and the fragments that live regions refresh. Server-rendered HTML; the one script
+ * (`/assets/app.js`) adds signing, live updates and local times, and every form control has a label.
+ */
+import { createHash } from 'node:crypto'
+import type {
+  AnswerCheck,
+  ApprovalAnswerRow,
+  ApprovalRow,
+  ExecutedCommand,
+  InboxApproval,
+  RunRow,
+  RunSummary,
+  StoredMessage,
+  TimelineEntry,
+} from '../audit/index.js'
+import { formatBytes } from '../visible.js'
+import type { WorkspaceChanges } from './changes.js'
+import { type Html, href, html, jsonData } from './html.js'
+import {
+  approvalFacts,
+  type Clock,
+  changesView,
+  clip,
+  code,
+  commandsSoFar,
+  deadline,
+  decisionText,
+  timelineEntry,
+  transcript,
+  when,
+} from './views.js'
+
+export interface Viewer {
+  /** The approver name the viewer's imported key goes by (the browser says), or the signed-in name. */
+  name?: string | undefined
+  /** Who the access mode says is asking (tokens, identity header); absent on a loopback inbox. */
+  user?: string | undefined
+}
+
+/** A page; `live` is the URL of its event stream, which keeps its live regions up to date. */
+export function layout(title: string, viewer: Viewer, body: Html, live?: string): string {
+  return html`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${title} · tether</title>
+<link rel="stylesheet" href="/assets/app.css">
+<script src="/assets/app.js" defer></script>
+</head>
+<body>
+<header>
+  <nav aria-label="tether"><a href="/">Inbox</a> <a href="/runs">Runs</a></nav>
+  <p id="who">${viewer.user ? html`Signed in as <strong>${viewer.user}</strong>. ` : ''}<span id="key-summary">${
+    viewer.name ? html`Your key: <strong>${viewer.name}</strong>` : 'No signing key in this browser yet.'
+  }</span></p>
+</header>
+<main id="main"${live ? html` data-live="${live}"` : ''}>
+${body}
+</main>
+</body>
+</html>`.markup
+}
+
+/** A fingerprint of a fragment: the live endpoint sends a fragment again only when it changed. */
+export function fragmentVersion(fragment: Html): string {
+  return createHash('sha256').update(fragment.markup).digest('hex').slice(0, 16)
+}
+
+/** A region the browser script keeps up to date from the page's event stream (re-rendered HTML). */
+function liveRegion(id: string, fragment: Html): Html {
+  return html`<div id="${id}" data-live-region data-version="${fragmentVersion(fragment)}">${fragment}</div>`
+}
+
+/** Import (once) the approver's private key into this browser, or forget it. */
+function keyPanel(): Html {
+  return html`<section id="key-panel" aria-labelledby="key-title" class="panel">
+  <h2 id="key-title">Your signing key</h2>
+  <p id="key-status" role="status">Looking for your key in this browser…</p>
+  <form id="key-import" hidden>
+    <p><label for="key-file">Private key file (the <code>.pem</code> that <code>tether keys new NAME</code> wrote)</label>
+    <input type="file" id="key-file" name="key-file" accept=".pem,application/x-pem-file" required></p>
+    <p><label for="key-name">Approver name (as the policy lists you)</label>
+    <input type="text" id="key-name" name="key-name" autocomplete="username" required></p>
+    <p><button type="submit">Import key</button></p>
+    <p class="hint">The key stays in this browser as a key that cannot be read back out; the server never sees it.</p>
+  </form>
+  <p><button type="button" id="key-forget" hidden>Forget this key</button></p>
+</section>`
+}
+
+export interface InboxPageData {
+  items: InboxApproval[]
+  total: number
+  forMe: number
+  page: number
+  pageSize: number
+}
+
+export function inboxPage(data: InboxPageData, viewer: Viewer, clock: Clock): string {
+  const live = `/live/inbox?page=${data.page}`
+  return layout(
+    'Inbox',
+    viewer,
+    html`<h1>Approvals waiting</h1>
+${keyPanel()}
+${liveRegion('inbox', inboxList(data, viewer, clock))}`,
+    live,
+  )
+}
+
+export function inboxList(data: InboxPageData, viewer: Viewer, clock: Clock): Html {
+  const pages = Math.max(1, Math.ceil(data.total / data.pageSize))
+  const summary =
+    data.total === 0
+      ? 'Nothing is waiting for an answer.'
+      : `${data.total} waiting${viewer.name ? `, ${data.forMe} of them for ${viewer.name}` : ''}; page ${data.page} of ${pages}.`
+  return html`<p id="inbox-summary">${summary}</p>
+<ol class="cards">${data.items.map(
+    (item) => html`<li class="card${item.forMe ? ' for-me' : ''}">
+  <h2><a href="${href('approvals', item.approvalId)}">${item.act} ${code(clip(item.target, 200))}</a>
+    ${item.forMe ? html`<span class="badge">waiting for you</span>` : ''}</h2>
+  ${approvalFacts(item, clock)}
+</li>`,
+  )}</ol>
+${pages > 1 ? pager(data.page, pages) : ''}`
+}
+
+function pager(page: number, pages: number): Html {
+  return html`<nav aria-label="Pages" class="pager">
+  ${page > 1 ? html`<a href="/?page=${page - 1}" rel="prev">← Previous page</a>` : ''}
+  ${page < pages ? html`<a href="/?page=${page + 1}" rel="next">Next page →</a>` : ''}
+</nav>`
+}
+
+export interface ApprovalPageData {
+  approval: ApprovalRow
+  run: RunSummary
+  /** The approvers of the run's policy, with their keys: the browser finds its own name among them. */
+  approvers: Array<{ name: string; keys: string[] }>
+  /** The argv the model asked for (exec), to start an edit from. */
+  argv?: string[] | undefined
+  messages: StoredMessage[]
+  commands: ExecutedCommand[]
+  answers: Array<{ answer: ApprovalAnswerRow; check: AnswerCheck }>
+  changes: WorkspaceChanges
+}
+
+export function approvalPage(data: ApprovalPageData, viewer: Viewer, clock: Clock): string {
+  const { approval, run } = data
+  return layout(
+    `${approval.act} ${clip(approval.target, 60)}`,
+    viewer,
+    html`<h1>${approval.act} ${code(clip(approval.target, 300))}</h1>
+${liveRegion('approval-status', approvalStatus(data, clock))}
+<div class="columns">
+  <section aria-labelledby="what-title" class="panel">
+    <h2 id="what-title">What is asked</h2>
+    ${approvalFacts({ ...approval, goal: run.goal, workspace: run.workspace }, clock)}
+  </section>
+  <div>
+    ${keyPanel()}
+    ${approval.decision ? '' : answerForm(data, viewer)}
+  </div>
+</div>
+<section aria-labelledby="context-title">
+  <h2 id="context-title">So far in this run</h2>
+  ${liveRegion('approval-context', approvalContext(data))}
+  <h3>Workspace changes so far</h3>
+  ${changesView(data.changes)}
+</section>
+${jsonData('approval-data', {
+  runId: approval.runId,
+  approvalId: approval.approvalId,
+  act: approval.act,
+  target: approval.target,
+  tree: approval.tree ?? null,
+  actionDigest: approval.actionDigest ?? null,
+  rememberOffer: approval.rememberOffer ?? null,
+  identity: approval.identity ?? 'unsigned',
+  approvers: data.approvers,
+  user: viewer.user ?? null,
+})}`,
+    href('live', 'approvals', approval.approvalId),
+  )
+}
+
+export function approvalStatus(data: Pick<ApprovalPageData, 'approval' | 'answers'>, clock: Clock): Html {
+  const { approval } = data
+  if (!approval.decision) {
+    return html`<p class="status waiting" role="status">Waiting for an answer; the run holds until then (deadline
+      ${deadline(approval.deadline, clock)}).</p>`
+  }
+  return html`<p class="status decided" role="status">${decisionText(approval)}.</p>
+    ${data.answers.length ? html`<ul class="answers">${data.answers.map(({ answer }) => html`<li>${answer.approver}: ${answer.decision}</li>`)}</ul>` : ''}
+    <p><a href="${href('runs', approval.runId)}">Follow the run →</a></p>`
+}
+
+export function approvalContext(data: Pick<ApprovalPageData, 'messages' | 'commands'>): Html {
+  return html`<h3>Last steps of the transcript</h3>
+  ${transcript(data.messages)}
+  <h3>Commands so far</h3>
+  ${commandsSoFar(data.commands)}`
+}
+
+function answerForm(data: ApprovalPageData, viewer: Viewer): Html {
+  const { approval } = data
+  const offer = approval.rememberOffer
+  const canEdit = approval.act === 'exec'
+  return html`<section aria-labelledby="answer-title" class="panel">
+<h2 id="answer-title">Your answer</h2>
+<noscript><p>Answering signs in the browser: turn on JavaScript for this page, or use <code>tether approve ${approval.approvalId}</code>.</p></noscript>
+<form id="answer" data-approval="${approval.approvalId}">
+  <fieldset>
+    <legend>Decision</legend>
+    <p><input type="radio" name="decision" id="decision-approve" value="approve" checked>
+      <label for="decision-approve">Approve</label></p>
+    ${
+      canEdit
+        ? html`<p><input type="radio" name="decision" id="decision-edit" value="edit">
+      <label for="decision-edit">Approve with an edited command</label></p>`
+        : ''
+    }
+    <p><input type="radio" name="decision" id="decision-deny" value="deny">
+      <label for="decision-deny">Deny with guidance</label></p>
+  </fieldset>
+  ${
+    canEdit
+      ? html`<p id="edit-fields"><label for="replacement">Edited command, one argument per line (it is judged by the policy again before it runs)</label>
+    <textarea id="replacement" name="replacement" rows="4" spellcheck="false" aria-describedby="replacement-preview">${(data.argv ?? []).join('\n')}</textarea>
+    <span id="replacement-preview" class="hint" aria-live="polite"></span></p>`
+      : ''
+  }
+  <p><label for="reason">Guidance for the model (required to deny; with an approval, a note for the audit)</label>
+    <textarea id="reason" name="reason" rows="3" maxlength="2000"></textarea></p>
+  <p><label for="remember">Remember for the rest of the run</label>
+    <select id="remember" name="remember"${!offer || 'refused' in offer ? ' disabled' : ''}>
+      <option value="">No, just this once</option>
+      ${offer && 'exact' in offer ? html`<option value="exact">Exactly ${offer.exact}</option>` : ''}
+      ${offer && 'exact' in offer && offer.wider ? html`<option value="wider">Wider: ${offer.wider}</option>` : ''}
+    </select></p>
+  ${
+    approval.identity === 'signed'
+      ? ''
+      : html`<p><label for="approver">Your name (this run trusts names as typed)</label>
+    <input type="text" id="approver" name="approver" autocomplete="username" value="${viewer.user ?? viewer.name ?? ''}" required></p>`
+  }
+  <p><button type="submit" id="answer-submit">${approval.identity === 'signed' ? 'Sign and send' : 'Send'}</button></p>
+  <p id="answer-result" role="status" aria-live="polite"></p>
+</form>
+</section>`
+}
+
+export interface RunFilters {
+  status?: 'running' | 'finished' | undefined
+  outcome?: string | undefined
+  waiting?: boolean | undefined
+  before?: string | undefined
+}
+
+export const OUTCOMES = [
+  'verified',
+  'finished',
+  'step-cap',
+  'token-budget',
+  'time-budget',
+  'cancelled',
+  'failed',
+] as const
+
+export function runsPage(
+  data: { runs: Array<RunRow & { waiting: boolean }>; next?: string | undefined },
+  filters: RunFilters,
+  viewer: Viewer,
+): string {
+  const option = (value: string, label: string, selected: boolean) =>
+    html`<option value="${value}"${selected ? ' selected' : ''}>${label}</option>`
+  const query = (extra: Record<string, string>) => {
+    const params = new URLSearchParams()
+    if (filters.status) params.set('status', filters.status)
+    if (filters.outcome) params.set('outcome', filters.outcome)
+    if (filters.waiting !== undefined) params.set('waiting', filters.waiting ? 'yes' : 'no')
+    for (const [key, value] of Object.entries(extra)) params.set(key, value)
+    return `/runs?${params}`
+  }
+  return layout(
+    'Runs',
+    viewer,
+    html`<h1>Runs</h1>
+<form method="get" action="/runs" class="filters">
+  <p><label for="filter-status">Status</label>
+  <select id="filter-status" name="status">${option('', 'any', !filters.status)}${option('running', 'running', filters.status === 'running')}${option('finished', 'finished', filters.status === 'finished')}</select></p>
+  <p><label for="filter-outcome">Outcome</label>
+  <select id="filter-outcome" name="outcome">${option('', 'any', !filters.outcome)}${OUTCOMES.map((o) => option(o, o, filters.outcome === o))}</select></p>
+  <p><label for="filter-waiting">Waiting for an approval</label>
+  <select id="filter-waiting" name="waiting">${option('', 'either', filters.waiting === undefined)}${option('yes', 'yes', filters.waiting === true)}${option('no', 'no', filters.waiting === false)}</select></p>
+  <p><button type="submit">Filter</button></p>
+</form>
+${
+  data.runs.length === 0
+    ? html`<p>No runs match.</p>`
+    : html`<table class="runs">
+  <caption>Newest first</caption>
+  <thead><tr><th scope="col">Run</th><th scope="col">Goal</th><th scope="col">Status</th><th scope="col">Started</th></tr></thead>
+  <tbody>${data.runs.map(
+    (run) => html`<tr>
+    <td><a href="${href('runs', run.runId)}">${run.runId}</a></td>
+    <td>${clip(run.goal.split('\n')[0] ?? '', 160)}</td>
+    <td>${statusBadge(run)}${run.waiting ? html` <span class="badge">waiting for approval</span>` : ''}</td>
+    <td>${when(run.startedAt)}</td>
+  </tr>`,
+  )}</tbody>
+</table>`
+}
+${data.next ? html`<p><a href="${query({ before: data.next })}" rel="next">Older runs →</a></p>` : ''}`,
+  )
+}
+
+function statusBadge(run: Pick<RunRow, 'status' | 'outcome'>): Html {
+  const text = run.outcome ?? run.status
+  const tone = text === 'verified' || text === 'finished' ? 'ok' : text === 'running' ? 'live' : 'bad'
+  return html`<span class="outcome ${tone}">${text}</span>`
+}
+
+export interface RunPageData {
+  summary: RunSummary
+  timeline: TimelineEntry[]
+  answers: Array<{ answer: ApprovalAnswerRow; check: AnswerCheck }>
+  messages: StoredMessage[]
+  /** What Temporal says: the workflow's status and the command running now, if any. */
+  temporal: { status?: string; running?: { argv?: string; elapsedMs: number; bytes: number }; error?: string }
+  temporalLink?: string | undefined
+}
+
+export function runPage(data: RunPageData, viewer: Viewer, clock: Clock): string {
+  const { summary } = data
+  return layout(
+    `Run ${summary.runId}`,
+    viewer,
+    html`<h1>Run ${code(summary.runId)}</h1>
+${data.temporalLink ? html`<p><a href="${data.temporalLink}" rel="noreferrer">Open this run in the Temporal UI</a></p>` : ''}
+${liveRegion('run-live', runLive(data, clock))}`,
+    href('live', 'runs', summary.runId),
+  )
+}
+
+export function runLive(data: RunPageData, clock: Clock): Html {
+  const { summary, timeline } = data
+  const proofs = new Map<string, Array<{ answer: ApprovalAnswerRow; check: AnswerCheck }>>()
+  for (const entry of data.answers) {
+    const list = proofs.get(entry.answer.approvalId) ?? []
+    list.push(entry)
+    proofs.set(entry.answer.approvalId, list)
+  }
+  const refusals = timeline.filter(
+    (e): e is Extract<TimelineEntry, { type: 'policy' }> =>
+      e.type === 'policy' && (e.kind === 'refusal' || e.effect === 'deny'),
+  )
+  const { running } = data.temporal
+  return html`<dl class="facts summary">
+  <dt>Outcome</dt><dd id="run-outcome">${statusBadge(summary)}${summary.reason ? html` — ${clip(summary.reason, 600)}` : ''}</dd>
+  <dt>Goal</dt><dd class="goal">${clip(summary.goal, 2_000)}</dd>
+  <dt>Workspace</dt><dd>${code(summary.workspace)}</dd>
+  <dt>Started</dt><dd>${when(summary.startedAt)}${summary.finishedAt ? html`; finished ${when(summary.finishedAt)}` : ''}${
+    summary.durationMs !== undefined ? ` (${(summary.durationMs / 1000).toFixed(1)} s)` : ''
+  }</dd>
+  <dt>So far</dt><dd>${summary.steps} steps, ${summary.inputTokens + summary.outputTokens} tokens, ${summary.commands} commands,
+    ${summary.refusals} refused, ${summary.pendingApprovals} approvals waiting</dd>
+  <dt>Sandbox</dt><dd>${summary.sandbox ?? 'not recorded'}</dd>
+  <dt>Temporal</dt><dd>${data.temporal.status ?? data.temporal.error ?? 'unknown'}${
+    running
+      ? html`; running now: ${running.argv ? code(running.argv) : 'a command'} for ${(running.elapsedMs / 1000).toFixed(0)} s,
+        ${formatBytes(running.bytes)} of output`
+      : ''
+  }</dd>
+</dl>
+<h2>Timeline</h2>
+${timeline.length === 0 ? html`<p>Nothing has happened yet.</p>` : html`<ol class="timeline">${timeline.map((entry) => timelineEntry(entry, clock, proofs))}</ol>`}
+<h2>Refused</h2>
+${
+  refusals.length === 0
+    ? html`<p>Nothing was refused.</p>`
+    : html`<ul class="refusals">${refusals.map(
+        (r) =>
+          html`<li>step ${r.step}: ${r.act} ${code(r.target)} — ${r.decidedBy ? html`${r.decidedBy}: ` : ''}${r.reason}</li>`,
+      )}</ul>`
+}
+<h2>Transcript, last ${data.messages.length} messages</h2>
+${transcript(data.messages)}`
+}
+
+/** A one-line page for errors and refusals: what was wrong and what to do. */
+export function messagePage(title: string, message: string, viewer: Viewer = {}): string {
+  return layout(
+    title,
+    viewer,
+    html`<h1>${title}</h1><p class="message">${message}</p><p><a href="/">Back to the inbox</a></p>`,
+  )
+}

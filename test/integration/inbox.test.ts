@@ -1,0 +1,519 @@
+/**
+ * The approvals inbox in a real browser (Debian's Chromium, driven by playwright-core) against real runs
+ * on the dev server: a run reaches an ask, the page shows it in context, the approver imports their key
+ * once and answers — signed in the browser — and the run goes on; deny with guidance, an edited command
+ * the policy denies, a tampered signature; the run page follows a run live; no console errors; every
+ * form works from the keyboard and has labels; nothing a model or run starter writes becomes markup.
+ */
+import { execFileSync } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { request as httpRequest } from 'node:http'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { Browser, BrowserContext, Page } from 'playwright-core'
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest'
+import type { ApprovalRow } from '../../src/audit/index.js'
+import { createKey, loadKey } from '../../src/identity/keyring.js'
+import { addToken, type Inbox, readTokens, startInbox } from '../../src/inbox/index.js'
+import { Policy } from '../../src/policy/index.js'
+import { npmWorkspace, startRun, useAgentHarness, writeScript } from '../support/agent.js'
+import { launchChromium } from '../support/browser.js'
+
+const harness = useAgentHarness()
+let keys: string
+let alicePem: string
+let policy: Policy
+let inbox: Inbox
+let browser: Browser
+
+beforeAll(async () => {
+  keys = await mkdtemp(join(tmpdir(), 'tether-inbox-keys-'))
+  createKey('alice', keys)
+  alicePem = join(keys, 'alice.pem')
+  policy = Policy.tiered()
+    .withApprovers([{ name: 'alice', keys: [loadKey('alice', keys).publicKey] }])
+    .layer('base')
+    .denyExec('rm*')
+    .layer('project')
+    .allowExec('npm test*')
+    .allowWrite('src/*')
+  inbox = await startInbox({
+    audit: harness.audit,
+    client: harness.client,
+    namespace: inject('namespace'),
+    port: 0,
+    temporalUi: 'http://127.0.0.1:8233',
+    liveIntervalMs: 250,
+  })
+  browser = await launchChromium()
+})
+
+afterAll(async () => {
+  await browser?.close()
+  await inbox?.close()
+  if (keys) await rm(keys, { recursive: true, force: true })
+})
+
+/** Every page opened in a test; after it, none may have logged an error or opened a dialog. */
+const opened: Array<{ context: BrowserContext; problems: string[] }> = []
+afterEach(async () => {
+  const problems = opened.flatMap((o) => o.problems)
+  for (const { context } of opened.splice(0)) await context.close()
+  expect(problems).toEqual([])
+})
+
+/** A browser window of an approver in New York (so "your time" differs from UTC). */
+async function open(path: string): Promise<Page> {
+  const context = await browser.newContext({ timezoneId: 'America/New_York', locale: 'en-US' })
+  const problems: string[] = []
+  opened.push({ context, problems })
+  const page = await context.newPage()
+  page.on('console', (message) => {
+    if (message.type() === 'error') problems.push(`console: ${message.text()}`)
+  })
+  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`))
+  page.on('dialog', (dialog) => {
+    problems.push(`dialog: ${dialog.message()}`)
+    void dialog.dismiss()
+  })
+  await page.goto(`${inbox.url}${path}`)
+  return page
+}
+
+async function importKey(page: Page): Promise<void> {
+  await expect.poll(() => page.locator('#key-import').isVisible()).toBe(true)
+  await page.getByLabel('Private key file').setInputFiles(alicePem)
+  await expect.poll(() => page.getByLabel('Approver name').inputValue()).toBe('alice')
+  await page.getByRole('button', { name: 'Import key' }).click()
+  await expect
+    .poll(() => page.locator('#key-status').textContent())
+    .toMatch(/^Signing as alice with key SHA256:/)
+}
+
+const exec = (...argv: string[]) => ({ name: 'exec', args: { argv } })
+
+async function run(turns: unknown[], options: { goal?: string; git?: boolean; verify?: boolean } = {}) {
+  const ws = await npmWorkspace()
+  if (options.git) {
+    const git = (...args: string[]) =>
+      execFileSync('git', args, {
+        cwd: ws.path,
+        env: {
+          ...process.env,
+          GIT_AUTHOR_NAME: 't',
+          GIT_AUTHOR_EMAIL: 't@x',
+          GIT_COMMITTER_NAME: 't',
+          GIT_COMMITTER_EMAIL: 't@x',
+        },
+      })
+    git('init', '-q')
+    git('add', '-A')
+    git('commit', '-qm', 'fixture')
+  }
+  const model = `scripted:${await writeScript(ws.path, { turns } as never)}`
+  const handle = await startRun(
+    harness.client,
+    harness.taskQueue,
+    {
+      goal: options.goal ?? 'make npm test pass',
+      workspace: ws.path,
+      model,
+      ...(options.verify ? { verification: { command: ['npm', 'test'] } } : {}),
+    },
+    policy,
+  )
+  return { ws, handle }
+}
+
+async function waitingApproval(runId: string): Promise<ApprovalRow> {
+  let row: ApprovalRow | undefined
+  await expect
+    .poll(
+      async () => {
+        row = (await harness.audit.pendingApprovals({ runId }))[0]
+        return row !== undefined
+      },
+      { timeout: 60_000 },
+    )
+    .toBe(true)
+  return row as ApprovalRow
+}
+
+const HOSTILE_GOAL = 'Fix <b>add</b> & "friends" <script>alert("goal")</script>'
+
+describe('the approvals inbox in a browser', () => {
+  it('shows a real ask in context; approving signs in the browser and the run goes on to verified, live', async () => {
+    const { ws, handle } = await run(
+      [
+        { toolCalls: [exec('npm', 'test')] },
+        {
+          toolCalls: [
+            { name: 'edit_file', args: { path: 'src/math.js', search: 'a - b', replace: 'a + b' } },
+          ],
+        },
+        { toolCalls: [exec('touch', 'approved.txt')] },
+        { text: 'fixed' },
+      ],
+      { goal: HOSTILE_GOAL, git: true, verify: true },
+    )
+    try {
+      const runId = handle.workflowId
+      const row = await waitingApproval(runId)
+
+      // The run page, opened while the run waits, is never reloaded: it must follow the run by itself.
+      const runPage = await open(`/runs/${runId}`)
+      await expect.poll(() => runPage.locator('#run-outcome').textContent()).toMatch(/running/)
+      await expect.poll(() => runPage.locator('.timeline .approval').textContent()).toMatch(/waiting/)
+      expect(
+        await runPage.getByRole('link', { name: 'Open this run in the Temporal UI' }).getAttribute('href'),
+      ).toBe(`http://127.0.0.1:8233/namespaces/${inject('namespace')}/workflows/${runId}`)
+
+      const page = await open('/')
+      const card = page.locator('.card', { has: page.locator(`a[href="/approvals/${row.approvalId}"]`) })
+      await expect.poll(() => card.count()).toBe(1)
+      const text = (await card.textContent()) ?? ''
+      expect(text).toContain(HOSTILE_GOAL)
+      expect(text).toContain(ws.path)
+      expect(text).toContain('touch approved.txt')
+      expect(text).toMatch(/the default for exec/)
+      expect(text).toContain('exactly touch approved.txt')
+      // The deadline in UTC, in the viewer's zone (New York) and as time left.
+      expect(text).toMatch(
+        /\d{4}-\d\d-\d\d \d\d:\d\d UTC \(\d{4}-\d\d-\d\d \d\d:\d\d GMT-[45] your time\), in 23h \d+m/,
+      )
+      await expect.poll(() => page.locator('main script, main b, main img').count()).toBe(0)
+
+      await card.getByRole('link').first().click()
+      await page.waitForURL(`**/approvals/${row.approvalId}`)
+      const context = (await page.locator('#approval-context').textContent()) ?? ''
+      expect(context).toMatch(/npm test → exit 1/)
+      expect(context).toContain('edit_file')
+      const changes = (await page.locator('section[aria-labelledby="context-title"]').textContent()) ?? ''
+      expect(changes).toContain('M src/math.js')
+      expect(changes).toContain('+  return a + b')
+      expect(await page.locator('.tree').textContent()).toContain('touch approved.txt')
+
+      await importKey(page)
+      await page.getByRole('button', { name: 'Sign and send' }).click()
+      await expect
+        .poll(() => page.locator('#answer-result').textContent(), { timeout: 30_000 })
+        .toBe('Approved; the run judges it again and goes on.')
+
+      expect(await handle.result()).toMatchObject({ outcome: 'verified' })
+      expect(existsSync(join(ws.path, 'approved.txt'))).toBe(true)
+      await expect
+        .poll(() => runPage.locator('#run-outcome').textContent(), { timeout: 30_000 })
+        .toMatch(/verified/)
+      const timeline = ((await runPage.locator('.timeline').textContent()) ?? '').replace(/\s+/g, ' ')
+      expect(timeline).toMatch(/approved by alice via update/)
+      expect(timeline).toMatch(/alice approved via update at .* signature verified \(SHA256:[0-9a-f]{32}\)/)
+      expect(timeline).toMatch(/gate passed/)
+      expect(timeline).toMatch(/sha256 [0-9a-f]{64}/)
+    } finally {
+      await ws.cleanup()
+    }
+  })
+
+  it('denies with guidance, by keyboard alone, and the guidance reaches the model', async () => {
+    const { ws, handle } = await run([{ toolCalls: [exec('touch', 'denied.txt')] }, { text: 'understood' }])
+    try {
+      const row = await waitingApproval(handle.workflowId)
+      const page = await open(`/approvals/${row.approvalId}`)
+      await importKey(page)
+      // Now the inbox knows who is looking: this approval is theirs, and says so.
+      await page.goto(`${inbox.url}/`)
+      expect(await page.locator('#inbox-summary').textContent()).toMatch(/ of them for alice;/)
+      const mine = page.locator('.card.for-me', {
+        has: page.locator(`a[href="/approvals/${row.approvalId}"]`),
+      })
+      expect(await mine.locator('.badge').textContent()).toBe('waiting for you')
+      await page.goto(`${inbox.url}/approvals/${row.approvalId}`)
+      await expect.poll(() => page.locator('#key-status').textContent()).toMatch(/^Signing as alice/)
+
+      // Every control has a label; every button says what it does.
+      const unlabelled: string[] = []
+      for (const control of await page.locator('input, select, textarea').all()) {
+        const id = await control.getAttribute('id')
+        if (!id || (await page.locator(`label[for="${id}"]`).count()) === 0) unlabelled.push(id ?? '(no id)')
+      }
+      for (const button of await page.locator('button').all()) {
+        if (!(await button.textContent())?.trim()) unlabelled.push('a button without text')
+      }
+      expect(unlabelled).toEqual([])
+
+      const focused = () => page.locator(':focus').getAttribute('id')
+      await page.getByLabel('Approve', { exact: true }).focus()
+      await page.keyboard.press('ArrowDown')
+      await page.keyboard.press('ArrowDown')
+      expect(await page.getByLabel('Deny with guidance').isChecked()).toBe(true)
+      await page.keyboard.press('Tab')
+      expect(await focused()).toBe('reason')
+      const guidance = 'Do not create files at the root; write under src/ instead.'
+      await page.keyboard.type(guidance)
+      await page.keyboard.press('Tab')
+      expect(await focused()).toBe('remember')
+      await page.keyboard.press('Tab')
+      expect(await focused()).toBe('answer-submit')
+      await page.keyboard.press('Enter')
+      await expect
+        .poll(() => page.locator('#answer-result').textContent(), { timeout: 30_000 })
+        .toBe('Denied; the model reads your guidance.')
+
+      expect(await handle.result()).toMatchObject({ outcome: 'finished' })
+      expect(existsSync(join(ws.path, 'denied.txt'))).toBe(false)
+      const observed = (await harness.audit.loadMessages(handle.workflowId)).find((m) => m.role === 'tool')
+      expect(JSON.stringify(observed?.content)).toContain(`denied by alice: ${guidance}`)
+      const runPage = await open(`/runs/${handle.workflowId}`)
+      expect(await runPage.locator('.transcript').textContent()).toContain(guidance)
+      expect(await runPage.locator('.refusals').textContent()).toContain(guidance)
+
+      // The run list, filtered through its form.
+      const runs = await open('/runs')
+      await runs.getByLabel('Status').selectOption('finished')
+      await runs.getByLabel('Outcome').selectOption('finished')
+      await runs.getByLabel('Waiting for an approval').selectOption('no')
+      await runs.getByRole('button', { name: 'Filter' }).click()
+      await runs.waitForURL('**/runs?status=finished&outcome=finished&waiting=no')
+      expect(await runs.locator('table.runs').textContent()).toContain(handle.workflowId)
+      await runs.getByLabel('Waiting for an approval').selectOption('yes')
+      await runs.getByRole('button', { name: 'Filter' }).click()
+      await runs.waitForURL('**/runs?status=finished&outcome=finished&waiting=yes')
+      expect(await runs.locator('main').textContent()).not.toContain(handle.workflowId)
+    } finally {
+      await ws.cleanup()
+    }
+  })
+
+  it('refuses an edited command the policy denies and says why; an allowed edit runs instead', async () => {
+    const { ws, handle } = await run([{ toolCalls: [exec('touch', 'asked.txt')] }, { text: 'ok' }])
+    try {
+      const row = await waitingApproval(handle.workflowId)
+      const page = await open(`/approvals/${row.approvalId}`)
+      await importKey(page)
+      await page.getByLabel('Approve with an edited command').check()
+      const edit = page.getByLabel(/Edited command, one argument per line/)
+      expect(await edit.inputValue()).toBe('touch\nasked.txt')
+      await edit.fill('rm\n-rf\nsrc')
+      expect(await page.locator('#replacement-preview').textContent()).toBe('Will run: ["rm","-rf","src"]')
+      await page.getByRole('button', { name: 'Sign and send' }).click()
+      await expect
+        .poll(() => page.locator('#answer-result').textContent(), { timeout: 30_000 })
+        .toMatch(
+          /^The edited command rm -rf src is denied by rule `rm\*` in layer `base`: .*An approval never crosses a deny/,
+        )
+      expect(await page.locator('#answer-result').getAttribute('class')).toBe('error')
+      expect((await harness.audit.approval(row.approvalId))?.decision).toBeUndefined()
+
+      await edit.fill('touch\nedited.txt')
+      await page.getByRole('button', { name: 'Sign and send' }).click()
+      await expect
+        .poll(() => page.locator('#answer-result').textContent(), { timeout: 30_000 })
+        .toBe('Approved with the edited command touch edited.txt; the run judges it again and goes on.')
+      expect(await handle.result()).toMatchObject({ outcome: 'finished' })
+      expect(existsSync(join(ws.path, 'edited.txt'))).toBe(true)
+      expect(existsSync(join(ws.path, 'asked.txt'))).toBe(false)
+      expect(await harness.audit.approval(row.approvalId)).toMatchObject({
+        target: 'touch asked.txt',
+        replacement: ['touch', 'edited.txt'],
+      })
+      await expect
+        .poll(() => page.locator('#approval-status').textContent(), { timeout: 10_000 })
+        .toMatch(/the edited command touch edited.txt ran instead/)
+    } finally {
+      await ws.cleanup()
+    }
+  })
+
+  it('shows the run refusing a tampered signature, and model text stays text', async () => {
+    const hostile = '<img src=x onerror=alert(1)>\u200b.txt'
+    const { ws, handle } = await run([{ toolCalls: [exec('touch', hostile)] }, { text: 'ok' }])
+    try {
+      const row = await waitingApproval(handle.workflowId)
+      const page = await open(`/approvals/${row.approvalId}`)
+      expect(await page.locator('h1').textContent()).toContain(
+        "touch $'<img src=x onerror=alert(1)>\\u200b.txt'",
+      )
+      expect(await page.locator('main img').count()).toBe(0)
+      await importKey(page)
+      // Whatever leaves the browser is altered on the way: one character of the signature.
+      await page.route('**/api/approvals/*/answer', async (route) => {
+        const body = JSON.parse(route.request().postData() ?? '{}')
+        const value: string = body.signature.value
+        body.signature.value = `${value[0] === 'A' ? 'B' : 'A'}${value.slice(1)}`
+        await route.continue({ postData: JSON.stringify(body) })
+      })
+      await page.getByRole('button', { name: 'Sign and send' }).click()
+      await expect
+        .poll(() => page.locator('#answer-result').textContent(), { timeout: 30_000 })
+        .toMatch(
+          /^The run refused the answer \(BadSignature\): the signature does not match this run, approval, action and answer/,
+        )
+      expect((await harness.audit.approval(row.approvalId))?.decision).toBeUndefined()
+
+      await page.unroute('**/api/approvals/*/answer')
+      await page.getByLabel('Deny with guidance').check()
+      await page.getByLabel(/Guidance for the model/).fill('no')
+      await page.getByRole('button', { name: 'Sign and send' }).click()
+      await expect
+        .poll(() => page.locator('#answer-result').textContent(), { timeout: 30_000 })
+        .toMatch(/^Denied/)
+      await handle.result()
+    } finally {
+      await ws.cleanup()
+    }
+  })
+})
+
+/** One HTTP request as any client (or attacker) may send it: every header as given, Host included. */
+function call(
+  url: string,
+  options: { method?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(
+      url,
+      { method: options.method ?? 'GET', headers: options.headers ?? {} },
+      (res) => {
+        let body = ''
+        res.on('data', (chunk: Buffer) => {
+          body += chunk.toString()
+        })
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }))
+      },
+    )
+    req.on('error', reject)
+    req.end(options.body)
+  })
+}
+
+describe('the inbox list', () => {
+  it('puts what the viewer may answer first, then the most urgent, and pages through everything', async () => {
+    const now = Date.now()
+    const ids: string[] = []
+    for (const [i, approvers] of [['bob'], ['alice'], [], ['bob'], ['alice']].entries()) {
+      const runId = `inbox-order-${now}-${i}`
+      await harness.audit.recordRunStarted({
+        runId,
+        goal: `order ${i}`,
+        workspace: '/nowhere',
+        contract: {},
+        policy: {},
+        startedAt: new Date(now),
+      })
+      const approvalId = `${runId}-a`
+      ids.push(approvalId)
+      await harness.audit.recordApprovalRequested({
+        approvalId,
+        runId,
+        step: 1,
+        call: 0,
+        act: 'exec',
+        target: `touch ${i}`,
+        tree: null,
+        requestedAt: new Date(now),
+        // Earlier index, earlier deadline.
+        deadline: new Date(now + 60_000 * (i + 1)),
+        approvers,
+      })
+    }
+    const order = (items: Array<{ approvalId: string }>) =>
+      items.map((a) => a.approvalId).filter((id) => ids.includes(id))
+    const forAlice = await harness.audit.inboxApprovals({ viewer: 'alice', limit: 1000 })
+    expect(order(forAlice.items)).toEqual([ids[1], ids[2], ids[4], ids[0], ids[3]])
+    expect(forAlice.items.find((a) => a.approvalId === ids[1])).toMatchObject({
+      forMe: true,
+      goal: 'order 1',
+      workspace: '/nowhere',
+    })
+    const anonymous = await harness.audit.inboxApprovals({ limit: 1000 })
+    expect(order(anonymous.items)).toEqual(ids)
+    expect(anonymous.forMe).toBe(0)
+    const pages = await Promise.all(
+      [0, 1, 2].map((page) => harness.audit.inboxApprovals({ viewer: 'alice', limit: 2, offset: page * 2 })),
+    )
+    expect(pages.flatMap((p) => p.items)).toHaveLength(Math.min(6, forAlice.total))
+    await harness.audit.pool.query('delete from runs where run_id like $1', [`inbox-order-${now}-%`])
+  })
+})
+
+describe('inbox access over HTTP', () => {
+  const answer = (approver: string) => JSON.stringify({ approvalId: 'a-none', decision: 'approve', approver })
+
+  it('on loopback: no login, a loopback Host only, strict headers, answers only as JSON from its own pages', async () => {
+    const page = await call(`${inbox.url}/`)
+    expect(page.status).toBe(200)
+    expect(page.headers['content-security-policy']).toMatch(/default-src 'none'; script-src 'self'/)
+    expect(page.headers['x-frame-options']).toBe('DENY')
+    expect(
+      (await call(`${inbox.url}/`, { headers: { host: `attacker.example:${inbox.port}` } })).status,
+    ).toBe(421)
+
+    const post = (headers: Record<string, string>) =>
+      call(`${inbox.url}/api/approvals/a-none/answer`, { method: 'POST', headers, body: answer('alice') })
+    const json = { 'content-type': 'application/json' }
+    expect((await post({ 'content-type': 'text/plain' })).status).toBe(403)
+    expect((await post({ ...json, origin: 'http://attacker.example' })).status).toBe(403)
+    expect((await post({ ...json, 'sec-fetch-site': 'cross-site' })).status).toBe(403)
+    const refused = await post({ ...json, origin: inbox.url })
+    expect(refused.status).toBe(200)
+    expect(JSON.parse(refused.body)).toEqual({
+      ok: false,
+      type: 'UnknownApproval',
+      message: 'no approval a-none',
+    })
+  })
+
+  it('behind a proxy: the identity header names the person, and nobody answers as someone else', async () => {
+    const proxied = await startInbox({
+      audit: harness.audit,
+      client: harness.client,
+      namespace: inject('namespace'),
+      port: 0,
+      access: { mode: 'header', header: 'X-Forwarded-User' },
+    })
+    try {
+      const anonymous = await call(`${proxied.url}/`)
+      expect(anonymous.status).toBe(401)
+      expect(anonymous.body).toContain(
+        'no X-Forwarded-User header: reach this inbox through its authenticating proxy',
+      )
+      const bob = await call(`${proxied.url}/`, { headers: { 'x-forwarded-user': 'bob' } })
+      expect(bob.status).toBe(200)
+      expect(bob.body).toContain('Signed in as <strong>bob</strong>')
+      const asAlice = await call(`${proxied.url}/api/approvals/a-none/answer`, {
+        method: 'POST',
+        headers: { 'x-forwarded-user': 'bob', 'content-type': 'application/json' },
+        body: answer('alice'),
+      })
+      expect(JSON.parse(asAlice.body)).toMatchObject({ ok: false, type: 'NotYou' })
+    } finally {
+      await proxied.close()
+    }
+  })
+
+  it('with tokens: a login link sets a private cookie; without it, nothing is shown', async () => {
+    const file = join(keys, 'inbox-tokens')
+    const token = addToken(file, 'alice')
+    const guarded = await startInbox({
+      audit: harness.audit,
+      client: harness.client,
+      namespace: inject('namespace'),
+      port: 0,
+      access: { mode: 'tokens', names: readTokens(file) },
+    })
+    try {
+      expect((await call(`${guarded.url}/runs`)).status).toBe(401)
+      expect((await call(`${guarded.url}/login?token=not-a-token-at-all`)).status).toBe(401)
+      const login = await call(`${guarded.url}/login?token=${token}`)
+      expect(login.status).toBe(303)
+      const cookie = String(login.headers['set-cookie'])
+      expect(cookie).toMatch(/^tether_token=[^;]+; HttpOnly; SameSite=Strict; Path=\//)
+      const page = await call(`${guarded.url}/runs`, { headers: { cookie: cookie.split(';')[0] as string } })
+      expect(page.status).toBe(200)
+      expect(page.body).toContain('Signed in as <strong>alice</strong>')
+    } finally {
+      await guarded.close()
+    }
+  })
+})
