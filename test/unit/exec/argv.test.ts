@@ -6,7 +6,7 @@ import { join } from 'node:path'
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runCommand } from '../../../src/exec/index.js'
-import { ARGV_JSON_PROBE, ARGV_NUL_PROBE } from '../../fixtures/exec/probes.js'
+import { ARGV_JSON_PROBE, ARGV_NUL_PROBE, PROBES_DIR } from '../../fixtures/exec/probes.js'
 
 let dir: string
 beforeAll(async () => {
@@ -50,7 +50,7 @@ describe('argv reaches the program byte for byte, never through a shell', () => 
       const result = await runCommand({
         argv: [process.execPath, ARGV_JSON_PROBE, ...TRICKY],
         cwd: dir,
-        ...(mode === 'sandboxed' ? { sandbox: { workspace: dir } } : {}),
+        ...(mode === 'sandboxed' ? { sandbox: { workspace: dir, readOnly: [PROBES_DIR] } } : {}),
       })
       expect(result.status).toBe('exited')
       expect(JSON.parse(result.stdout.text)).toEqual(TRICKY)

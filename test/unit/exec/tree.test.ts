@@ -12,6 +12,7 @@ import { type ExecResult, type RunCommandOptions, runCommand } from '../../../sr
 import {
   killLeftovers,
   PROBE_ID,
+  PROBES_DIR,
   processesWithProbeId,
   recordedPids,
   survivors,
@@ -66,7 +67,11 @@ async function expectTreeGone(file: string, id: string, result: ExecResult, with
 
 let sandboxed = false
 function run(options: Omit<RunCommandOptions, 'cwd' | 'env'> & { env: Record<string, string> }) {
-  return runCommand({ ...options, cwd: dir, ...(sandboxed ? { sandbox: { workspace: dir } } : {}) })
+  return runCommand({
+    ...options,
+    cwd: dir,
+    ...(sandboxed ? { sandbox: { workspace: dir, readOnly: [PROBES_DIR] } } : {}),
+  })
 }
 
 describe.each(['bare', 'sandboxed'])('killing the tree (%s)', (mode) => {
