@@ -37,11 +37,12 @@ export function createActivities(deps: ActivityDependencies): TetherActivities {
     ...deps.sandbox,
     blocked: [...(deps.sandbox?.blocked ?? []), deps.audit.target],
   })
+  const runs = new RunConfigs(deps.audit)
   const activities: TetherActivities = {
-    ...policyActivities({ provider, sandbox }),
-    ...modelActivities({ audit: deps.audit, provider }),
-    ...toolActivities({ audit: deps.audit, runs: new RunConfigs(deps.audit), sandbox }),
-    ...projectionActivities({ audit: deps.audit, ...(deps.fetch ? { fetch: deps.fetch } : {}) }),
+    ...policyActivities({ provider, sandbox, runs }),
+    ...modelActivities({ audit: deps.audit, provider, runs }),
+    ...toolActivities({ audit: deps.audit, runs, sandbox }),
+    ...projectionActivities({ audit: deps.audit, runs, ...(deps.fetch ? { fetch: deps.fetch } : {}) }),
   }
   return Object.fromEntries(
     Object.entries(activities).map(([name, fn]) => [

@@ -21,6 +21,7 @@ import { wellFormed } from '../tools/limits.js'
 import type { ToolCall } from '../tools/schemas.js'
 import { describeToolchain, detectToolchain } from '../workspace/index.js'
 import { heartbeating } from './heartbeat.js'
+import type { RunConfigs } from './run-config.js'
 import { appendInOrder } from './transcript.js'
 import type { TetherActivities } from './types.js'
 
@@ -42,6 +43,7 @@ interface StoredReply {
 export function modelActivities(deps: {
   audit: AuditStore
   provider: (choice: string | undefined) => ModelProvider
+  runs: RunConfigs
 }): Pick<TetherActivities, 'tetherModelTurn'> {
   return {
     // The provider call can take minutes; heartbeats from start to end let a dead worker be noticed in
@@ -52,8 +54,8 @@ export function modelActivities(deps: {
 }
 
 async function modelTurn(
-  deps: { audit: AuditStore; provider: (choice: string | undefined) => ModelProvider },
-  { runId, replySeq, pending, contract }: Parameters<TetherActivities['tetherModelTurn']>[0],
+  deps: { audit: AuditStore; provider: (choice: string | undefined) => ModelProvider; runs: RunConfigs },
+  { runId, replySeq, pending, contract: carried }: Parameters<TetherActivities['tetherModelTurn']>[0],
   signal: AbortSignal,
 ): Promise<ModelTurn> {
   // A previous attempt may have stored the reply and died before returning it: replay that reply rather
@@ -67,6 +69,7 @@ async function modelTurn(
     toTranscript(message.content as TranscriptMessage),
   )
 
+  const contract = await deps.runs.contract(runId, carried)
   let provider: ModelProvider
   try {
     provider = deps.provider(contract.model)

@@ -12,12 +12,14 @@ import type { Act, ActionVerdict, RememberedRule } from '../run/index.js'
 import type { ValidatedCall } from '../tools/schemas.js'
 import { holdsDeniedFile, longRunningCommand, resolveWorkspacePath } from '../workspace/index.js'
 import { contractProblems } from './preflight.js'
+import type { RunConfigs } from './run-config.js'
 import type { CommandSandbox } from './sandbox.js'
 import type { TetherActivities } from './types.js'
 
 export function policyActivities(deps: {
   provider: (choice: string | undefined) => ModelProvider
   sandbox: CommandSandbox
+  runs: RunConfigs
 }): Pick<TetherActivities, 'tetherPrepareRun' | 'tetherCheckAction'> {
   return {
     async tetherPrepareRun({ contract, policy: spec }) {
@@ -41,8 +43,8 @@ export function policyActivities(deps: {
       return problems.length > 0 ? { ...prepared, rejected: problems.join('; ') } : prepared
     },
 
-    async tetherCheckAction({ policy: spec, remembered, workspace, call, noRetry }) {
-      return withinSize(judge(loadPolicy(spec, remembered), workspace, call, noRetry))
+    async tetherCheckAction({ runId, policy: spec, remembered, workspace, call, noRetry }) {
+      return withinSize(judge(await deps.runs.policy(runId, spec, remembered), workspace, call, noRetry))
     },
   }
 }
@@ -78,6 +80,11 @@ export function loadPolicy(spec: unknown, remembered: readonly RememberedRule[])
     if (error instanceof PolicyError) throw ApplicationFailure.nonRetryable(error.message, 'PolicyError')
     throw error
   }
+  return withRemembered(policy, remembered)
+}
+
+/** `policy` with the approvers' remembered rules in its `remembered` layer. */
+export function withRemembered(policy: Policy, remembered: readonly RememberedRule[]): Policy {
   if (remembered.length === 0) return policy
   let layered = policy.layer('remembered')
   for (const rule of remembered) layered = layered.allow(rule.act, rule.pattern)

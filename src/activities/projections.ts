@@ -8,6 +8,7 @@ import type { TaskContract } from '../contract.js'
 import { Policy, PolicyError } from '../policy/index.js'
 import type { PendingApproval } from '../run/index.js'
 import { untilText, utcText } from '../time.js'
+import type { RunConfigs } from './run-config.js'
 import type { TetherActivities } from './types.js'
 
 /** Inside the projection activities' 10 s start-to-close (agentRun), so a slow webhook is retried, not cut. */
@@ -15,6 +16,7 @@ const WEBHOOK_TIMEOUT_MS = 8_000
 
 export function projectionActivities(deps: {
   audit: AuditStore
+  runs: RunConfigs
   fetch?: typeof fetch
 }): Pick<
   TetherActivities,
@@ -121,7 +123,7 @@ export function projectionActivities(deps: {
         ...(request.remember ? { rememberOffer: request.remember } : {}),
         ...(request.identity ? { identity: request.identity } : {}),
       })
-      await notify(post, runId, request, contract, 0)
+      await notify(post, runId, request, await deps.runs.contract(runId, contract), 0)
     },
 
     async tetherApprovalDecided({ runId, request, resolution, remembered, refusedAfterApproval }) {
@@ -213,7 +215,7 @@ export function projectionActivities(deps: {
     },
 
     async tetherRemindApprover({ runId, request, contract, reminder }) {
-      await notify(post, runId, request, contract, reminder)
+      await notify(post, runId, request, await deps.runs.contract(runId, contract), reminder)
     },
   }
 }

@@ -6,7 +6,8 @@ import { ApplicationFailure } from '@temporalio/common'
 import type { AuditStore } from '../audit/index.js'
 import type { TaskContract } from '../contract.js'
 import type { Policy } from '../policy/index.js'
-import { loadPolicy } from './policy.js'
+import type { RememberedRule } from '../run/index.js'
+import { loadPolicy, withRemembered } from './policy.js'
 
 export interface RunConfig {
   contract: TaskContract
@@ -34,6 +35,21 @@ export class RunConfigs {
     this.entries.set(runId, entry)
     if (this.entries.size > CAPACITY) this.entries.delete(this.entries.keys().next().value as string)
     return entry
+  }
+
+  /** The run's contract: as an old input carried it, else as recorded. */
+  async contract(runId: string, carried?: TaskContract): Promise<TaskContract> {
+    return carried ?? (await this.get(runId)).contract
+  }
+
+  /** The run's policy with the remembered rules on top: from an old input's spec, else as recorded. */
+  async policy(
+    runId: string | undefined,
+    carried: unknown,
+    remembered: readonly RememberedRule[],
+  ): Promise<Policy> {
+    if (carried !== undefined || runId === undefined) return loadPolicy(carried, remembered)
+    return withRemembered((await this.get(runId)).policy, remembered)
   }
 
   private async load(runId: string): Promise<RunConfig> {

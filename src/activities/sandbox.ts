@@ -15,6 +15,7 @@ import {
   toolchainBinds,
 } from '../exec/index.js'
 import type { Policy } from '../policy/index.js'
+import { tetherStateDir } from '../stack/index.js'
 
 export interface SandboxDependencies {
   /** The worker's environment: what commands' variables are drawn from, and the PATH bwrap is found on. */
@@ -95,9 +96,12 @@ export class CommandSandbox {
 function tetherStateFolders(env: NodeJS.ProcessEnv): string[] {
   const home = env.HOME ?? homedir()
   return [
-    resolve(env.TETHER_STATE_DIR ?? '.tether'),
+    tetherStateDir(env),
+    // A project-local state folder of older checkouts, and where a root worker keeps PostgreSQL's files.
+    resolve('.tether'),
+    '/var/lib/tether',
     join(env.XDG_CONFIG_HOME ?? join(home, '.config'), 'tether'),
-    join(env.XDG_STATE_HOME ?? join(home, '.local', 'state'), 'tether'),
     join(env.XDG_CACHE_HOME ?? join(home, '.cache'), 'tether'),
+    ...(env.TETHER_KEYS_DIR ? [resolve(env.TETHER_KEYS_DIR)] : []),
   ]
 }

@@ -51,7 +51,7 @@ export function toolActivities(deps: {
     if (recorded) return recorded
     const call = await callFromTranscript(audit, runId, input.replySeq, input.call, name)
     // Judged again at execution: a symlink swapped since the policy check must not slip through.
-    const policy = loadPolicy(input.policy, input.remembered)
+    const policy = await runs.policy(runId, input.policy, input.remembered)
     const verdict = judge(policy, workspace, call, [])
     let outcome: { ok: boolean; output: string; summary: string }
     if (verdict.effect === 'deny') {
@@ -174,20 +174,22 @@ export function toolActivities(deps: {
     // the workflow's heartbeat timeout.
     tetherFileTool: (input) => heartbeating(() => fileTool(input)),
 
-    async tetherVerify({ runId, step, seq, pending, contract, policy: spec, timeoutMs }) {
+    async tetherVerify({ runId, step, seq, pending, contract: carried, policy: spec, timeoutMs }) {
+      const contract = await runs.contract(runId, carried)
+      const policy = await runs.policy(runId, spec, [])
       const verification = contract.verification
       if (!verification)
         throw ApplicationFailure.nonRetryable('this run has no verification command', 'NoGate')
       const { command, expectExit } = verification
       const at = () => new Date()
       // The gate runs only when the policy *allows* it: nobody is there to answer an ask.
-      const verdict = loadPolicy(spec, []).checkExec(command)
+      const verdict = policy.checkExec(command)
       if (verdict.effect !== 'allow') {
         const detail = `verification command \`${command.join(' ')}\` is not allowed by the policy (${verdict.effect}: ${verdict.reason})`
         await audit.recordGateEvent({ runId, step, kind: 'gate_phase_failed', detail, at: at() })
         return { passed: false, summary: detail, status: 'refused' }
       }
-      const setup = sandbox.setup(loadPolicy(spec, []), contract)
+      const setup = sandbox.setup(policy, contract)
       const context = Context.current()
       // The gate is call -1 of its step: fenced and recorded in "what ran" like any command.
       const key = { runId, step, call: -1, attempt: context.info.attempt }

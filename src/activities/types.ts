@@ -24,6 +24,11 @@ export interface RunRef {
   step: number
 }
 
+/**
+ * The activities `agentRun` calls. A run's contract and policy are recorded when it starts; activities read
+ * them by run id (cached per worker) rather than carrying them in every input, which keeps each step's
+ * history small. Inputs recorded before still carry them, and are read as given.
+ */
 export interface TetherActivities {
   /** Local: checks the policy spec, the approver list and the contract's gate before the first step. */
   tetherPrepareRun(input: { contract: TaskContract; policy: unknown }): Promise<RunPreparation>
@@ -40,11 +45,13 @@ export interface TetherActivities {
   }): Promise<void>
   /** Stores `pending`, loads the transcript, calls the model, stores the reply at `replySeq`. */
   tetherModelTurn(
-    input: RunRef & { replySeq: number; pending: InlineMessage[]; contract: TaskContract },
+    input: RunRef & { replySeq: number; pending: InlineMessage[]; contract?: TaskContract },
   ): Promise<ModelTurn>
   /** Local: the policy's verdict on one validated call (paths resolved on disk, commands analysed). */
   tetherCheckAction(input: {
-    policy: unknown
+    /** The run whose recorded policy judges (runs recorded before carried the spec itself). */
+    runId?: string
+    policy?: unknown
     remembered: RememberedRule[]
     workspace: string
     call: ValidatedCall
@@ -79,7 +86,7 @@ export interface TetherActivities {
       callId: string
       name: Exclude<ValidatedCall['name'], 'exec'>
       workspace: string
-      policy: unknown
+      policy?: unknown
       remembered: RememberedRule[]
     },
   ): Promise<ToolSummary>
@@ -88,8 +95,8 @@ export interface TetherActivities {
     input: RunRef & {
       pending: InlineMessage[]
       seq: number | null
-      contract: TaskContract
-      policy: unknown
+      contract?: TaskContract
+      policy?: unknown
       timeoutMs: number
     },
   ): Promise<GateSummary>
@@ -101,7 +108,7 @@ export interface TetherActivities {
     runId: string
     request: PendingApproval
     goal: string
-    contract: TaskContract
+    contract?: TaskContract
   }): Promise<void>
   tetherApprovalDecided(input: {
     runId: string
@@ -123,7 +130,7 @@ export interface TetherActivities {
   tetherRemindApprover(input: {
     runId: string
     request: PendingApproval
-    contract: TaskContract
+    contract?: TaskContract
     reminder: number
   }): Promise<void>
 }

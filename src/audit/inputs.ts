@@ -146,27 +146,33 @@ const streamCapture = z.object({
   sha256: z.string().regex(/^[0-9a-f]{64}$/, 'expected a lowercase hex sha256'),
 })
 
-export const execResult = z.object({
-  runId: id,
-  step: index,
-  call: index,
-  argv: z.array(z.string().transform((arg) => boundedText(arg))).min(1, 'argv needs at least the program'),
-  cwd: text,
-  status: z.enum(execStatuses),
-  exitCode: z.number().int().optional(),
-  signal: z.string().max(64).optional(),
-  durationMs: count,
-  stdout: streamCapture,
-  stderr: streamCapture,
-  startedAt: timestamp,
-  finishedAt: timestamp,
-  /** The activity attempt that produced this result (1-based); a higher attempt replaces a lower one. */
-  attempt: z.number().int().min(1).default(1),
-  /** Sandbox facts (variable names passed, limits, the limit hit, network destinations); absent when off. */
-  sandbox: json.optional(),
-  /** `gate` for the verification command (recorded as call -1 of its step). */
-  kind: z.enum(['tool', 'gate']).default('tool'),
-})
+export const execResult = z
+  .object({
+    runId: id,
+    step: index,
+    /** The call's index in its step; -1 for the verification gate. */
+    call: z.number().int().min(-1),
+    argv: z.array(z.string().transform((arg) => boundedText(arg))).min(1, 'argv needs at least the program'),
+    cwd: text,
+    status: z.enum(execStatuses),
+    exitCode: z.number().int().optional(),
+    signal: z.string().max(64).optional(),
+    durationMs: count,
+    stdout: streamCapture,
+    stderr: streamCapture,
+    startedAt: timestamp,
+    finishedAt: timestamp,
+    /** The activity attempt that produced this result (1-based); a higher attempt replaces a lower one. */
+    attempt: z.number().int().min(1).default(1),
+    /** Sandbox facts (variable names passed, limits, the limit hit, network destinations); absent when off. */
+    sandbox: json.optional(),
+    /** `gate` for the verification command (recorded as call -1 of its step). */
+    kind: z.enum(['tool', 'gate']).default('tool'),
+  })
+  .refine((result) => (result.call === -1) === (result.kind === 'gate'), {
+    message: 'the gate is call -1 of its step, and only the gate is',
+    path: ['call'],
+  })
 
 export const gateEvent = z.object({
   runId: id,

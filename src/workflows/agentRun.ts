@@ -299,7 +299,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
       inStep = { step, startedAt: stepStarted }
       phase = 'model'
       const replySeq = state.nextSeq
-      const turn = await model.tetherModelTurn({ runId, step, replySeq, pending: state.pending, contract })
+      const turn = await model.tetherModelTurn({ runId, step, replySeq, pending: state.pending })
       inStep.turn = turn
       state.pending = []
       recordUsage(state, turn)
@@ -361,8 +361,6 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
       step,
       pending: seq === null ? [] : state.pending,
       seq,
-      contract,
-      policy: input.policy,
       timeoutMs,
     })
     if (seq !== null && !gate.passed) state.pending = []
@@ -466,7 +464,6 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
               callId: call.id,
               name: call.name,
               workspace: contract.workspace,
-              policy: input.policy,
               remembered: state.remembered,
             })
       // The activity wrote the workflow's own observations before its result.
@@ -477,8 +474,9 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
   }
 
   function checkAction(call: ValidatedCall): Promise<ActionVerdict> {
+    // The activities read the run's contract and policy by run id: they stay out of every step's history.
     return local.tetherCheckAction({
-      policy: input.policy,
+      runId,
       remembered: state.remembered,
       workspace: contract.workspace,
       call,
@@ -514,7 +512,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     }
     book.request(request)
     state.approvals += 1
-    await projections.tetherApprovalRequested({ runId, request, goal: contract.goal, contract })
+    await projections.tetherApprovalRequested({ runId, request, goal: contract.goal })
     return request.approvalId
   }
 
@@ -538,7 +536,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
       if (await condition(answered, wait)) return
       if (every && end - Date.now() > 0) {
         reminder += 1
-        await projections.tetherRemindApprover({ runId, request, contract, reminder })
+        await projections.tetherRemindApprover({ runId, request, reminder })
       }
     }
     const outOfBudget = end < request.deadline

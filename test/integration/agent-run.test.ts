@@ -39,8 +39,10 @@ describe('agentRun', () => {
       expect(summary).toMatchObject({ outcome: 'verified', steps: 5 })
 
       const ran = await harness.audit.executedCommands({ runId: handle.workflowId })
-      expect(ran.map((c) => [c.step, c.argv.join(' '), c.status, c.exitCode])).toEqual([
-        [1, 'npm test', 'exited', 1],
+      // The model's command, then the gate's (call -1 of the last step), in "what ran".
+      expect(ran.map((c) => [c.step, c.call, c.kind, c.argv.join(' '), c.status, c.exitCode])).toEqual([
+        [1, 0, 'tool', 'npm test', 'exited', 1],
+        [5, -1, 'gate', 'npm test', 'exited', 0],
       ])
 
       const refused = await harness.audit.refusedActions({ runId: handle.workflowId, limit: 10 })

@@ -181,9 +181,10 @@ describe('tether CLI', () => {
       expect(JSON.parse(refused.stdout)).toEqual([
         expect.objectContaining({ target: 'rm -rf src', rule: 'rm*', layer: 'ops' }),
       ])
+      // The model ran nothing; the gate did, and "what ran" shows it with its size and hash.
       const commands = await tether(['audit', 'ran', '--run', runId])
       expect(commands.code).toBe(0)
-      expect(commands.stdout).toContain('no commands ran')
+      expect(commands.stdout).toMatch(/\d+ gate\s+npm test\s+exit 0\s+[\d.]+ s\s+\d+ B\s+[0-9a-f]{12}/)
     } finally {
       await ws.cleanup()
     }

@@ -72,7 +72,7 @@ describe('run identity', () => {
       const after = await harness.audit.runSummary(handle.workflowId)
       expect(after).toMatchObject({ goal: before?.goal, outcome: 'finished', steps: 2 })
       expect(after?.finishedAt).toEqual(before?.finishedAt)
-      expect((await harness.audit.loadMessages(handle.workflowId)).length).toBe(5)
+      expect((await harness.audit.loadMessages(handle.workflowId)).length).toBe(4)
     } finally {
       await ws.cleanup()
     }

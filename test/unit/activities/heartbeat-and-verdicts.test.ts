@@ -7,6 +7,7 @@ import { DefaultLogger } from '@temporalio/worker'
 import { describe, expect, it } from 'vitest'
 import { heartbeating } from '../../../src/activities/heartbeat.js'
 import { policyActivities } from '../../../src/activities/policy.js'
+import { RunConfigs } from '../../../src/activities/run-config.js'
 import { CommandSandbox } from '../../../src/activities/sandbox.js'
 import { Policy } from '../../../src/policy/index.js'
 import type { ValidatedCall } from '../../../src/tools/schemas.js'
@@ -40,6 +41,8 @@ describe('the policy check on a command', () => {
       throw new Error('no model here')
     },
     sandbox: new CommandSandbox({ env: {} }),
+    // Judged from the spec each call carries, as inputs recorded before run-id lookups did: no audit needed.
+    runs: new RunConfigs(undefined as never),
   })
   const check = (argv: string[]) =>
     tetherCheckAction({
