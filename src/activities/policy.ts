@@ -44,9 +44,22 @@ export function policyActivities(deps: {
     },
 
     async tetherCheckAction({ runId, policy: spec, remembered, workspace, call, noRetry }) {
-      return withinSize(judge(await deps.runs.policy(runId, spec, remembered), workspace, call, noRetry))
+      return withinSize(
+        lean(judge(await deps.runs.policy(runId, spec, remembered), workspace, call, noRetry)),
+      )
     },
   }
+}
+
+/**
+ * An allowed call needs only its verdict: the judged tree, its checks and what "remember" could add serve
+ * refusals (the audit) and asks (the approver). Every verdict is recorded in history, so allowed ones stay
+ * small.
+ */
+function lean(verdict: ActionVerdict): ActionVerdict {
+  if (verdict.effect !== 'allow') return verdict
+  const { checks: _checks, tree: _tree, remember: _remember, ...rest } = verdict
+  return rest
 }
 
 /**

@@ -407,7 +407,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
         const request = book.get(entry.approval) as PendingApproval
         const resolution = book.resolution(entry.approval) as Resolution
         if (resolution.decision !== 'approved') {
-          await projections.tetherApprovalDecided({ runId, request, resolution })
+          await decisionRecorder().tetherApprovalDecided({ runId, request, resolution })
           state.pending.push(deniedByApproverObservation(seq, call, verdict, resolution))
           lines.push(`${verdict.act} ${resolution.decision}: ${clip(verdict.target, 200)}`)
           continue
@@ -423,7 +423,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
         verdict = await checkAction(call)
         if (note) verdict = replacementVerdict(verdict, resolution)
         const refusedAfterApproval = verdict.effect === 'deny' ? verdict : undefined
-        await projections.tetherApprovalDecided({
+        await decisionRecorder().tetherApprovalDecided({
           runId,
           request,
           resolution,
@@ -471,6 +471,15 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
       lines.push(clip(summary.summary, 300))
     }
     return { lines, refusals }
+  }
+
+  /**
+   * Decisions are recorded on the path from an answer to the approved command's start: as a local activity
+   * they cost a few milliseconds instead of a task-queue round trip. (Runs recorded before keep the remote
+   * activity.)
+   */
+  function decisionRecorder(): TetherActivities {
+    return patched('record-decision-locally') ? localProjections : projections
   }
 
   function checkAction(call: ValidatedCall): Promise<ActionVerdict> {
