@@ -21,7 +21,7 @@ import {
 import { CommandAttempts } from './attempts.js'
 import { runCommandWithHeartbeats } from './exec.js'
 import { heartbeating } from './heartbeat.js'
-import { judge, loadPolicy } from './policy.js'
+import { judge } from './policy.js'
 import type { RunConfigs } from './run-config.js'
 import type { CommandSandbox, CommandSetup } from './sandbox.js'
 import { appendInOrder } from './transcript.js'
