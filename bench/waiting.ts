@@ -6,12 +6,17 @@
  * every run has finished. The figure for 10,000 runs is extrapolated from the measured per-run costs.
  */
 import { setTimeout as sleep } from 'node:timers/promises'
+import { setFlagsFromString } from 'node:v8'
+import { runInNewContext } from 'node:vm'
 import type { ApprovalRow } from '../src/audit/index.js'
 import { answerApproval, newRunId, startAgentRun } from '../src/client.js'
 import { Policy } from '../src/policy/index.js'
 import { startBenchStack } from './support.js'
 
 const runs = Number(process.argv[2] ?? 1_000)
+// A full collection before each reading, so the heap figure is what is live, not garbage not yet collected.
+setFlagsFromString('--expose-gc')
+const gc = runInNewContext('gc') as () => void
 const PAGE = 500
 const stack = await startBenchStack()
 const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`
@@ -71,8 +76,9 @@ try {
   await waitUntil(async () => (await pendingCount()) === warm.length)
   await approveAll(await allPending())
   await Promise.all(warm.map((handle) => handle.result()))
-  globalThis.gc?.()
+  gc()
   const baseline = process.memoryUsage().rss
+  const heapBaseline = process.memoryUsage().heapUsed
 
   const began = performance.now()
   const handles: Awaited<ReturnType<typeof start>>[] = []
@@ -90,8 +96,9 @@ try {
   await waitUntil(async () => (await pendingCount()) >= runs)
   const allWaiting = performance.now()
   await sleep(3_000)
-  globalThis.gc?.()
+  gc()
   const waiting = process.memoryUsage().rss
+  const heapWaiting = process.memoryUsage().heapUsed
   clearInterval(sampler)
 
   const listed = performance.now()
@@ -113,6 +120,9 @@ try {
   console.log(`  worker RSS: baseline ${mib(baseline)}, all waiting ${mib(waiting)}, peak ${mib(peak)}`)
   console.log(
     `  RSS per waiting run                   ${(perRun / 1024).toFixed(1)} KB amortised (peak ${(peakPerRun / 1024).toFixed(1)} KB; target ≤ 50 KB)`,
+  )
+  console.log(
+    `  worker heap per waiting run            ${((heapWaiting - heapBaseline) / runs / 1024).toFixed(1)} KB (live objects after a full collection)`,
   )
   console.log(`  list every pending approval (pages)   ${listMs.toFixed(0)} ms for ${pending.length}`)
   console.log(`  approve them all (Update, 16 at once) ${(approveMs / 1000).toFixed(1)} s`)

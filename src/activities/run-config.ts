@@ -16,24 +16,28 @@ export interface RunConfig {
 
 /** Runs remembered per worker; a run's contract and policy never change, so entries never go stale. */
 const CAPACITY = 512
+/**
+ * Distinct policies kept compiled. A compiled policy weighs hundreds of KB (its rule tries) and most runs on
+ * a worker share one spec, so runs with the same spec share one compiled policy instead of one each.
+ */
+const POLICY_CAPACITY = 32
 
 export class RunConfigs {
   private readonly entries = new Map<string, Promise<RunConfig>>()
+  private readonly policies = new Map<string, Policy>()
 
   constructor(private readonly audit: AuditStore) {}
 
   get(runId: string): Promise<RunConfig> {
     let entry = this.entries.get(runId)
     if (entry) {
-      // Most recently used last, so the oldest is the first key.
       this.entries.delete(runId)
-      this.entries.set(runId, entry)
+      remember(this.entries, runId, entry, CAPACITY)
       return entry
     }
     entry = this.load(runId)
     entry.catch(() => this.entries.delete(runId))
-    this.entries.set(runId, entry)
-    if (this.entries.size > CAPACITY) this.entries.delete(this.entries.keys().next().value as string)
+    remember(this.entries, runId, entry, CAPACITY)
     return entry
   }
 
@@ -61,6 +65,25 @@ export class RunConfigs {
       )
     }
     // Recorded after validation at the run's start: already a contract, with every default filled in.
-    return { contract: stored.contract as TaskContract, policy: loadPolicy(stored.policy, []) }
+    return { contract: stored.contract as TaskContract, policy: this.compiled(stored.policy) }
   }
+
+  /** The compiled policy for a spec; the key is the spec as Postgres returns jsonb (keys in a stable order). */
+  private compiled(spec: unknown): Policy {
+    const key = JSON.stringify(spec)
+    let policy = this.policies.get(key)
+    if (policy) {
+      this.policies.delete(key)
+    } else {
+      policy = loadPolicy(spec, [])
+    }
+    remember(this.policies, key, policy, POLICY_CAPACITY)
+    return policy
+  }
+}
+
+/** Sets `key` as the most recently used entry (the oldest is the first key) and drops the oldest past `capacity`. */
+function remember<V>(entries: Map<string, V>, key: string, value: V, capacity: number): void {
+  entries.set(key, value)
+  if (entries.size > capacity) entries.delete(entries.keys().next().value as string)
 }
