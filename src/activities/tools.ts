@@ -144,16 +144,8 @@ export function toolActivities(deps: {
           call,
           argv,
           cwd: input.workspace,
-          status: result.status,
-          ...(result.exitCode !== undefined ? { exitCode: result.exitCode } : {}),
-          ...(result.signal !== undefined ? { signal: result.signal } : {}),
-          durationMs: Math.round(result.durationMs),
-          stdout: result.stdout,
-          stderr: result.stderr,
-          startedAt,
-          finishedAt: new Date(),
+          ...resultRecord(setup, result, startedAt),
           attempt: context.info.attempt,
-          ...sandboxRecord(setup, result),
         })
         // The partial result is recorded above; a cancelled activity still reports as cancelled.
         if (result.status === 'cancelled' && context.cancellationSignal.aborted)
@@ -217,15 +209,7 @@ export function toolActivities(deps: {
         kind: 'gate',
         argv: command,
         cwd: contract.workspace,
-        status: result.status,
-        ...(result.exitCode !== undefined ? { exitCode: result.exitCode } : {}),
-        ...(result.signal !== undefined ? { signal: result.signal } : {}),
-        durationMs: Math.round(result.durationMs),
-        stdout: result.stdout,
-        stderr: result.stderr,
-        startedAt,
-        finishedAt: new Date(),
-        ...sandboxRecord(setup, result),
+        ...resultRecord(setup, result, startedAt),
       })
       if (result.status === 'cancelled' && context.cancellationSignal.aborted) {
         throw context.cancellationSignal.reason
@@ -329,9 +313,22 @@ function commandOptions(setup: CommandSetup): Pick<RunCommandOptions, 'env' | 's
   return { env: setup.env, ...(setup.sandbox ? { sandbox: setup.sandbox } : {}) }
 }
 
-/** The audit's record of the boundary: names of the variables passed (never values) and the sandbox report. */
-function sandboxRecord(setup: CommandSetup, result: ExecResult): { sandbox?: unknown } {
-  return { sandbox: { mode: setup.sandbox ? 'enforce' : 'off', envNames: setup.envNames, ...result.sandbox } }
+/**
+ * What the audit keeps of a finished command, the same for an agent's command and the gate; of the boundary,
+ * the names of the variables passed (never values) and the sandbox report.
+ */
+function resultRecord(setup: CommandSetup, result: ExecResult, startedAt: Date) {
+  return {
+    status: result.status,
+    ...(result.exitCode !== undefined ? { exitCode: result.exitCode } : {}),
+    ...(result.signal !== undefined ? { signal: result.signal } : {}),
+    durationMs: Math.round(result.durationMs),
+    stdout: result.stdout,
+    stderr: result.stderr,
+    startedAt,
+    finishedAt: new Date(),
+    sandbox: { mode: setup.sandbox ? 'enforce' : 'off', envNames: setup.envNames, ...result.sandbox },
+  }
 }
 
 function statusText(result: ExecResult): string {

@@ -1,11 +1,10 @@
 /** Budgets, cancellation and continue-as-new of a real run. */
 import { existsSync } from 'node:fs'
-import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { WorkflowFailedError } from '@temporalio/client'
 import { describe, expect, it } from 'vitest'
 import { PROBE_ID, processesWithProbeId } from '../fixtures/exec/probes.js'
-import { npmWorkspace, startRun, testPolicy, useAgentHarness, writeScript } from '../support/agent.js'
+import { startScriptedRun, testPolicy, useAgentHarness } from '../support/agent.js'
 import { recordHistory } from '../support/temporal.js'
 
 const harness = useAgentHarness()
@@ -13,21 +12,8 @@ const harness = useAgentHarness()
 const policy = () => testPolicy().allowExec('true').allowExec('sleep *').allowExec('node tree.cjs')
 const exec = (...argv: string[]) => ({ name: 'exec', args: { argv } })
 
-async function run(
-  turns: unknown[],
-  contract: Record<string, unknown> = {},
-  files: Record<string, string> = {},
-) {
-  const ws = await npmWorkspace()
-  for (const [name, content] of Object.entries(files)) await writeFile(join(ws.path, name), content)
-  const model = `scripted:${await writeScript(ws.path, { turns } as never)}`
-  const handle = await startRun(
-    harness.client,
-    harness.taskQueue,
-    { goal: 'g', workspace: ws.path, model, ...contract },
-    policy(),
-  )
-  return { ws, handle }
+function run(turns: unknown[], contract: Record<string, unknown> = {}, files: Record<string, string> = {}) {
+  return startScriptedRun(harness, turns, { contract, policy: policy(), files })
 }
 
 describe('budgets', () => {

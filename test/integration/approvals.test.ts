@@ -12,7 +12,7 @@ import {
   PENDING_APPROVAL,
   pendingApprovalsQuery,
 } from '../../src/workflows/index.js'
-import { npmWorkspace, startAgentWorker, startRun, useAgentHarness, writeScript } from '../support/agent.js'
+import { startAgentWorker, startScriptedRun, useAgentHarness } from '../support/agent.js'
 import { recordHistory, uniqueTaskQueue } from '../support/temporal.js'
 
 const harness = useAgentHarness()
@@ -29,16 +29,12 @@ const policy = () =>
   })
 const touch = (file: string) => ({ name: 'exec', args: { argv: ['touch', file] } })
 
-async function run(turns: unknown[], contract: Record<string, unknown> = {}, taskQueue = harness.taskQueue) {
-  const ws = await npmWorkspace()
-  const model = `scripted:${await writeScript(ws.path, { turns } as never)}`
-  const handle = await startRun(
-    harness.client,
+function run(turns: unknown[], contract: Record<string, unknown> = {}, taskQueue = harness.taskQueue) {
+  return startScriptedRun(harness, turns, {
+    contract: { goal: 'touch files', ...contract },
+    policy: policy(),
     taskQueue,
-    { goal: 'touch files', workspace: ws.path, model, ...contract },
-    policy(),
-  )
-  return { ws, handle }
+  })
 }
 
 async function waitForPending(handle: Awaited<ReturnType<typeof run>>['handle'], count = 1) {

@@ -21,7 +21,7 @@ import {
   decideUpdate,
   pendingApprovalsQuery,
 } from '../../src/workflows/index.js'
-import { npmWorkspace, startAgentWorker, startRun, useAgentHarness, writeScript } from '../support/agent.js'
+import { startAgentWorker, startScriptedRun, useAgentHarness } from '../support/agent.js'
 import { uniqueTaskQueue } from '../support/temporal.js'
 
 const harness = useAgentHarness()
@@ -53,16 +53,8 @@ function policy(): Policy {
 }
 const exec = (...argv: string[]) => ({ name: 'exec', args: { argv } })
 
-async function run(turns: unknown[], contract: Record<string, unknown> = {}, taskQueue = harness.taskQueue) {
-  const ws = await npmWorkspace()
-  const model = `scripted:${await writeScript(ws.path, { turns } as never)}`
-  const handle = await startRun(
-    harness.client,
-    taskQueue,
-    { goal: 'g', workspace: ws.path, model, ...contract },
-    policy(),
-  )
-  return { ws, handle }
+function run(turns: unknown[], contract: Record<string, unknown> = {}, taskQueue = harness.taskQueue) {
+  return startScriptedRun(harness, turns, { contract, policy: policy(), taskQueue })
 }
 
 /** The next approval of a run, as the audit records it (what an approver's tool reads and signs). */

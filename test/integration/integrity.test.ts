@@ -1,36 +1,20 @@
-/**
- * Nothing lost, nothing doubled: a run id names one run forever, and every record is right on every path
- * a run can end by (cancelled or failed mid-step, refused answers, the search attribute, the gate's
- * commands, a wall-time budget that runs out while a person is asked).
- */
-import { writeFile } from 'node:fs/promises'
-import { join } from 'node:path'
 import { WorkflowFailedError } from '@temporalio/client'
 import { describe, expect, it } from 'vitest'
 import { RunIdTakenError, startAgentRun } from '../../src/client.js'
 import { Policy } from '../../src/policy/index.js'
 import { agentRun, decideSignal, PENDING_APPROVAL, pendingApprovalsQuery } from '../../src/workflows/index.js'
-import { npmWorkspace, startRun, testPolicy, useAgentHarness, writeScript } from '../support/agent.js'
+import { startScriptedRun, testPolicy, useAgentHarness, writeScript } from '../support/agent.js'
 
 const harness = useAgentHarness()
 const exec = (...argv: string[]) => ({ name: 'exec', args: { argv } })
 
-async function run(
+function run(
   turns: unknown[],
   contract: Record<string, unknown> = {},
   policy = testPolicy(),
   files: Record<string, string> = {},
 ) {
-  const ws = await npmWorkspace()
-  for (const [name, content] of Object.entries(files)) await writeFile(join(ws.path, name), content)
-  const model = `scripted:${await writeScript(ws.path, { turns } as never)}`
-  const handle = await startRun(
-    harness.client,
-    harness.taskQueue,
-    { goal: 'g', workspace: ws.path, model, ...contract },
-    policy,
-  )
-  return { ws, handle }
+  return startScriptedRun(harness, turns, { contract, policy, files })
 }
 
 describe('run identity', () => {

@@ -79,6 +79,34 @@ export function startRun(
 }
 
 /**
+ * A run in a fresh copy of the npm fixture whose model plays `turns`; `files` are written to the workspace
+ * first. Returns the workspace (for its cleanup) and the run's handle.
+ */
+export async function startScriptedRun(
+  on: { client: Client; taskQueue: string },
+  turns: unknown[],
+  options: {
+    contract?: Record<string, unknown>
+    policy?: Policy
+    files?: Record<string, string>
+    taskQueue?: string
+  } = {},
+) {
+  const ws = await npmWorkspace()
+  for (const [name, content] of Object.entries(options.files ?? {})) {
+    await writeFile(join(ws.path, name), content)
+  }
+  const model = `scripted:${await writeScript(ws.path, { turns } as never)}`
+  const handle = await startRun(
+    on.client,
+    options.taskQueue ?? on.taskQueue,
+    { goal: 'g', workspace: ws.path, model, ...options.contract },
+    options.policy ?? testPolicy(),
+  )
+  return { ws, handle }
+}
+
+/**
  * One more agent Worker, with its own audit connection and this worker's side of the sandbox (its
  * environment, its PATH), for the tests of one describe block; stopped after its last test.
  */
