@@ -5,14 +5,15 @@
  * cancellation (its `forceKillAfterDelay` too), buffers whole streams unless told not to, and settles only
  * when the streams end, so a grandchild holding stdout open keeps it waiting; working around all three
  * would leave little of execa in use. `spawn(program, args, { shell: false, detached: true })` is exactly
- * the process we want (no shell, own session and group), and the rest is the small state machine below.
+ * the process we want (no shell, own session and group) — made by the launcher, so that a large worker is
+ * never forked — and the rest is the small state machine below.
  * execa also stays a development dependency that way (v10 needs Node 22; we run on Node 20).
  */
-import { type ChildProcess, spawn } from 'node:child_process'
 import { constants } from 'node:os'
 import type { Readable } from 'node:stream'
 import { OutputCapture } from './capture.js'
 import { ExecInputError, ExecSpawnError } from './errors.js'
+import { type LaunchedProcess, launch } from './launcher.js'
 import { guardProcessGroup } from './orphan-guard.js'
 import { ProcessTree } from './process-tree.js'
 import { prepareSandbox, type SandboxedLaunch } from './sandbox/index.js'
@@ -107,16 +108,11 @@ class Run {
       args = this.sandbox.args
       env = this.sandbox.env
     }
-    let child: ChildProcess
+    let child: LaunchedProcess
     try {
-      child = spawn(program, args, {
-        cwd,
-        env,
-        stdio: ['ignore', 'pipe', 'pipe'],
-        shell: false,
-        // A new session, so the child leads its own process group and no terminal signals reach it.
-        detached: true,
-      })
+      // From the launcher: a new session, so the child leads its own process group and no terminal
+      // signals reach it; stdin the null device; stdout and stderr streams back to us.
+      child = await launch(program, args, { cwd, env: env as NodeJS.ProcessEnv })
     } catch (error) {
       return this.notStarted(error)
     }
@@ -139,11 +135,11 @@ class Run {
   }
 
   private async supervise(
-    child: ChildProcess,
+    child: LaunchedProcess,
     exited: Promise<void>,
     stopped: Promise<Stop>,
   ): Promise<ExecResult> {
-    const { stdout, stderr } = child as ChildProcess & { stdout: Readable; stderr: Readable }
+    const { stdout, stderr } = child
     const tree = new ProcessTree(child.pid!)
     // Should this process die mid-command, the guard kills the group: no command outlives its runner.
     const release = guardProcessGroup(child.pid!)

@@ -1,4 +1,7 @@
-/** A command must not outlive a runner process that dies without cleaning up (SIGKILL, OOM, crash). */
+/**
+ * A command must not outlive a runner process that dies without cleaning up (SIGKILL, OOM, crash), and
+ * neither may the launcher that started it.
+ */
 import { spawn } from 'node:child_process'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
@@ -20,6 +23,25 @@ function groupMembers(pgid: number): number[] {
     }
   }
   return members
+}
+
+/** The launchers a process started (their script names the worker they serve). */
+function launchersOf(parent: number): number[] {
+  return readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .filter((name) => {
+      try {
+        const stat = readFileSync(`/proc/${name}/stat`, 'latin1')
+        const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
+        return (
+          ppid === parent &&
+          readFileSync(`/proc/${name}/cmdline`, 'utf8').includes('could not reach the worker')
+        )
+      } catch {
+        return false
+      }
+    })
+    .map(Number)
 }
 
 /** Guard processes on this machine (for the failure message). */
@@ -52,6 +74,8 @@ it('kills a running command tree when its runner process is SIGKILLed', async ()
     await expect.poll(() => groupMembers(leader).length, { timeout: 10_000 }).toBeGreaterThanOrEqual(2)
     // Give the guard (a fresh node process) time to start on a loaded machine; the kill must not race it.
     await new Promise((resolve) => setTimeout(resolve, 1_000))
+    const launchers = launchersOf(parent.pid as number)
+    expect(launchers).toHaveLength(1)
     parent.kill('SIGKILL')
     await expect
       .poll(() => groupMembers(leader), {
@@ -59,6 +83,14 @@ it('kills a running command tree when its runner process is SIGKILLed', async ()
         message: `guards running: ${guards().join(', ') || 'none'}`,
       })
       .toEqual([])
+    const alive = (pid: number) => {
+      try {
+        return !readFileSync(`/proc/${pid}/stat`, 'latin1').includes(') Z ')
+      } catch {
+        return false
+      }
+    }
+    await expect.poll(() => launchers.filter(alive), { timeout: 10_000 }).toEqual([])
   } finally {
     await rm(dir, { recursive: true, force: true })
   }

@@ -1,0 +1,91 @@
+/**
+ * Commands start from a small launcher process. Nothing that reaches its streams from elsewhere may pass for
+ * a command's output, and its death must end the command it started rather than leave the run waiting.
+ */
+import { randomBytes } from 'node:crypto'
+import { once } from 'node:events'
+import { readdirSync, readFileSync } from 'node:fs'
+import { connect } from 'node:net'
+import { tmpdir } from 'node:os'
+import { describe, expect, it } from 'vitest'
+import { runCommand } from '../../../src/exec/index.js'
+
+interface Proc {
+  pid: number
+  ppid: number
+  argv: string[]
+}
+
+function processes(): Proc[] {
+  const found: Proc[] = []
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'latin1')
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      if (fields[0] === 'Z') continue
+      const argv = readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0').slice(0, -1)
+      found.push({ pid: Number(name), ppid: Number(fields[1]), argv })
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return found
+}
+
+/** This process's launchers, each with its socket's address (its last argument). */
+function launchers(): (Proc & { address: string })[] {
+  return processes()
+    .filter((p) => p.ppid === process.pid && p.argv.some((arg) => arg.includes('could not reach the worker')))
+    .map((p) => ({ ...p, address: p.argv.at(-1) as string }))
+}
+
+/** The process started for `argv` by one of this process's launchers. */
+function launchedAs(argv: string[]): Proc | undefined {
+  const ours = new Set(launchers().map((l) => l.pid))
+  return processes().find((p) => ours.has(p.ppid) && p.argv.join(' ') === argv.join(' '))
+}
+
+describe('the command launcher', () => {
+  const cwd = tmpdir()
+
+  it('cuts a connection that does not carry a command’s token, and its bytes never reach the output', async () => {
+    const argv = ['sh', '-c', 'sleep 1; echo real']
+    const running = runCommand({ argv, cwd })
+    await expect.poll(() => launchedAs(argv), { timeout: 10_000 }).toBeDefined()
+    const strangers = launchers().map(({ address }) => {
+      const stranger = connect(address)
+      stranger.on('error', () => {})
+      // Shaped like a real stream's opening (a 16-byte token, then the stream's number), with a made-up token.
+      stranger.write(Buffer.concat([randomBytes(16), Buffer.of(0), Buffer.from('forged\n')]))
+      return once(stranger, 'close')
+    })
+    expect(strangers.length).toBeGreaterThan(0)
+    await Promise.all(strangers)
+    const result = await running
+    expect(result).toMatchObject({ status: 'exited', exitCode: 0 })
+    expect(result.stdout.text).toBe('real\n')
+  })
+
+  it('ends a command whose launcher died, killing it, and starts a new launcher for the next', async () => {
+    const argv = ['sh', '-c', 'echo started; exec sleep 30']
+    let printed = 0
+    const running = runCommand({ argv, cwd, timeoutMs: 60_000, onProgress: ({ bytes }) => (printed = bytes) })
+    // Output has arrived: the command is running and its streams are with this process.
+    await expect.poll(() => printed, { timeout: 10_000 }).toBeGreaterThan(0)
+    const command = processes().find(
+      (p) => p.argv.join(' ') === 'sleep 30' && launchers().some((l) => l.pid === p.ppid),
+    )
+    expect(command).toBeDefined()
+    const { pid, ppid } = command as Proc
+    process.kill(ppid, 'SIGKILL')
+    const result = await running
+    expect(result).toMatchObject({ status: 'signalled', signal: 'SIGKILL' })
+    expect(processes().some((p) => p.pid === pid)).toBe(false)
+
+    const next = await runCommand({ argv: ['echo', 'again'], cwd })
+    expect(next).toMatchObject({ status: 'exited', exitCode: 0 })
+    expect(next.stdout.text).toBe('again\n')
+    expect(launchers().map((l) => l.pid)).not.toContain(ppid)
+  })
+})
