@@ -5,16 +5,17 @@
  *     (no Temporal) as the step's own work; the activities and workflow tasks a step costs, counted in its
  *     history; and the ratio of tether's ms/step to (floor × activities per step + in-process work);
  * (b) Temporal history bytes per step at 10, 100 and 1,000 steps (summed over continue-as-new runs);
- * (c) steps/s for 20 concurrent runs on one worker.
+ * (c) steps/s for 20 concurrent runs on one worker, and the CPU each step cost where (`--concurrent`: only this).
  * Rounds interleave the floor, tether and the in-process run, so machine noise hits them alike.
  */
+import { availableParallelism } from 'node:os'
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js'
 import { MockActivityEnvironment } from '@temporalio/testing'
 import { createActivities } from '../src/activities/index.js'
 import { newRunId, startAgentRun } from '../src/client.js'
 import { parseContract } from '../src/contract.js'
 import { Policy } from '../src/policy/index.js'
-import { type BenchStack, median, startBenchStack, startFloorProbe } from './support.js'
+import { type BenchStack, median, readCpu, startBenchStack, startFloorProbe } from './support.js'
 
 const policy = Policy.tiered().layer('bench').allowExec('true')
 const turns = (steps: number) => ({
@@ -161,7 +162,8 @@ async function costPerStep(stack: BenchStack, runId: string, steps: number) {
 
 const stack = await startBenchStack()
 const floor = await startFloorProbe(stack.temporalAddress)
-try {
+/** (a) and (b): one run's cost per step against the floor, and its history per step. */
+async function perStep() {
   const steps = 50
   const floorActivities = 50
   await durableRun(stack, 5) // warm-up: bundle, connections, caches
@@ -219,15 +221,41 @@ try {
         `(${(json / run.steps).toFixed(0)} as JSON) over ${runs} run(s), ${(run.ms / run.steps).toFixed(1)} ms/step`,
     )
   }
+}
 
+/** (c): steps per second for many runs at once, and where the machine's CPU went. */
+async function concurrentRuns() {
   const concurrent = 20
   const each = 20
+  const cpuBefore = readCpu()
   const started = performance.now()
   await Promise.all(Array.from({ length: concurrent }, () => durableRun(stack, each)))
   const seconds = (performance.now() - started) / 1000
+  const cpuAfter = readCpu()
+  const stepsDone = concurrent * (each + 1)
   console.log(
-    `(c) ${concurrent} concurrent runs × ${each + 1} steps on one worker: ${((concurrent * (each + 1)) / seconds).toFixed(1)} steps/s`,
+    `(c) ${concurrent} concurrent runs × ${each + 1} steps on one worker: ${(stepsDone / seconds).toFixed(1)} steps/s`,
   )
+  // Where the machine's CPU went, per step: many concurrent steps are bound by it.
+  const perStep = (cpuSeconds: number) => `${((cpuSeconds * 1000) / stepsDone).toFixed(1)} ms`
+  const program = (name: string) => (cpuAfter.programs.get(name) ?? 0) - (cpuBefore.programs.get(name) ?? 0)
+  const machine = cpuAfter.machine - cpuBefore.machine
+  const worker = cpuAfter.self - cpuBefore.self
+  const known = worker + program('node') + program('temporal') + program('postgres')
+  const cores = availableParallelism()
+  console.log(
+    `    CPU per step: worker ${perStep(worker)}, its launcher and guard ${perStep(program('node'))}, ` +
+      `Temporal ${perStep(program('temporal'))}, PostgreSQL ${perStep(program('postgres'))}, ` +
+      `the rest (sandboxes, commands, kernel) ${perStep(machine - known)}; all ${perStep(machine)} ` +
+      `on ${cores} cores, ${((machine / seconds / cores) * 100).toFixed(0)}% busy`,
+  )
+}
+
+try {
+  // `--concurrent`: only (c).
+  if (process.argv[2] !== '--concurrent') await perStep()
+  else await durableRun(stack, 5) // warm-up
+  await concurrentRuns()
 } finally {
   await floor.stop()
   await stack.stop()

@@ -3,6 +3,7 @@
  * the floor (Temporal's own cost per activity on a server).
  */
 import { randomUUID } from 'node:crypto'
+import { readdirSync, readFileSync } from 'node:fs'
 import { cp, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -53,6 +54,38 @@ export async function startBenchStack(): Promise<BenchStack> {
       await rm(dir, { recursive: true, force: true })
     },
   }
+}
+
+/** CPU seconds used so far: the whole machine's busy time, this process's, and each other program's. */
+export interface CpuReading {
+  machine: number
+  self: number
+  /** Own user + system time of every other process, summed by program name. */
+  programs: Map<string, number>
+}
+
+/** A reading of where the machine's CPU has gone, from /proc; the difference of two says where a stretch of work spent it. */
+export function readCpu(): CpuReading {
+  const ticks = 100 // USER_HZ, fixed on Linux
+  const [, ...times] = (readFileSync('/proc/stat', 'latin1').split('\n')[0] as string).trim().split(/\s+/)
+  // user nice system idle iowait irq softirq steal: busy is all but idle and iowait.
+  const busy = times
+    .slice(0, 8)
+    .reduce((sum, value, i) => (i === 3 || i === 4 ? sum : sum + Number(value)), 0)
+  const programs = new Map<string, number>()
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid) || Number(pid) === process.pid) continue
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'latin1')
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'))
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      programs.set(name, (programs.get(name) ?? 0) + (Number(fields[11]) + Number(fields[12])) / ticks)
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  const self = process.cpuUsage()
+  return { machine: busy / ticks, self: (self.user + self.system) / 1e6, programs }
 }
 
 export function percentile(sorted: number[], p: number): number {
