@@ -28,7 +28,19 @@ const IDENTIFY_MS = 10_000
 // Plain JavaScript run with `node -e`, so it works the same from sources and from the compiled package.
 const LAUNCHER = `
 const { spawn } = require('node:child_process')
+const { closeSync, readdirSync, readFileSync } = require('node:fs')
 const { connect } = require('node:net')
+// Descriptors the worker inherited without close-on-exec (a supervisor's pipe or socket) would reach every
+// command through this process; Node's own all have it. Close the others (on Linux, where /proc says which).
+try {
+  for (const fd of readdirSync('/proc/self/fd').map(Number)) {
+    if (fd < 3) continue
+    try {
+      const flags = /^flags:\\s+([0-7]+)/m.exec(readFileSync('/proc/self/fdinfo/' + fd, 'latin1'))
+      if (flags && (parseInt(flags[1], 8) & 0o2000000) === 0) closeSync(fd)
+    } catch {}
+  }
+} catch {}
 const address = process.argv[1]
 const reply = (message) => { if (process.connected) process.send(message) }
 const stream = (token, fd) => new Promise((resolve, reject) => {

@@ -2,11 +2,13 @@
  * Commands start from a small launcher process. Nothing that reaches its streams from elsewhere may pass for
  * a command's output, and its death must end the command it started rather than leave the run waiting.
  */
+import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { once } from 'node:events'
 import { readdirSync, readFileSync } from 'node:fs'
 import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
+import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { runCommand } from '../../../src/exec/index.js'
 
@@ -87,5 +89,24 @@ describe('the command launcher', () => {
     expect(next).toMatchObject({ status: 'exited', exitCode: 0 })
     expect(next.stdout.text).toBe('again\n')
     expect(launchers().map((l) => l.pid)).not.toContain(ppid)
+  })
+
+  it('passes a command no descriptor but its three streams, whatever the worker inherited', async () => {
+    const runner = fileURLToPath(new URL('../../support/fd-runner.ts', import.meta.url))
+    // The runner gets descriptor 99 as a supervisor might leave it: open, without close-on-exec.
+    const child = spawn(
+      'bash',
+      ['-c', 'exec "$0" --import tsx "$1" 99</dev/null', process.execPath, runner],
+      {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    )
+    let stdout = ''
+    child.stdout?.on('data', (chunk: Buffer) => {
+      stdout += chunk
+    })
+    const [code] = await once(child, 'exit')
+    expect(code).toBe(0)
+    expect(JSON.parse(stdout)).toEqual({ runnerHas99: true, bare: [0, 1, 2], sandboxed: [0, 1, 2] })
   })
 })
