@@ -1,6 +1,6 @@
 /** Rendering a run's timeline, and following a live run until it ends (`--follow`). */
 import type { Client } from '@temporalio/client'
-import type { ApprovalRow, AuditStore, RunSummary, TimelineEntry } from '../audit/index.js'
+import type { ApprovalRow, AuditStore, DecisionChannel, RunSummary, TimelineEntry } from '../audit/index.js'
 import { formatDeadline } from '../time.js'
 import { formatBytes } from '../visible.js'
 import type { AgentRunResult } from '../workflows/index.js'
@@ -11,7 +11,7 @@ export function printTimeline(summary: RunSummary, timeline: TimelineEntry[]): v
   if (summary.reason) print(`reason: ${visible(summary.reason)}`)
   print(colour.dim(`goal: ${summary.goal.split('\n')[0] ?? ''}`))
   print(colour.dim(`sandbox: ${sandboxText(summary.sandbox)}`))
-  for (const entry of timeline) print(entryLine(entry))
+  for (const entry of timeline.filter(shown)) print(entryLine(entry))
   print(
     colour.dim(
       `${summary.steps} steps, ${summary.inputTokens + summary.outputTokens} tokens` +
@@ -31,6 +31,25 @@ function outcomeText(outcome: string): string {
   if (outcome === 'verified' || outcome === 'finished') return colour.green(outcome)
   if (outcome === 'running') return colour.yellow(outcome)
   return colour.red(outcome)
+}
+
+/** How approvals end: a policy decision from one of these repeats the approval line that shows the answer. */
+const ANSWER_CHANNELS: ReadonlySet<string> = new Set<DecisionChannel>([
+  'update',
+  'signal',
+  'timeout',
+  'cancel',
+])
+
+/**
+ * Whether a timeline entry gets its own line. Left out, because another line says it: the policy record of
+ * an approval's answer (the approval line shows who answered, how, and what was remembered) and the gate's
+ * output record (the command's own line shows its status and size; `tether audit ran` has the output).
+ */
+function shown(entry: TimelineEntry): boolean {
+  if (entry.type === 'policy') return !(entry.kind === 'decision' && ANSWER_CHANNELS.has(entry.source))
+  if (entry.type === 'gate') return entry.kind !== 'gate_output'
+  return true
 }
 
 export function entryKey(entry: TimelineEntry): string {
@@ -70,7 +89,8 @@ export function entryLine(entry: TimelineEntry): string {
     case 'approval':
       return entry.decision
         ? `  ${colour.bold('approval')}  ${entry.act} ${visible(entry.target)} → ${entry.decision} by ${entry.decidedBy} via ${entry.channel}${entry.reason ? `: ${entry.reason}` : ''}` +
-            `${entry.replacement ? `; ran the edited command ${visible(entry.replacement.join(' '))} instead` : ''}`
+            `${entry.replacement ? `; ran the edited command ${visible(entry.replacement.join(' '))} instead` : ''}` +
+            `${entry.remember ? `; remembered ${visible(`\`${entry.remember}\``)}` : ''}`
         : `  ${colour.yellow('waiting')}   approval ${entry.approvalId}: ${entry.act} ${visible(entry.target)} — answer by ${formatDeadline(entry.deadline)} with \`tether approve ${entry.approvalId} --as <you>\` or \`tether deny …\`` +
             `${entry.approvalsRequired > 1 ? `; needs ${entry.approvalsRequired} approvers` : ''}` +
             `${entry.identity === 'signed' ? ', signed' : entry.identity === 'unsigned' ? ', unsigned' : ''}` +
@@ -108,7 +128,7 @@ export async function followRun(
   for (;;) {
     const description = await handle.describe()
     if (!options.json) {
-      for (const entry of await audit.runTimeline(runId)) {
+      for (const entry of (await audit.runTimeline(runId)).filter(shown)) {
         const key = entryKey(entry)
         if (seen.has(key)) continue
         seen.add(key)

@@ -176,7 +176,11 @@ describe('tether CLI', () => {
         expect.stringMatching(/^reason: /),
       ])
       expect(show.stdout).toContain('step 1')
-      expect(show.stdout).toContain('gate')
+      // The gate: its command with status and size, then its verdict; its output stays in `audit ran`.
+      expect(show.stdout).toMatch(
+        /ran\s+npm test\s+→ exit 0\s+[\d.]+ s, \d+ B\n\s+gate\s+`npm test` → exit 0\n/,
+      )
+      expect(show.stdout.match(/^\s+gate\s/gm)).toHaveLength(1)
       const refused = await tether(['audit', 'refused', '--run', runId, '--json'])
       expect(JSON.parse(refused.stdout)).toEqual([
         expect.objectContaining({ target: 'rm -rf src', rule: 'rm*', layer: 'ops' }),
@@ -300,6 +304,11 @@ describe('tether CLI', () => {
         .toBe('cancelled')
       expect(existsSync(join(ws.path, 'a.txt'))).toBe(true)
       expect(existsSync(join(ws.path, 'b.txt'))).toBe(false)
+      // Each answer is one line of the timeline, naming who answered, how and why.
+      const shown = (await tether(['show', runId])).stdout
+      expect(shown).toContain('approval  exec touch a.txt → approved by alice via update: fine')
+      expect(shown).toContain('approval  exec touch b.txt → denied by bob via update: enough files')
+      expect(shown).not.toContain('decided')
     } finally {
       await ws.cleanup()
     }
