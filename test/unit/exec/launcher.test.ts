@@ -5,47 +5,24 @@
 import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { once } from 'node:events'
-import { readdirSync, readFileSync } from 'node:fs'
 import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { runCommand } from '../../../src/exec/index.js'
-
-interface Proc {
-  pid: number
-  ppid: number
-  argv: string[]
-}
-
-function processes(): Proc[] {
-  const found: Proc[] = []
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'latin1')
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-      if (fields[0] === 'Z') continue
-      const argv = readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0').slice(0, -1)
-      found.push({ pid: Number(name), ppid: Number(fields[1]), argv })
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return found
-}
+import { isLauncher, type LiveProcess, liveProcesses } from '../../support/processes.js'
 
 /** This process's launchers, each with its socket's address (its last argument). */
-function launchers(): (Proc & { address: string })[] {
-  return processes()
-    .filter((p) => p.ppid === process.pid && p.argv.some((arg) => arg.includes('could not reach the worker')))
+function launchers(): (LiveProcess & { address: string })[] {
+  return liveProcesses()
+    .filter((p) => p.ppid === process.pid && isLauncher(p))
     .map((p) => ({ ...p, address: p.argv.at(-1) as string }))
 }
 
 /** The process started for `argv` by one of this process's launchers. */
-function launchedAs(argv: string[]): Proc | undefined {
+function launchedAs(argv: string[]): LiveProcess | undefined {
   const ours = new Set(launchers().map((l) => l.pid))
-  return processes().find((p) => ours.has(p.ppid) && p.argv.join(' ') === argv.join(' '))
+  return liveProcesses().find((p) => ours.has(p.ppid) && p.argv.join(' ') === argv.join(' '))
 }
 
 describe('the command launcher', () => {
@@ -75,15 +52,15 @@ describe('the command launcher', () => {
     const running = runCommand({ argv, cwd, timeoutMs: 60_000, onProgress: ({ bytes }) => (printed = bytes) })
     // Output has arrived: the command is running and its streams are with this process.
     await expect.poll(() => printed, { timeout: 10_000 }).toBeGreaterThan(0)
-    const command = processes().find(
+    const command = liveProcesses().find(
       (p) => p.argv.join(' ') === 'sleep 30' && launchers().some((l) => l.pid === p.ppid),
     )
     expect(command).toBeDefined()
-    const { pid, ppid } = command as Proc
+    const { pid, ppid } = command as LiveProcess
     process.kill(ppid, 'SIGKILL')
     const result = await running
     expect(result).toMatchObject({ status: 'signalled', signal: 'SIGKILL' })
-    expect(processes().some((p) => p.pid === pid)).toBe(false)
+    expect(liveProcesses().some((p) => p.pid === pid)).toBe(false)
 
     const next = await runCommand({ argv: ['echo', 'again'], cwd })
     expect(next).toMatchObject({ status: 'exited', exitCode: 0 })

@@ -3,60 +3,26 @@
  * neither may the launcher that started it.
  */
 import { spawn } from 'node:child_process'
-import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { expect, it } from 'vitest'
+import { isLauncher, liveProcesses } from '../../support/processes.js'
 
-function groupMembers(pgid: number): number[] {
-  const members: number[] = []
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'latin1')
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-      if (Number(fields[2]) === pgid && fields[0] !== 'Z') members.push(Number(name))
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return members
-}
-
-/** The launchers a process started (their script names the worker they serve). */
-function launchersOf(parent: number): number[] {
-  return readdirSync('/proc')
-    .filter((name) => /^\d+$/.test(name))
-    .filter((name) => {
-      try {
-        const stat = readFileSync(`/proc/${name}/stat`, 'latin1')
-        const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
-        return (
-          ppid === parent &&
-          readFileSync(`/proc/${name}/cmdline`, 'utf8').includes('could not reach the worker')
-        )
-      } catch {
-        return false
-      }
-    })
-    .map(Number)
-}
-
-/** Guard processes on this machine (for the failure message). */
-function guards(): number[] {
-  return readdirSync('/proc')
-    .filter((name) => /^\d+$/.test(name))
-    .filter((name) => {
-      try {
-        return readFileSync(`/proc/${name}/cmdline`, 'utf8').includes('const groups = new Set()')
-      } catch {
-        return false
-      }
-    })
-    .map(Number)
-}
+const groupMembers = (pgid: number) =>
+  liveProcesses()
+    .filter((p) => p.pgid === pgid)
+    .map((p) => p.pid)
+const launchersOf = (parent: number) =>
+  liveProcesses()
+    .filter((p) => p.ppid === parent && isLauncher(p))
+    .map((p) => p.pid)
+const guards = () =>
+  liveProcesses()
+    .filter((p) => p.argv.some((arg) => arg.includes('const groups = new Set()')))
+    .map((p) => p.pid)
 
 it('kills a running command tree when its runner process is SIGKILLed', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'tether-orphan-'))
@@ -83,14 +49,8 @@ it('kills a running command tree when its runner process is SIGKILLed', async ()
         message: `guards running: ${guards().join(', ') || 'none'}`,
       })
       .toEqual([])
-    const alive = (pid: number) => {
-      try {
-        return !readFileSync(`/proc/${pid}/stat`, 'latin1').includes(') Z ')
-      } catch {
-        return false
-      }
-    }
-    await expect.poll(() => launchers.filter(alive), { timeout: 10_000 }).toEqual([])
+    const alive = () => new Set(liveProcesses().map((p) => p.pid))
+    await expect.poll(() => launchers.filter((pid) => alive().has(pid)), { timeout: 10_000 }).toEqual([])
   } finally {
     await rm(dir, { recursive: true, force: true })
   }
