@@ -30,13 +30,10 @@ export class RunConfigs {
 
   get(runId: string): Promise<RunConfig> {
     let entry = this.entries.get(runId)
-    if (entry) {
-      this.entries.delete(runId)
-      remember(this.entries, runId, entry, CAPACITY)
-      return entry
+    if (!entry) {
+      entry = this.load(runId)
+      entry.catch(() => this.entries.delete(runId))
     }
-    entry = this.load(runId)
-    entry.catch(() => this.entries.delete(runId))
     remember(this.entries, runId, entry, CAPACITY)
     return entry
   }
@@ -71,12 +68,7 @@ export class RunConfigs {
   /** The compiled policy for a spec; the key is the spec as Postgres returns jsonb (keys in a stable order). */
   private compiled(spec: unknown): Policy {
     const key = JSON.stringify(spec)
-    let policy = this.policies.get(key)
-    if (policy) {
-      this.policies.delete(key)
-    } else {
-      policy = loadPolicy(spec, [])
-    }
+    const policy = this.policies.get(key) ?? loadPolicy(spec, [])
     remember(this.policies, key, policy, POLICY_CAPACITY)
     return policy
   }
@@ -84,6 +76,7 @@ export class RunConfigs {
 
 /** Sets `key` as the most recently used entry (the oldest is the first key) and drops the oldest past `capacity`. */
 function remember<V>(entries: Map<string, V>, key: string, value: V, capacity: number): void {
+  entries.delete(key)
   entries.set(key, value)
   if (entries.size > capacity) entries.delete(entries.keys().next().value as string)
 }
