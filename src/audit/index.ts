@@ -21,6 +21,7 @@ export {
   type ApprovalDecisionRecord,
   type ApprovalRequest,
   type DecisionChannel,
+  decisionChannels,
   type Effect,
   type ExecResultRecord,
   type ExecStatus,

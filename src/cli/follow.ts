@@ -1,6 +1,12 @@
 /** Rendering a run's timeline, and following a live run until it ends (`--follow`). */
 import type { Client } from '@temporalio/client'
-import type { ApprovalRow, AuditStore, DecisionChannel, RunSummary, TimelineEntry } from '../audit/index.js'
+import {
+  type ApprovalRow,
+  type AuditStore,
+  decisionChannels,
+  type RunSummary,
+  type TimelineEntry,
+} from '../audit/index.js'
 import { formatDeadline } from '../time.js'
 import { formatBytes } from '../visible.js'
 import type { AgentRunResult } from '../workflows/index.js'
@@ -34,12 +40,7 @@ function outcomeText(outcome: string): string {
 }
 
 /** How approvals end: a policy decision from one of these repeats the approval line that shows the answer. */
-const ANSWER_CHANNELS: ReadonlySet<string> = new Set<DecisionChannel>([
-  'update',
-  'signal',
-  'timeout',
-  'cancel',
-])
+const ANSWER_CHANNELS: ReadonlySet<string> = new Set(decisionChannels)
 
 /**
  * Whether a timeline entry gets its own line. Left out, because another line says it: the policy record of
