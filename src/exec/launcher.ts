@@ -48,28 +48,28 @@ const stream = (token, fd) => new Promise((resolve, reject) => {
   socket.once('error', reject)
   socket.once('connect', () => socket.write(Buffer.concat([Buffer.from(token, 'hex'), Buffer.of(fd)]), (error) => error ? reject(error) : resolve(socket)))
 })
-process.on('message', async ({ id, token, program, args, cwd, env }) => {
+process.on('message', async ({ token, program, args, cwd, env }) => {
   let out, err
   try {
     ;[out, err] = await Promise.all([stream(token, 0), stream(token, 1)])
   } catch (error) {
     out?.destroy(); err?.destroy()
-    return reply({ id, event: 'error', code: 'ELAUNCHER', message: 'the launcher could not reach the worker: ' + error.message })
+    return reply({ token, event: 'error', code: 'ELAUNCHER', message: 'the launcher could not reach the worker: ' + error.message })
   }
   let child
   try {
     child = spawn(program, args, { cwd, env, stdio: ['ignore', out, err], shell: false, detached: true })
   } catch (error) {
-    return reply({ id, event: 'error', code: error.code, message: error.message })
+    return reply({ token, event: 'error', code: error.code, message: error.message })
   } finally {
     // The command holds its own copies now; ours must not keep the streams open.
     out.destroy(); err.destroy()
   }
-  child.once('exit', (code, signal) => reply({ id, event: 'exit', code, signal }))
+  child.once('exit', (code, signal) => reply({ token, event: 'exit', code, signal }))
   // A pid means the program is running (an exec that failed gives none, and an error event instead): tell
   // the worker at once, so that it could end the command should this launcher die.
-  if (child.pid !== undefined) reply({ id, event: 'spawn', pid: child.pid })
-  else child.once('error', (error) => reply({ id, event: 'error', code: error.code, message: error.message }))
+  if (child.pid !== undefined) reply({ token, event: 'spawn', pid: child.pid })
+  else child.once('error', (error) => reply({ token, event: 'error', code: error.code, message: error.message }))
 })
 process.on('disconnect', () => process.exit(0))
 process.on('SIGINT', () => {})
@@ -77,7 +77,8 @@ process.on('SIGTERM', () => {})
 `
 
 interface LaunchEvent {
-  id: number
+  /** The command's token, which also names it between the launcher and the worker. */
+  token: string
   event: 'spawn' | 'error' | 'exit'
   pid?: number
   code?: string | number | null
@@ -105,10 +106,7 @@ class Launched extends EventEmitter implements LaunchedProcess {
   private failed = false
   private exit: { code: number | null; signal: NodeJS.Signals | null } | undefined
 
-  constructor(
-    readonly id: number,
-    readonly token: string,
-  ) {
+  constructor(readonly token: string) {
     super()
   }
 
@@ -179,9 +177,8 @@ class Launched extends EventEmitter implements LaunchedProcess {
 }
 
 class Launcher {
-  private readonly pending = new Map<number, Launched>()
-  private readonly byToken = new Map<string, Launched>()
-  private next = 0
+  /** Commands started and not yet ended, by token. */
+  private readonly pending = new Map<string, Launched>()
 
   private constructor(
     private readonly child: ChildProcess,
@@ -189,9 +186,9 @@ class Launcher {
     private readonly cleanup: () => void,
   ) {
     child.on('message', (message: LaunchEvent) => {
-      const launched = this.pending.get(message.id)
+      const launched = this.pending.get(message.token)
       launched?.take(message)
-      if (launched?.done) this.forget(message.id)
+      if (launched?.done) this.forget(launched)
     })
     child.once('exit', () => this.close())
     child.once('error', () => this.close())
@@ -232,13 +229,11 @@ class Launcher {
   }
 
   launch(program: string, args: string[], options: { cwd: string; env: NodeJS.ProcessEnv }): LaunchedProcess {
-    const id = ++this.next
-    const launched = new Launched(id, randomBytes(TOKEN_BYTES).toString('hex'))
-    this.pending.set(id, launched)
-    this.byToken.set(launched.token, launched)
+    const launched = new Launched(randomBytes(TOKEN_BYTES).toString('hex'))
+    this.pending.set(launched.token, launched)
     this.busy()
     this.child.send(
-      { id, token: launched.token, program, args, cwd: options.cwd, env: options.env },
+      { token: launched.token, program, args, cwd: options.cwd, env: options.env },
       (error: Error | null) => {
         if (error) launched.lost()
       },
@@ -255,23 +250,20 @@ class Launcher {
       if (header === null) return
       socket.off('readable', read)
       socket.setTimeout(0)
-      const launched = this.byToken.get(header.subarray(0, TOKEN_BYTES).toString('hex'))
+      const launched = this.pending.get(header.subarray(0, TOKEN_BYTES).toString('hex'))
       const fd = header[TOKEN_BYTES] as number
       if (!launched || fd > 1) {
         socket.destroy()
         return
       }
       launched.attach(fd, socket)
-      if (launched.done) this.forget(launched.id)
+      if (launched.done) this.forget(launched)
     }
     socket.on('readable', read)
   }
 
-  private forget(id: number): void {
-    const launched = this.pending.get(id)
-    if (!launched) return
-    this.pending.delete(id)
-    this.byToken.delete(launched.token)
+  private forget(launched: Launched): void {
+    this.pending.delete(launched.token)
     if (this.pending.size === 0) this.idle()
   }
 
@@ -288,9 +280,9 @@ class Launcher {
   }
 
   private close(): void {
-    for (const id of [...this.pending.keys()]) {
-      this.pending.get(id)?.lost()
-      this.forget(id)
+    for (const launched of [...this.pending.values()]) {
+      launched.lost()
+      this.forget(launched)
     }
     this.server.close()
     this.cleanup()

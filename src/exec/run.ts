@@ -112,7 +112,7 @@ class Run {
     try {
       // From the launcher: a new session, so the child leads its own process group and no terminal
       // signals reach it; stdin the null device; stdout and stderr streams back to us.
-      child = await launch(program, args, { cwd, env: env as NodeJS.ProcessEnv })
+      child = await launch(program, args, { cwd, env })
     } catch (error) {
       return this.notStarted(error)
     }
