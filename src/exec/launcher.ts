@@ -28,8 +28,9 @@ const IDENTIFY_MS = 10_000
 // Plain JavaScript run with `node -e`, so it works the same from sources and from the compiled package.
 const LAUNCHER = `
 const { spawn } = require('node:child_process')
-const { closeSync, readdirSync, readFileSync } = require('node:fs')
+const { closeSync, readdirSync, readFileSync, rmSync } = require('node:fs')
 const { connect } = require('node:net')
+const { dirname } = require('node:path')
 // Descriptors the worker inherited without close-on-exec (a supervisor's pipe or socket) would reach every
 // command through this process; Node's own all have it. Close the others (on Linux, where /proc says which).
 try {
@@ -71,7 +72,11 @@ process.on('message', async ({ token, program, args, cwd, env }) => {
   if (child.pid !== undefined) reply({ token, event: 'spawn', pid: child.pid })
   else child.once('error', (error) => reply({ token, event: 'error', code: error.code, message: error.message }))
 })
-process.on('disconnect', () => process.exit(0))
+// The worker has gone (whichever way it ended): the socket's folder goes with this process.
+process.on('disconnect', () => {
+  try { rmSync(dirname(address), { recursive: true, force: true }) } catch {}
+  process.exit(0)
+})
 process.on('SIGINT', () => {})
 process.on('SIGTERM', () => {})
 `

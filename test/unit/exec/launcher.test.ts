@@ -5,8 +5,10 @@
 import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { once } from 'node:events'
+import { existsSync } from 'node:fs'
 import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
+import { dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { runCommand } from '../../../src/exec/index.js'
@@ -57,10 +59,13 @@ describe('the command launcher', () => {
     )
     expect(command).toBeDefined()
     const { pid, ppid } = command as LiveProcess
+    const address = launchers().find((l) => l.pid === ppid)?.address as string
     process.kill(ppid, 'SIGKILL')
     const result = await running
     expect(result).toMatchObject({ status: 'signalled', signal: 'SIGKILL' })
     expect(liveProcesses().some((p) => p.pid === pid)).toBe(false)
+    // The dead launcher's socket folder is removed by this side.
+    expect(existsSync(dirname(address))).toBe(false)
 
     const next = await runCommand({ argv: ['echo', 'again'], cwd })
     expect(next).toMatchObject({ status: 'exited', exitCode: 0 })

@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { expect, it } from 'vitest'
 import { isLauncher, liveProcesses } from '../../support/processes.js'
@@ -15,10 +15,7 @@ const groupMembers = (pgid: number) =>
   liveProcesses()
     .filter((p) => p.pgid === pgid)
     .map((p) => p.pid)
-const launchersOf = (parent: number) =>
-  liveProcesses()
-    .filter((p) => p.ppid === parent && isLauncher(p))
-    .map((p) => p.pid)
+const launchersOf = (parent: number) => liveProcesses().filter((p) => p.ppid === parent && isLauncher(p))
 const guards = () =>
   liveProcesses()
     .filter((p) => p.argv.some((arg) => arg.includes('const groups = new Set()')))
@@ -50,7 +47,10 @@ it('kills a running command tree when its runner process is SIGKILLed', async ()
       })
       .toEqual([])
     const alive = () => new Set(liveProcesses().map((p) => p.pid))
-    await expect.poll(() => launchers.filter((pid) => alive().has(pid)), { timeout: 10_000 }).toEqual([])
+    await expect.poll(() => launchers.filter(({ pid }) => alive().has(pid)), { timeout: 10_000 }).toEqual([])
+    // Its socket's folder went with it: a worker that ends, however it ends, leaves nothing in /tmp.
+    const [launcher] = launchers
+    expect(existsSync(dirname(launcher?.argv.at(-1) as string))).toBe(false)
   } finally {
     await rm(dir, { recursive: true, force: true })
   }
