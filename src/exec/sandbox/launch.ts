@@ -1,5 +1,6 @@
 /**
- * Turning one command into a sandboxed launch: `[sh -c <join cgroups>] prlimit … bwrap … [node bridge] argv`.
+ * Turning one command into a sandboxed launch:
+ * `sh -c <limits, filter, cgroups> [prlimit …] bwrap … [setpriv …] [node bridge] argv`.
  *
  * Inside: the host's root read-only; the workspace read-write; private `/tmp`, `/run`, `/dev/shm` and home,
  * in memory and sized to fit the memory limit; toolchain folders and caches as given; tether's state and
@@ -40,6 +41,7 @@ const PRLIMIT_MISSING =
   'this machine gives the worker no cgroups to limit processes and memory, and prlimit (util-linux) is not on ' +
   'PATH for the rlimits that would do it instead; install util-linux, or run the worker where it may create cgroups'
 
+/** What a root worker's bwrap keeps until setpriv makes the command its identity (which drops them all). */
 const IDENTITY_CAPS = ['CAP_SETUID', 'CAP_SETGID', 'CAP_SETPCAP', 'CAP_DAC_READ_SEARCH']
 /** What setpriv drops besides the uid: capabilities a later program could inherit, and the bounding set. */
 const DROP_CAPS = ['--inh-caps=-all', '--bounding-set=-all']
@@ -52,7 +54,7 @@ export interface SandboxedLaunch {
   program: string
   args: string[]
   env: Record<string, string>
-  /** Checks the disk bound while the command runs; `stop` ends it once the reserve is eaten. Returns a stop. */
+  /** Checks the disk bound while the command runs, calling `stop` once the reserve is eaten; returns the unwatch. */
   watch(stop: () => void): () => void
   /** Limits hit and network decisions; call once the command's tree is gone. */
   report(exit: { signal?: string | undefined; output: string }): SandboxReport
@@ -219,7 +221,8 @@ export async function prepareSandbox(
     args.push('--chdir', cwd, '--', ...command)
 
     let launch: string[] = [runtime.bwrap, ...args]
-    // What the cgroup does not cap, rlimits do (RLIMIT_NPROC binds only a worker that is not root).
+    // What the cgroup does not cap, rlimits do. RLIMIT_NPROC counts the processes of the command's uid, which
+    // for a root worker is the workspace's identity (root itself is never held to it).
     const rlimits = [
       ...(cgroup ? [] : [`--nproc=${limits.processes}`]),
       ...(cgroup?.capsMemory ? [] : [`--data=${limits.memoryBytes}`]),
