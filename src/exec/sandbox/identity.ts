@@ -203,10 +203,10 @@ async function withLock<T>(work: () => Promise<T>): Promise<T> {
 }
 
 /**
- * Makes every file and folder of the workspace the identity's, without following symlinks, leaving its
- * file system or entering a hidden folder. A file with more than one hard link may also live outside the workspace and stays as it is
- * (readable, if it was, but not writable). The workspace folder itself goes last: its owner is what says
- * the take-over is done.
+ * Makes the workspace's files and folders the identity's, without following symlinks, leaving its file
+ * system or entering a hidden folder. What stays as it is (readable if it was, not writable): what belongs
+ * to another user (with everything below it), and a file with more than one hard link, which may also live
+ * outside the workspace. The workspace folder itself goes last: its owner says the take-over is done.
  */
 async function takeOver(workspace: string, uid: number, hidden: readonly string[]): Promise<void> {
   const device = (await lstat(workspace)).dev
@@ -214,7 +214,7 @@ async function takeOver(workspace: string, uid: number, hidden: readonly string[
     for await (const entry of await opendir(folder)) {
       const path = join(folder, entry.name)
       const stats = await lstat(path)
-      if (stats.dev !== device || hidden.includes(path)) continue
+      if (stats.dev !== device || hidden.includes(path) || (stats.uid !== 0 && !inRange(stats.uid))) continue
       if (stats.isDirectory()) await walk(path)
       else if (stats.nlink > 1) continue
       if (stats.uid !== uid || stats.gid !== uid) await lchown(path, uid, uid)

@@ -6,7 +6,7 @@
 import { execFileSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { existsSync, statSync } from 'node:fs'
-import { chmod, chown, cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { chmod, chown, cp, link, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
@@ -228,6 +228,25 @@ describe.runIf(isRoot)("a root worker's commands", () => {
     expect(groups).toBe(uid)
     expect(result.sandbox?.identity).toEqual({ uid: Number(uid), gid: Number(uid) })
     expect(statSync(ws).uid).toBe(Number(uid))
+  })
+
+  it("takes over root's files in the workspace, not another user's, nor a hard link to a file elsewhere", async () => {
+    const ws = await workspace()
+    const outside = join(dir, `outside-${randomBytes(4).toString('hex')}`)
+    await writeFile(outside, 'root secret\n', { mode: 0o600 })
+    cleanups.push(() => rm(outside, { force: true }))
+    await link(outside, join(ws, 'linked'))
+    await mkdir(join(ws, 'theirs'))
+    await writeFile(join(ws, 'theirs', 'file'), 'theirs\n')
+    await chown(join(ws, 'theirs'), 12345, 12345)
+    await writeFile(join(ws, 'own'), 'ours\n')
+    const result = await sandboxed(sh('cat linked; touch own'), ws)
+    const uid = result.sandbox!.identity!.uid
+    expect(result.stderr.text).toMatch(/linked: Permission denied/)
+    expect(statSync(join(ws, 'own')).uid).toBe(uid)
+    expect(statSync(join(ws, 'theirs')).uid).toBe(12345)
+    expect(statSync(join(ws, 'theirs', 'file')).uid).toBe(0)
+    expect(statSync(outside).uid).toBe(0)
   })
 
   it('cannot read a root-only file outside the workspace, and can still write the workspace', async () => {
