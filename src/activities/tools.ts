@@ -348,7 +348,7 @@ function statusText(result: ExecResult): string {
     case 'cancelled':
       return 'cancelled'
     case 'unavailable':
-      return 'program not found'
+      return result.sandbox?.limitHit === 'disk' ? 'not run: the disk is full' : 'program not found'
   }
 }
 

@@ -108,6 +108,7 @@ function probe(path: string | undefined): SandboxRuntime {
         '/proc',
         '--dev',
         '/dev',
+        ...['--perms', '1777', '--size', '1048576', '--tmpfs', '/tmp'],
         '--',
         bwrap,
         '--version',

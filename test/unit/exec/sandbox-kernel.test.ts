@@ -6,7 +6,7 @@
 import { execFileSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { existsSync, statSync } from 'node:fs'
-import { chmod, chown, cp, link, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { chmod, chown, cp, link, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
@@ -351,6 +351,15 @@ describe.runIf(isRoot)("a root worker's commands", () => {
       /^the workspace \S+ holds \S+home; [^\n]+$/,
     )
     expect(statSync(home).uid).toBe(0)
+  })
+
+  it('needs setpriv, and says so in one line when it is missing', async () => {
+    const bin = await mkdtemp(join(dir, 'bin-'))
+    await symlink(sandboxRuntime(process.env.PATH).bwrap, join(bin, 'bwrap'))
+    expect(() => sandboxRuntime(bin)).toThrow(SandboxUnavailableError)
+    expect(() => sandboxRuntime(bin)).toThrow(
+      /^a root worker runs commands as an unprivileged identity with setpriv \(util-linux\), which is not on PATH; [^\n]+$/,
+    )
   })
 
   it('refuses to take over a top-level folder', async () => {
