@@ -163,6 +163,10 @@ export interface RunRow {
   parentRunId?: string | undefined
   /** The sandbox mode of the run's policy; absent for runs recorded before the sandbox existed. */
   sandbox?: 'enforce' | 'off' | undefined
+  /** The digest of the effective policy (floor + run) the run works under; absent for runs before floors. */
+  policyDigest?: string | undefined
+  /** The floor it stands on: the worker's floor file, or `built-in`. */
+  floor?: string | undefined
   startedAt: Date
   finishedAt?: Date | undefined
 }
@@ -562,21 +566,42 @@ export async function runTimeline(db: Database, runId: string): Promise<Timeline
 }
 
 const RUN_COLUMNS = `run_id, goal, workspace, status, outcome, reason, task_queue, parent_run_id, sandbox,
-  started_at, finished_at`
+  policy_digest, floor, started_at, finished_at`
 
-/** The contract and policy a run was started with, as recorded; undefined for an unknown run. */
+/**
+ * The contract and policy a run was started with, as recorded (the run's own policy, and the digest of the
+ * effective one when it has one); undefined for an unknown run.
+ */
 export async function runConfig(
   db: Database,
   runId: string,
-): Promise<{ contract: unknown; policy: unknown } | undefined> {
+): Promise<{ contract: unknown; policy: unknown; policyDigest?: string | undefined } | undefined> {
   const operation = 'runConfig'
   requireId(runId, 'runId', operation)
-  const { rows } = await db.query<{ contract: unknown; policy: unknown }>(
+  const { rows } = await db.query<{ contract: unknown; policy: unknown; policy_digest: string | null }>(
     operation,
-    'select contract, policy from runs where run_id = $1',
+    'select contract, policy, policy_digest from runs where run_id = $1',
     [runId],
   )
-  return rows[0]
+  const row = rows[0]
+  if (!row) return undefined
+  return {
+    contract: row.contract,
+    policy: row.policy,
+    ...(row.policy_digest ? { policyDigest: row.policy_digest } : {}),
+  }
+}
+
+/** An effective policy's spec by its digest, as stored (the caller checks that it still matches it). */
+export async function policyByDigest(db: Database, digest: string): Promise<unknown> {
+  const operation = 'policyByDigest'
+  requireId(digest, 'digest', operation)
+  const { rows } = await db.query<{ spec: unknown }>(
+    operation,
+    'select spec from policies where digest = $1',
+    [digest],
+  )
+  return rows[0]?.spec
 }
 
 /**

@@ -214,14 +214,17 @@ describe('floor files', () => {
         good,
         `defaults: { read: allow, write: allow, exec: allow, net: deny }\nlayers:\n  - name: operator\n    sandbox: enforce\n    rules: [{ act: exec, effect: deny, pattern: "rm*" }]\n`,
       )
-      const floor = await loadFloor(good)
+      const floor = loadFloor(good)
       expect(floor.source).toBe(good)
       const asks = join(dir, 'asks.yaml')
       await writeFile(asks, `preset: tiered\n`)
-      await expect(loadFloor(asks)).rejects.toThrow(
+      expect(() => loadFloor(asks)).toThrow(
         /asks\.yaml: approvers: the floor asks, but says nobody may answer/,
       )
-      await expect(loadFloor(join(dir, 'missing.yaml'))).rejects.toThrow(PolicyError)
+      expect(() => loadFloor(join(dir, 'missing.yaml'))).toThrow(
+        /missing\.yaml: cannot read the floor file \(no such file\)/,
+      )
+      expect(() => loadFloor('/dev/zero')).toThrow(/\/dev\/zero: the floor is not a regular file/)
     } finally {
       await rm(dir, { recursive: true, force: true })
     }
