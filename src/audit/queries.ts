@@ -112,6 +112,8 @@ export interface ApprovalRow {
   identity?: 'signed' | 'unsigned' | undefined
   /** The edited command approved instead of the asked one (the asked one stays in target and tree). */
   replacement?: string[] | undefined
+  /** Whether the rule that asked is one of the worker's floor (the operator's), not the run's own. */
+  fromFloor: boolean
 }
 
 /** One attempt of one command (call -1: the gate). */
@@ -389,9 +391,14 @@ export async function executedCommands(
   return rows.map(executedCommand)
 }
 
+// from_floor: whether the deciding rule's layer is one of the worker's floor in the run's effective policy.
 const APPROVAL_COLUMNS = `approval_id, run_id, step, call, act, target, tree, rule, layer, approvers,
   requested_at, deadline, decision, decided_by, channel, decided_at, reason, remember, action_digest,
-  approvals_required, remember_offer, identity, replacement`
+  approvals_required, remember_offer, identity, replacement,
+  coalesce((select bool_or(l->>'origin' = 'floor')
+              from runs r join policies p on p.digest = r.policy_digest,
+                   jsonb_array_elements(p.spec->'layers') l
+             where r.run_id = approvals.run_id and l->>'name' = approvals.layer), false) as from_floor`
 
 export async function execAttempts(db: Database, runId: string): Promise<ExecAttemptRow[]> {
   const operation = 'execAttempts'
