@@ -6,7 +6,7 @@
 import { mkdir, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Command } from 'commander'
-import { type Inbox, startInbox } from '../../inbox/index.js'
+import { type Inbox, localToken, startInbox } from '../../inbox/index.js'
 import { PolicyError } from '../../policy/index.js'
 import { usualPort } from '../../stack/index.js'
 import { startLocalTether, workerFloor } from '../../worker-setup.js'
@@ -74,6 +74,7 @@ export function registerDev(program: Command): void {
               audit,
               client: local.client,
               namespace,
+              access: { mode: 'local', token: localToken(dir) },
               port: usualPort('inbox'),
               anyPortIfTaken: true,
               temporalUi: stack.uiUrl,
@@ -85,7 +86,8 @@ export function registerDev(program: Command): void {
           namespace,
           taskQueue,
           ...(stack.uiUrl ? { uiUrl: stack.uiUrl } : {}),
-          ...(inbox ? { inboxUrl: inbox.url } : {}),
+          // The login link: it carries the stack's token (the record is its owner's only).
+          ...(inbox ? { inboxUrl: inbox.loginUrl } : {}),
           databaseUrl: stack.databaseUrl,
           pid: process.pid,
         }
@@ -96,7 +98,10 @@ export function registerDev(program: Command): void {
         for (const notice of stack.notices) print(colour.yellow(`  ${notice}`))
         print(`  Temporal      ${stack.temporalAddress} (namespace ${namespace})`)
         if (stack.uiUrl) print(`  Temporal UI   ${stack.uiUrl}`)
-        if (inbox) print(`  inbox         ${inbox.url} (approvals and runs, in a browser)`)
+        if (inbox)
+          print(
+            `  inbox         ${inbox.loginUrl} (approvals and runs, in a browser; the link carries this stack's token)`,
+          )
         print(`  PostgreSQL    ${audit.target}`)
         print(`  worker        task queue ${taskQueue}`)
         print(`  floor         ${floor.source} (every run's first layers; a run can only tighten them)`)
