@@ -6,6 +6,7 @@
  */
 import { homedir } from 'node:os'
 import { join, resolve } from 'node:path'
+import { temporalAddress } from '../config.js'
 import {
   type ExecEnv,
   type SandboxOptions,
@@ -42,7 +43,7 @@ export class CommandSandbox {
   constructor(deps: SandboxDependencies = {}) {
     this.env = deps.env ?? process.env
     this.hide = [...tetherStateFolders(this.env), ...(deps.hide ?? [])]
-    this.blocked = [...(deps.blocked ?? []), this.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233']
+    this.blocked = [...(deps.blocked ?? []), temporalAddress(this.env)]
   }
 
   /** Why this worker cannot run the policy's sandbox, or undefined when it can (or the policy says off). */
