@@ -492,7 +492,7 @@ async function probe(target: TemporalTarget): Promise<string | undefined> {
   if (code === 'CERT_HAS_EXPIRED' || code === 'CERT_NOT_YET_VALID') {
     return `the certificate of ${at} is not valid now (${code}); the server's operator must renew it`
   }
-  if (isTlsAlert(answer)) {
+  if (isTlsAlert(answer) || code === HUNG_UP) {
     return options.clientCertPair
       ? `${at} refused the client certificate in ${set('clientCert')} (${firstLine(message)}); give one signed by a CA the server trusts`
       : `${at} asks for a client certificate (${firstLine(message)}); set TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH`
@@ -534,6 +534,7 @@ function reach(host: string, port: number): Promise<string> {
 }
 
 type Handshake = 'ok' | { code?: string; message?: string; reason?: string }
+const HUNG_UP = 'HUNG_UP_AFTER_HANDSHAKE'
 
 /** A TLS handshake; a server that rejects the client certificate may say so just after it (TLS 1.3). */
 function handshake(options: ConnectionOptions & { host: string; port: number }): Promise<Handshake> {
@@ -548,7 +549,15 @@ function handshake(options: ConnectionOptions & { host: string; port: number }):
       resolve(result)
     }
     const timer = setTimeout(() => done({ message: 'no TLS answer in time' }), PROBE_TIMEOUT_MS)
-    socket.once('secureConnect', () => setTimeout(() => done('ok'), 300))
+    let secure = false
+    socket.once('secureConnect', () => {
+      secure = true
+      setTimeout(() => done('ok'), 300)
+    })
+    // Some servers (Node's among them) hang up on a client certificate they refuse without an alert.
+    socket.once('close', () =>
+      done(secure ? { code: HUNG_UP, message: 'it closed the connection right after the handshake' } : 'ok'),
+    )
     socket.on('error', (error: NodeJS.ErrnoException & { reason?: string }) =>
       done({
         ...(error.code ? { code: error.code } : {}),

@@ -51,13 +51,13 @@ export function parsePrivateKey(
       key: Buffer.from(data),
       ...(options.passphrase !== undefined ? { passphrase: options.passphrase } : {}),
     })
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code
-    if (
-      code === 'ERR_MISSING_PASSPHRASE' ||
-      (options.passphrase !== undefined && /decrypt/i.test(String(error)))
-    ) {
-      throw new TlsFileError(`${setting} holds an encrypted key; ${options.encrypted}`)
+  } catch {
+    if (/-----BEGIN ENCRYPTED PRIVATE KEY-----|Proc-Type: 4,ENCRYPTED/.test(Buffer.from(data).toString())) {
+      const which =
+        options.passphrase === undefined
+          ? 'an encrypted key'
+          : 'an encrypted key the passphrase does not open'
+      throw new TlsFileError(`${setting} holds ${which}; ${options.encrypted}`)
     }
     throw new TlsFileError(
       `${setting} does not hold a PEM private key; give the key file (-----BEGIN PRIVATE KEY-----)`,
