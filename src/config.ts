@@ -11,7 +11,7 @@
 import { existsSync } from 'node:fs'
 import { connect as connectTcp, isIP } from 'node:net'
 import { homedir, platform } from 'node:os'
-import { isAbsolute, join } from 'node:path'
+import { isAbsolute, join, resolve } from 'node:path'
 import { type ConnectionOptions, checkServerIdentity, connect as connectTls } from 'node:tls'
 import { Connection, type TLSConfig } from '@temporalio/client'
 import {
@@ -148,6 +148,29 @@ export function localTarget(address: string, namespace = DEFAULT_NAMESPACE): Tem
 /** Only the address (no certificate is read): what commands must never reach. */
 export function temporalAddress(env: NodeJS.ProcessEnv = process.env): string {
   return loadProfile({ env }).profile.address ?? DEFAULT_TEMPORAL_ADDRESS
+}
+
+/**
+ * The files that hold this process's own secrets, which no command may read: the Temporal config file (it
+ * may hold an API key or a key inline) and the private keys of the Temporal and audit database connections.
+ * Certificates and CAs are public and stay visible (a CA may be the system's bundle).
+ */
+export function credentialFiles(env: NodeJS.ProcessEnv = process.env): string[] {
+  const present = presentVariables(env)
+  const files: string[] = []
+  const { path } = configFile(present)
+  if (path) files.push(path)
+  const key = loadProfile({ env }).profile.tls?.clientKey
+  if (key && 'path' in key) files.push(key.path)
+  let databaseKey = present.PGSSLKEY
+  try {
+    if (present.DATABASE_URL)
+      databaseKey = new URL(present.DATABASE_URL).searchParams.get('sslkey') || databaseKey
+  } catch {
+    // Not a URL: the audit store says so when it opens.
+  }
+  if (databaseKey) files.push(databaseKey)
+  return [...new Set(files.map((file) => resolve(file)))]
 }
 
 /** A Temporal client connection; a refused or unreachable server is a one-line `ConfigError`. */

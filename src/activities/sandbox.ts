@@ -6,7 +6,7 @@
  */
 import { homedir } from 'node:os'
 import { join, resolve } from 'node:path'
-import { temporalAddress } from '../config.js'
+import { credentialFiles, temporalAddress } from '../config.js'
 import {
   type ExecEnv,
   type SandboxOptions,
@@ -42,7 +42,7 @@ export class CommandSandbox {
 
   constructor(deps: SandboxDependencies = {}) {
     this.env = deps.env ?? process.env
-    this.hide = [...tetherStateFolders(this.env), ...(deps.hide ?? [])]
+    this.hide = [...tetherStateFolders(this.env), ...credentialFiles(this.env), ...(deps.hide ?? [])]
     this.blocked = [...(deps.blocked ?? []), temporalAddress(this.env)]
   }
 

@@ -5,12 +5,13 @@
  * `tether run` to its verified end through the proxy; a wrong certificate or key is one line.
  */
 import { type ChildProcess, spawn } from 'node:child_process'
-import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { chmod, copyFile, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
+import { openAudit } from '../../src/audit/index.js'
 import { npmWorkspace, writeScript } from '../support/agent.js'
 import { type Certificates, makeCertificates, type Pair } from '../support/certificates.js'
 import { type GrpcProxy, startGrpcProxy } from '../support/nginx.js'
@@ -107,7 +108,17 @@ const worker = (env: NodeJS.ProcessEnv) => start([join(CHECKOUT, 'worker.ts')], 
 describe('Temporal behind a TLS terminator that requires a client certificate', () => {
   it('runs a scripted run to its end: the CLI starts and follows it, the production worker runs it', async () => {
     const taskQueue = uniqueTaskQueue('tls')
-    const served = worker({ ...mutualTls(workerPair), TETHER_TASK_QUEUE: taskQueue })
+    // The worker's key where a command could otherwise read it: outside /tmp and home (private to a command
+    // anyway), readable by anyone (a command may run as another user than a root worker).
+    const keys = await mkdtemp('/var/tmp/tether-tls-keys-')
+    const workerKey = join(keys, 'worker.key')
+    await copyFile(workerPair.key, workerKey)
+    await chmod(keys, 0o755)
+    await chmod(workerKey, 0o644)
+    const served = worker({
+      ...mutualTls({ cert: workerPair.cert, key: workerKey }),
+      TETHER_TASK_QUEUE: taskQueue,
+    })
     const ws = await npmWorkspace()
     try {
       // The worker bundles tether's workflows from the sources before it says it is ready.
@@ -118,6 +129,7 @@ describe('Temporal behind a TLS terminator that requires a client certificate', 
         )
       const script = await writeScript(ws.path, {
         turns: [
+          { toolCalls: [{ name: 'exec', args: { argv: ['cat', workerKey] } }] },
           {
             toolCalls: [
               { name: 'edit_file', args: { path: 'src/math.js', search: 'a - b', replace: 'a + b' } },
@@ -133,7 +145,15 @@ describe('Temporal behind a TLS terminator that requires a client certificate', 
           defaults: { read: 'allow', write: 'allow', exec: 'ask', net: 'deny' },
           identity: 'unsigned',
           approvers: ['alice'],
-          layers: [{ name: 'project', rules: [{ act: 'exec', effect: 'allow', pattern: 'npm test*' }] }],
+          layers: [
+            {
+              name: 'project',
+              rules: [
+                { act: 'exec', effect: 'allow', pattern: 'npm test*' },
+                { act: 'exec', effect: 'allow', pattern: 'cat *' },
+              ],
+            },
+          ],
         }),
       )
       const runId = `tls-${taskQueue}`
@@ -169,6 +189,17 @@ describe('Temporal behind a TLS terminator that requires a client certificate', 
       expect(followed).toMatchObject({ code: 0, stderr: '' })
       expect(JSON.parse(followed.stdout)).toMatchObject({ outcome: 'verified' })
 
+      // The command ran, and could not read the worker's key: it is the worker's secret, not the run's.
+      const audit = await openAudit({ databaseUrl: inject('databaseUrl'), migrate: false })
+      try {
+        const [cat] = await audit.executedCommands({ runId })
+        expect(cat?.argv).toEqual(['cat', workerKey])
+        expect(cat?.stdout.text).toBe('')
+        expect(cat?.stderr.text).toMatch(/Permission denied/)
+      } finally {
+        await audit.close()
+      }
+
       // Both went through the terminator, each with its own certificate.
       const log = await proxy.accessLog()
       const port = proxy.mutualTls.split(':')[1]
@@ -188,6 +219,7 @@ describe('Temporal behind a TLS terminator that requires a client certificate', 
       served.child.kill('SIGTERM')
       const stopped = await served.done
       await ws.cleanup()
+      await rm(keys, { recursive: true, force: true })
       // SIGTERM is a clean stop (the SDK logs its state changes on stderr meanwhile).
       expect(stopped.code).toBe(0)
     }

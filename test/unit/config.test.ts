@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   ConfigError,
   connectionProblem,
+  credentialFiles,
   readConfig,
   readTemporalTarget,
   temporalAddress,
@@ -236,6 +237,32 @@ describe('Temporal profiles and TLS settings', () => {
     expect(failure(tls({ TEMPORAL_TLS_DISABLE_HOST_VERIFICATION: 'true' }))).toMatch(
       /^TEMPORAL_TLS_DISABLE_HOST_VERIFICATION is not supported .*set TEMPORAL_TLS_SERVER_NAME/,
     )
+  })
+})
+
+describe('credentialFiles', () => {
+  it('names the config file and the private keys, never certificates or CAs', async () => {
+    const named = join(certs.dir, 'keys.toml')
+    await writeFile(named, `[profile.default]\n[profile.default.tls]\nclient_key_path = "${client.key}"\n`)
+    expect(
+      credentialFiles(
+        env({
+          TEMPORAL_CONFIG_FILE: named,
+          TEMPORAL_TLS_CLIENT_CERT_PATH: client.cert,
+          TEMPORAL_TLS_SERVER_CA_CERT_PATH: certs.ca,
+          DATABASE_URL:
+            'postgres://a@db/b?sslmode=verify-full&sslkey=/etc/tether/db.key&sslcert=/etc/tether/db.pem',
+          PGSSLKEY: '/etc/tether/ignored.key',
+        }),
+      ),
+    ).toEqual([named, client.key, '/etc/tether/db.key'])
+    expect(
+      credentialFiles(env({ PGSSLKEY: 'relative.key', TEMPORAL_TLS_CLIENT_KEY_PATH: '/k/temporal.key' })),
+    ).toEqual([
+      join(home, '.config', 'temporalio', 'temporal.toml'),
+      '/k/temporal.key',
+      join(process.cwd(), 'relative.key'),
+    ])
   })
 })
 
