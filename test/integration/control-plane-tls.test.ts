@@ -225,6 +225,24 @@ describe('Temporal behind a TLS terminator that requires a client certificate', 
     }
   }, 300_000)
 
+  it('tether dev uses the configured server, with its client certificate, instead of starting one', async () => {
+    const dev = start([join(CHECKOUT, 'src/cli/bin.ts'), 'dev', '--headless', '--no-inbox'], {
+      ...mutualTls(workerPair),
+      TETHER_TASK_QUEUE: uniqueTaskQueue('tls-dev'),
+    })
+    try {
+      await expect.poll(dev.out, { timeout: 150_000, interval: 500 }).toContain('tether dev is running')
+      expect(dev.out()).toContain(
+        `  Temporal      ${proxy.mutualTls} (namespace ${inject('namespace')}, mutual TLS)\n`,
+      )
+    } finally {
+      dev.child.kill('SIGINT')
+    }
+    const stopped = await dev.done
+    expect(stopped.code).toBe(0)
+    expect(stopped.stdout).toContain('tether dev stopped')
+  }, 200_000)
+
   it('says in one line that the client certificate was refused, missing or unreadable', async () => {
     const wrong = mutualTls(certs.untrusted)
     const refused = `Temporal at ${proxy.mutualTls} refused the client certificate in TEMPORAL_TLS_CLIENT_CERT_PATH (HTTP 400 Bad Request); give a certificate signed by a CA the server trusts, with its key in TEMPORAL_TLS_CLIENT_KEY_PATH\n`
