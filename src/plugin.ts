@@ -17,6 +17,7 @@ import { SimplePlugin } from '@temporalio/plugin'
 import type { WorkerOptions } from '@temporalio/worker'
 import { createActivities, waitThroughOutages } from './activities/index.js'
 import { type AuditStore, openAudit } from './audit/index.js'
+import { floorFile } from './config.js'
 import type { ModelProvider } from './model/index.js'
 import { TETHER_WORKER_DEFAULTS, tetherWorkflowsPath, type WorkerFloor, workerFloor } from './worker-setup.js'
 
@@ -49,7 +50,7 @@ export function tetherPlugin(options: TetherPluginOptions = {}): SimplePlugin {
     name: 'tether',
     activities: createActivities({
       audit,
-      floor: workerFloor(options.floor ?? process.env.TETHER_FLOOR),
+      floor: workerFloor(options.floor ?? floorFile()),
       ...(options.provider ? { provider: options.provider } : {}),
     }),
     workflowsPath: (existing) => (existing ? combinedEntry(existing) : tetherWorkflowsPath()),

@@ -4,10 +4,11 @@
  */
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
-import { Client, Connection } from '@temporalio/client'
-import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker'
+import { Client } from '@temporalio/client'
+import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker'
 import { createActivities, waitThroughOutages } from './activities/index.js'
 import { type AuditStore, openAudit } from './audit/index.js'
+import { connectTemporalClient, connectTemporalWorker, localTarget, type TemporalTarget } from './config.js'
 import type { ModelProvider } from './model/index.js'
 import { builtinFloor, type Floor, floorOf, loadFloor, type Policy } from './policy/index.js'
 import { type LocalStack, type LocalStackOptions, startLocalStack } from './stack/index.js'
@@ -98,11 +99,22 @@ export interface LocalTether {
   stop(): Promise<void>
 }
 
-/** Starts the local stack and a worker on `taskQueue`; `stop()` undoes all of it, in order. */
+/**
+ * Starts the local stack and a worker on `taskQueue`; `stop()` undoes all of it, in order. With `temporal`,
+ * the stack uses that server (with its TLS or API key) instead of starting one.
+ */
 export async function startLocalTether(
-  options: LocalStackOptions & { taskQueue: string; floor?: WorkerFloor },
+  options: LocalStackOptions & {
+    taskQueue: string
+    temporal?: TemporalTarget | undefined
+    floor?: WorkerFloor
+  },
 ): Promise<LocalTether> {
-  const stack = await startLocalStack(options)
+  const stack = await startLocalStack({
+    ...options,
+    temporalAddress: options.temporal?.address ?? options.temporalAddress,
+  })
+  const target = options.temporal ?? localTarget(stack.temporalAddress, stack.namespace)
   const closers: Array<() => Promise<void>> = [() => stack.stop()]
   const close = async () => {
     for (const closer of closers.splice(0).reverse()) await closer()
@@ -115,13 +127,13 @@ export async function startLocalTether(
       outages: waitThroughOutages(options.log),
     })
     closers.push(() => audit.close())
-    const native = await NativeConnection.connect({ address: stack.temporalAddress })
+    const native = await connectTemporalWorker(target)
     closers.push(() => native.close())
-    const connection = await Connection.connect({ address: stack.temporalAddress })
+    const connection = await connectTemporalClient(target)
     closers.push(() => connection.close())
     const worker = await createTetherWorker({
       connection: native,
-      namespace: stack.namespace,
+      namespace: target.namespace,
       taskQueue: options.taskQueue,
       audit,
       ...(options.floor !== undefined ? { floor: options.floor } : {}),
@@ -134,7 +146,7 @@ export async function startLocalTether(
     return {
       stack,
       audit,
-      client: new Client({ connection, namespace: stack.namespace }),
+      client: new Client({ connection, namespace: target.namespace }),
       taskQueue: options.taskQueue,
       running,
       stop: close,

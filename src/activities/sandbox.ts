@@ -6,6 +6,7 @@
  */
 import { homedir } from 'node:os'
 import { join, resolve } from 'node:path'
+import { credentialFiles, temporalAddress } from '../config.js'
 import {
   type ExecEnv,
   type SandboxOptions,
@@ -48,8 +49,8 @@ export class CommandSandbox {
   constructor(deps: SandboxDependencies = {}) {
     this.env = deps.env ?? process.env
     this.mayRunOutside = deps.floor?.sandbox.mode === 'off'
-    this.hide = [...tetherStateFolders(this.env), ...(deps.hide ?? [])]
-    this.blocked = [...(deps.blocked ?? []), this.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233']
+    this.hide = [...tetherStateFolders(this.env), ...credentialFiles(this.env), ...(deps.hide ?? [])]
+    this.blocked = [...(deps.blocked ?? []), temporalAddress(this.env)]
   }
 
   /** Only the worker's floor can let a command run outside the sandbox (and the run's policy must agree). */

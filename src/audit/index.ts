@@ -55,5 +55,6 @@ export {
 } from './queries.js'
 export { AuditStore, type EmbeddedServer, migrate, type OpenAuditOptions, openAudit } from './store.js'
 export { boundedText, TEXT_LIMIT } from './text.js'
+export { type PostgresTls, postgresTls, type SslMode } from './tls.js'
 export { type AnswerCheck, verifyRecordedAnswer } from './verify.js'
 export type { DecisionOutcome, StoredDecision } from './writers.js'

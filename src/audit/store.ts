@@ -207,6 +207,8 @@ export async function openAudit(options: OpenAuditOptions = {}): Promise<AuditSt
   try {
     db = new Database({
       connectionString: url,
+      // The PGSSL* variables are for the server DATABASE_URL names, not the one tether runs itself.
+      ...(embedded ? { env: {} } : {}),
       ...(options.maxConnections ? { maxConnections: options.maxConnections } : {}),
       ...(options.applicationName ? { applicationName: options.applicationName } : {}),
     })

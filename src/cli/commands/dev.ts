@@ -11,13 +11,13 @@ import { PolicyError } from '../../policy/index.js'
 import { usualPort } from '../../stack/index.js'
 import { startLocalTether, workerFloor } from '../../worker-setup.js'
 import {
+  cliConfig,
   colour,
   type DevStackRecord,
   devStack,
   devStackFile,
   print,
   stateDir,
-  temporalTarget,
 } from '../context.js'
 import { CliError } from '../errors.js'
 
@@ -43,22 +43,21 @@ export function registerDev(program: Command): void {
             'use that one, stop it, or give this one its own TETHER_STATE_DIR',
         )
       }
-      const floorFile = options.floor || process.env.TETHER_FLOOR || (await devFloorFile(dir))
+      const { temporal, taskQueue, databaseUrl, ...config } = cliConfig()
       let floor: ReturnType<typeof workerFloor>
       try {
-        floor = workerFloor(floorFile)
+        floor = workerFloor(options.floor || config.floor || (await devFloorFile(dir)))
       } catch (error) {
         if (error instanceof PolicyError) throw new CliError(error.message)
         throw error
       }
-      const { taskQueue, namespace } = temporalTarget()
-      const temporalAddress = process.env.TEMPORAL_ADDRESS || undefined
-      const databaseUrl = process.env.DATABASE_URL || undefined
+      // A configured server (address, TLS, API key) is used as it is; else the stack starts one.
+      const external = temporal.settings.address ? temporal : undefined
       const local = await startLocalTether({
         stateDir: dir,
-        temporalAddress,
+        temporal: external,
         databaseUrl,
-        temporalPort: temporalAddress ? undefined : usualPort('temporal'),
+        temporalPort: external ? undefined : usualPort('temporal'),
         postgresPort: databaseUrl ? undefined : usualPort('postgres'),
         ui: !options.headless,
         taskQueue,
@@ -66,6 +65,7 @@ export function registerDev(program: Command): void {
         log: (line) => print(colour.dim(line)),
       })
       const { stack, audit } = local
+      const namespace = external?.namespace ?? stack.namespace
       let inbox: Inbox | undefined
       try {
         // On loopback, on its usual port unless that is taken.
@@ -96,7 +96,9 @@ export function registerDev(program: Command): void {
         await writeFile(devStackFile(dir), `${JSON.stringify(record, null, 2)}\n`, { mode: 0o600 })
         print(colour.bold('tether dev is running'))
         for (const notice of stack.notices) print(colour.yellow(`  ${notice}`))
-        print(`  Temporal      ${stack.temporalAddress} (namespace ${namespace})`)
+        print(
+          `  Temporal      ${stack.temporalAddress} (namespace ${namespace}${external ? `, ${external.security}` : ''})`,
+        )
         if (stack.uiUrl) print(`  Temporal UI   ${stack.uiUrl}`)
         if (inbox)
           print(
