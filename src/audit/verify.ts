@@ -8,7 +8,8 @@
  *   lists keys an answer without a valid signature fails, whatever the row's `identity` says;
  * - the signed statement must say exactly what the approval was (run, approval id, the digest of
  *   act/target/tree recomputed from the approval, the answer, the rule remembered, the edited command
- *   approved instead), the key must belong to the approver the row names, and the signature must verify;
+ *   approved instead, the reason), the key must belong to the approver the row names, and the signature
+ *   must verify;
  * - it must have been signed while the approval was open: from its request (less the clock skew the
  *   workflow tolerates) to its deadline.
  */
@@ -88,6 +89,9 @@ export function checkAnswer(
     if (canonicalJson(statement[field as keyof DecisionStatement] ?? null) !== canonicalJson(value))
       return failed(`the signed statement's ${field} differs from what the audit records`)
   }
+  // An empty reason is recorded as none.
+  if ((statement.reason || null) !== (answer.reason || null))
+    return failed("the signed statement's reason differs from what the audit records")
   const window = signingWindowProblem(statement.issuedAt, approval)
   if (window) return failed(window)
   if (!verifyStatement(key, statement, answer.signature)) return failed('the signature does not verify')
