@@ -264,6 +264,31 @@ describe('tether audit verify', () => {
     )
   }, 180_000)
 
+  it('follows a run across continue-as-new', async () => {
+    // The test server suggests continue-as-new after 200 history events; 30 steps is well past that.
+    const steps = 30
+    const turns = [...Array.from({ length: steps }, () => ({ toolCalls: [exec('true')] })), { text: 'done' }]
+    const { ws, handle } = await startScriptedRun(harness, turns, {
+      policy: policy(),
+      contract: { budgets: { maxSteps: 100 } },
+    })
+    try {
+      expect(await handle.result()).toMatchObject({ outcome: 'finished' })
+      const report = await verifyRunHistory(harness.client, harness.audit, handle.workflowId)
+      expect(report.findings).toEqual([])
+      expect(report.executions.length).toBeGreaterThan(1)
+      expect(report.checked).toMatchObject({ steps: steps + 1, exec_results: steps })
+      await harness.audit.pool.query('delete from exec_results where run_id = $1 and step = $2', [
+        handle.workflowId,
+        steps,
+      ])
+      const lost = await verifyRunHistory(harness.client, harness.audit, handle.workflowId)
+      expect(brief(lost.findings)).toEqual([`exec_results step ${steps} call 0 deleted`])
+    } finally {
+      await ws.cleanup()
+    }
+  }, 180_000)
+
   it('refuses to vouch for a run Temporal has no history of', async () => {
     await expect(verifyRunHistory(harness.client, harness.audit, 'no-such-run')).rejects.toThrow(
       HistoryUnavailableError,
