@@ -128,23 +128,23 @@ export function registerAudit(program: Command): void {
         report.findings.some((f) => f.table !== 'approval_answers') ? [report.runId] : [],
       )
       if (options.json) {
-        printJson({
-          answers: rows.map(({ approval, answer, check, against }) => ({
+        // One entry per answer, as before --verify checked history; an answer only history holds is one too.
+        printJson([
+          ...rows.map(({ approval, answer, check, against }) => ({
             approval,
             answer,
             ...(check ? { check, against } : {}),
           })),
-          ...(anchored
-            ? {
-                deleted: deleted.map(({ runId, finding }) => ({ runId, ...finding })),
-                history: {
-                  runs: [...anchored.reports.keys()],
-                  unavailable: Object.fromEntries(anchored.unavailable),
-                  ...(anchored.offline ? { offline: anchored.offline } : {}),
-                },
-              }
-            : {}),
-        })
+          ...deleted.map(({ runId, finding }) => {
+            const [approvalId, approver] = finding.key.split(' ')
+            return {
+              approval: { runId, approvalId },
+              answer: { approver },
+              check: { status: 'failed', reason: describeFinding(finding) },
+              against: 'history',
+            }
+          }),
+        ])
       } else if (rows.length === 0 && deleted.length === 0) {
         print('no approval has been answered')
       } else {
