@@ -234,7 +234,6 @@ function comparable(column: string, value: unknown): string {
       value instanceof Date ? value.getTime() : typeof value === 'string' ? Date.parse(value) : Number(value)
     return String(ms)
   }
-  if (column === 'reason' && value === '') return 'null'
   return canonicalJson(value)
 }
 
@@ -380,10 +379,11 @@ export function compareWithHistory(
     return stored.policy
   }
 
+  /** Refused answers so far per step and instant (see storedKeys). */
+  const rejected = new Map<string, number>()
   for (const execution of executions) {
     let preparation: RunPreparation | undefined
     let contract: TaskContract | undefined
-    const rejected = new Map<string, number>()
     for (const call of execution.calls) {
       const settled = call.state === 'completed'
       switch (call.type) {
@@ -398,6 +398,7 @@ export function compareWithHistory(
         case 'tetherStartRun': {
           const start = call.input as Input<'tetherStartRun'>
           const policy = start.policyDigest ? policyOf(start.policyDigest) : undefined
+          // runs.floor (a path on the worker that started the run) is not compared.
           const record = records.runStartedRecord(start, policy ? { policy, floor: '' } : undefined)
           const columns = pick(parsed(input.runStarted, record), RUN_START)
           columns.execution_id = start.executionId ?? null
@@ -485,7 +486,8 @@ export function compareWithHistory(
   const checked = Object.fromEntries(ANCHORED_TABLES.map((t) => [t, 0])) as Record<AnchoredTable, number>
   for (const table of ANCHORED_TABLES) {
     if (table === 'policies') {
-      checked.policies = expected.table('policies').size
+      // Checked where history names them (storedPolicy); these are the ones that held.
+      checked.policies = policies.size
       continue
     }
     const have = stored.get(table) as Map<string, Row>
