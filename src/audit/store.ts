@@ -173,6 +173,10 @@ export class AuditStore {
   policyByDigest(digest: string): Promise<unknown> {
     return queries.policyByDigest(this.db, digest)
   }
+  /** A run's rows that history determines, and the policies stored under `digests` (one snapshot). */
+  runRows(runId: string, digests: readonly string[] = []): Promise<queries.StoredRunRows> {
+    return queries.runRows(this.db, runId, digests)
+  }
   runSummary(runId: string): Promise<queries.RunSummary | undefined> {
     return queries.runSummary(this.db, runId)
   }

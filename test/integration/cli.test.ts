@@ -113,6 +113,7 @@ describe('tether CLI', () => {
       ['audit', 'refused'],
       ['audit', 'ran'],
       ['audit', 'approvals'],
+      ['audit', 'verify'],
       ['keys'],
       ['keys', 'new'],
       ['keys', 'show'],
