@@ -133,7 +133,10 @@ function judgeExec(
 ): ActionVerdict {
   // A recursive reader (`grep -r`) is read-only only where the workspace holds no file the policy denies.
   const denied = (path: string) => policy.check('read', path).effect === 'deny'
-  const verdict = policy.checkExec(argv, { holdsDenied: (path) => holdsDeniedFile(workspace, path, denied) })
+  const verdict = policy.checkExec(argv, {
+    holdsDenied: (path) => holdsDeniedFile(workspace, path, denied),
+    workspace,
+  })
   const remember = rememberRule('exec', argv)
   const base = {
     act: 'exec' as const,
