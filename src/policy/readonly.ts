@@ -6,8 +6,10 @@
  * A listed command is not read-only when an option changes what it does (the analyser marks those as
  * risks: `sort -o`, `find -delete`, `git -c`, …), when it prints the environment (`jq env`, `ps e`,
  * `/proc/*\/environ`), when an argument names a secret, in the per-command forms below (a second operand
- * of `uniq` is its output file, `git branch NAME` creates a branch), or when it reads recursively through
- * a part of the workspace that holds files the policy denies reading.
+ * of `uniq` is its output file, `git branch NAME` creates a branch, `git config KEY VALUE --get` sets a
+ * key), when git would act on another repository than the workspace's own (its configuration names
+ * programs git runs), or when it reads recursively through a part of the workspace that holds files the
+ * policy denies reading.
  */
 import { gitConfigReads, gitGlobals } from './exec/git.js'
 import { globToRegExpSource } from './glob.js'
