@@ -122,7 +122,10 @@ function judgeExec(
 ): ActionVerdict {
   // A recursive reader (`grep -r`) is read-only only where the workspace holds no file the policy denies.
   const denied = (path: string) => policy.check('read', path).effect === 'deny'
-  const verdict = policy.checkExec(argv, { holdsDenied: (path) => holdsDeniedFile(workspace, path, denied) })
+  const verdict = policy.checkExec(argv, {
+    holdsDenied: (path) => holdsDeniedFile(workspace, path, denied),
+    workspace,
+  })
   const remember = rememberRule('exec', argv)
   const base = {
     act: 'exec' as const,
@@ -174,6 +177,18 @@ function judgePath(
       reason: resolved.reason,
     }
   }
+  // A repository's own folder holds what makes git run programs (configuration, hooks, attributes).
+  const gitFolder = [resolved.normalised, resolved.resolved].find(insideGitFolder)
+  if (act === 'write' && gitFolder !== undefined) {
+    return {
+      act,
+      target: path,
+      effect: 'deny',
+      rule: 'git internals',
+      layer: 'builtin',
+      reason: `"${gitFolder}" is part of a repository's own .git, which the file tools never write (git's configuration and hooks there could make later commands run programs); change a repository with git commands`,
+    }
+  }
   const verdicts = [policy.check(act, resolved.normalised)]
   if (resolved.resolved !== resolved.normalised) verdicts.push(policy.check(act, resolved.resolved))
   // The stricter of the two wins: a link inside the workspace cannot launder a denied target.
@@ -199,6 +214,10 @@ function verdictFields(verdict: Verdict): Pick<ActionVerdict, 'effect' | 'rule' 
 
 function offer(act: Act, rule: { exact: string; wider?: string | undefined }) {
   return { ok: true as const, act, exact: rule.exact, ...(rule.wider ? { wider: rule.wider } : {}) }
+}
+
+function insideGitFolder(path: string): boolean {
+  return path.split('/').some((segment) => segment.toLowerCase() === '.git')
 }
 
 function rank(effect: string): number {

@@ -10,7 +10,9 @@
 import { mkdtempSync, rmSync, statSync } from 'node:fs'
 import { homedir, tmpdir, totalmem } from 'node:os'
 import { isAbsolute, join, resolve, sep } from 'node:path'
+import { pinGitConfig } from '../env.js'
 import { CommandCgroup } from './cgroup.js'
+import { gitBinds } from './git.js'
 import { BRIDGE, EgressProxy } from './proxy.js'
 import { SandboxUnavailableError, sandboxRuntime } from './runtime.js'
 import type { SandboxLimits, SandboxOptions, SandboxReport } from './types.js'
@@ -105,9 +107,11 @@ export async function prepareSandbox(
   const hidden = byDepth([...HOST_SECRETS, ...(options.hide ?? [])])
   for (const path of hidden.filter((path) => within(workspace, path))) pushHide(args, path)
   args.push('--bind', workspace, workspace)
+  args.push(...gitBinds(workspace))
   for (const path of hidden.filter((path) => !within(workspace, path))) pushHide(args, path)
 
   const innerEnv: Record<string, string> = { ...env, TMPDIR: '/tmp' }
+  pinGitConfig(innerEnv)
   if (home) innerEnv.HOME = home
   let proxy: EgressProxy | undefined
   let folder: string | undefined
