@@ -1,33 +1,52 @@
 /**
  * The tether worker process: serves `agentRun` and its activities on one task queue.
  *
- * Environment: TEMPORAL_ADDRESS (default 127.0.0.1:7233), TEMPORAL_NAMESPACE (default `default`),
- * TETHER_TASK_QUEUE (default `tether`), DATABASE_URL (else the embedded PostgreSQL in tether's state folder:
- * TETHER_STATE_DIR, default `$XDG_STATE_HOME/tether` or `~/.local/state/tether`), and the model provider variables (see README). Migrations run at start. SIGINT or
- * SIGTERM stops it cleanly: running commands get 30 s to finish before they are cancelled and retried
- * elsewhere.
+ * Configuration (src/config.ts, the README's table): the Temporal target the way Temporal's own tools read it
+ * (TEMPORAL_ADDRESS, default 127.0.0.1:7233; TEMPORAL_NAMESPACE, default `default`; TEMPORAL_API_KEY,
+ * TEMPORAL_TLS_*, or a profile of a TOML file: TEMPORAL_PROFILE, TEMPORAL_CONFIG_FILE), TETHER_TASK_QUEUE
+ * (default `tether`), TETHER_FLOOR (the operator's floor file: docs/policy.md#the-operators-floor; default the
+ * built-in floor, sandbox enforced), DATABASE_URL (else the embedded PostgreSQL in tether's state folder: TETHER_STATE_DIR,
+ * default `$XDG_STATE_HOME/tether` or `~/.local/state/tether`), and the model provider variables (see
+ * README). A setting that cannot work is one line at start. Migrations run at start. SIGINT or SIGTERM stops
+ * it cleanly: running commands get 30 s to finish before they are cancelled and retried elsewhere.
  */
-import { NativeConnection } from '@temporalio/worker'
 import { waitThroughOutages } from './src/activities/index.js'
 import { openAudit } from './src/audit/index.js'
-import { createTetherWorker } from './src/worker-setup.js'
-
-const address = process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233'
-const namespace = process.env.TEMPORAL_NAMESPACE ?? 'default'
-const taskQueue = process.env.TETHER_TASK_QUEUE ?? 'tether'
+import { connectTemporalWorker, readConfig } from './src/config.js'
+import { createTetherWorker, workerFloor } from './src/worker-setup.js'
 
 try {
-  const audit = await openAudit({ migrate: true, outages: waitThroughOutages() })
-  const connection = await NativeConnection.connect({ address })
+  const config = readConfig()
+  const { temporal, taskQueue } = config
+  // Before anything connects: a floor file that does not load stops the worker.
+  const floor = workerFloor(config.floor)
+  const connection = await connectTemporalWorker(temporal)
   try {
-    const worker = await createTetherWorker({ connection, namespace, taskQueue, audit })
-    console.log(`tether worker: Temporal ${address} (namespace ${namespace}), task queue ${taskQueue}`)
-    await worker.run()
+    const audit = await openAudit({
+      databaseUrl: config.databaseUrl,
+      stateDir: config.stateDir,
+      migrate: true,
+      outages: waitThroughOutages(),
+    })
+    try {
+      const worker = await createTetherWorker({
+        connection,
+        namespace: temporal.namespace,
+        taskQueue,
+        audit,
+        floor,
+      })
+      console.log(
+        `tether worker: Temporal ${temporal.address} (namespace ${temporal.namespace}, ${temporal.security}), task queue ${taskQueue}, floor ${floor.source}`,
+      )
+      await worker.run()
+    } finally {
+      await audit.close()
+    }
   } finally {
     await connection.close()
-    await audit.close()
   }
 } catch (error) {
-  console.error(`tether worker: ${(error as Error).message}`)
+  console.error(`tether worker: ${(error as Error).message.split('\n')[0]}`)
   process.exitCode = 1
 }

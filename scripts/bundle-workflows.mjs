@@ -1,9 +1,23 @@
-// Prebuilds the workflow bundle that worker.ts loads in production (no webpack at Worker start).
+// Prebuilds the workflow bundle that worker.ts loads in production (no webpack at Worker start), and the
+// replayer `tether audit verify` checks histories with (the same workflows, plus the interceptor that
+// reports each activity call: src/audit/replay-interceptor.ts).
 import { writeFile } from 'node:fs/promises'
 import { bundleWorkflowCode } from '@temporalio/worker'
 
-const { code } = await bundleWorkflowCode({
-  workflowsPath: new URL('../dist/src/workflows/index.js', import.meta.url).pathname,
-})
-await writeFile(new URL('../dist/workflow-bundle.js', import.meta.url), code)
-console.log(`dist/workflow-bundle.js: ${(code.length / 1024).toFixed(0)} KiB`)
+const workflowsPath = new URL('../dist/src/workflows/index.js', import.meta.url).pathname
+const bundles = [
+  { file: 'workflow-bundle.js', options: {} },
+  {
+    file: 'audit-bundle.js',
+    options: {
+      workflowInterceptorModules: [
+        new URL('../dist/src/audit/replay-interceptor.js', import.meta.url).pathname,
+      ],
+    },
+  },
+]
+for (const { file, options } of bundles) {
+  const { code } = await bundleWorkflowCode({ workflowsPath, ...options })
+  await writeFile(new URL(`../dist/${file}`, import.meta.url), code)
+  console.log(`dist/${file}: ${(code.length / 1024).toFixed(0)} KiB`)
+}

@@ -144,8 +144,8 @@ function contractSchema(read: ReadDuration) {
             .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name is letters, digits and _')
             .refine((name) => !neverPassed(name), {
               message:
-                "this name is never passed to commands (tether's own settings, database and cloud credentials, " +
-                'tokens, keys, secrets and passwords stay with the worker); give the command what it needs another way',
+                "this name is never passed to commands (tether's own settings, git's settings but the commit identity, " +
+                'database and cloud credentials, tokens, keys, secrets and passwords stay with the worker); give the command what it needs another way',
             }),
         )
         .default([]),

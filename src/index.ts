@@ -1,7 +1,7 @@
 /**
  * tether's public surface for teams embedding it in their Temporal estate: the plugin for an existing
- * Worker, the client helpers to start runs and answer approvals, the contract and policy types, and the
- * audit store. Workflow code imports `tether/workflows` instead (it has no Node dependencies).
+ * Worker, the client helpers to start runs and answer approvals, the connection settings (TLS, mTLS, API
+ * key) read the way Temporal's tools read them, the contract and policy types, and the audit store. Workflow code imports `tether/workflows` instead (it has no Node dependencies).
  */
 export { type ActivityDependencies, createActivities, type TetherActivities } from './activities/index.js'
 export { type AuditStore, openAudit } from './audit/index.js'
@@ -14,6 +14,16 @@ export {
   updateRejection,
   waitForStart,
 } from './client.js'
+export {
+  ConfigError,
+  connectTemporalClient,
+  connectTemporalWorker,
+  readConfig,
+  readTemporalTarget,
+  type TemporalConnectionOptions,
+  type TemporalTarget,
+  type TetherConfig,
+} from './config.js'
 export {
   ContractError,
   parseContract,

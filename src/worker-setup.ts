@@ -4,11 +4,13 @@
  */
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
-import { Client, Connection } from '@temporalio/client'
-import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker'
+import { Client } from '@temporalio/client'
+import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker'
 import { createActivities, waitThroughOutages } from './activities/index.js'
 import { type AuditStore, openAudit } from './audit/index.js'
+import { connectTemporalClient, connectTemporalWorker, localTarget, type TemporalTarget } from './config.js'
 import type { ModelProvider } from './model/index.js'
+import { builtinFloor, type Floor, floorOf, loadFloor, type Policy } from './policy/index.js'
 import { type LocalStack, type LocalStackOptions, startLocalStack } from './stack/index.js'
 
 /** tether's workflows module: the compiled `.js` in a build, the `.ts` source in a checkout. */
@@ -43,6 +45,22 @@ export interface TetherWorkerOptions {
   provider?: (choice: string | undefined) => ModelProvider
   /** Runs kept in memory between their tasks (default WORKFLOW_CACHE_SIZE). */
   maxCachedWorkflows?: number
+  /** The operator's floor (see `workerFloor`); default: the built-in one. */
+  floor?: WorkerFloor
+}
+
+/** A floor as a worker's configuration gives it: a floor file's path, a policy, or a loaded floor. */
+export type WorkerFloor = Floor | Policy | string | undefined
+
+/**
+ * The operator's floor: the first layers of every run's policy on this worker, which a run can only tighten
+ * (docs/policy.md#the-operators-floor). A path is read once, here; nothing given is the built-in floor
+ * (the sandbox enforced, the secret denies). Throws PolicyError with one line naming the file and field.
+ */
+export function workerFloor(floor: WorkerFloor): Floor {
+  if (floor === undefined || floor === '') return builtinFloor()
+  if (typeof floor === 'string') return loadFloor(floor)
+  return 'source' in floor ? floor : floorOf(floor)
 }
 
 /**
@@ -61,6 +79,7 @@ export function createTetherWorker(options: TetherWorkerOptions): Promise<Worker
     ...workflowSource(),
     activities: createActivities({
       audit: options.audit,
+      floor: workerFloor(options.floor),
       ...(options.provider ? { provider: options.provider } : {}),
     }),
     // Running commands get this long to finish on shutdown before they are cancelled and retried elsewhere.
@@ -80,11 +99,22 @@ export interface LocalTether {
   stop(): Promise<void>
 }
 
-/** Starts the local stack and a worker on `taskQueue`; `stop()` undoes all of it, in order. */
+/**
+ * Starts the local stack and a worker on `taskQueue`; `stop()` undoes all of it, in order. With `temporal`,
+ * the stack uses that server (with its TLS or API key) instead of starting one.
+ */
 export async function startLocalTether(
-  options: LocalStackOptions & { taskQueue: string },
+  options: LocalStackOptions & {
+    taskQueue: string
+    temporal?: TemporalTarget | undefined
+    floor?: WorkerFloor
+  },
 ): Promise<LocalTether> {
-  const stack = await startLocalStack(options)
+  const stack = await startLocalStack({
+    ...options,
+    temporalAddress: options.temporal?.address ?? options.temporalAddress,
+  })
+  const target = options.temporal ?? localTarget(stack.temporalAddress, stack.namespace)
   const closers: Array<() => Promise<void>> = [() => stack.stop()]
   const close = async () => {
     for (const closer of closers.splice(0).reverse()) await closer()
@@ -97,15 +127,16 @@ export async function startLocalTether(
       outages: waitThroughOutages(options.log),
     })
     closers.push(() => audit.close())
-    const native = await NativeConnection.connect({ address: stack.temporalAddress })
+    const native = await connectTemporalWorker(target)
     closers.push(() => native.close())
-    const connection = await Connection.connect({ address: stack.temporalAddress })
+    const connection = await connectTemporalClient(target)
     closers.push(() => connection.close())
     const worker = await createTetherWorker({
       connection: native,
-      namespace: stack.namespace,
+      namespace: target.namespace,
       taskQueue: options.taskQueue,
       audit,
+      ...(options.floor !== undefined ? { floor: options.floor } : {}),
     })
     const running = worker.run()
     closers.push(async () => {
@@ -115,7 +146,7 @@ export async function startLocalTether(
     return {
       stack,
       audit,
-      client: new Client({ connection, namespace: stack.namespace }),
+      client: new Client({ connection, namespace: target.namespace }),
       taskQueue: options.taskQueue,
       running,
       stop: close,

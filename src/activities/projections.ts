@@ -3,9 +3,16 @@
  * approver notifications. Every write is idempotent (keyed by run, step and call, or the approval id), so a
  * retried activity never duplicates a row. Timestamps are the workflow's, so a replayed write is identical.
  */
-import type { AuditStore } from '../audit/index.js'
+import {
+  type AuditStore,
+  approvalDecisionRecords,
+  approvalRequestRecord,
+  rejectedAnswerEvent,
+  runFinishedRecord,
+  runStartedRecord,
+  stepRecords,
+} from '../audit/index.js'
 import type { TaskContract } from '../contract.js'
-import { Policy, PolicyError } from '../policy/index.js'
 import type { PendingApproval } from '../run/index.js'
 import { untilText, utcText } from '../time.js'
 import type { RunConfigs } from './run-config.js'
@@ -33,202 +40,50 @@ export function projectionActivities(deps: {
   let rejectedCount = 0
 
   return {
-    async tetherStartRun({ runId, executionId, contract, policy, taskQueue, parentRunId, startedAt }) {
-      const sandbox = sandboxMode(policy)
-      await audit.recordRunStarted({
-        runId,
-        ...(executionId ? { executionId } : {}),
-        goal: contract.goal,
-        workspace: contract.workspace,
-        contract,
-        policy,
-        taskQueue,
-        ...(parentRunId ? { parentRunId } : {}),
-        ...(sandbox ? { sandbox } : {}),
-        startedAt: new Date(startedAt),
-      })
-      await audit.appendMessages(runId, 0, [{ role: 'user', content: contract.goal }])
+    async tetherStartRun(input) {
+      // What the preparation judged the run's policy to be on this floor, stored under the name history keeps.
+      const effective = input.policyDigest
+        ? {
+            policy: deps.runs.effectiveAs(input.runId, input.policy, input.policyDigest),
+            floor: deps.runs.floor.source,
+          }
+        : undefined
+      await audit.recordRunStarted(runStartedRecord(input, effective))
+      await audit.appendMessages(input.runId, 0, [{ role: 'user', content: input.contract.goal }])
     },
 
-    async tetherFinishRun({
-      runId,
-      executionId,
-      outcome,
-      reason,
-      steps,
-      inputTokens,
-      outputTokens,
-      finishedAt,
-    }) {
-      await audit.recordRunFinished({
-        runId,
-        ...(executionId ? { executionId } : {}),
-        outcome,
-        ...(reason ? { reason } : {}),
-        steps,
-        inputTokens,
-        outputTokens,
-        finishedAt: new Date(finishedAt),
-      })
+    async tetherFinishRun(input) {
+      await audit.recordRunFinished(runFinishedRecord(input))
     },
 
     async tetherRecordStep(record) {
-      await audit.recordStep({
-        runId: record.runId,
-        step: record.step,
-        toolCalls: record.toolCalls,
-        decision: record.decision,
-        observation: record.observation,
-        inputTokens: record.inputTokens,
-        outputTokens: record.outputTokens,
-        startedAt: new Date(record.startedAt),
-        finishedAt: new Date(record.finishedAt),
-      })
-      if (record.refusals.length === 0) return
-      await audit.recordPolicyEvents(
-        record.refusals.map(({ call, verdict }) => ({
-          runId: record.runId,
-          step: record.step,
-          call,
-          act: verdict.act,
-          target: verdict.target,
-          effect: 'deny' as const,
-          ...(verdict.rule !== undefined ? { rule: verdict.rule } : {}),
-          ...(verdict.layer !== undefined ? { layer: verdict.layer } : {}),
-          kind: 'refusal' as const,
-          reason: verdict.reason,
-          source: 'policy',
-          ...(verdict.checks !== undefined ? { checks: verdict.checks } : {}),
-          at: new Date(record.finishedAt),
-        })),
-      )
+      const { step, refusals } = stepRecords(record)
+      await audit.recordStep(step)
+      if (refusals.length > 0) await audit.recordPolicyEvents(refusals)
     },
 
     async tetherApprovalRequested({ runId, request, contract }) {
-      await audit.recordApprovalRequested({
-        approvalId: request.approvalId,
-        runId,
-        step: request.step,
-        call: request.call,
-        act: request.act,
-        target: request.target,
-        tree: request.tree ?? null,
-        ...(request.rule !== undefined ? { rule: request.rule } : {}),
-        ...(request.layer !== undefined ? { layer: request.layer } : {}),
-        requestedAt: new Date(request.requestedAt),
-        deadline: new Date(request.deadline),
-        approvers: request.approvers,
-        ...(request.actionDigest ? { actionDigest: request.actionDigest } : {}),
-        approvalsRequired: request.approvalsRequired ?? 1,
-        ...(request.remember ? { rememberOffer: request.remember } : {}),
-        ...(request.identity ? { identity: request.identity } : {}),
-      })
+      await audit.recordApprovalRequested(approvalRequestRecord(runId, request))
       await notify(post, runId, request, await deps.runs.contract(runId, contract), 0)
     },
 
-    async tetherApprovalDecided({ runId, request, resolution, remembered, refusedAfterApproval }) {
-      const { won } = await audit.recordApprovalDecision({
-        approvalId: request.approvalId,
-        decision: resolution.decision,
-        decidedBy: resolution.decidedBy,
-        channel: resolution.channel,
-        decidedAt: new Date(resolution.decidedAt),
-        ...(resolution.reason ? { reason: resolution.reason } : {}),
-        ...(remembered && 'pattern' in remembered ? { remember: remembered.pattern } : {}),
-        ...(resolution.replacement ? { replacement: resolution.replacement } : {}),
-        answers: (resolution.answers ?? []).map((answer) => ({
-          approver: answer.approver,
-          decision: answer.decision,
-          channel: answer.channel,
-          answeredAt: new Date(answer.at),
-          ...(answer.reason ? { reason: answer.reason } : {}),
-          ...(answer.remember ? { remember: answer.remember } : {}),
-          ...(answer.signed
-            ? {
-                signed: {
-                  key: answer.signed.key,
-                  fingerprint: answer.signed.fingerprint,
-                  signature: answer.signed.signature,
-                  statement: answer.signed.statement,
-                },
-              }
-            : {}),
-        })),
-      })
+    async tetherApprovalDecided(input) {
+      const { decision, events } = approvalDecisionRecords(input)
+      const { won } = await audit.recordApprovalDecision(decision)
       // The first decision stands; a different one already stored means this one changed nothing.
-      if (!won) return
-      const at = new Date(resolution.decidedAt)
-      const base = { runId, step: request.step, call: request.call, act: request.act, target: request.target }
-      await audit.recordPolicyEvents([
-        {
-          ...base,
-          effect: resolution.decision === 'approved' ? 'allow' : 'deny',
-          ...(request.rule !== undefined ? { rule: request.rule } : {}),
-          ...(request.layer !== undefined ? { layer: request.layer } : {}),
-          kind: 'decision',
-          decidedBy: resolution.decidedBy,
-          reason: decisionReason(resolution, remembered),
-          source: resolution.channel,
-          at,
-        },
-        ...(refusedAfterApproval
-          ? [
-              {
-                ...base,
-                // The command judged: the asked one, or the edited one the approvers put in its place.
-                target: refusedAfterApproval.target,
-                effect: 'deny' as const,
-                ...(refusedAfterApproval.rule !== undefined ? { rule: refusedAfterApproval.rule } : {}),
-                ...(refusedAfterApproval.layer !== undefined ? { layer: refusedAfterApproval.layer } : {}),
-                kind: 'refusal' as const,
-                reason: `approved by ${resolution.decidedBy}, but an approval never crosses a deny: ${refusedAfterApproval.reason}`,
-                source: 'policy',
-                at,
-              },
-            ]
-          : []),
-      ])
+      if (won) await audit.recordPolicyEvents(events)
     },
 
-    async tetherApprovalRejected({ runId, step, channel, at, error, input }) {
+    async tetherApprovalRejected(input) {
       // Recorded so an operator sees a bad or unauthorised answer; it changed nothing in the run.
       rejectedCount += 1
-      const claimed = input as { approver?: unknown; approvalId?: unknown } | null
-      await audit.recordPolicyEvents([
-        {
-          runId,
-          step,
-          call: 0,
-          act: 'exec',
-          target:
-            typeof claimed?.approvalId === 'string'
-              ? `approval ${claimed.approvalId}`
-              : 'approval (unknown id)',
-          effect: 'ask',
-          kind: 'decision',
-          ...(typeof claimed?.approver === 'string' ? { decidedBy: claimed.approver } : {}),
-          reason: `rejected ${channel} answer: ${error}`,
-          source: `${channel}-rejected:${at}:${rejectedCount}`,
-          at: new Date(at),
-        },
-      ])
+      await audit.recordPolicyEvents([rejectedAnswerEvent(input, rejectedCount)])
     },
 
     async tetherRemindApprover({ runId, request, contract, reminder }) {
       await notify(post, runId, request, await deps.runs.contract(runId, contract), reminder)
     },
   }
-}
-
-function decisionReason(
-  resolution: { decision: string; reason?: string | undefined; replacement?: string[] | undefined },
-  remembered: { pattern: string } | undefined,
-): string {
-  const parts = [resolution.reason ?? resolution.decision]
-  if (resolution.replacement)
-    parts.push(`approved the edited command \`${resolution.replacement.join(' ')}\` instead`)
-  if (remembered) parts.push(`remembered \`${remembered.pattern}\` for the rest of the run`)
-  return parts.join('; ')
 }
 
 /**
@@ -323,14 +178,4 @@ export function slackText(text: string, limit: number): string {
 function slackDeadline(deadline: number, now: number): string {
   const utc = utcText(new Date(deadline))
   return `<!date^${Math.floor(deadline / 1000)}^{date_short_pretty} {time} your time|${utc}> (${utc}, ${untilText(new Date(deadline), new Date(now))})`
-}
-
-/** The sandbox mode of a policy spec; none for an invalid one (its run is rejected at the first step). */
-function sandboxMode(spec: unknown): 'enforce' | 'off' | undefined {
-  try {
-    return Policy.fromSpec(spec).sandbox.mode
-  } catch (error) {
-    if (error instanceof PolicyError) return undefined
-    throw error
-  }
 }

@@ -14,6 +14,7 @@ import {
   oneLine,
   type ServerAddress,
 } from './errors.js'
+import { postgresTls } from './tls.js'
 
 export interface DatabaseOptions {
   connectionString: string
@@ -22,6 +23,8 @@ export interface DatabaseOptions {
   /** Shown in pg_stat_activity, so an operator can tell tether's connections apart. */
   applicationName?: string
   connectTimeoutMs?: number
+  /** Where PGSSLMODE, PGSSLROOTCERT, PGSSLCERT and PGSSLKEY come from (default `process.env`). */
+  env?: NodeJS.ProcessEnv
 }
 
 /**
@@ -76,8 +79,14 @@ export class Database {
 
   constructor(options: DatabaseOptions) {
     this.server = describeServer(options.connectionString)
+    const { connectionString, ssl } = postgresTls(
+      options.connectionString,
+      this.server.target,
+      options.env ?? process.env,
+    )
     this.pool = new pg.Pool({
-      connectionString: options.connectionString,
+      connectionString,
+      ssl,
       max: options.maxConnections ?? 10,
       application_name: options.applicationName ?? 'tether-audit',
       connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000,

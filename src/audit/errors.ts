@@ -2,6 +2,7 @@
  * The audit store's errors. Each message is one line a person can act on: it names the server (host:port,
  * never the password), what went wrong, and what to check.
  */
+import { isTlsAlert, UNTRUSTED_CERTIFICATE } from '../stack/index.js'
 
 export class AuditError extends Error {
   override name = 'AuditError'
@@ -119,8 +120,24 @@ export function connectionError(
         `cannot reach ${at} (${code}): check the network path (firewall, VPN) and that the server is up`,
         true,
       )
-    case '28P01':
     case '28000':
+      if (/no encryption/i.test(message)) {
+        return fail(
+          `${at} accepts user '${server.user}' only over TLS (${message}); add sslmode=verify-full (with sslrootcert) or sslmode=require to DATABASE_URL`,
+          false,
+        )
+      }
+      if (/certificate/i.test(message)) {
+        return fail(
+          `${at} refused user '${server.user}' for want of a valid client certificate (${message}); set sslcert and sslkey in DATABASE_URL (or PGSSLCERT and PGSSLKEY) to a certificate whose common name is the user`,
+          false,
+        )
+      }
+      return fail(
+        `${at} refused the credentials for user '${server.user}' (${message}); check the user and password in DATABASE_URL`,
+        false,
+      )
+    case '28P01':
       return fail(
         `${at} refused the credentials for user '${server.user}' (${message}); check the user and password in DATABASE_URL`,
         false,
@@ -133,6 +150,8 @@ export function connectionError(
     case '57P03':
       return fail(`${at} is starting up or shutting down (${message}); retry shortly`, true)
   }
+  const tls = tlsProblem(code, message, at, server)
+  if (tls) return fail(tls, false)
   if (/timeout expired|connection timeout|timeout exceeded when trying to connect/i.test(message)) {
     return fail(
       `${at} did not answer in time; check the network path (firewall, VPN) and that the server is up`,
@@ -146,6 +165,32 @@ export function connectionError(
       `lost the connection to ${at} during ${operation} (${message || code}); audit writes are idempotent, so retrying is safe`,
       true,
     )
+  }
+  return undefined
+}
+
+/** A TLS failure, worded for the libpq-style settings in DATABASE_URL (see tls.ts). */
+function tlsProblem(
+  code: string | undefined,
+  message: string,
+  at: string,
+  server: ServerAddress,
+): string | undefined {
+  if (code && UNTRUSTED_CERTIFICATE.has(code)) {
+    return `the certificate of ${at} is not signed by a CA tether trusts for it (${code}); set sslrootcert in DATABASE_URL (or PGSSLROOTCERT) to the CA that signed it`
+  }
+  if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') {
+    return `the certificate of ${at} is not for the host '${server.host}' (${message}); connect by a name it is for, or use sslmode=verify-ca`
+  }
+  if (code === 'CERT_HAS_EXPIRED' || code === 'CERT_NOT_YET_VALID') {
+    return `the certificate of ${at} is not valid now (${code}); the server's operator must renew it`
+  }
+  if (/server does not support SSL/i.test(message)) {
+    return `${at} does not offer TLS; turn ssl on at the server, or set sslmode=disable in DATABASE_URL`
+  }
+  if (isTlsAlert({ code, message })) {
+    const alert = /alert [a-z ]+/i.exec(message)?.[0] ?? code
+    return `${at} refused the TLS handshake (${alert}); check sslcert and sslkey in DATABASE_URL (or PGSSLCERT and PGSSLKEY): a certificate signed by a CA the server trusts, with its key`
   }
   return undefined
 }

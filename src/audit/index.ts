@@ -5,6 +5,14 @@
  * me" in one indexed query each. Table and column names are a public contract (docs/audit.md).
  */
 
+export {
+  ANCHORED_TABLES,
+  type AnchoredAnswer,
+  type AnchoredTable,
+  type AnchorReport,
+  compareWithHistory,
+  type Finding,
+} from './anchor.js'
 export type { OutagePolicy } from './database.js'
 export {
   AuditConflictError,
@@ -15,6 +23,15 @@ export {
   describeServer,
   type ServerAddress,
 } from './errors.js'
+export {
+  fetchRunHistory,
+  HistoryUnavailableError,
+  type ReplayedCall,
+  type ReplayedExecution,
+  type RunHistory,
+  replayRun,
+  verifyRunHistory,
+} from './history.js'
 export {
   type Act,
   type ApprovalDecision,
@@ -46,14 +63,32 @@ export {
   MAX_PAGE,
   type Page,
   type PolicyEventRow,
+  type RecordedAnswer,
   type RunRow,
   type RunStatus,
   type RunSummary,
   type StepRow,
   type StoredMessage,
+  type StoredRunRows,
   type TimelineEntry,
 } from './queries.js'
+export {
+  approvalDecisionRecords,
+  approvalRequestRecord,
+  rejectedAnswerEvent,
+  runFinishedRecord,
+  runStartedRecord,
+  stepRecords,
+} from './records.js'
 export { AuditStore, type EmbeddedServer, migrate, type OpenAuditOptions, openAudit } from './store.js'
 export { boundedText, TEXT_LIMIT } from './text.js'
-export { type AnswerCheck, verifyRecordedAnswer } from './verify.js'
+export { type PostgresTls, postgresTls, type SslMode } from './tls.js'
+export {
+  type AnswerCheck,
+  type AnsweredApproval,
+  type AnswerIdentity,
+  checkAnswer,
+  recordedIdentity,
+  verifyRecordedAnswer,
+} from './verify.js'
 export type { DecisionOutcome, StoredDecision } from './writers.js'

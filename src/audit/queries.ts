@@ -112,6 +112,8 @@ export interface ApprovalRow {
   identity?: 'signed' | 'unsigned' | undefined
   /** The edited command approved instead of the asked one (the asked one stays in target and tree). */
   replacement?: string[] | undefined
+  /** Whether the rule that asked is one of the worker's floor (the operator's), not the run's own. */
+  fromFloor: boolean
 }
 
 /** One attempt of one command (call -1: the gate). */
@@ -163,6 +165,10 @@ export interface RunRow {
   parentRunId?: string | undefined
   /** The sandbox mode of the run's policy; absent for runs recorded before the sandbox existed. */
   sandbox?: 'enforce' | 'off' | undefined
+  /** The digest of the effective policy (floor + run) the run works under; absent for runs before floors. */
+  policyDigest?: string | undefined
+  /** The floor it stands on: the worker's floor file, or `built-in`. */
+  floor?: string | undefined
   startedAt: Date
   finishedAt?: Date | undefined
 }
@@ -385,9 +391,14 @@ export async function executedCommands(
   return rows.map(executedCommand)
 }
 
+// from_floor: whether the deciding rule's layer is one of the worker's floor in the run's effective policy.
 const APPROVAL_COLUMNS = `approval_id, run_id, step, call, act, target, tree, rule, layer, approvers,
   requested_at, deadline, decision, decided_by, channel, decided_at, reason, remember, action_digest,
-  approvals_required, remember_offer, identity, replacement`
+  approvals_required, remember_offer, identity, replacement,
+  coalesce((select bool_or(l->>'origin' = 'floor')
+              from runs r join policies p on p.digest = r.policy_digest,
+                   jsonb_array_elements(p.spec->'layers') l
+             where r.run_id = approvals.run_id and l->>'name' = approvals.layer), false) as from_floor`
 
 export async function execAttempts(db: Database, runId: string): Promise<ExecAttemptRow[]> {
   const operation = 'execAttempts'
@@ -413,26 +424,43 @@ export async function approval(db: Database, approvalId: string): Promise<Approv
   return rows[0] ? record<ApprovalRow>(rows[0]) : undefined
 }
 
+/** An answer with what it is checked against: its approval, its run's own policy and effective one. */
+export interface RecordedAnswer {
+  approval: ApprovalRow
+  answer: ApprovalAnswerRow
+  /** The run's own policy, as its starter gave it. */
+  policy: unknown
+  /** The run's effective policy: its digest, and the spec stored under it (absent when none is). */
+  effective?: { digest: string; spec?: unknown } | undefined
+}
+
 /**
- * Answers with the approval they answer and the policy their run recorded, oldest first: what offline
+ * Answers with the approval they answer and the policies their run recorded, oldest first: what offline
  * re-verification of signed decisions reads.
  */
 export async function approvalAnswers(
   db: Database,
   options: { runId?: string; limit?: number } = {},
-): Promise<Array<{ approval: ApprovalRow; answer: ApprovalAnswerRow; policy: unknown }>> {
+): Promise<RecordedAnswer[]> {
   const operation = 'approvalAnswers'
   const limit = pageLimit(options.limit, MAX_PAGE, operation)
   const conditions = new Conditions()
   if (options.runId !== undefined) {
     conditions.clauses.push(`a.run_id = ${conditions.param(requireId(options.runId, 'runId', operation))}`)
   }
-  const { rows } = await db.query<{ approval: Row; answer: Row; policy: unknown }>(
+  const { rows } = await db.query<{
+    approval: Row
+    answer: Row
+    policy: unknown
+    policy_digest: string | null
+    effective: unknown
+  }>(
     operation,
-    `select to_json(a) as approval, to_json(w) as answer, r.policy
+    `select to_json(a) as approval, to_json(w) as answer, r.policy, r.policy_digest, p.spec as effective
        from approval_answers w
        join approvals a using (approval_id)
        join runs r on r.run_id = a.run_id
+       left join policies p on p.digest = r.policy_digest
      ${conditions.sql}
       order by w.answered_at, w.approval_id, w.approver limit ${conditions.param(limit)}`,
     conditions.values,
@@ -441,6 +469,14 @@ export async function approvalAnswers(
     approval: record<ApprovalRow>(row.approval),
     answer: record<ApprovalAnswerRow>(row.answer),
     policy: row.policy,
+    ...(row.policy_digest
+      ? {
+          effective: {
+            digest: row.policy_digest,
+            ...(row.effective !== null ? { spec: row.effective } : {}),
+          },
+        }
+      : {}),
   }))
 }
 
@@ -562,21 +598,42 @@ export async function runTimeline(db: Database, runId: string): Promise<Timeline
 }
 
 const RUN_COLUMNS = `run_id, goal, workspace, status, outcome, reason, task_queue, parent_run_id, sandbox,
-  started_at, finished_at`
+  policy_digest, floor, started_at, finished_at`
 
-/** The contract and policy a run was started with, as recorded; undefined for an unknown run. */
+/**
+ * The contract and policy a run was started with, as recorded (the run's own policy, and the digest of the
+ * effective one when it has one); undefined for an unknown run.
+ */
 export async function runConfig(
   db: Database,
   runId: string,
-): Promise<{ contract: unknown; policy: unknown } | undefined> {
+): Promise<{ contract: unknown; policy: unknown; policyDigest?: string | undefined } | undefined> {
   const operation = 'runConfig'
   requireId(runId, 'runId', operation)
-  const { rows } = await db.query<{ contract: unknown; policy: unknown }>(
+  const { rows } = await db.query<{ contract: unknown; policy: unknown; policy_digest: string | null }>(
     operation,
-    'select contract, policy from runs where run_id = $1',
+    'select contract, policy, policy_digest from runs where run_id = $1',
     [runId],
   )
-  return rows[0]
+  const row = rows[0]
+  if (!row) return undefined
+  return {
+    contract: row.contract,
+    policy: row.policy,
+    ...(row.policy_digest ? { policyDigest: row.policy_digest } : {}),
+  }
+}
+
+/** An effective policy's spec by its digest, as stored (the caller checks that it still matches it). */
+export async function policyByDigest(db: Database, digest: string): Promise<unknown> {
+  const operation = 'policyByDigest'
+  requireId(digest, 'digest', operation)
+  const { rows } = await db.query<{ spec: unknown }>(
+    operation,
+    'select spec from policies where digest = $1',
+    [digest],
+  )
+  return rows[0]?.spec
 }
 
 /**
@@ -685,4 +742,53 @@ export async function messageCount(db: Database, runId: string): Promise<number>
     [runId],
   )
   return rows[0]?.count ?? 0
+}
+
+/** A run's audit rows as stored: each table's rows with their column names, as `to_json` gives them. */
+export interface StoredRunRows {
+  runs: Row[]
+  steps: Row[]
+  policy_events: Row[]
+  exec_results: Row[]
+  approvals: Row[]
+  approval_answers: Row[]
+  /** The effective policies stored under `digests` (those the run's history names). */
+  policies: Row[]
+}
+
+/**
+ * Every row of one run that history determines, and the policies stored under `digests`, in one snapshot:
+ * what `tether audit verify` compares with the run's Temporal history.
+ */
+export async function runRows(
+  db: Database,
+  runId: string,
+  digests: readonly string[],
+): Promise<StoredRunRows> {
+  const operation = 'runRows'
+  requireId(runId, 'runId', operation)
+  const { rows } = await db.query<{ kind: keyof StoredRunRows; row: Row }>(
+    operation,
+    `select 'runs' as kind, to_json(t) as row from runs t where run_id = $1
+     union all select 'steps', to_json(t) from steps t where run_id = $1
+     union all select 'policy_events', to_json(t) from policy_events t where run_id = $1
+     union all select 'exec_results', to_json(t) from exec_results t where run_id = $1
+     union all select 'approvals', to_json(t) from approvals t where run_id = $1
+     union all select 'approval_answers', to_json(w)
+                 from approval_answers w join approvals a using (approval_id) where a.run_id = $1
+     union all select 'policies', json_build_object('digest', digest, 'spec', spec)
+                 from policies where digest = any ($2::text[])`,
+    [runId, [...digests]],
+  )
+  const stored: StoredRunRows = {
+    runs: [],
+    steps: [],
+    policy_events: [],
+    exec_results: [],
+    approvals: [],
+    approval_answers: [],
+    policies: [],
+  }
+  for (const { kind, row } of rows) stored[kind].push(row)
+  return stored
 }

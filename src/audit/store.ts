@@ -166,8 +166,16 @@ export class AuditStore {
     return queries.runTimeline(this.db, runId)
   }
   /** The contract and policy a run was started with, as recorded. */
-  runConfig(runId: string): Promise<{ contract: unknown; policy: unknown } | undefined> {
+  runConfig(runId: string): ReturnType<typeof queries.runConfig> {
     return queries.runConfig(this.db, runId)
+  }
+  /** An effective policy by its digest (undefined when none is stored under it). */
+  policyByDigest(digest: string): Promise<unknown> {
+    return queries.policyByDigest(this.db, digest)
+  }
+  /** A run's rows that history determines, and the policies stored under `digests` (one snapshot). */
+  runRows(runId: string, digests: readonly string[] = []): Promise<queries.StoredRunRows> {
+    return queries.runRows(this.db, runId, digests)
   }
   runSummary(runId: string): Promise<queries.RunSummary | undefined> {
     return queries.runSummary(this.db, runId)
@@ -203,6 +211,8 @@ export async function openAudit(options: OpenAuditOptions = {}): Promise<AuditSt
   try {
     db = new Database({
       connectionString: url,
+      // The PGSSL* variables are for the server DATABASE_URL names, not the one tether runs itself.
+      ...(embedded ? { env: {} } : {}),
       ...(options.maxConnections ? { maxConnections: options.maxConnections } : {}),
       ...(options.applicationName ? { applicationName: options.applicationName } : {}),
     })

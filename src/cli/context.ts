@@ -2,14 +2,21 @@
  * What every `tether` subcommand needs: where the state folder is, how to reach Temporal and the audit
  * store, and how to print for a person (colour only on a terminal) or a script (`--json`).
  *
- * `tether dev` records the stack it started in `<state>/dev.json`, in the per-user state folder, so other
- * commands in any folder and any terminal find it without a variable set. Environment variables win over
- * that record.
+ * Settings are read by src/config.ts (variables and Temporal's TOML profiles). `tether dev` records the stack
+ * it started in `<state>/dev.json`, in the per-user state folder, so other commands in any folder and any
+ * terminal find it without a variable set; whatever is configured wins over that record.
  */
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { Client, Connection } from '@temporalio/client'
+import { Client, type Connection } from '@temporalio/client'
 import { AuditError, type AuditStore, openAudit } from '../audit/index.js'
+import {
+  ConfigError,
+  connectTemporalClient,
+  readConfig,
+  type TemporalTarget,
+  type TetherConfig,
+} from '../config.js'
 import { isAlive, tetherStateDir } from '../stack/index.js'
 import { CliError } from './errors.js'
 
@@ -44,27 +51,40 @@ export function devStack(): DevStackRecord | undefined {
   return isAlive(record.pid) ? record : undefined
 }
 
-export function temporalTarget(): { address: string; namespace: string; taskQueue: string } {
+/** What commands connect to: the configuration, with the running `tether dev` filling in what is unset. */
+export function cliConfig(): TetherConfig {
   const dev = devStack()
-  return {
-    address: process.env.TEMPORAL_ADDRESS || dev?.temporalAddress || '127.0.0.1:7233',
-    namespace: process.env.TEMPORAL_NAMESPACE || dev?.namespace || 'default',
-    taskQueue: process.env.TETHER_TASK_QUEUE || dev?.taskQueue || 'tether',
+  try {
+    return readConfig({
+      fallback: dev && {
+        temporalAddress: dev.temporalAddress,
+        namespace: dev.namespace,
+        taskQueue: dev.taskQueue,
+        databaseUrl: dev.databaseUrl,
+      },
+    })
+  } catch (error) {
+    if (error instanceof ConfigError) throw new CliError(error.message)
+    throw error
   }
 }
 
-/** Runs `fn` with a Temporal client; an unreachable server is one clear line, not a stack trace. */
-export async function withTemporal<T>(
-  fn: (client: Client, target: ReturnType<typeof temporalTarget>) => Promise<T>,
-): Promise<T> {
+export type CliTarget = TemporalTarget & { taskQueue: string }
+
+export function temporalTarget(): CliTarget {
+  const config = cliConfig()
+  return { ...config.temporal, taskQueue: config.taskQueue }
+}
+
+/** Runs `fn` with a Temporal client; an unreachable server or a refused credential is one clear line. */
+export async function withTemporal<T>(fn: (client: Client, target: CliTarget) => Promise<T>): Promise<T> {
   const target = temporalTarget()
   let connection: Connection
   try {
-    connection = await Connection.connect({ address: target.address, connectTimeout: '5 seconds' })
+    connection = await connectTemporalClient(target, { connectTimeout: '5 seconds' })
   } catch (error) {
-    throw new CliError(
-      `cannot reach Temporal at ${target.address} (${firstLine(error)}); start \`tether dev\`, or set TEMPORAL_ADDRESS`,
-    )
+    if (error instanceof ConfigError) throw new CliError(error.message)
+    throw error
   }
   try {
     return await fn(new Client({ connection, namespace: target.namespace }), target)
@@ -78,13 +98,10 @@ export async function withTemporal<T>(
  * in the state folder.
  */
 export async function withAudit<T>(fn: (audit: AuditStore) => Promise<T>): Promise<T> {
+  const { databaseUrl, stateDir } = cliConfig()
   let audit: AuditStore
   try {
-    audit = await openAudit({
-      databaseUrl: process.env.DATABASE_URL || devStack()?.databaseUrl,
-      stateDir: stateDir(),
-      migrate: true,
-    })
+    audit = await openAudit({ databaseUrl, stateDir, migrate: true })
   } catch (error) {
     if (error instanceof AuditError) throw new CliError(error.message)
     throw error
@@ -94,10 +111,6 @@ export async function withAudit<T>(fn: (audit: AuditStore) => Promise<T>): Promi
   } finally {
     await audit.close()
   }
-}
-
-export function firstLine(error: unknown): string {
-  return (error instanceof Error ? error.message : String(error)).split('\n')[0] ?? ''
 }
 
 const useColour = () => Boolean(process.stdout.isTTY) && !process.env.NO_COLOR

@@ -217,11 +217,14 @@ export const SANDBOX_ENV_ALLOWED: Readonly<{ names: readonly string[]; prefixes:
 
 /**
  * Names that never reach a sandboxed command, even when a contract lists them: tether's own connections
- * (Temporal, the audit database), PostgreSQL client settings, and anything shaped like a credential.
+ * (Temporal, the audit database), PostgreSQL client settings, anything shaped like a credential, and git's
+ * variables but the commit identity (they name other repositories, configuration and programs to run;
+ * see GIT_CONFIG_PINS).
  */
 export function neverPassed(name: string): boolean {
   const upper = name.toUpperCase()
   return (
+    (upper.startsWith('GIT_') && !keep.has(upper)) ||
     upper.startsWith('TEMPORAL_') ||
     upper.startsWith('TETHER_') ||
     upper === 'DATABASE_URL' ||
@@ -234,12 +237,47 @@ export function neverPassed(name: string): boolean {
   )
 }
 
+/**
+ * git configuration every command runs with, given through the environment (`GIT_CONFIG_COUNT`,
+ * `GIT_CONFIG_KEY_n`, `GIT_CONFIG_VALUE_n`), which outranks every configuration file — a repository's own
+ * included — and reaches the git that git itself starts in a submodule:
+ *
+ * - `core.fsmonitor=false`: no repository's configuration names a program `git status` runs;
+ * - `safe.bareRepository=explicit`: git never takes a folder of plain files (`HEAD`, `config`, `objects/`,
+ *   `refs/`, as the file tools could write them) for a repository it stands in; only `--git-dir` and
+ *   `GIT_DIR` name a bare one. git before 2.38 ignores it (see docs/sandbox.md).
+ *
+ * Hooks are left alone: `core.hooksPath` is the project's own (husky), and the sandbox keeps `.git/hooks`
+ * and `.git/config` read-only (sandbox/git.ts). Other program-naming keys (`diff.<driver>.textconv`, filters)
+ * have names no pin can list; they are kept out of reach by those read-only binds instead.
+ */
+export const GIT_CONFIG_PINS: ReadonlyArray<readonly [string, string]> = Object.freeze([
+  ['core.fsmonitor', 'false'],
+  ['safe.bareRepository', 'explicit'],
+  // `.git/info` is read-only in the sandbox: `git gc` skips the index for dumb HTTP servers it keeps there.
+  ['repack.updateServerInfo', 'false'],
+] as const)
+
+/**
+ * Puts GIT_CONFIG_PINS into `env`, dropping every other configuration it carries through the environment
+ * (`GIT_CONFIG_PARAMETERS`, read after the pins, would outrank them; `GIT_CONFIG_GLOBAL` and the like name
+ * files a command could write).
+ */
+export function pinGitConfig(env: Record<string, string>): void {
+  for (const name of Object.keys(env)) if (name.toUpperCase().startsWith('GIT_CONFIG')) delete env[name]
+  env.GIT_CONFIG_COUNT = String(GIT_CONFIG_PINS.length)
+  GIT_CONFIG_PINS.forEach(([key, value], i) => {
+    env[`GIT_CONFIG_KEY_${i}`] = key
+    env[`GIT_CONFIG_VALUE_${i}`] = value
+  })
+}
+
 const sandboxNames = new Set(SANDBOX_ENV_ALLOWED.names)
 
 /**
  * The environment of a sandboxed command: the allowlisted variables of `source`, plus `named` (a
- * contract's explicit list), minus everything `neverPassed` matches. Returns the names passed (for the
- * audit, which records names, never values).
+ * contract's explicit list), minus everything `neverPassed` matches, plus GIT_CONFIG_PINS. Returns the
+ * names passed (for the audit, which records names, never values).
  */
 export function sandboxEnvironment(
   source: Readonly<Record<string, string | undefined>>,
@@ -255,5 +293,6 @@ export function sandboxEnvironment(
       SANDBOX_ENV_ALLOWED.prefixes.some((prefix) => name.startsWith(prefix))
     if (allowed) env[name] = value
   }
+  pinGitConfig(env)
   return { env, names: Object.keys(env).sort() }
 }

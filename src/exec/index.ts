@@ -18,8 +18,10 @@ export {
 } from './defaults.js'
 export {
   type EnvScrubRules,
+  GIT_CONFIG_PINS,
   isScrubbedEnvName,
   neverPassed,
+  pinGitConfig,
   SANDBOX_ENV_ALLOWED,
   SCRUBBED_ENV,
   sandboxEnvironment,

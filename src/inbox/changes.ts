@@ -7,7 +7,8 @@
  * - the repository's own config (which the run may have written) is read first, and any setting outside a
  *   short list of plain ones (a filter, a diff driver, an fsmonitor, an include, …) means no diff at all;
  * - hooks, fsmonitor, pagers, external diff and textconv are switched off on the command line, optional
- *   locks too (nothing is written), the environment is a clean one, and each git call has a timeout.
+ *   locks too (nothing is written), submodules are not looked into (their config is not read first), the
+ *   environment is a clean one, and each git call has a timeout.
  */
 import { existsSync, realpathSync, statSync } from 'node:fs'
 import { join } from 'node:path'
@@ -73,8 +74,11 @@ export async function workspaceChanges(workspace: string): Promise<WorkspaceChan
     }
   }
   const [status, diff] = await Promise.all([
-    git(['status', '--porcelain=v1', '--untracked-files=normal']),
-    git(['diff', '--no-ext-diff', '--no-textconv', '--no-color', 'HEAD', '--'], DIFF_LIMIT),
+    git(['status', '--porcelain=v1', '--untracked-files=normal', '--ignore-submodules=all']),
+    git(
+      ['diff', '--no-ext-diff', '--no-textconv', '--no-color', '--ignore-submodules=all', 'HEAD', '--'],
+      DIFF_LIMIT,
+    ),
   ])
   const statusProblem = failure(status)
   if (statusProblem) return { kind: 'unavailable', why: `git status failed: ${statusProblem}` }

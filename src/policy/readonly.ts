@@ -6,9 +6,12 @@
  * A listed command is not read-only when an option changes what it does (the analyser marks those as
  * risks: `sort -o`, `find -delete`, `git -c`, …), when it prints the environment (`jq env`, `ps e`,
  * `/proc/*\/environ`), when an argument names a secret, in the per-command forms below (a second operand
- * of `uniq` is its output file, `git branch NAME` creates a branch), or when it reads recursively through
- * a part of the workspace that holds files the policy denies reading.
+ * of `uniq` is its output file, `git branch NAME` creates a branch, `git config KEY VALUE --get` sets a
+ * key), when git would act on another repository than the workspace's own (its configuration names
+ * programs git runs), or when it reads recursively through a part of the workspace that holds files the
+ * policy denies reading.
  */
+import { gitConfigReads, gitGlobals } from './exec/git.js'
 import { globToRegExpSource } from './glob.js'
 import { normalisePath } from './paths.js'
 
@@ -20,6 +23,11 @@ export interface ExecContext {
    * read-only only where it does not; without an answer they are never read-only.
    */
   holdsDenied?: (path: string) => boolean
+  /**
+   * The workspace root (absolute), where the command starts: `git -C <root>` is the same repository as
+   * plain `git`. Without it, only `git -C .` is.
+   */
+  workspace?: string
 }
 
 // ---- secrets
@@ -260,8 +268,8 @@ const GIT: Record<string, ReadOnlyEntry> = {
   tag: { refuse: createsRef },
   // `git remote show` contacts the remote, so only listing and `get-url` count.
   remote: { refuse: (args) => ![undefined, 'get-url'].includes(args.find((a) => !a.startsWith('-'))) },
-  // The analyser marks every form that writes (or opens an editor) as a risk.
-  config: {},
+  // Read exactly as git reads it: `git config core.fsmonitor CMD --get` sets the key.
+  config: { refuse: (args) => !gitConfigReads(args) },
   stash: { refuse: (args) => !['list', 'show'].includes(args.find((a) => !a.startsWith('-')) ?? '') },
   reflog: { refuse: (args) => !['show', undefined].includes(args.find((a) => !a.startsWith('-'))) },
   worktree: { refuse: (args) => args.find((a) => !a.startsWith('-')) !== 'list' },
@@ -332,11 +340,40 @@ export function readOnlyCommand(
   return entry && allowedBy(entry, args, context) ? program : undefined
 }
 
+/**
+ * Global options that keep git on the workspace's own repository and change nothing it runs. `-C` counts
+ * only to the directory the command starts in; `--bare`, `--git-dir`, `--work-tree`, `-c` and the rest
+ * are not read-only (git in another repository runs what that repository's configuration names).
+ */
+const GIT_GLOBALS = new Set([
+  '-P',
+  '--no-pager',
+  '--no-replace-objects',
+  '--literal-pathspecs',
+  '--glob-pathspecs',
+  '--noglob-pathspecs',
+  '--icase-pathspecs',
+  '--no-optional-locks',
+  '--no-lazy-fetch',
+  '--no-advice',
+])
+
 function gitReadOnly(args: readonly string[], context: ExecContext | undefined): string | undefined {
-  let i = 0
-  while (i < args.length && args[i]!.startsWith('-')) i += args[i] === '-C' ? 2 : 1
-  const sub = args[i]
+  const globals = gitGlobals(args)
+  if (!globals) return undefined
+  for (const { name, value } of globals.options) {
+    if (name === '-C' ? !startDirectory(value!, context) : !GIT_GLOBALS.has(name)) return undefined
+  }
+  const sub = args[globals.index]
   if (sub === undefined) return undefined
   const entry = Object.hasOwn(GIT, sub) ? GIT[sub] : undefined
-  return entry && allowedBy(entry, args.slice(i + 1), context) ? `git ${sub}` : undefined
+  return entry && allowedBy(entry, args.slice(globals.index + 1), context) ? `git ${sub}` : undefined
+}
+
+/** Whether `git -C DIR` stays where the command starts: `.`, or the workspace root spelled as the caller gave it. */
+function startDirectory(dir: string, context: ExecContext | undefined): boolean {
+  const trimmed = (path: string) => path.replace(/(?<=.)\/+$/, '')
+  return (
+    trimmed(dir) === '.' || (context?.workspace !== undefined && trimmed(dir) === trimmed(context.workspace))
+  )
 }

@@ -31,6 +31,15 @@ export {
   PENDING_APPROVAL_ATTRIBUTE,
   startDevServer,
 } from './temporal-server.js'
+export {
+  checkClientPair,
+  isTlsAlert,
+  parseCertificate,
+  parsePrivateKey,
+  readTlsFile,
+  TlsFileError,
+  UNTRUSTED_CERTIFICATE,
+} from './tls-files.js'
 
 export interface LocalStackOptions {
   /** Folder for the Temporal SQLite file, the Postgres data and logs. */

@@ -1,8 +1,22 @@
-/** `tether audit refused|ran|approvals`: what was refused, what ran, who approved what (and proof of it). */
+/**
+ * `tether audit refused|ran|approvals|verify`: what was refused, what ran, who approved what (and proof of it),
+ * and whether a run's rows still match its Temporal history.
+ */
 import type { Command } from 'commander'
-import { verifyRecordedAnswer } from '../../audit/index.js'
+import {
+  ANCHORED_TABLES,
+  type AnchorReport,
+  type AnswerCheck,
+  type ApprovalAnswerRow,
+  type ApprovalRow,
+  type AuditStore,
+  type Finding,
+  HistoryUnavailableError,
+  verifyRecordedAnswer,
+  verifyRunHistory,
+} from '../../audit/index.js'
 import { formatBytes } from '../../visible.js'
-import { print, printJson, printTable, visible, withAudit } from '../context.js'
+import { print, printJson, printTable, visible, withAudit, withTemporal } from '../context.js'
 import { CliError } from '../errors.js'
 
 export function registerAudit(program: Command): void {
@@ -75,55 +89,225 @@ export function registerAudit(program: Command): void {
     .option('--limit <n>', 'how many answers', '1000')
     .option(
       '--verify',
-      "re-verify every signed answer against its statement, the recorded action and the run's policy",
+      "re-verify every answer: against the run's Temporal history when Temporal is reachable, else against " +
+        "the run's effective policy and the approval as the database records them",
     )
     .option('--json', 'print JSON')
     .action(async (options: { run?: string; limit: string; verify?: boolean; json?: boolean }) => {
-      const records = await withAudit((store) =>
-        store.approvalAnswers({
+      const { records, anchored } = await withAudit(async (store) => {
+        const records = await store.approvalAnswers({
           limit: limit(options.limit),
           ...(options.run ? { runId: options.run } : {}),
-        }),
-      )
-      const rows = records.map((record) => ({
-        ...record,
-        check: options.verify ? verifyRecordedAnswer(record) : undefined,
-      }))
-      if (options.json) {
-        printJson(
-          rows.map(({ approval, answer, check }) => ({ approval, answer, ...(check ? { check } : {}) })),
+        })
+        const runs = options.run ? [options.run] : [...new Set(records.map((r) => r.approval.runId))]
+        return { records, anchored: options.verify ? await anchorRuns(store, runs) : undefined }
+      })
+      const rows: AnswerLine[] = records.map((record) => {
+        const { approval, answer } = record
+        if (!anchored) return { approval, answer }
+        const report = anchored.reports.get(approval.runId)
+        if (!report) return { approval, answer, check: verifyRecordedAnswer(record), against: 'database' }
+        const key = `${approval.approvalId} ${answer.approver}`
+        const rowFindings = report.findings.filter((f) => f.table === 'approval_answers' && f.key === key)
+        const proof = report.answers.find(
+          (a) => a.approvalId === approval.approvalId && a.approver === answer.approver,
         )
-      } else if (rows.length === 0) {
+        const check: AnswerCheck =
+          rowFindings.length > 0
+            ? { status: 'failed', reason: rowFindings.map(describeFinding).join('; ') }
+            : (proof?.check ?? { status: 'failed', reason: 'not checked against history' })
+        return { approval, answer, check, against: 'history' }
+      })
+      // Answers history holds that the database lost: no row to show, so one line each.
+      const deleted = [...(anchored?.reports.values() ?? [])].flatMap((report) =>
+        report.findings
+          .filter((f) => f.table === 'approval_answers' && f.problem === 'deleted')
+          .map((f) => ({ runId: report.runId, finding: f })),
+      )
+      const others = [...(anchored?.reports.values() ?? [])].flatMap((report) =>
+        report.findings.some((f) => f.table !== 'approval_answers') ? [report.runId] : [],
+      )
+      if (options.json) {
+        // One entry per answer, as before --verify checked history; an answer only history holds is one too.
+        printJson([
+          ...rows.map(({ approval, answer, check, against }) => ({
+            approval,
+            answer,
+            ...(check ? { check, against } : {}),
+          })),
+          ...deleted.map(({ runId, finding }) => {
+            const [approvalId, approver] = finding.key.split(' ')
+            return {
+              approval: { runId, approvalId },
+              answer: { approver },
+              check: { status: 'failed', reason: describeFinding(finding) },
+              against: 'history',
+            }
+          }),
+        ])
+      } else if (rows.length === 0 && deleted.length === 0) {
         print('no approval has been answered')
       } else {
         printTable(
           ['WHEN', 'RUN', 'APPROVAL', 'ACTION', 'APPROVER', 'ANSWER', 'VIA', 'PROOF'],
-          rows.map(({ approval, answer, check }) => [
-            answer.answeredAt.toISOString().replace('T', ' ').slice(0, 19),
-            approval.runId,
-            approval.approvalId.slice(0, 8),
-            `${approval.act} ${visible(approval.target)}`.slice(0, 50),
-            answer.approver,
-            answer.decision,
-            answer.channel,
-            check
-              ? check.status === 'verified'
-                ? `verified ${check.fingerprint}`
-                : check.status === 'unsigned'
-                  ? 'unsigned (the policy trusted names)'
-                  : `FAILED: ${check.reason}`
-              : (answer.keyFingerprint ?? 'unsigned'),
-          ]),
+          [
+            ...rows.map(({ approval, answer, check }) => [
+              answer.answeredAt.toISOString().replace('T', ' ').slice(0, 19),
+              approval.runId,
+              approval.approvalId.slice(0, 8),
+              `${approval.act} ${visible(approval.target)}`.slice(0, 50),
+              answer.approver,
+              answer.decision,
+              answer.channel,
+              check ? proofText(check) : (answer.keyFingerprint ?? 'unsigned'),
+            ]),
+            ...deleted.map(({ runId, finding }) => {
+              const [approvalId = '', approver = ''] = finding.key.split(' ')
+              return [
+                '',
+                runId,
+                approvalId.slice(0, 8),
+                '',
+                approver,
+                '',
+                '',
+                `FAILED: ${describeFinding(finding)}`,
+              ]
+            }),
+          ],
         )
       }
-      const failed = rows.filter((row) => row.check?.status === 'failed').length
-      if (options.verify && !options.json) {
-        print(
-          `${rows.length - failed} of ${rows.length} answers check out${failed ? `; ${failed} FAILED` : ''}`,
-        )
+      const failed = rows.filter((row) => row.check?.status === 'failed').length + deleted.length
+      if (anchored && !options.json) {
+        const total = rows.length + deleted.length
+        print(`${total - failed} of ${total} answers check out${failed ? `; ${failed} FAILED` : ''}`)
+        print(againstText(anchored, rows))
+        for (const runId of others) {
+          print(`run ${runId} has other rows that do not match its history: tether audit verify ${runId}`)
+        }
       }
       if (failed > 0) process.exitCode = 1
     })
+  audit
+    .command('verify')
+    .description(
+      "Check a run's audit rows against its Temporal history: every row deleted, added or edited, and every answer's proof.",
+    )
+    .argument('<run>', 'the run id')
+    .option('--json', 'print JSON')
+    .action(async (runId: string, options: { json?: boolean }) => {
+      await quietReplays()
+      const report = await withAudit((store) =>
+        withTemporal(async (client) => {
+          try {
+            return await verifyRunHistory(client, store, runId)
+          } catch (error) {
+            if (error instanceof HistoryUnavailableError)
+              throw new CliError(`cannot verify run ${runId}: ${error.message}`)
+            throw error
+          }
+        }),
+      )
+      if (report.findings.length > 0) process.exitCode = 1
+      if (options.json) return printJson(report)
+      for (const finding of report.findings) {
+        print(`FAILED ${finding.table} ${finding.key}: ${describeFinding(finding)}`)
+      }
+      const checked = ANCHORED_TABLES.filter((t) => report.checked[t] > 0)
+        .map((t) => `${report.checked[t]} ${t}`)
+        .join(', ')
+      const executions = `${report.executions.length} execution${report.executions.length === 1 ? '' : 's'}`
+      print(
+        report.findings.length === 0
+          ? `run ${runId} matches its Temporal history (${executions}; checked ${checked || 'nothing'})${report.running ? '; it is still running' : ''}`
+          : `run ${runId} does NOT match its Temporal history: ${report.findings.length} FAILED (${executions}; checked ${checked || 'nothing'})`,
+      )
+    })
+}
+
+type AnswerLine = {
+  approval: ApprovalRow
+  answer: ApprovalAnswerRow
+  check?: AnswerCheck
+  against?: 'history' | 'database'
+}
+
+/**
+ * Each run compared with its Temporal history, when Temporal is reachable: runs it has no history of (or
+ * whose history does not replay) are checked from the database alone, and say so.
+ */
+async function anchorRuns(
+  store: AuditStore,
+  runs: string[],
+): Promise<{ reports: Map<string, AnchorReport>; unavailable: Map<string, string>; offline?: string }> {
+  const reports = new Map<string, AnchorReport>()
+  const unavailable = new Map<string, string>()
+  if (runs.length === 0) return { reports, unavailable }
+  await quietReplays()
+  try {
+    await withTemporal(async (client) => {
+      for (const runId of runs) {
+        try {
+          reports.set(runId, await verifyRunHistory(client, store, runId))
+        } catch (error) {
+          if (!(error instanceof HistoryUnavailableError)) throw error
+          unavailable.set(runId, error.message)
+        }
+      }
+    })
+  } catch (error) {
+    if (!(error instanceof CliError)) throw error
+    return { reports, unavailable, offline: error.message }
+  }
+  return { reports, unavailable }
+}
+
+/** Which answers were checked against what. */
+function againstText(
+  anchored: { reports: Map<string, AnchorReport>; unavailable: Map<string, string>; offline?: string },
+  rows: AnswerLine[],
+): string {
+  if (anchored.offline) {
+    return `checked from the database alone (its effective policies and approvals), not against Temporal history: ${anchored.offline}`
+  }
+  const fromDatabase = rows.filter((row) => row.against === 'database').length
+  const lines = [`checked against Temporal history for ${anchored.reports.size} run(s)`]
+  if (fromDatabase > 0) {
+    const why = [...anchored.unavailable.values()][0]
+    lines.push(`${fromDatabase} answer(s) from the database alone${why ? ` (${why})` : ''}`)
+  }
+  return lines.join('; ')
+}
+
+function proofText(check: AnswerCheck): string {
+  return check.status === 'verified'
+    ? `verified ${check.fingerprint}`
+    : check.status === 'unsigned'
+      ? 'unsigned (the policy trusted names)'
+      : `FAILED: ${check.reason}`
+}
+
+/** A finding in words: what is wrong with the row, and both values when a column differs. */
+function describeFinding(finding: Finding): string {
+  if (finding.problem !== 'edited' || finding.column === undefined || !('database' in finding)) {
+    return finding.problem === 'failed' ? finding.detail : `${finding.problem}: ${finding.detail}`
+  }
+  return `edited ${finding.column}: database ${value(finding.database)}, history ${value(finding.history)}`
+}
+
+function value(shown: unknown): string {
+  const text = JSON.stringify(shown) ?? 'null'
+  return visible(text.length > 80 ? `${text.slice(0, 79)}…` : text)
+}
+
+/** Replays run in this process: the SDK's runtime logs warnings only (its default is every worker's chatter). */
+async function quietReplays(): Promise<void> {
+  const { DefaultLogger, Runtime } = await import('@temporalio/worker')
+  try {
+    Runtime.install({ logger: new DefaultLogger('WARN') })
+  } catch {
+    // Installed already (a runtime is per process).
+  }
 }
 
 function limit(value: string): number {

@@ -12,7 +12,6 @@
  *
  * A workspace that belongs to another user is not taken from them: the run fails with one line.
  */
-
 import { createHash } from 'node:crypto'
 import { lstatSync, readlinkSync, statSync } from 'node:fs'
 import {

@@ -17,8 +17,10 @@
 import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs'
 import { homedir, tmpdir, totalmem } from 'node:os'
 import { dirname, isAbsolute, join, resolve, sep } from 'node:path'
+import { pinGitConfig } from '../env.js'
 import { CommandCgroup } from './cgroup.js'
 import { diskShortfall } from './disk.js'
+import { gitBinds } from './git.js'
 import { type CommandIdentity, commandIdentity, isRootWorker, mayWrite, ownCache } from './identity.js'
 import { BRIDGE, EgressProxy } from './proxy.js'
 import { SandboxUnavailableError, SETPRIV_MISSING, sandboxRuntime } from './runtime.js'
@@ -146,6 +148,7 @@ export async function prepareSandbox(
   if (full) throw new SandboxBoundError(full, { ...baseReport('disk'), disk: full })
 
   const innerEnv: Record<string, string> = { ...env, TMPDIR: '/tmp' }
+  pinGitConfig(innerEnv)
   if (home) innerEnv.HOME = home
   let proxy: EgressProxy | undefined
   let folder: string | undefined
@@ -181,6 +184,8 @@ export async function prepareSandbox(
     // every other one is hidden last, so it covers whatever the binds above brought back.
     for (const path of hidden.filter((path) => within(workspace, path))) mounts.hide(path)
     mounts.bind('--bind', workspace, workspace)
+    // Git's configuration, hooks and info inside it read-only (git.ts): bound on the workspace's own content.
+    args.push(...gitBinds(workspace))
     for (const path of hidden.filter((path) => !within(workspace, path))) mounts.hide(path)
     // The empty folders that hide, and /dev, are bwrap's own tmpfs: read-only, or a command could fill them.
     for (const path of hidden.filter((path) => isDirectory(path))) args.push('--remount-ro', path)

@@ -9,7 +9,7 @@ import { execFileSync } from 'node:child_process'
 import { accessSync, closeSync, constants, openSync, statSync } from 'node:fs'
 import { delimiter, isAbsolute, join } from 'node:path'
 import { type CgroupSupport, detectCgroups } from './cgroup.js'
-import { SandboxUnavailableError } from './errors.js'
+import { OFF_HINT, SandboxUnavailableError } from './errors.js'
 import { isRootWorker } from './identity.js'
 import { filterArch, seccompFilterFile } from './seccomp.js'
 
@@ -29,7 +29,6 @@ export { SandboxUnavailableError }
 const INSTALL_HINT =
   'install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap; ' +
   'Alpine: apk add bubblewrap; Arch: pacman -S bubblewrap)'
-const OFF_HINT = "or have the policy's first layer set `sandbox: off`"
 
 export const SETPRIV_MISSING =
   'a root worker runs commands as an unprivileged identity with setpriv (util-linux), which is not on PATH; ' +

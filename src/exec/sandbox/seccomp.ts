@@ -11,7 +11,7 @@
 import { mkdtempSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { endianness, tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { SandboxUnavailableError } from './errors.js'
+import { OFF_HINT, SandboxUnavailableError } from './errors.js'
 
 const EPERM = 1
 const ENOSYS = 38
@@ -96,7 +96,7 @@ export function filterArch(arch: string = process.arch): FilterArch {
   if (arch === 'x64' || arch === 'arm64') return arch
   throw new SandboxUnavailableError(
     `the sandbox's system-call filter knows x86-64 and arm64, and this worker runs on ${arch}; ` +
-      "run workers on one of those, or have the policy's first layer set `sandbox: off`",
+      `run workers on one of those, ${OFF_HINT}`,
   )
 }
 

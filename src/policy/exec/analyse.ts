@@ -13,6 +13,7 @@
 import { type AnalysedNode, Analysis, words } from './analysis.js'
 import './wrappers.js'
 import './launch-options.js'
+import './git.js'
 import './shell.js'
 
 export { type AnalysedNode, basename } from './analysis.js'

@@ -2,7 +2,13 @@
  * The core of exec analysis: the nodes it produces, the `Analysis` that collects them while it walks an argv
  * (wrappers, scripts, assignments), and the registry of per-program handlers the other files fill in.
  */
-import { type CommandItem, parseScript, type ShellAssignment, type ShellWord } from '../shell/parse.js'
+import {
+  type CommandItem,
+  parseScript,
+  type ScriptItem,
+  type ShellAssignment,
+  type ShellWord,
+} from '../shell/parse.js'
 import type { ExecNodeKind } from '../types.js'
 import { optionSpec, type ParsedOption, scanOptions } from './options.js'
 import type { ParsedCommand } from './programs.js'
@@ -153,6 +159,11 @@ export class Analysis {
   readonly nodes: AnalysedNode[] = []
   /** How many probes deep the analysis is: inside one, nodes are judged only for deny. */
   private probing = 0
+  /**
+   * Why the commands analysed now may run in another directory than the one the call starts in (a script
+   * that changes directory, `env -C`); git there may be another repository (see git.ts).
+   */
+  elsewhere: string | undefined
 
   private add(node: AnalysedNode): boolean {
     if (this.nodes.length >= MAX_NODES || node.depth > MAX_DEPTH) {
@@ -330,6 +341,9 @@ export class Analysis {
   /** Parses `source` as a bash script and analyses every command in it, one level below `depth`. */
   script(source: string, depth: number, cap: string | undefined): void {
     const parsed = cachedParse(source)
+    const outside = this.elsewhere
+    // Anywhere in the script, since a loop runs its commands again after a later `cd`.
+    if (parsed.items.some(changesDirectory)) this.elsewhere = 'the script changes directory'
     let integers: ReadonlySet<string> | undefined
     let values: ReadonlyMap<string, string> | undefined
     let variables: ReadonlySet<string> | undefined
@@ -386,6 +400,7 @@ export class Analysis {
         this.opaque(at, clip(source), item.reason, undefined, source)
       }
     }
+    this.elsewhere = outside
   }
 
   /**
@@ -409,6 +424,17 @@ export class Analysis {
 }
 
 const LIMIT = 'the command is too large or too deeply nested to analyse'
+
+/**
+ * Whether a script command may change the shell's directory: `cd`, `pushd` or `popd` as any of its words
+ * (`builtin cd`, `command cd`) or inside one (`eval "cd x"`). Generous: `echo cd` counts too.
+ */
+function changesDirectory(item: ScriptItem): boolean {
+  return (
+    item.type === 'command' &&
+    item.words.some((word) => /(^|[^\w-])(cd|pushd|popd)($|[^\w-])/.test(word.text))
+  )
+}
 
 function clip(text: string): string {
   return text.length > 80 ? `${text.slice(0, 77)}...` : text

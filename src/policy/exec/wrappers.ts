@@ -202,6 +202,7 @@ handle('env', {
     )
     let argv = [...w.argv]
     let dynamic = w.dynamic ? [...w.dynamic] : undefined
+    let chdir = false
     let i = 1
     for (;;) {
       const arg = argv[i]
@@ -238,10 +239,14 @@ handle('env', {
       if (scan.options.some((o) => o.name === '-P')) {
         return a.unclear(words(argv, dynamic), depth, 'env -P searches another path for the command', i)
       }
+      if (scan.options.some((o) => o.name === '-C' || o.name === '--chdir')) chdir = true
       i += scan.index
     }
     if (argv[i] === '--') i++
+    const outside = a.elsewhere
+    if (chdir) a.elsewhere = 'env -C runs it in another directory'
     changedEnvironment(a, words(argv, dynamic), i, depth, cap)
+    a.elsewhere = outside
   },
 })
 handle('cross-env', {

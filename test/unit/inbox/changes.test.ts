@@ -4,7 +4,7 @@
  */
 import { execFileSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
-import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { mkdtemp, rm, utimes, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -79,6 +79,21 @@ describe('workspace changes', () => {
     }
     for (const kind of ['filter', 'fsmonitor', 'textconv'])
       expect(existsSync(`${planted}-${kind}`)).toBe(false)
+  })
+
+  it('runs nothing a submodule’s own config names', async () => {
+    const { path, git } = await repo('with-submodule')
+    const sub = await repo('with-submodule/sub')
+    git('add', 'sub')
+    git('commit', '-qm', 'sub')
+    const planted = join(dir, 'planted-submodule-filter')
+    sub.git('config', 'filter.evil.clean', `touch ${planted}; cat`)
+    await writeFile(join(sub.path, '.git', 'info', 'attributes'), '* filter=evil\n')
+    // Same size, newer time: git must read the file (through the filter) to know whether it changed.
+    const later = new Date(Date.now() + 5_000)
+    await utimes(join(sub.path, 'a.txt'), later, later)
+    expect(await workspaceChanges(path)).toMatchObject({ kind: 'git' })
+    expect(existsSync(planted)).toBe(false)
   })
 
   it('says why when there is nothing to show', async () => {

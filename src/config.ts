@@ -1,0 +1,600 @@
+/**
+ * Where tether connects, read in one place: the Temporal target (address, namespace, TLS, mutual TLS or API
+ * key, read the way Temporal's own tools read them: `TEMPORAL_*` variables over a TOML profile), the task
+ * queue, the audit database and the state folder — one default each. An empty variable counts as unset.
+ *
+ * A setting that cannot work (a certificate file that is missing, a key that is not the certificate's, a
+ * profile the file does not have) is a `ConfigError` before anything connects; a server that refuses the
+ * connection is one too, once a short probe has found out why. Each is one line naming the setting and what
+ * to do.
+ */
+import { existsSync } from 'node:fs'
+import { connect as connectTcp, isIP } from 'node:net'
+import { homedir, platform } from 'node:os'
+import { isAbsolute, join, resolve } from 'node:path'
+import { type ConnectionOptions, checkServerIdentity, connect as connectTls } from 'node:tls'
+import { Connection, type TLSConfig } from '@temporalio/client'
+import {
+  type ClientConfigProfile,
+  type ConfigDataSource,
+  loadClientConfig,
+  loadClientConfigProfile,
+  toClientOptions,
+} from '@temporalio/envconfig'
+import { NativeConnection } from '@temporalio/worker'
+import {
+  checkClientPair,
+  isTlsAlert,
+  parseCertificate,
+  readTlsFile,
+  TlsFileError,
+  tetherStateDir,
+  UNTRUSTED_CERTIFICATE,
+} from './stack/index.js'
+
+export const DEFAULT_TEMPORAL_ADDRESS = '127.0.0.1:7233'
+export const DEFAULT_NAMESPACE = 'default'
+export const DEFAULT_TASK_QUEUE = 'tether'
+
+/** A setting that cannot work, or a server that refused it: one line naming the setting and what to do. */
+export class ConfigError extends Error {
+  override name = 'ConfigError'
+}
+
+/** What `Connection.connect` (clients) and `NativeConnection.connect` (workers) both take. */
+export interface TemporalConnectionOptions {
+  address: string
+  tls?: TLSConfig | boolean
+  apiKey?: string
+  metadata?: Record<string, string>
+}
+
+/** The settings a Temporal target is made of, each named in messages by where it was set. */
+export type TemporalSetting =
+  | 'address'
+  | 'namespace'
+  | 'apiKey'
+  | 'tls'
+  | 'clientCert'
+  | 'clientKey'
+  | 'serverCACert'
+  | 'serverName'
+
+export interface TemporalTarget {
+  address: string
+  namespace: string
+  /** For `Connection.connect` and `NativeConnection.connect` alike: the same TLS and API key for both. */
+  connection: TemporalConnectionOptions
+  /** How the connection is protected, for a start line: `no TLS`, `TLS`, `mutual TLS` or `API key`. */
+  security: string
+  /**
+   * Where each value was set (`TEMPORAL_API_KEY`, `api_key in profile "prod" of ~/.config/…`), for messages;
+   * a value missing here is a default (or the running `tether dev`'s).
+   */
+  settings: Partial<Record<TemporalSetting, string>>
+}
+
+export interface TetherConfig {
+  temporal: TemporalTarget
+  taskQueue: string
+  /** The audit database; undefined means the embedded PostgreSQL in `stateDir`. */
+  databaseUrl: string | undefined
+  stateDir: string
+  /** The operator's floor file (`TETHER_FLOOR`); undefined means the built-in floor. */
+  floor: string | undefined
+}
+
+/** What a running local stack (`tether dev`) offers when nothing is configured. */
+export interface ConfigFallback {
+  temporalAddress?: string | undefined
+  namespace?: string | undefined
+  taskQueue?: string | undefined
+  databaseUrl?: string | undefined
+}
+
+export interface ReadConfigOptions {
+  /** Default `process.env`. */
+  env?: NodeJS.ProcessEnv
+  /** A profile of the TOML file; default `TEMPORAL_PROFILE`, else `default` (which may be absent). */
+  profile?: string
+  /**
+   * Used where nothing is set: the Temporal target and task queue when no address is configured, the
+   * database when `DATABASE_URL` is unset. The CLI passes the running `tether dev`'s record here.
+   */
+  fallback?: ConfigFallback | undefined
+}
+
+/** Everything tether reads to connect; throws `ConfigError`. */
+export function readConfig(options: ReadConfigOptions = {}): TetherConfig {
+  const env = presentVariables(options.env ?? process.env)
+  const temporal = readTemporalTarget(options)
+  const fallback = temporal.settings.address ? undefined : options.fallback
+  return {
+    temporal,
+    taskQueue: env.TETHER_TASK_QUEUE ?? fallback?.taskQueue ?? DEFAULT_TASK_QUEUE,
+    databaseUrl: env.DATABASE_URL ?? (options.fallback?.databaseUrl || undefined),
+    stateDir: tetherStateDir(env),
+    floor: floorFile(env),
+  }
+}
+
+/** The operator's floor file a worker stands on (`TETHER_FLOOR`); undefined: the built-in floor. */
+export function floorFile(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  return presentVariables(env).TETHER_FLOOR
+}
+
+/**
+ * The Temporal target from the environment and the TOML profile, certificates loaded and checked — what an
+ * embedder passes to `Connection.connect` and `NativeConnection.connect`:
+ *
+ * ```ts
+ * const target = readTemporalTarget()
+ * const connection = await NativeConnection.connect(target.connection)
+ * ```
+ */
+export function readTemporalTarget(options: ReadConfigOptions = {}): TemporalTarget {
+  const loaded = loadProfile(options)
+  const { profile, settings } = loaded
+  const fallback = settings.address ? undefined : options.fallback
+  const address = profile.address ?? fallback?.temporalAddress ?? DEFAULT_TEMPORAL_ADDRESS
+  const namespace = profile.namespace ?? fallback?.namespace ?? DEFAULT_NAMESPACE
+  const { connectionOptions } = toClientOptions({ ...profile, ...tlsFiles(profile, settings) })
+  const connection: TemporalConnectionOptions = {
+    address,
+    ...(connectionOptions.tls != null ? { tls: connectionOptions.tls } : {}),
+    ...(profile.apiKey ? { apiKey: profile.apiKey } : {}),
+    ...(profile.grpcMeta && Object.keys(profile.grpcMeta).length ? { metadata: profile.grpcMeta } : {}),
+  }
+  return { address, namespace, connection, security: security(connection), settings }
+}
+
+/** A server this process started itself: its address, no TLS. */
+export function localTarget(address: string, namespace = DEFAULT_NAMESPACE): TemporalTarget {
+  return { address, namespace, connection: { address }, security: 'no TLS', settings: {} }
+}
+
+/** Only the address (no certificate is read): what commands must never reach. */
+export function temporalAddress(env: NodeJS.ProcessEnv = process.env): string {
+  return loadProfile({ env }).profile.address ?? DEFAULT_TEMPORAL_ADDRESS
+}
+
+/**
+ * The files that hold this process's own secrets, which no command may read: the Temporal config file (it
+ * may hold an API key or a key inline) and the private keys of the Temporal and audit database connections.
+ * Certificates and CAs are public and stay visible (a CA may be the system's bundle).
+ */
+export function credentialFiles(env: NodeJS.ProcessEnv = process.env): string[] {
+  const present = presentVariables(env)
+  const files: string[] = []
+  const { path } = configFile(present)
+  if (path) files.push(path)
+  const key = loadProfile({ env }).profile.tls?.clientKey
+  if (key && 'path' in key) files.push(key.path)
+  let databaseKey = present.PGSSLKEY
+  try {
+    if (present.DATABASE_URL)
+      databaseKey = new URL(present.DATABASE_URL).searchParams.get('sslkey') || databaseKey
+  } catch {
+    // Not a URL: the audit store says so when it opens.
+  }
+  if (databaseKey) files.push(databaseKey)
+  return [...new Set(files.map((file) => resolve(file)))]
+}
+
+/** A Temporal client connection; a refused or unreachable server is a one-line `ConfigError`. */
+export async function connectTemporalClient(
+  target: TemporalTarget = readTemporalTarget(),
+  options: { connectTimeout?: string | number } = {},
+): Promise<Connection> {
+  try {
+    return await Connection.connect({
+      ...target.connection,
+      ...(options.connectTimeout !== undefined ? { connectTimeout: options.connectTimeout } : {}),
+    })
+  } catch (error) {
+    throw new ConfigError(await connectionProblem(error, target), { cause: error })
+  }
+}
+
+/** A worker's connection; a refused or unreachable server is a one-line `ConfigError`. */
+export async function connectTemporalWorker(
+  target: TemporalTarget = readTemporalTarget(),
+): Promise<NativeConnection> {
+  try {
+    return await NativeConnection.connect(target.connection)
+  } catch (error) {
+    throw new ConfigError(await connectionProblem(error, target), { cause: error })
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Reading
+
+/** Variables that are set and not empty; an empty `TEMPORAL_GRPC_META_*` keeps its meaning (drop the header). */
+function presentVariables(env: NodeJS.ProcessEnv): Record<string, string> {
+  const present: Record<string, string> = {}
+  for (const [name, value] of Object.entries(env)) {
+    if (value === undefined) continue
+    if (value !== '' || name.startsWith('TEMPORAL_GRPC_META_')) present[name] = value
+  }
+  return present
+}
+
+/** Each setting's variables, and its key in a TOML profile. */
+const SETTINGS: Record<TemporalSetting, { env: string[]; toml: string }> = {
+  address: { env: ['TEMPORAL_ADDRESS'], toml: 'address' },
+  namespace: { env: ['TEMPORAL_NAMESPACE'], toml: 'namespace' },
+  apiKey: { env: ['TEMPORAL_API_KEY'], toml: 'api_key' },
+  tls: { env: ['TEMPORAL_TLS'], toml: 'tls' },
+  clientCert: {
+    env: ['TEMPORAL_TLS_CLIENT_CERT_PATH', 'TEMPORAL_TLS_CLIENT_CERT_DATA'],
+    toml: 'tls.client_cert',
+  },
+  clientKey: {
+    env: ['TEMPORAL_TLS_CLIENT_KEY_PATH', 'TEMPORAL_TLS_CLIENT_KEY_DATA'],
+    toml: 'tls.client_key',
+  },
+  serverCACert: {
+    env: ['TEMPORAL_TLS_SERVER_CA_CERT_PATH', 'TEMPORAL_TLS_SERVER_CA_CERT_DATA'],
+    toml: 'tls.server_ca_cert',
+  },
+  serverName: { env: ['TEMPORAL_TLS_SERVER_NAME'], toml: 'tls.server_name' },
+}
+
+interface LoadedProfile {
+  profile: ClientConfigProfile
+  settings: Partial<Record<TemporalSetting, string>>
+}
+
+function loadProfile(options: ReadConfigOptions): LoadedProfile {
+  const env = presentVariables(options.env ?? process.env)
+  const file = configFile(env)
+  const profileName = options.profile ?? env.TEMPORAL_PROFILE
+  const where = `${file.setting ? `${file.setting} ` : ''}${file.path ?? '(no config folder)'}`
+  if (file.setting && file.path && !existsSync(file.path)) {
+    throw new ConfigError(
+      `TEMPORAL_CONFIG_FILE names ${file.path}, which does not exist; point it at a Temporal TOML file, or unset it`,
+    )
+  }
+  const source: ConfigDataSource | undefined = file.path ? { path: file.path } : undefined
+  let profiles: Record<string, ClientConfigProfile>
+  try {
+    profiles = source ? loadClientConfig({ configSource: source, overrideEnvVars: env }).profiles : {}
+  } catch (error) {
+    throw new ConfigError(`${where} is not a valid Temporal config file: ${tomlProblem(error)}`)
+  }
+  if (profileName && !profiles[profileName]) {
+    const known = Object.keys(profiles)
+    throw new ConfigError(
+      `${options.profile ? 'profile' : 'TEMPORAL_PROFILE'} "${profileName}" is not in ${where} ` +
+        `(${known.length ? `it has ${known.map((name) => `"${name}"`).join(', ')}` : file.path && existsSync(file.path) ? 'it has no profiles' : 'that file does not exist'}); ` +
+        'name one it has, or add it there',
+    )
+  }
+  const name = profileName ?? 'default'
+  let profile: ClientConfigProfile
+  try {
+    profile = loadClientConfigProfile({
+      ...(source ? { configSource: source } : { disableFile: true }),
+      ...(profileName ? { profile: profileName } : {}),
+      overrideEnvVars: env,
+    })
+  } catch (error) {
+    throw new ConfigError(`profile "${name}" of ${where}: ${tomlProblem(error)}`)
+  }
+  if (
+    env.TEMPORAL_TLS_DISABLE_HOST_VERIFICATION === 'true' ||
+    env.TEMPORAL_TLS_DISABLE_HOST_VERIFICATION === '1'
+  ) {
+    throw new ConfigError(
+      "TEMPORAL_TLS_DISABLE_HOST_VERIFICATION is not supported by Temporal's TypeScript SDK; set TEMPORAL_TLS_SERVER_NAME to a name in the server's certificate instead",
+    )
+  }
+  const fromFile = profiles[name]
+  const settings: LoadedProfile['settings'] = {}
+  for (const [setting, names] of Object.entries(SETTINGS) as Array<
+    [TemporalSetting, (typeof SETTINGS)[TemporalSetting]]
+  >) {
+    const variable = names.env.find((variable) => env[variable] !== undefined)
+    if (variable) settings[setting] = variable
+    else if (fromFile && tomlValue(fromFile, setting) !== undefined) {
+      settings[setting] = `${tomlKey(fromFile, setting)} in profile "${name}" of ${file.path}`
+    }
+  }
+  return { profile, settings }
+}
+
+/** The TOML file: `TEMPORAL_CONFIG_FILE`, else `temporalio/temporal.toml` in the user's config folder. */
+function configFile(env: Record<string, string>): { path: string | undefined; setting?: string } {
+  if (env.TEMPORAL_CONFIG_FILE) return { path: env.TEMPORAL_CONFIG_FILE, setting: 'TEMPORAL_CONFIG_FILE' }
+  const home = env.HOME ?? homedir()
+  let folder: string | undefined
+  switch (platform()) {
+    case 'win32':
+      folder = env.APPDATA
+      break
+    case 'darwin':
+      folder = join(home, 'Library', 'Application Support')
+      break
+    default:
+      folder = env.XDG_CONFIG_HOME
+        ? isAbsolute(env.XDG_CONFIG_HOME)
+          ? env.XDG_CONFIG_HOME
+          : undefined
+        : join(home, '.config')
+  }
+  return { path: folder ? join(folder, 'temporalio', 'temporal.toml') : undefined }
+}
+
+function tomlValue(profile: ClientConfigProfile, setting: TemporalSetting): unknown {
+  switch (setting) {
+    case 'tls':
+      return profile.tls
+    case 'clientCert':
+    case 'clientKey':
+    case 'serverCACert':
+    case 'serverName':
+      return profile.tls?.[setting]
+    default:
+      return profile[setting]
+  }
+}
+
+function tomlKey(profile: ClientConfigProfile, setting: TemporalSetting): string {
+  const key = SETTINGS[setting].toml
+  const value = tomlValue(profile, setting)
+  if (value && typeof value === 'object' && ('path' in value || 'data' in value) && setting !== 'tls') {
+    return `${key}_${'path' in value ? 'path' : 'data'}`
+  }
+  return key
+}
+
+function tomlProblem(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error)
+  const { line, column } = (error ?? {}) as { line?: number; column?: number }
+  const first = message.split('\n')[0]?.trim() ?? ''
+  return line ? `${first} (line ${line}${column ? `, column ${column}` : ''})` : first
+}
+
+/**
+ * The profile's certificates and key, read and checked here so that a missing file, a key that is not the
+ * certificate's or an expired certificate is named now, not found out in a TLS handshake.
+ */
+function tlsFiles(
+  profile: ClientConfigProfile,
+  settings: LoadedProfile['settings'],
+): Pick<ClientConfigProfile, 'tls'> {
+  const tls = profile.tls
+  if (!tls || tls.disabled) return {}
+  const name = (setting: TemporalSetting) => settings[setting] ?? SETTINGS[setting].env[0] ?? setting
+  try {
+    const cert = tls.clientCert && pem(tls.clientCert, name('clientCert'))
+    const key = tls.clientKey && pem(tls.clientKey, name('clientKey'))
+    const ca = tls.serverCACert && pem(tls.serverCACert, name('serverCACert'))
+    if (cert && !key) {
+      throw new ConfigError(
+        `${name('clientCert')} gives a client certificate but no key is set; set TEMPORAL_TLS_CLIENT_KEY_PATH to its private key`,
+      )
+    }
+    if (key && !cert) {
+      throw new ConfigError(
+        `${name('clientKey')} gives a client key but no certificate is set; set TEMPORAL_TLS_CLIENT_CERT_PATH to its certificate`,
+      )
+    }
+    if (ca) parseCertificate(ca, name('serverCACert'))
+    if (cert && key) {
+      checkClientPair(
+        { cert, key },
+        {
+          cert: name('clientCert'),
+          key: name('clientKey'),
+          encrypted:
+            "Temporal's SDK cannot use one: decrypt it (openssl pkey -in KEY -out KEY.plain) and keep that file private",
+        },
+      )
+    }
+    return {
+      tls: {
+        ...tls,
+        ...(cert ? { clientCert: { data: cert } } : {}),
+        ...(key ? { clientKey: { data: key } } : {}),
+        ...(ca ? { serverCACert: { data: ca } } : {}),
+      },
+    }
+  } catch (error) {
+    if (error instanceof TlsFileError) throw new ConfigError(error.message)
+    throw error
+  }
+}
+
+function pem(source: ConfigDataSource, setting: string): Uint8Array {
+  if ('path' in source) return readTlsFile(source.path, setting)
+  return typeof source.data === 'string' ? Buffer.from(source.data) : source.data
+}
+
+function security(connection: TemporalConnectionOptions): string {
+  const tls = Boolean(connection.tls)
+  if (connection.apiKey) return tls ? 'API key' : 'API key without TLS'
+  if (typeof connection.tls === 'object' && connection.tls.clientCertPair) return 'mutual TLS'
+  return tls ? 'TLS' : 'no TLS'
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Why a connection failed
+
+/** One line saying why connecting to `target` failed and which setting to change. */
+export async function connectionProblem(error: unknown, target: TemporalTarget): Promise<string> {
+  const text = errorText(error)
+  const at = `Temporal at ${target.address}`
+  const set = (setting: TemporalSetting) => target.settings[setting] ?? SETTINGS[setting].env[0]
+  const clientCert =
+    typeof target.connection.tls === 'object' && Boolean(target.connection.tls.clientCertPair)
+  if (
+    /UNAUTHENTICATED|status(?: code)?:? 401|401 Unauthorized|authentication credentials|Request unauthorized/i.test(
+      text,
+    )
+  ) {
+    if (target.connection.apiKey) {
+      return `${at} refused the API key in ${set('apiKey')} (unauthenticated); check that it is current and allowed in namespace ${target.namespace}`
+    }
+    return `${at} asks for credentials (unauthenticated); set TEMPORAL_API_KEY, or a client certificate (TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH)`
+  }
+  if (/PERMISSION_DENIED|status(?: code)?:? 403|403 Forbidden|does not have permission/i.test(text)) {
+    return `${at} does not let these credentials in (permission denied); check that ${target.connection.apiKey ? `the API key in ${set('apiKey')}` : 'the client certificate'} is allowed in namespace ${target.namespace} (${set('namespace')})`
+  }
+  // A TLS-terminating proxy such as nginx answers a missing or untrusted client certificate with HTTP 400.
+  if (target.connection.tls && /status(?: code)?:? 400|400 Bad Request/i.test(text)) {
+    return clientCert
+      ? `${at} refused the client certificate in ${set('clientCert')} (HTTP 400 Bad Request); give a certificate signed by a CA the server trusts, with its key in ${set('clientKey')}`
+      : `${at} asks for a client certificate (HTTP 400 Bad Request); set TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH`
+  }
+  const found = await probe(target)
+  if (found) return found
+  return `cannot reach ${at} (${firstLine(text)}); ${whereToLook(target)}`
+}
+
+function whereToLook(target: TemporalTarget): string {
+  const address = target.settings.address
+  return address && !address.startsWith('TEMPORAL_')
+    ? `check ${address}, or that the server is up`
+    : 'start `tether dev`, or set TEMPORAL_ADDRESS'
+}
+
+function errorText(error: unknown): string {
+  const parts: string[] = []
+  let current: unknown = error
+  for (let depth = 0; current && depth < 4; depth += 1) {
+    const { message, details } = current as { message?: string; details?: string }
+    if (message) parts.push(message)
+    if (details) parts.push(details)
+    current = (current as { cause?: unknown }).cause
+  }
+  return parts.join(' | ') || String(error)
+}
+
+function firstLine(text: string): string {
+  return text.split('\n')[0]?.split(' | ')[0] ?? text
+}
+
+const PROBE_TIMEOUT_MS = 3_000
+
+/**
+ * The SDKs say little about a failed handshake (the client only "failed to connect before the deadline"), so
+ * after a failure the target is tried once more with Node's own TCP and TLS, which name the reason.
+ */
+async function probe(target: TemporalTarget): Promise<string | undefined> {
+  const at = `Temporal at ${target.address}`
+  const set = (setting: TemporalSetting) => target.settings[setting] ?? SETTINGS[setting].env[0]
+  const { host, port } = hostAndPort(target.address)
+  const tcp = await reach(host, port)
+  if (tcp === 'ECONNREFUSED') return `cannot reach ${at} (connection refused); ${whereToLook(target)}`
+  if (tcp === 'ENOTFOUND' || tcp === 'EAI_AGAIN') {
+    return `cannot resolve the host ${host} of ${at}; check ${set('address')}`
+  }
+  if (tcp !== 'ok') return `cannot reach ${at} (${tcp}); check ${set('address')} and the network path`
+  const tls = target.connection.tls
+  if (!tls) {
+    const answer = await handshake({ host, port, rejectUnauthorized: false, ...serverName(host, undefined) })
+    return answer === 'ok'
+      ? `${at} speaks TLS, and TLS is off; set TEMPORAL_TLS=true (with TEMPORAL_TLS_SERVER_CA_CERT_PATH for a private CA, and a client certificate if the server asks for one)`
+      : undefined
+  }
+  const options = tls === true ? {} : tls
+  const answer = await handshake({
+    host,
+    port,
+    ...serverName(host, options.serverNameOverride),
+    ...(options.serverRootCACertificate ? { ca: Buffer.from(options.serverRootCACertificate) } : {}),
+    ...(options.clientCertPair
+      ? { cert: Buffer.from(options.clientCertPair.crt), key: Buffer.from(options.clientCertPair.key) }
+      : {}),
+  })
+  if (answer === 'ok') return undefined
+  const { code = '', message = '' } = answer
+  if (UNTRUSTED_CERTIFICATE.has(code)) {
+    return target.settings.serverCACert
+      ? `the certificate of ${at} is not signed by the CA in ${set('serverCACert')} (${code}); give the CA that signed it`
+      : `the certificate of ${at} is not signed by a CA this machine trusts (${code}); set TEMPORAL_TLS_SERVER_CA_CERT_PATH to the CA that signed it`
+  }
+  if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') {
+    const name = options.serverNameOverride ?? host
+    return `the certificate of ${at} is not for "${name}" (${(answer as { reason?: string }).reason ?? message}); set TEMPORAL_TLS_SERVER_NAME to a name it is for`
+  }
+  if (code === 'CERT_HAS_EXPIRED' || code === 'CERT_NOT_YET_VALID') {
+    return `the certificate of ${at} is not valid now (${code}); the server's operator must renew it`
+  }
+  if (isTlsAlert(answer) || code === HUNG_UP) {
+    return options.clientCertPair
+      ? `${at} refused the client certificate in ${set('clientCert')} (${firstLine(message)}); give one signed by a CA the server trusts`
+      : `${at} asks for a client certificate (${firstLine(message)}); set TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH`
+  }
+  if (
+    /wrong version number|packet length too long|unknown protocol|before secure TLS connection/i.test(message)
+  ) {
+    return `${at} does not speak TLS, and TLS is on (${set('tls') ?? 'an API key or TLS setting turns it on'}); check the port, or set TEMPORAL_TLS=false`
+  }
+  return undefined
+}
+
+function hostAndPort(address: string): { host: string; port: number } {
+  const match = /^\[?([^\]]*?)\]?(?::(\d+))?$/.exec(address.replace(/^[a-z]+:\/\//i, ''))
+  return { host: match?.[1] || address, port: Number(match?.[2] ?? 7233) }
+}
+
+/** Node warns when SNI is an IP address; for one, the name is only what the certificate is checked against. */
+function serverName(
+  host: string,
+  override: string | undefined,
+): Pick<ConnectionOptions, 'servername' | 'checkServerIdentity'> {
+  if (override)
+    return { servername: override, checkServerIdentity: (_host, cert) => checkServerIdentity(override, cert) }
+  return isIP(host) ? {} : { servername: host }
+}
+
+function reach(host: string, port: number): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = connectTcp({ host, port })
+    const done = (result: string) => {
+      socket.destroy()
+      resolve(result)
+    }
+    socket.setTimeout(PROBE_TIMEOUT_MS, () => done('no answer'))
+    socket.once('connect', () => done('ok'))
+    socket.on('error', (error: NodeJS.ErrnoException) => done(error.code ?? error.message))
+  })
+}
+
+type Handshake = 'ok' | { code?: string; message?: string; reason?: string }
+const HUNG_UP = 'HUNG_UP_AFTER_HANDSHAKE'
+
+/** A TLS handshake; a server that rejects the client certificate may say so just after it (TLS 1.3). */
+function handshake(options: ConnectionOptions & { host: string; port: number }): Promise<Handshake> {
+  return new Promise((resolve) => {
+    const socket = connectTls({ ...options, ALPNProtocols: ['h2'] })
+    let settled = false
+    const done = (result: Handshake) => {
+      if (settled) return
+      settled = true
+      clearTimeout(timer)
+      socket.destroy()
+      resolve(result)
+    }
+    const timer = setTimeout(() => done({ message: 'no TLS answer in time' }), PROBE_TIMEOUT_MS)
+    let secure = false
+    socket.once('secureConnect', () => {
+      secure = true
+      setTimeout(() => done('ok'), 300)
+    })
+    // Some servers (Node's among them) hang up on a client certificate they refuse without an alert.
+    socket.once('close', () =>
+      done(secure ? { code: HUNG_UP, message: 'it closed the connection right after the handshake' } : 'ok'),
+    )
+    socket.on('error', (error: NodeJS.ErrnoException & { reason?: string }) =>
+      done({
+        ...(error.code ? { code: error.code } : {}),
+        message: error.message,
+        ...(error.reason ? { reason: error.reason } : {}),
+      }),
+    )
+  })
+}

@@ -1,0 +1,209 @@
+/**
+ * Comparing a run's rows with what its history proves: a recorded history replayed with today's workflow
+ * code, and small executions made by hand for the cases a recorded history does not show.
+ */
+import { readFile } from 'node:fs/promises'
+import { beforeAll, describe, expect, it } from 'vitest'
+import {
+  compareWithHistory,
+  type Finding,
+  type ReplayedCall,
+  type ReplayedExecution,
+  replayRun,
+  type StoredRunRows,
+} from '../../../src/audit/index.js'
+
+const empty = (): StoredRunRows => ({
+  runs: [],
+  steps: [],
+  policy_events: [],
+  exec_results: [],
+  approvals: [],
+  approval_answers: [],
+  policies: [],
+})
+const brief = (findings: Finding[]) =>
+  findings.map((f) => [f.table, f.key, f.problem, ...(f.column ? [f.column] : [])].join(' ')).sort()
+
+describe('a recorded history, replayed', () => {
+  const RUN = 'approval-approved'
+  let executions: ReplayedExecution[]
+  beforeAll(async () => {
+    const history = JSON.parse(
+      await readFile(new URL(`../../histories/${RUN}.json`, import.meta.url), 'utf8'),
+    )
+    const runId = history.events[0].workflowExecutionStartedEventAttributes.originalExecutionRunId as string
+    executions = await replayRun({ workflowId: RUN, executions: [{ runId, history }], running: false })
+  }, 120_000)
+
+  it('shows every activity call with its input and result, local ones included', () => {
+    const [execution] = executions
+    expect(execution?.taskQueue).toMatch(/^agent-/)
+    expect(execution?.calls.map((c) => `${c.type}${c.local ? ' (local)' : ''} ${c.state}`)).toEqual([
+      'tetherPrepareRun (local) completed',
+      'tetherStartRun completed',
+      'tetherModelTurn completed',
+      'tetherCheckAction (local) completed',
+      'tetherApprovalRequested completed',
+      'tetherCheckAction (local) completed',
+      'tetherApprovalDecided (local) completed',
+      'tetherExec completed',
+      'tetherRecordStep (local) completed',
+      'tetherModelTurn completed',
+      'tetherRecordStep (local) completed',
+      'tetherFinishRun completed',
+    ])
+    const step = execution?.calls.find((c) => c.type === 'tetherRecordStep')
+    expect(step?.input).toMatchObject({ step: 1, decision: 'exec touch approved.txt → exit 0' })
+  })
+
+  it('reports every row history holds as deleted from an empty database', () => {
+    const report = compareWithHistory(RUN, executions, empty())
+    const decided = executions[0]?.calls.find((c) => c.type === 'tetherApprovalDecided') as ReplayedCall
+    const approvalId = (decided.input as { request: { approvalId: string } }).request.approvalId
+    expect(brief(report.findings)).toEqual(
+      [
+        `runs ${RUN} deleted`,
+        'steps step 1 deleted',
+        'steps step 2 deleted',
+        'exec_results step 1 call 0 deleted',
+        `approvals ${approvalId} deleted`,
+        `approval_answers ${approvalId} alice deleted`,
+        'policy_events step 1 call 0 decision update deleted',
+      ].sort(),
+    )
+  })
+
+  it('matches a row written from the same call, and names the column of an edited one and an added row', () => {
+    const call = executions[0]?.calls.find((c) => c.type === 'tetherRecordStep') as ReplayedCall
+    const input = call.input as Record<string, unknown>
+    const row = {
+      run_id: RUN,
+      step: 1,
+      tool_calls: input.toolCalls,
+      decision: input.decision,
+      observation: input.observation,
+      input_tokens: input.inputTokens,
+      output_tokens: input.outputTokens,
+      // As to_json writes a timestamptz.
+      started_at: new Date(input.startedAt as number).toISOString().replace('Z', '+00:00'),
+      finished_at: new Date(input.finishedAt as number).toISOString().replace('Z', '+00:00'),
+    }
+    const steps = (rows: object[]) =>
+      compareWithHistory(RUN, executions, {
+        ...empty(),
+        steps: rows as StoredRunRows['steps'],
+      }).findings.filter((f) => f.table === 'steps')
+    expect(brief(steps([row]))).toEqual(['steps step 2 deleted'])
+    const edited = steps([
+      { ...row, decision: 'nothing ran' },
+      { ...row, step: 9 },
+    ])
+    expect(edited).toContainEqual({
+      table: 'steps',
+      key: 'step 1',
+      problem: 'edited',
+      column: 'decision',
+      database: 'nothing ran',
+      history: 'exec touch approved.txt → exit 0',
+      detail: 'decision differs from history',
+    })
+    expect(brief(edited)).toContain('steps step 9 added')
+  })
+})
+
+describe('commands and refused answers, by hand', () => {
+  const RUN = 'run-1'
+  const call = (
+    type: string,
+    input: unknown,
+    state: ReplayedCall['state'],
+    result?: unknown,
+  ): ReplayedCall => ({
+    type,
+    local: false,
+    input,
+    state,
+    ...(result !== undefined ? { result } : {}),
+  })
+  const exec = (callIndex: number, state: ReplayedCall['state'], result?: unknown) =>
+    call(
+      'tetherExec',
+      { runId: RUN, step: 1, call: callIndex, argv: ['make'], workspace: '/w' },
+      state,
+      result,
+    )
+  const execution = (calls: ReplayedCall[]): ReplayedExecution[] => [
+    { runId: 'r1', firstExecutionRunId: 'r1', calls },
+  ]
+  const row = (callIndex: number, status = 'exited', exitCode: number | null = 0) => ({
+    run_id: RUN,
+    step: 1,
+    call: callIndex,
+    argv: ['make'],
+    cwd: '/w',
+    kind: 'tool',
+    status,
+    exit_code: exitCode,
+  })
+
+  it('expects a row for a command that ran, none for one refused, and either for one still running', () => {
+    const calls = [
+      exec(0, 'completed', { ok: true, summary: '', status: 'exited', exitCode: 0 }),
+      exec(1, 'completed', { ok: false, summary: '', status: 'refused' }),
+      exec(2, 'open'),
+      // Recorded by an earlier attempt: a row, whatever its status.
+      exec(3, 'completed', { ok: true, summary: '(recorded by an earlier attempt)' }),
+    ]
+    const compare = (rows: object[]) =>
+      brief(
+        compareWithHistory(RUN, execution(calls), {
+          ...empty(),
+          exec_results: rows as StoredRunRows['exec_results'],
+        }).findings,
+      )
+    expect(compare([row(0), row(3, 'signalled', null)])).toEqual([])
+    expect(compare([row(0, 'exited', 1), row(1), row(2), row(3)])).toEqual([
+      'exec_results step 1 call 0 edited exit_code',
+      'exec_results step 1 call 1 added',
+    ])
+    expect(compare([])).toEqual(['exec_results step 1 call 0 deleted', 'exec_results step 1 call 3 deleted'])
+  })
+
+  it('pairs refused answers recorded at one instant in the order their worker counted them', () => {
+    const rejected = (approver: string) =>
+      call(
+        'tetherApprovalRejected',
+        { runId: RUN, step: 2, channel: 'signal', at: 5, error: 'bad', input: { approver, approvalId: 'a' } },
+        'completed',
+      )
+    const event = (counter: number, approver: string) => ({
+      run_id: RUN,
+      step: 2,
+      call: 0,
+      kind: 'decision',
+      source: `signal-rejected:5:${counter}`,
+      act: 'exec',
+      target: 'approval a',
+      effect: 'ask',
+      rule: null,
+      layer: null,
+      decided_by: approver,
+      reason: 'rejected signal answer: bad',
+      checks: null,
+      at: '1970-01-01T00:00:00.005+00:00',
+    })
+    const compare = (rows: object[]) =>
+      brief(
+        compareWithHistory(RUN, execution([rejected('eve'), rejected('bob')]), {
+          ...empty(),
+          policy_events: rows as StoredRunRows['policy_events'],
+        }).findings,
+      )
+    // Another worker's counter, the same order.
+    expect(compare([event(17, 'bob'), event(12, 'eve')])).toEqual([])
+    expect(compare([event(12, 'eve')])).toEqual([
+      'policy_events step 2 call 0 decision signal-rejected:5:#2 deleted',
+    ])
+  })
+})
