@@ -42,7 +42,9 @@ try {
   }
 } catch {}
 const [root, address] = process.argv.slice(1)
-const reply = (message) => { if (process.connected) process.send(message) }
+// A worker that just died makes a send fail (EPIPE) before the channel reports its end; unheard, that error
+// would end this process before its 'disconnect' handler removes the worker's socket folder.
+const reply = (message) => { if (process.connected) process.send(message, () => {}) }
 const stream = (token, fd) => new Promise((resolve, reject) => {
   const socket = connect(address)
   socket.once('error', reject)

@@ -122,8 +122,10 @@ describe('a worker killed before its launcher could tidy up', () => {
     const socket = mkdtempSync(folder + '/egress-') + '/proxy.sock'
     require('node:net').createServer().listen(socket, () => console.log(folder))`
   const started: ChildProcess[] = []
-  afterAll(() => {
+  const folders: string[] = []
+  afterAll(async () => {
     for (const child of started) child.kill('SIGKILL')
+    for (const folder of folders) await rm(folder, { recursive: true, force: true })
   })
   async function serve(pid?: number): Promise<{ child: ChildProcess; folder: string }> {
     const child = spawn(process.execPath, ['-e', SERVE, ...(pid ? [String(pid)] : [])], {
@@ -131,6 +133,7 @@ describe('a worker killed before its launcher could tidy up', () => {
     })
     started.push(child)
     const [line] = (await once(child.stdout!, 'data')) as [Buffer]
+    folders.push(String(line).trim())
     return { child, folder: String(line).trim() }
   }
 
@@ -154,11 +157,5 @@ describe('a worker killed before its launcher could tidy up', () => {
     expect(existsSync(elsewhere.folder)).toBe(true)
     worker.stdin!.write('exit\n')
     await once(worker, 'exit')
-    for (const { child } of [living, elsewhere]) {
-      child.kill('SIGKILL')
-      await once(child, 'exit')
-    }
-    await rm(living.folder, { recursive: true, force: true })
-    await rm(elsewhere.folder, { recursive: true, force: true })
   }, 90_000)
 })
