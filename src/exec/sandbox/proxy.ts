@@ -19,6 +19,7 @@ import { createServer, type IncomingMessage, request, type Server, type ServerRe
 import { connect as netConnect, type Socket } from 'node:net'
 import { networkInterfaces } from 'node:os'
 import type { Duplex } from 'node:stream'
+// The address module alone: the policy's index brings its whole engine (the shell parser), 200 ms to load.
 import {
   ambiguousIpv4,
   formatIp,
@@ -28,7 +29,7 @@ import {
   sameIp,
   specialRange,
   splitHostPort,
-} from '../../policy/index.js'
+} from '../../policy/addresses.js'
 import type { NetworkAccess, NetworkDecision } from './types.js'
 
 /** Decisions kept per command (a busy build can ask for thousands; the first ones say enough). */
