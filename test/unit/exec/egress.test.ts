@@ -2,9 +2,9 @@
  * The egress proxy judges addresses, not spellings. Real sandboxed commands under a real policy (`net allow
  * *`, built into sandbox options the way the activities build them) try the host's loopback in every
  * spelling and the worker's own addresses, with a real listener on loopback playing tether's services;
- * every other range is judged without sending traffic anywhere. A last part runs the proxy in a network and
- * mount namespace the test makes, where a name can lead to a blocked service and an address no interface
- * lists leads back to the machine itself.
+ * every other range is judged without sending traffic anywhere. A last part runs the proxy in network and
+ * mount namespaces the test makes, where a name can lead to a blocked service, an address no interface
+ * lists leads back to the machine itself, and a private address on the far side of a link answers.
  */
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
@@ -190,11 +190,11 @@ describe('the proxy’s judgement of addresses it must not send traffic to', () 
 })
 
 describe('in a network of its own', () => {
-  it('meets a blocked service by name and by address, a deny of the address a name leads to, and a route back to the machine', async () => {
+  it('reaches a private address a rule names, and meets a blocked service by name and by address, a deny of the address a name leads to, and a route back to the machine', async () => {
     const world = await mkdtemp(join(tmpdir(), 'tether-egress-world-'))
     cleanups.push(() => rm(world, { recursive: true, force: true }))
     const hosts = join(world, 'hosts')
-    await writeFile(hosts, '127.0.0.1 localhost\n10.20.30.40 service.test\n')
+    await writeFile(hosts, '127.0.0.1 localhost\n10.20.30.40 service.test\n10.50.0.2 far.test\n')
     const script = fileURLToPath(new URL('../../support/egress-world.ts', import.meta.url))
     // Root or not, `unshare` makes a network namespace holding only loopback, and a mount namespace in which
     // /etc/hosts is the file above; 10.20.31.0/24 is routed to this (namespaced) machine by a `local` route.
@@ -254,6 +254,25 @@ describe('in a network of its own', () => {
     const unnamed = seen.unnamedRange!
     expect(decisionFor(unnamed.decisions, 'service.test:80')?.reason).toMatch(
       /^service\.test resolves to 10\.20\.30\.40, private \(10\.0\.0\.0\/8\)/,
+    )
+
+    // Traffic to a private address goes through where a rule names it (and only to the port it names), by
+    // CONNECT and by plain HTTP, whatever spelling or name leads there; a glob does not open it.
+    const named = seen.namedPrivate!
+    expect(named.answers).toEqual({
+      '10.50.0.2:8080': 'hello from the far side',
+      '[::ffff:a32:2]:8080': 'hello from the far side',
+      'far.test:8080': 'hello from the far side',
+      'http://10.50.0.2:8081/path?q=1': 'plain http from the far side: /path?q=1',
+      '10.50.0.2:8082': '403',
+    })
+    expect(decisionFor(named.decisions, 'far.test:8080')).toMatchObject({
+      allowed: true,
+      address: '10.50.0.2',
+    })
+    expect(seen.globOnly!.answers['10.50.0.2:8080']).toBe('403')
+    expect(decisionFor(seen.globOnly!.decisions, '10.50.0.2:8080')?.reason).toMatch(
+      /private \(10\.0\.0\.0\/8\)/,
     )
 
     const back = seen.localRoute!
