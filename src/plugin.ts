@@ -18,7 +18,7 @@ import type { WorkerOptions } from '@temporalio/worker'
 import { createActivities, waitThroughOutages } from './activities/index.js'
 import { type AuditStore, openAudit } from './audit/index.js'
 import type { ModelProvider } from './model/index.js'
-import { TETHER_WORKER_DEFAULTS, tetherWorkflowsPath } from './worker-setup.js'
+import { TETHER_WORKER_DEFAULTS, tetherWorkflowsPath, type WorkerFloor, workerFloor } from './worker-setup.js'
 
 export interface TetherPluginOptions {
   /** An audit store the caller manages; otherwise one is opened (and migrated) when the Worker runs. */
@@ -27,6 +27,12 @@ export interface TetherPluginOptions {
   databaseUrl?: string
   stateDir?: string
   provider?: (choice: string | undefined) => ModelProvider
+  /**
+   * The operator's floor for every run this Worker serves: a floor file's path or a Policy (default:
+   * TETHER_FLOOR, else the built-in floor — sandbox enforced, secrets denied). A run's own policy can only
+   * tighten it.
+   */
+  floor?: WorkerFloor
 }
 
 export function tetherPlugin(options: TetherPluginOptions = {}): SimplePlugin {
@@ -41,7 +47,11 @@ export function tetherPlugin(options: TetherPluginOptions = {}): SimplePlugin {
   })
   return new TetherPlugin({
     name: 'tether',
-    activities: createActivities({ audit, ...(options.provider ? { provider: options.provider } : {}) }),
+    activities: createActivities({
+      audit,
+      floor: workerFloor(options.floor ?? process.env.TETHER_FLOOR),
+      ...(options.provider ? { provider: options.provider } : {}),
+    }),
     workflowsPath: (existing) => (existing ? combinedEntry(existing) : tetherWorkflowsPath()),
     runContext: async (next) => {
       if (options.audit) return next()

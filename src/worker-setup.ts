@@ -9,6 +9,7 @@ import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker
 import { createActivities, waitThroughOutages } from './activities/index.js'
 import { type AuditStore, openAudit } from './audit/index.js'
 import type { ModelProvider } from './model/index.js'
+import { builtinFloor, type Floor, floorOf, loadFloor, type Policy } from './policy/index.js'
 import { type LocalStack, type LocalStackOptions, startLocalStack } from './stack/index.js'
 
 /** tether's workflows module: the compiled `.js` in a build, the `.ts` source in a checkout. */
@@ -43,6 +44,22 @@ export interface TetherWorkerOptions {
   provider?: (choice: string | undefined) => ModelProvider
   /** Runs kept in memory between their tasks (default WORKFLOW_CACHE_SIZE). */
   maxCachedWorkflows?: number
+  /** The operator's floor (see `workerFloor`); default: the built-in one. */
+  floor?: WorkerFloor
+}
+
+/** A floor as a worker's configuration gives it: a floor file's path, a policy, or a loaded floor. */
+export type WorkerFloor = Floor | Policy | string | undefined
+
+/**
+ * The operator's floor: the first layers of every run's policy on this worker, which a run can only tighten
+ * (docs/policy.md#the-operators-floor). A path is read once, here; nothing given is the built-in floor
+ * (the sandbox enforced, the secret denies). Throws PolicyError with one line naming the file and field.
+ */
+export function workerFloor(floor: WorkerFloor): Floor {
+  if (floor === undefined || floor === '') return builtinFloor()
+  if (typeof floor === 'string') return loadFloor(floor)
+  return 'source' in floor ? floor : floorOf(floor)
 }
 
 /**
@@ -61,6 +78,7 @@ export function createTetherWorker(options: TetherWorkerOptions): Promise<Worker
     ...workflowSource(),
     activities: createActivities({
       audit: options.audit,
+      floor: workerFloor(options.floor),
       ...(options.provider ? { provider: options.provider } : {}),
     }),
     // Running commands get this long to finish on shutdown before they are cancelled and retried elsewhere.
@@ -82,7 +100,7 @@ export interface LocalTether {
 
 /** Starts the local stack and a worker on `taskQueue`; `stop()` undoes all of it, in order. */
 export async function startLocalTether(
-  options: LocalStackOptions & { taskQueue: string },
+  options: LocalStackOptions & { taskQueue: string; floor?: WorkerFloor },
 ): Promise<LocalTether> {
   const stack = await startLocalStack(options)
   const closers: Array<() => Promise<void>> = [() => stack.stop()]
@@ -106,6 +124,7 @@ export async function startLocalTether(
       namespace: stack.namespace,
       taskQueue: options.taskQueue,
       audit,
+      ...(options.floor !== undefined ? { floor: options.floor } : {}),
     })
     const running = worker.run()
     closers.push(async () => {

@@ -6,6 +6,7 @@ import { ApplicationFailure } from '@temporalio/common'
 import { AuditConflictError, AuditConnectionError, AuditInputError, type AuditStore } from '../audit/index.js'
 import { SandboxUnavailableError } from '../exec/index.js'
 import { type ModelProvider, providerFromEnv } from '../model/index.js'
+import { builtinFloor, type Floor } from '../policy/index.js'
 import { modelActivities } from './model.js'
 import { policyActivities } from './policy.js'
 import { projectionActivities } from './projections.js'
@@ -29,15 +30,22 @@ export interface ActivityDependencies {
    * to hide, and `host:port` of services commands must never reach (the Temporal server).
    */
   sandbox?: SandboxDependencies
+  /**
+   * The operator's floor: the first layers of every run's policy, which a run can only tighten (its sandbox,
+   * approvers and identity are the floor's). Default: the built-in floor (sandbox enforced, secrets denied).
+   */
+  floor?: Floor
 }
 
 export function createActivities(deps: ActivityDependencies): TetherActivities {
   const provider = deps.provider ?? cachedProviders(process.env)
+  const floor = deps.floor ?? builtinFloor()
   const sandbox = new CommandSandbox({
     ...deps.sandbox,
     blocked: [...(deps.sandbox?.blocked ?? []), deps.audit.target],
+    floor: floor.policy,
   })
-  const runs = new RunConfigs(deps.audit)
+  const runs = new RunConfigs(deps.audit, floor)
   const activities: TetherActivities = {
     ...policyActivities({ provider, sandbox, runs }),
     ...modelActivities({ audit: deps.audit, provider, runs }),

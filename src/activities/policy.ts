@@ -8,7 +8,7 @@ import { ApplicationFailure } from '@temporalio/common'
 import { gateRefusal } from '../contract.js'
 import type { ModelProvider } from '../model/index.js'
 import { Policy, PolicyError, rememberRule, renderExecVerdict, type Verdict } from '../policy/index.js'
-import type { Act, ActionVerdict, RememberedRule } from '../run/index.js'
+import type { Act, ActionVerdict } from '../run/index.js'
 import type { ValidatedCall } from '../tools/schemas.js'
 import { holdsDeniedFile, longRunningCommand, resolveWorkspacePath } from '../workspace/index.js'
 import { contractProblems } from './preflight.js'
@@ -24,12 +24,13 @@ export function policyActivities(deps: {
   return {
     async tetherPrepareRun({ contract, policy: spec }) {
       const problems = await contractProblems(contract, deps.provider)
+      // The run's own policy on this worker's floor: what the run works under, named by its digest.
       let policy: Policy | undefined
       try {
-        policy = Policy.fromSpec(spec)
+        policy = deps.runs.effective(spec)
       } catch (error) {
-        if (!(error instanceof PolicyError)) throw error
-        problems.push(`the policy is invalid: ${error.message}`)
+        if (!(error instanceof PolicyError) && !isPolicyFailure(error)) throw error
+        problems.push((error as Error).message)
       }
       const gate = policy && gateRefusal(contract, policy)
       if (gate) problems.push(gate)
@@ -38,15 +39,18 @@ export function policyActivities(deps: {
       if (noSandbox) problems.push(noSandbox)
       const approvers = [...(policy?.approvers ?? [])]
       const identity = policy?.identity
-      const prepared = { approvers, ...(identity ? { identity } : {}) }
+      const prepared = {
+        approvers,
+        ...(identity ? { identity } : {}),
+        ...(policy ? { policyDigest: policy.digest, floor: deps.runs.floor.source } : {}),
+      }
       // All at once, so one correction fixes everything.
       return problems.length > 0 ? { ...prepared, rejected: problems.join('; ') } : prepared
     },
 
-    async tetherCheckAction({ runId, policy: spec, remembered, workspace, call, noRetry }) {
-      return withinSize(
-        lean(judge(await deps.runs.policy(runId, spec, remembered), workspace, call, noRetry)),
-      )
+    async tetherCheckAction({ runId, policy: spec, policyDigest, remembered, workspace, call, noRetry }) {
+      const policy = await deps.runs.policy(runId, spec, remembered, policyDigest)
+      return withinSize(lean(judge(policy, workspace, call, noRetry)))
     },
   }
 }
@@ -84,24 +88,9 @@ function withinSize(verdict: ActionVerdict): ActionVerdict {
   }
 }
 
-/** The run's policy: its spec plus the rules approvers asked to remember, in a layer named `remembered`. */
-export function loadPolicy(spec: unknown, remembered: readonly RememberedRule[]): Policy {
-  let policy: Policy
-  try {
-    policy = Policy.fromSpec(spec)
-  } catch (error) {
-    if (error instanceof PolicyError) throw ApplicationFailure.nonRetryable(error.message, 'PolicyError')
-    throw error
-  }
-  return withRemembered(policy, remembered)
-}
-
-/** `policy` with the approvers' remembered rules in its `remembered` layer. */
-export function withRemembered(policy: Policy, remembered: readonly RememberedRule[]): Policy {
-  if (remembered.length === 0) return policy
-  let layered = policy.layer('remembered')
-  for (const rule of remembered) layered = layered.allow(rule.act, rule.pattern)
-  return layered
+/** A policy refused on this worker, as RunConfigs reports it to Temporal. */
+function isPolicyFailure(error: unknown): boolean {
+  return error instanceof ApplicationFailure && error.type === 'PolicyError'
 }
 
 /** The verdict on one call; every path is judged as written and as it resolves on disk. */

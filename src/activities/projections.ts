@@ -33,8 +33,24 @@ export function projectionActivities(deps: {
   let rejectedCount = 0
 
   return {
-    async tetherStartRun({ runId, executionId, contract, policy, taskQueue, parentRunId, startedAt }) {
-      const sandbox = sandboxMode(policy)
+    async tetherStartRun({
+      runId,
+      executionId,
+      contract,
+      policy,
+      policyDigest,
+      taskQueue,
+      parentRunId,
+      startedAt,
+    }) {
+      let sandbox = sandboxMode(policy)
+      let effective: { digest: string; spec: unknown } | undefined
+      if (policyDigest) {
+        // What the preparation judged the run's policy to be on this floor, stored under the name history keeps.
+        const onFloor = deps.runs.effectiveAs(runId, policy, policyDigest)
+        effective = { digest: policyDigest, spec: onFloor.toSpec() }
+        sandbox = onFloor.sandbox.mode
+      }
       await audit.recordRunStarted({
         runId,
         ...(executionId ? { executionId } : {}),
@@ -45,6 +61,7 @@ export function projectionActivities(deps: {
         taskQueue,
         ...(parentRunId ? { parentRunId } : {}),
         ...(sandbox ? { sandbox } : {}),
+        ...(effective ? { effective, floor: deps.runs.floor.source } : {}),
         startedAt: new Date(startedAt),
       })
       await audit.appendMessages(runId, 0, [{ role: 'user', content: contract.goal }])

@@ -1,24 +1,31 @@
 /**
  * The contract and policy of a run, read from the audit (where `tetherStartRun` recorded them) and kept per
  * worker: activities that need them look them up by run id instead of carrying them through history.
+ *
+ * A run works under its effective policy: this worker's floor with the run's own policy stacked on it. The
+ * workflow carries only its digest (from the first step's preparation, recorded in history); the spec is
+ * stored under that digest, and a spec that no longer matches its digest is refused, so the database cannot
+ * change what a run's history says it ran under.
  */
 import { ApplicationFailure } from '@temporalio/common'
 import type { AuditStore } from '../audit/index.js'
 import type { TaskContract } from '../contract.js'
-import type { Policy } from '../policy/index.js'
+import { type Floor, onFloor, Policy, PolicyError } from '../policy/index.js'
 import type { RememberedRule } from '../run/index.js'
-import { loadPolicy, withRemembered } from './policy.js'
 
 export interface RunConfig {
   contract: TaskContract
-  policy: Policy
+  /** The run's own policy, as its starter gave it. */
+  policy: unknown
+  /** The digest of its effective policy, when the run recorded one (runs before floors did not). */
+  policyDigest?: string | undefined
 }
 
 /** Runs remembered per worker; a run's contract and policy never change, so entries never go stale. */
 const CAPACITY = 512
 /**
  * Distinct policies kept compiled. A compiled policy weighs hundreds of KB (its rule tries) and most runs on
- * a worker share one spec, so runs with the same spec share one compiled policy instead of one each.
+ * a worker share one spec, so runs with the same policy share one compiled policy instead of one each.
  */
 const POLICY_CAPACITY = 32
 
@@ -26,7 +33,11 @@ export class RunConfigs {
   private readonly entries = new Map<string, Promise<RunConfig>>()
   private readonly policies = new Map<string, Policy>()
 
-  constructor(private readonly audit: AuditStore) {}
+  constructor(
+    private readonly audit: AuditStore,
+    /** This worker's floor: what every run's own policy stands on. */
+    readonly floor: Floor,
+  ) {}
 
   get(runId: string): Promise<RunConfig> {
     let entry = this.entries.get(runId)
@@ -43,14 +54,67 @@ export class RunConfigs {
     return carried ?? (await this.get(runId)).contract
   }
 
-  /** The run's policy with the remembered rules on top: from an old input's spec, else as recorded. */
+  /**
+   * The run's effective policy with the remembered rules on top: the one named by `digest` (what history
+   * recorded), else — for runs from before digests — the recorded (or carried) spec on this worker's floor.
+   */
   async policy(
     runId: string | undefined,
     carried: unknown,
     remembered: readonly RememberedRule[],
+    digest?: string,
   ): Promise<Policy> {
-    if (carried !== undefined || runId === undefined) return loadPolicy(carried, remembered)
-    return withRemembered((await this.get(runId)).policy, remembered)
+    let policy: Policy
+    if (digest !== undefined && runId !== undefined) policy = await this.byDigest(runId, digest)
+    else if (carried !== undefined || runId === undefined) policy = this.onFloor(carried)
+    else policy = this.compiled((await this.get(runId)).policy)
+    return withRemembered(policy, remembered)
+  }
+
+  /** The effective policy of a run's own `spec` on this worker: what a run's preparation judges. */
+  effective(spec: unknown): Policy {
+    return this.compiled(spec)
+  }
+
+  /** The effective policy of `spec` on this worker, which must be the one history names by `digest`. */
+  effectiveAs(runId: string, spec: unknown, digest: string): Policy {
+    const policy = this.compiled(spec)
+    if (policy.digest !== digest) {
+      throw ApplicationFailure.nonRetryable(
+        `this worker's floor (${this.floor.source}) gives run ${runId} the policy ${policy.digest.slice(0, 12)}…, ` +
+          `but the run started under ${digest.slice(0, 12)}…: workers of one task queue need the same floor`,
+        'FloorMismatch',
+      )
+    }
+    return policy
+  }
+
+  /**
+   * The policy stored under `digest`, checked against it; when none is stored (a run continued as new after
+   * its floor changed), the run's own policy on this worker's floor, which must give the same digest.
+   */
+  private async byDigest(runId: string, digest: string): Promise<Policy> {
+    const cached = this.policies.get(digest)
+    if (cached) {
+      remember(this.policies, digest, cached, POLICY_CAPACITY)
+      return cached
+    }
+    const stored = await this.audit.policyByDigest(digest)
+    let policy: Policy
+    if (stored !== undefined) {
+      policy = loadPolicy(stored)
+      if (policy.digest !== digest) {
+        throw ApplicationFailure.nonRetryable(
+          `the audit's policy ${digest.slice(0, 12)}… no longer matches its digest: the policies table was edited; ` +
+            'the run stops rather than work under a policy its history does not name',
+          'PolicyTampered',
+        )
+      }
+    } else {
+      policy = this.effectiveAs(runId, (await this.get(runId)).policy, digest)
+    }
+    remember(this.policies, digest, policy, POLICY_CAPACITY)
+    return policy
   }
 
   private async load(runId: string): Promise<RunConfig> {
@@ -62,16 +126,47 @@ export class RunConfigs {
       )
     }
     // Recorded after validation at the run's start: already a contract, with every default filled in.
-    return { contract: stored.contract as TaskContract, policy: this.compiled(stored.policy) }
+    return {
+      contract: stored.contract as TaskContract,
+      policy: stored.policy,
+      ...(stored.policyDigest ? { policyDigest: stored.policyDigest } : {}),
+    }
   }
 
-  /** The compiled policy for a spec; the key is the spec as Postgres returns jsonb (keys in a stable order). */
+  /** A run's own spec on this worker's floor, compiled once per distinct spec (as Postgres returns jsonb). */
   private compiled(spec: unknown): Policy {
     const key = JSON.stringify(spec)
-    const policy = this.policies.get(key) ?? loadPolicy(spec, [])
+    const policy = this.policies.get(key) ?? this.onFloor(spec)
     remember(this.policies, key, policy, POLICY_CAPACITY)
     return policy
   }
+
+  private onFloor(spec: unknown): Policy {
+    try {
+      return onFloor(this.floor, spec)
+    } catch (error) {
+      if (error instanceof PolicyError) throw ApplicationFailure.nonRetryable(error.message, 'PolicyError')
+      throw error
+    }
+  }
+}
+
+/** A stored effective policy. */
+function loadPolicy(spec: unknown): Policy {
+  try {
+    return Policy.fromSpec(spec)
+  } catch (error) {
+    if (error instanceof PolicyError) throw ApplicationFailure.nonRetryable(error.message, 'PolicyError')
+    throw error
+  }
+}
+
+/** `policy` with the approvers' remembered rules in its `remembered` layer. */
+export function withRemembered(policy: Policy, remembered: readonly RememberedRule[]): Policy {
+  if (remembered.length === 0) return policy
+  let layered = policy.layer('remembered')
+  for (const rule of remembered) layered = layered.allow(rule.act, rule.pattern)
+  return layered
 }
 
 /** Sets `key` as the most recently used entry (the oldest is the first key) and drops the oldest past `capacity`. */

@@ -24,6 +24,11 @@ export interface SandboxDependencies {
   hide?: readonly string[]
   /** `host:port` of services commands must never reach (tether's Temporal server and audit database). */
   blocked?: readonly string[]
+  /**
+   * This worker's floor: a command runs outside the sandbox only when the floor itself says `sandbox: off`,
+   * whatever a run's recorded policy says (default: the sandbox is always on).
+   */
+  floor?: Policy
 }
 
 /** What one command runs with. */
@@ -38,16 +43,23 @@ export class CommandSandbox {
   private readonly env: NodeJS.ProcessEnv
   private readonly hide: string[]
   private readonly blocked: string[]
+  private readonly mayRunOutside: boolean
 
   constructor(deps: SandboxDependencies = {}) {
     this.env = deps.env ?? process.env
+    this.mayRunOutside = deps.floor?.sandbox.mode === 'off'
     this.hide = [...tetherStateFolders(this.env), ...(deps.hide ?? [])]
     this.blocked = [...(deps.blocked ?? []), this.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233']
   }
 
+  /** Only the worker's floor can let a command run outside the sandbox (and the run's policy must agree). */
+  private outside(policy: Policy): boolean {
+    return this.mayRunOutside && policy.sandbox.mode === 'off'
+  }
+
   /** Why this worker cannot run the policy's sandbox, or undefined when it can (or the policy says off). */
   unavailable(policy: Policy): string | undefined {
-    if (policy.sandbox.mode === 'off') return undefined
+    if (this.outside(policy)) return undefined
     try {
       sandboxRuntime(this.env.PATH)
       return undefined
@@ -61,7 +73,7 @@ export class CommandSandbox {
   setup(policy: Policy, run: { workspace: string; env?: readonly string[] | undefined }): CommandSetup {
     const { env, names } = sandboxEnvironment(this.env, run.env ?? [])
     const settings = policy.sandbox
-    if (settings.mode === 'off') return { env, envNames: names }
+    if (this.outside(policy)) return { env, envNames: names }
     const binds = toolchainBinds(this.env, settings.caches)
     const mayReachNetwork =
       policy.defaultFor('net') === 'allow' ||

@@ -51,7 +51,7 @@ export function toolActivities(deps: {
     if (recorded) return recorded
     const call = await callFromTranscript(audit, runId, input.replySeq, input.call, name)
     // Judged again at execution: a symlink swapped since the policy check must not slip through.
-    const policy = await runs.policy(runId, input.policy, input.remembered)
+    const policy = await runs.policy(runId, input.policy, input.remembered, input.policyDigest)
     const verdict = judge(policy, workspace, call, [])
     let outcome: { ok: boolean; output: string; summary: string }
     if (verdict.effect === 'deny') {
@@ -107,8 +107,11 @@ export function toolActivities(deps: {
             status: 'interrupted',
           }
         }
-        const run = await runs.get(runId)
-        const setup = sandbox.setup(run.policy, { workspace: input.workspace, env: run.contract.env })
+        const [run, policy] = await Promise.all([
+          runs.get(runId),
+          runs.policy(runId, undefined, [], input.policyDigest),
+        ])
+        const setup = sandbox.setup(policy, { workspace: input.workspace, env: run.contract.env })
         const startedAt = new Date()
         let result: ExecResult
         try {
@@ -166,9 +169,18 @@ export function toolActivities(deps: {
     // the workflow's heartbeat timeout.
     tetherFileTool: (input) => heartbeating(() => fileTool(input)),
 
-    async tetherVerify({ runId, step, seq, pending, contract: carried, policy: spec, timeoutMs }) {
+    async tetherVerify({
+      runId,
+      step,
+      seq,
+      pending,
+      contract: carried,
+      policy: spec,
+      policyDigest,
+      timeoutMs,
+    }) {
       const contract = await runs.contract(runId, carried)
-      const policy = await runs.policy(runId, spec, [])
+      const policy = await runs.policy(runId, spec, [], policyDigest)
       const verification = contract.verification
       if (!verification)
         throw ApplicationFailure.nonRetryable('this run has no verification command', 'NoGate')

@@ -39,6 +39,8 @@ export interface TetherActivities {
     executionId?: string
     contract: TaskContract
     policy: unknown
+    /** The effective policy's digest from the preparation (absent in old histories and rejected runs). */
+    policyDigest?: string
     taskQueue: string
     parentRunId?: string
     startedAt: number
@@ -52,6 +54,8 @@ export interface TetherActivities {
     /** The run whose recorded policy judges (runs recorded before carried the spec itself). */
     runId?: string
     policy?: unknown
+    /** The effective policy, by the digest history recorded at the run's start (absent in old histories). */
+    policyDigest?: string
     remembered: RememberedRule[]
     workspace: string
     call: ValidatedCall
@@ -72,6 +76,7 @@ export interface TetherActivities {
       timeoutMs: number
       outputCeiling: number
       noRetry: boolean
+      policyDigest?: string
       /** Told to the model before the result: the command runs in place of the one it asked for. */
       note?: string
     },
@@ -87,6 +92,7 @@ export interface TetherActivities {
       name: Exclude<ValidatedCall['name'], 'exec'>
       workspace: string
       policy?: unknown
+      policyDigest?: string
       remembered: RememberedRule[]
     },
   ): Promise<ToolSummary>
@@ -97,6 +103,7 @@ export interface TetherActivities {
       seq: number | null
       contract?: TaskContract
       policy?: unknown
+      policyDigest?: string
       timeoutMs: number
     },
   ): Promise<GateSummary>

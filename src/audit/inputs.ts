@@ -78,8 +78,14 @@ export const runStarted = z.object({
   policy: json,
   taskQueue: id.optional(),
   parentRunId: id.optional(),
-  /** The sandbox mode of the run's policy. */
+  /** The sandbox mode of the run's effective policy. */
   sandbox: z.enum(['enforce', 'off']).optional(),
+  /** The effective policy (the worker's floor with the run's policy on it): its digest and spec. */
+  effective: z
+    .object({ digest: z.string().regex(/^[0-9a-f]{64}$/, 'must be a hex SHA-256'), spec: json })
+    .optional(),
+  /** Where the floor came from: its file, or `built-in`. */
+  floor: text.optional(),
   /** Temporal's first run id of this execution chain: what the run id belongs to. */
   executionId: id.optional(),
   startedAt: timestamp,

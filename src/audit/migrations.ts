@@ -263,6 +263,23 @@ $$;
 alter table approvals add column replacement text[];
 `,
   },
+  {
+    version: 7,
+    name: 'effective policies',
+    sql: `
+-- The policies runs work under (the worker's floor with the run's own policy stacked on it), by the digest that
+-- names them in Temporal history. Content-addressed: a row edited after the fact no longer matches its name,
+-- and workers refuse it.
+create table policies (
+  digest      text primary key check (digest ~ '^[0-9a-f]{64}$'),
+  spec        jsonb not null,
+  recorded_at timestamptz not null default now()
+);
+-- runs.policy stays the run's own policy as its starter gave it; these name the effective one and its floor.
+alter table runs add column policy_digest text references policies (digest);
+alter table runs add column floor text;
+`,
+  },
 ]
 
 export interface MigrationReport {

@@ -112,6 +112,8 @@ export interface ApprovalRow {
   identity?: 'signed' | 'unsigned' | undefined
   /** The edited command approved instead of the asked one (the asked one stays in target and tree). */
   replacement?: string[] | undefined
+  /** Whether the rule that asked is one of the worker's floor (the operator's), not the run's own. */
+  fromFloor: boolean
 }
 
 /** One attempt of one command (call -1: the gate). */
@@ -163,6 +165,10 @@ export interface RunRow {
   parentRunId?: string | undefined
   /** The sandbox mode of the run's policy; absent for runs recorded before the sandbox existed. */
   sandbox?: 'enforce' | 'off' | undefined
+  /** The digest of the effective policy (floor + run) the run works under; absent for runs before floors. */
+  policyDigest?: string | undefined
+  /** The floor it stands on: the worker's floor file, or `built-in`. */
+  floor?: string | undefined
   startedAt: Date
   finishedAt?: Date | undefined
 }
@@ -385,9 +391,14 @@ export async function executedCommands(
   return rows.map(executedCommand)
 }
 
+// from_floor: whether the deciding rule's layer is one of the worker's floor in the run's effective policy.
 const APPROVAL_COLUMNS = `approval_id, run_id, step, call, act, target, tree, rule, layer, approvers,
   requested_at, deadline, decision, decided_by, channel, decided_at, reason, remember, action_digest,
-  approvals_required, remember_offer, identity, replacement`
+  approvals_required, remember_offer, identity, replacement,
+  coalesce((select bool_or(l->>'origin' = 'floor')
+              from runs r join policies p on p.digest = r.policy_digest,
+                   jsonb_array_elements(p.spec->'layers') l
+             where r.run_id = approvals.run_id and l->>'name' = approvals.layer), false) as from_floor`
 
 export async function execAttempts(db: Database, runId: string): Promise<ExecAttemptRow[]> {
   const operation = 'execAttempts'
@@ -562,21 +573,42 @@ export async function runTimeline(db: Database, runId: string): Promise<Timeline
 }
 
 const RUN_COLUMNS = `run_id, goal, workspace, status, outcome, reason, task_queue, parent_run_id, sandbox,
-  started_at, finished_at`
+  policy_digest, floor, started_at, finished_at`
 
-/** The contract and policy a run was started with, as recorded; undefined for an unknown run. */
+/**
+ * The contract and policy a run was started with, as recorded (the run's own policy, and the digest of the
+ * effective one when it has one); undefined for an unknown run.
+ */
 export async function runConfig(
   db: Database,
   runId: string,
-): Promise<{ contract: unknown; policy: unknown } | undefined> {
+): Promise<{ contract: unknown; policy: unknown; policyDigest?: string | undefined } | undefined> {
   const operation = 'runConfig'
   requireId(runId, 'runId', operation)
-  const { rows } = await db.query<{ contract: unknown; policy: unknown }>(
+  const { rows } = await db.query<{ contract: unknown; policy: unknown; policy_digest: string | null }>(
     operation,
-    'select contract, policy from runs where run_id = $1',
+    'select contract, policy, policy_digest from runs where run_id = $1',
     [runId],
   )
-  return rows[0]
+  const row = rows[0]
+  if (!row) return undefined
+  return {
+    contract: row.contract,
+    policy: row.policy,
+    ...(row.policy_digest ? { policyDigest: row.policy_digest } : {}),
+  }
+}
+
+/** An effective policy's spec by its digest, as stored (the caller checks that it still matches it). */
+export async function policyByDigest(db: Database, digest: string): Promise<unknown> {
+  const operation = 'policyByDigest'
+  requireId(digest, 'digest', operation)
+  const { rows } = await db.query<{ spec: unknown }>(
+    operation,
+    'select spec from policies where digest = $1',
+    [digest],
+  )
+  return rows[0]?.spec
 }
 
 /**

@@ -166,8 +166,12 @@ export class AuditStore {
     return queries.runTimeline(this.db, runId)
   }
   /** The contract and policy a run was started with, as recorded. */
-  runConfig(runId: string): Promise<{ contract: unknown; policy: unknown } | undefined> {
+  runConfig(runId: string): ReturnType<typeof queries.runConfig> {
     return queries.runConfig(this.db, runId)
+  }
+  /** An effective policy by its digest (undefined when none is stored under it). */
+  policyByDigest(digest: string): Promise<unknown> {
+    return queries.policyByDigest(this.db, digest)
   }
   runSummary(runId: string): Promise<queries.RunSummary | undefined> {
     return queries.runSummary(this.db, runId)

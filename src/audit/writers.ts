@@ -21,11 +21,19 @@ import * as input from './inputs.js'
 
 export async function recordRunStarted(db: Database, value: input.RunStarted): Promise<boolean> {
   const run = input.parse(input.runStarted, value, 'recordRunStarted')
+  // The policy first: the run's row names it.
+  if (run.effective) {
+    await db.query(
+      'recordRunStarted',
+      'insert into policies (digest, spec) values ($1, $2) on conflict (digest) do nothing',
+      [run.effective.digest, run.effective.spec],
+    )
+  }
   const { rowCount } = await db.query(
     'recordRunStarted',
     `insert into runs (run_id, goal, workspace, contract, policy, task_queue, parent_run_id, started_at, sandbox,
-                       execution_id)
-     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+                       execution_id, policy_digest, floor)
+     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
      on conflict (run_id) do nothing`,
     [
       run.runId,
@@ -38,6 +46,8 @@ export async function recordRunStarted(db: Database, value: input.RunStarted): P
       run.startedAt,
       run.sandbox ?? null,
       run.executionId ?? null,
+      run.effective?.digest ?? null,
+      run.floor ?? null,
     ],
   )
   if (rowCount === 1) return true

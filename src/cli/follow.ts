@@ -17,6 +17,13 @@ export function printTimeline(summary: RunSummary, timeline: TimelineEntry[]): v
   if (summary.reason) print(`reason: ${visible(summary.reason)}`)
   print(colour.dim(`goal: ${summary.goal.split('\n')[0] ?? ''}`))
   print(colour.dim(`sandbox: ${sandboxText(summary.sandbox)}`))
+  if (summary.policyDigest) {
+    print(
+      colour.dim(
+        `policy: ${summary.policyDigest.slice(0, 12)} (the worker's floor ${summary.floor ?? 'unrecorded'}, then the run's own layers; "(the worker's floor)" marks the floor's rules)`,
+      ),
+    )
+  }
   for (const entry of timeline.filter(shown)) print(entryLine(entry))
   print(
     colour.dim(
@@ -28,8 +35,7 @@ export function printTimeline(summary: RunSummary, timeline: TimelineEntry[]): v
 
 function sandboxText(mode: RunSummary['sandbox']): string {
   if (mode === 'enforce') return 'enforce (commands ran inside the OS sandbox)'
-  if (mode === 'off')
-    return "off (the policy's first layer turned it off: commands ran with the worker's access)"
+  if (mode === 'off') return "off (the worker's floor turned it off: commands ran with the worker's access)"
   return 'not recorded (a run from before the sandbox)'
 }
 

@@ -23,6 +23,7 @@ export {
   actionDigest,
   canonicalJson,
   type DecisionStatement,
+  digestOf,
   type JudgedAction,
   keyFingerprint,
   statementBytes,

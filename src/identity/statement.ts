@@ -36,13 +36,14 @@ export interface JudgedAction {
   tree?: string | undefined
 }
 
+/** Hex SHA-256 of a value's canonical JSON: the same value gives the same digest anywhere, the workflow included. */
+export function digestOf(value: unknown): string {
+  return hex(sha256(encoder.encode(canonicalJson(value))))
+}
+
 /** Hex SHA-256 of the judged action: a signature over it covers every word the approver was shown. */
 export function actionDigest(action: JudgedAction): string {
-  return hex(
-    sha256(
-      encoder.encode(canonicalJson({ act: action.act, target: action.target, tree: action.tree ?? null })),
-    ),
-  )
+  return digestOf({ act: action.act, target: action.target, tree: action.tree ?? null })
 }
 
 /** Everything a signed decision says. */

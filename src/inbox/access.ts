@@ -1,20 +1,23 @@
 /**
- * Who may open the inbox. On a loopback address nobody else can reach it, so it needs no login (and it
- * answers only to a loopback Host, so a web page that rebinds its own name to 127.0.0.1 cannot read it).
- * Any other address needs an access mode: per-user tokens (a file of `name token` lines), or an identity
- * header that an authenticating reverse proxy sets. Either way the server learns the person's name, and an
- * answer sent under another name is refused.
+ * Who may open the inbox. On a loopback address only this machine can reach it — but every process and
+ * user on this machine can, so local mode still needs the stack's own token (kept in tether's private
+ * state folder, where no sandboxed command can read it, and printed by `tether dev` as a login link, the
+ * way notebook servers do); it also answers only to a loopback Host, so a web page that rebinds its own name
+ * to 127.0.0.1 cannot read it. Any other address needs an access mode: per-user tokens (a file of `name
+ * token` lines), or an identity header that an authenticating reverse proxy sets. Either way the server
+ * learns the person's name, and an answer sent under another name is refused.
  */
-import { createHash, randomBytes } from 'node:crypto'
-import { appendFileSync, existsSync, mkdirSync, readFileSync, statSync } from 'node:fs'
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
+import { appendFileSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import type { IncomingMessage } from 'node:http'
 import { isIP } from 'node:net'
-import { dirname } from 'node:path'
+import { dirname, join } from 'node:path'
 import { APPROVER_NAME } from '../identity/index.js'
 import { InboxError } from './errors.js'
 
 export type Access =
-  | { mode: 'local' }
+  /** Loopback, with the stack's token (see `localToken`). */
+  | { mode: 'local'; token: string }
   /** Token hashes (sha256 hex) → the names they stand for. */
   | { mode: 'tokens'; names: ReadonlyMap<string, string> }
   /** The header an authenticating reverse proxy sets to the person's name. */
@@ -100,17 +103,26 @@ export function identify(access: Access, request: IncomingMessage, cookies: Map<
     case 'local': {
       // A page elsewhere that points its own name at 127.0.0.1 sends its own name as the Host.
       const host = hostName(request.headers.host ?? '')
-      return isLoopback(host)
+      if (!isLoopback(host)) {
+        return {
+          ok: false,
+          status: 421,
+          message: `this inbox answers only to 127.0.0.1 or localhost, not ${host}`,
+        }
+      }
+      const token = presented(request, cookies)
+      return token !== undefined && sameToken(token, access.token)
         ? { ok: true }
         : {
             ok: false,
-            status: 421,
-            message: `this inbox answers only to 127.0.0.1 or localhost, not ${host}`,
+            status: 401,
+            message:
+              "this inbox needs the link `tether dev` (or `tether inbox`) printed: it carries this stack's token, " +
+              'which any other process on this machine lacks',
           }
     }
     case 'tokens': {
-      const bearer = /^Bearer\s+(\S+)$/i.exec(request.headers.authorization ?? '')?.[1]
-      const token = bearer ?? cookies.get(TOKEN_COOKIE)
+      const token = presented(request, cookies)
       const user = token ? access.names.get(tokenHash(token)) : undefined
       return user
         ? { ok: true, user }
@@ -135,10 +147,46 @@ export function identify(access: Access, request: IncomingMessage, cookies: Map<
   }
 }
 
-/** The token of a `?token=` login link, when it is one of the tokens. */
+/** The token of a `?token=` login link, when it is one of the tokens (or the stack's). */
 export function loginToken(access: Access, token: string | null): string | undefined {
-  if (access.mode !== 'tokens' || !token) return undefined
+  if (!token) return undefined
+  if (access.mode === 'local') return sameToken(token, access.token) ? token : undefined
+  if (access.mode !== 'tokens') return undefined
   return access.names.has(tokenHash(token)) ? token : undefined
+}
+
+/** A token a request presents: `Authorization: Bearer …` or the login cookie. */
+function presented(request: IncomingMessage, cookies: Map<string, string>): string | undefined {
+  return /^Bearer\s+(\S+)$/i.exec(request.headers.authorization ?? '')?.[1] ?? cookies.get(TOKEN_COOKIE)
+}
+
+function sameToken(given: string, expected: string): boolean {
+  const a = Buffer.from(tokenHash(given), 'hex')
+  const b = Buffer.from(tokenHash(expected), 'hex')
+  return timingSafeEqual(a, b)
+}
+
+/** A fresh token for a local inbox (an inbox started without one gets its own). */
+export function newLocalToken(): string {
+  return randomBytes(24).toString('base64url')
+}
+
+/**
+ * The stack's inbox token: `<stateDir>/inbox-token`, made once (mode 0600) so a login link keeps working
+ * across restarts of `tether dev`. The state folder is hidden from every sandboxed command.
+ */
+export function localToken(stateDir: string): string {
+  const file = join(stateDir, 'inbox-token')
+  try {
+    const token = readFileSync(file, 'utf8').trim()
+    if (token.length >= 20) return token
+  } catch {
+    // made below
+  }
+  mkdirSync(stateDir, { recursive: true, mode: 0o700 })
+  const token = newLocalToken()
+  writeFileSync(file, `${token}\n`, { mode: 0o600 })
+  return token
 }
 
 function hostName(host: string): string {

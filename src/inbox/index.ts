@@ -3,7 +3,7 @@
  * audit projections and Temporal. Approvers see what waits for them, with its context, and answer — signed
  * in their own browser; anyone with access follows a run live. See docs/inbox.md.
  */
-export { type Access, accessProblem, addToken, readTokens } from './access.js'
+export { type Access, accessProblem, addToken, localToken, readTokens } from './access.js'
 export { bundleBrowserScript } from './assets.js'
 export { InboxError } from './errors.js'
 export { INBOX_PORT, type Inbox, type InboxOptions, startInbox } from './server.js'

@@ -9,7 +9,7 @@ import type { Client } from '@temporalio/client'
 import type { AuditStore } from '../audit/index.js'
 import { APPROVER_NAME } from '../identity/index.js'
 import { usualPort } from '../stack/index.js'
-import { type Access, accessProblem, identify, loginToken, TOKEN_COOKIE } from './access.js'
+import { type Access, accessProblem, identify, loginToken, newLocalToken, TOKEN_COOKIE } from './access.js'
 import { forwardAnswer } from './answer.js'
 import { browserScript } from './assets.js'
 import { loadApproval, loadApprovalLive, loadInbox, loadRun } from './data.js'
@@ -43,6 +43,7 @@ export interface InboxOptions {
   port?: number
   /** When the port is taken, take a free one instead of failing (what `tether dev` does). */
   anyPortIfTaken?: boolean
+  /** Default: local, with a token of its own (see `Inbox.loginUrl`). */
   access?: Access
   /** The Temporal UI's base URL, for a link on each run page. */
   temporalUi?: string | undefined
@@ -56,6 +57,8 @@ type Regions = () => Promise<Record<string, Html> | undefined>
 
 export interface Inbox {
   url: string
+  /** The link that signs a browser in: with the local token in local mode; the bare URL otherwise. */
+  loginUrl: string
   port: number
   close(): Promise<void>
 }
@@ -77,7 +80,7 @@ const CSP = [
 /** Starts serving; refuses (InboxError, one line) a non-loopback address without an access mode. */
 export async function startInbox(options: InboxOptions): Promise<Inbox> {
   const host = options.host ?? '127.0.0.1'
-  const access = options.access ?? { mode: 'local' }
+  const access: Access = options.access ?? { mode: 'local', token: newLocalToken() }
   const problem = accessProblem(host, access.mode)
   if (problem) throw new InboxError(problem)
   // Built before the first page is served (and any problem with it reported now, not to a browser).
@@ -279,8 +282,10 @@ export async function startInbox(options: InboxOptions): Promise<Inbox> {
   await listen(server, options.port ?? INBOX_PORT, host, options.anyPortIfTaken ?? false)
   const { port } = server.address() as AddressInfo
   const shown = host.includes(':') ? `[${host}]` : host
+  const url = `http://${shown}:${port}`
   return {
-    url: `http://${shown}:${port}`,
+    url,
+    loginUrl: access.mode === 'local' ? `${url}/login?token=${access.token}` : url,
     port,
     close: async () => {
       for (const response of live) response.end()

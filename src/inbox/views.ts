@@ -39,9 +39,14 @@ export function clip(text: string, limit: number): string {
   return text.length <= limit ? text : `${text.slice(0, limit)}… (${text.length - limit} more characters)`
 }
 
-export function ruleText(row: { rule?: string | undefined; layer?: string | undefined; act: string }): Html {
+export function ruleText(row: {
+  rule?: string | undefined
+  layer?: string | undefined
+  act: string
+  fromFloor?: boolean | undefined
+}): Html {
   return row.rule !== undefined
-    ? html`rule ${code(row.rule)} in layer ${code(row.layer ?? '?')}`
+    ? html`rule ${code(row.rule)} in layer ${code(row.layer ?? '?')}${row.fromFloor ? " (the worker's floor)" : ''}`
     : html`the default for ${row.act}`
 }
 

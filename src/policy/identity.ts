@@ -6,7 +6,7 @@
  * is not a control.
  */
 import { z } from 'zod'
-import { APPROVER_NAME, parsePublicKey } from '../identity/index.js'
+import { APPROVER_NAME, formatPublicKey, parsePublicKey } from '../identity/index.js'
 import { PolicyError } from './errors.js'
 
 export const IDENTITY_MODES = ['signed', 'unsigned'] as const
@@ -16,10 +16,21 @@ const approverName = z
   .string()
   .regex(APPROVER_NAME, 'an approver name is letters, digits and . _ @ + - (up to 64, no spaces or padding)')
 
+// Keys are compared as text everywhere (approver lists, signatures, the audit), so only one spelling of each
+// key's 32 bytes is accepted: the same bytes in the URL alphabet or without padding would count as another key.
 const publicKey = z.string().superRefine((text, ctx) => {
-  const parsed = parsePublicKey(text)
-  if (!parsed.ok) ctx.addIssue({ code: 'custom', message: parsed.error })
+  const problem = keyProblem(text)
+  if (problem) ctx.addIssue({ code: 'custom', message: problem })
 })
+
+/** Why `text` is not a key as a policy must write it, or undefined. */
+function keyProblem(text: string): string | undefined {
+  const parsed = parsePublicKey(text)
+  if (!parsed.ok) return parsed.error
+  const canonical = formatPublicKey(parsed.key)
+  if (canonical === text) return undefined
+  return `write this key in standard base64 with padding, as \`tether keys new\` prints it: ${canonical}`
+}
 
 export const approverSchema = z.union([
   approverName,
@@ -66,6 +77,8 @@ export function checkIdentity(
     if (names.has(approver.name)) fail(`approvers[${index}]`, `"${approver.name}" is listed twice`)
     names.set(approver.name, index)
     for (const [k, key] of approver.keys.entries()) {
+      const problem = keyProblem(key)
+      if (problem) fail(`approvers[${index}].keys[${k}]`, problem)
       const owner = keys.get(key)
       if (owner !== undefined)
         fail(`approvers[${index}].keys[${k}]`, `this key is listed for ${owner} already; one key, one person`)
@@ -85,4 +98,65 @@ export function checkIdentity(
     }
   }
   return { mode, approvers: approvers.map((approver) => ({ name: approver.name, keys: [...approver.keys] })) }
+}
+
+/** Who answers on a floor, and what a run may do about it. */
+interface IdentitySource {
+  approvers: readonly Approver[]
+  /** As written; absent = implied by the approvers. */
+  identity?: IdentityMode | undefined
+}
+
+/**
+ * Who answers a run's asks on a worker's floor. Approvers are the operator's: a floor that lists them (or
+ * says `identity:` explicitly) is the list, and a run may only narrow it — name some of its approvers, with
+ * some of their keys, and ask for signatures where the floor trusts names. A floor that says nothing about
+ * approvers leaves them to the run (its asks are then the run's own). Throws PolicyError naming the run's
+ * field and the floor.
+ */
+export function identityOnFloor(
+  floor: IdentitySource,
+  run: IdentitySource,
+  source: string,
+): { approvers: Approver[]; identity?: IdentityMode | undefined } {
+  const fail = (field: string, message: string): never => {
+    throw new PolicyError(`the run's policy ${field}: ${message} (the worker's floor: ${source})`, field)
+  }
+  const floorMode = checkIdentity(floor.approvers, floor.identity).mode
+  const runMode = checkIdentity(run.approvers, run.identity).mode
+  const open = floor.approvers.length === 0 && floor.identity === undefined
+  if (open) return { approvers: copy(run.approvers), identity: run.identity }
+  if (floorMode === 'signed' && run.identity === 'unsigned') {
+    fail('identity', 'asks for unsigned answers, but the floor requires signed ones')
+  }
+  if (run.approvers.length === 0) {
+    // The floor's list; a run may still ask for signatures the floor does not require.
+    return { approvers: copy(floor.approvers), identity: run.identity ?? floor.identity }
+  }
+  if (floor.approvers.length > 0) {
+    for (const [index, approver] of run.approvers.entries()) {
+      const listed =
+        floor.approvers.find((a) => a.name === approver.name) ??
+        fail(
+          `approvers[${index}]`,
+          `"${approver.name}" is not an approver on the floor; a run may only name approvers the floor lists`,
+        )
+      for (const [k, key] of approver.keys.entries()) {
+        if (listed.keys.length > 0 && !listed.keys.includes(key)) {
+          fail(
+            `approvers[${index}].keys[${k}]`,
+            `this key is not one of ${approver.name}'s keys on the floor`,
+          )
+        }
+      }
+      if (floorMode === 'signed' && approver.keys.length === 0) {
+        fail(`approvers[${index}]`, `"${approver.name}" has no key, and the floor requires signed answers`)
+      }
+    }
+  }
+  return { approvers: copy(run.approvers), identity: run.identity ?? runMode }
+}
+
+function copy(approvers: readonly Approver[]): Approver[] {
+  return approvers.map((approver) => ({ name: approver.name, keys: [...approver.keys] }))
 }

@@ -22,6 +22,7 @@ export {
 export { PolicyError } from './errors.js'
 export { type AnalysedNode, analyseArgv, analyseScript } from './exec/analyse.js'
 export { loadPolicyFile, parsePolicyText } from './file.js'
+export { BUILTIN_FLOOR, builtinFloor, type Floor, floorOf, loadFloor, onFloor } from './floor.js'
 export { hostPort } from './net.js'
 export { Policy } from './policy.js'
 export { type ExecContext, namesSensitivePath } from './readonly.js'
@@ -36,7 +37,7 @@ export {
   type SandboxPolicy,
   type SandboxSettings,
 } from './sandbox.js'
-export type { LayerSpec, PolicySpec, PolicySpecInput, RuleSpec } from './spec.js'
+export type { FloorRecord, LayerOrigin, LayerSpec, PolicySpec, PolicySpecInput, RuleSpec } from './spec.js'
 export {
   ACTS,
   type Act,

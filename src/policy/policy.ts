@@ -8,6 +8,7 @@
  * match strictly (the target as given). Exec is judged on the effective command tree (see exec/analyse.ts).
  */
 
+import { digestOf } from '../identity/index.js'
 import { PolicyError } from './errors.js'
 import { type AnalysedNode, analyseArgv, analyseScript, basename } from './exec/analyse.js'
 import { globMatcher, globsIntersect } from './glob.js'
@@ -17,6 +18,7 @@ import {
   type ApproverSpec,
   checkIdentity,
   type IdentityMode,
+  identityOnFloor,
   normaliseApprovers,
 } from './identity.js'
 import { AddressRules, netPatternProblem, netTarget, readAddressPattern } from './net.js'
@@ -33,7 +35,15 @@ import {
   sandboxSettingsSchema,
 } from './sandbox.js'
 import { staticWords } from './shell/parse.js'
-import { fieldPath, type INCLUDES, type PolicySpec, parseSpec, type RuleSpec } from './spec.js'
+import {
+  type FloorRecord,
+  fieldPath,
+  type INCLUDES,
+  type LayerOrigin,
+  type PolicySpec,
+  parseSpec,
+  type RuleSpec,
+} from './spec.js'
 import {
   ACTS,
   type Act,
@@ -50,6 +60,8 @@ type Include = (typeof INCLUDES)[number]
 
 interface Layer {
   readonly name: string
+  /** On an effective policy: the worker's floor, or the run's own policy (see `onFloor`). */
+  readonly origin?: LayerOrigin | undefined
   readonly sandbox?: ParsedSandboxSettings | undefined
   readonly rules: readonly RuleSpec[]
 }
@@ -61,6 +73,8 @@ interface State {
   readonly approvers: readonly Approver[]
   /** As the policy wrote it; absent = implied by the approvers (see identity.ts). */
   readonly identity?: IdentityMode | undefined
+  /** The floor an effective policy stands on: its defaults and includes cap what the run's own rules allow. */
+  readonly floor?: FloorRecord | undefined
   /** Index of the layer builders add to; -1 until `layer()` is called (then a `policy` layer is made). */
   readonly current: number
 }
@@ -73,9 +87,21 @@ interface ListedRule {
   matches: (target: string) => boolean
 }
 
+interface RuleRef {
+  pattern: string
+  layer: string
+  /** How a reason names it: `rule "x" in layer "y"`, escaped for humans. */
+  by: string
+  /**
+   * For a run's own rule on a floor whose default for the act is stricter than allow: what its allow
+   * becomes. A run can only tighten its floor, so it cannot pre-allow what the floor leaves to a person.
+   */
+  ceiling?: Effect
+}
+
 interface Compiled {
-  /** Each rule by index, with how a reason names it (`rule "x" in layer "y"`, escaped for humans). */
-  readonly refs: ReadonlyArray<{ pattern: string; layer: string; by: string }>
+  /** Each rule by index. */
+  readonly refs: ReadonlyArray<RuleRef>
   readonly indexes: Readonly<Record<Act, RuleIndex>>
   /** Net rules that name an address or a CIDR range, matched by address (the rest are in `indexes.net`). */
   readonly netAddresses: AddressRules
@@ -85,6 +111,8 @@ interface Compiled {
   readonly optionRules: OptionRules
   /** Whether the read-only list is included. */
   readonly readOnly: boolean
+  /** What the read-only list's allow becomes when only the run, not the floor, included it (see RuleRef). */
+  readonly readOnlyCeiling?: Effect | undefined
 }
 
 /** Program names people cannot read reliably: whitespace, control, invisible or non-ASCII characters. */
@@ -97,6 +125,7 @@ const NEEDS_NORMALISING =
 export class Policy {
   private compiledCache: Compiled | undefined
   private sandboxCache: SandboxPolicy | undefined
+  private digestCache: string | undefined
 
   private constructor(private readonly state: State) {}
 
@@ -118,12 +147,8 @@ export class Policy {
   }
 
   private static withSecrets(defaults: Record<Act, Effect>): Policy {
-    const rules: RuleSpec[] = []
-    for (const act of ['read', 'write'] as const) {
-      for (const pattern of SECRET_PATTERNS) rules.push({ act, effect: 'deny', pattern })
-    }
     return new Policy({
-      layers: [{ name: 'builtin-secrets', rules }],
+      layers: [secretsLayer()],
       defaults,
       include: [],
       approvers: [],
@@ -151,18 +176,23 @@ export class Policy {
     const layers: Layer[] = [...(base?.state.layers ?? [])]
     const seen = new Set<string>()
     for (const [i, layer] of (parsed.layers ?? []).entries()) {
-      if (seen.has(layer.name)) {
+      const fail = (message: string): never => {
         const field = `layers[${i}].name`
-        throw new PolicyError(
-          `${file ? `${file}: ` : ''}${field}: the layer name "${layer.name}" is used twice`,
-          field,
-          file,
+        throw new PolicyError(`${file ? `${file}: ` : ''}${field}: ${message}`, field, file)
+      }
+      if (seen.has(layer.name)) fail(`the layer name "${layer.name}" is used twice`)
+      seen.add(layer.name)
+      // `builtin-` names tether's own layers, whose settings it treats specially: a policy may only carry
+      // them as tether wrote them (as `toSpec()` does), never a layer of its own under such a name.
+      if (layer.name.startsWith(BUILTIN_PREFIX) && !isBuiltinLayer(layer)) {
+        fail(
+          `layer names starting with "${BUILTIN_PREFIX}" are reserved for tether's own layers; rename the layer`,
         )
       }
-      seen.add(layer.name)
       const existing = layers.findIndex((l) => l.name === layer.name)
       const sandbox = layer.sandbox !== undefined ? { sandbox: layer.sandbox } : {}
-      if (existing === -1) layers.push({ name: layer.name, ...sandbox, rules: layer.rules })
+      const origin = layer.origin !== undefined ? { origin: layer.origin } : {}
+      if (existing === -1) layers.push({ name: layer.name, ...origin, ...sandbox, rules: layer.rules })
       else
         layers[existing] = {
           ...layers[existing]!,
@@ -179,6 +209,7 @@ export class Policy {
       include: [...new Set(parsed.include ?? [])],
       approvers,
       identity: parsed.identity,
+      floor: parsed.floor,
       current: -1,
     })
     policy.checkExamples(parsed.layers ?? [], file)
@@ -191,6 +222,74 @@ export class Policy {
     return policy
   }
 
+  /**
+   * The policy a run works under on a worker: the worker's `floor` first, then the run's own layers, which
+   * can only tighten it — a deny or ask of the floor stays whatever the run says, each act's default is the
+   * stricter of the two, and a run's allow cannot go past a floor default that asks or denies. Throws
+   * PolicyError, naming the run's field and the floor (`source`), when the run asks for what only the floor
+   * may give: the sandbox off or loosened, approvers or keys the floor does not list, unsigned answers where
+   * the floor wants them signed, or a layer with a name of the floor's.
+   */
+  static onFloor(floor: Policy, run: Policy, source: string): Policy {
+    const fail = (field: string, message: string): never => {
+      throw new PolicyError(`the run's policy ${field}: ${message} (the worker's floor: ${source})`, field)
+    }
+    if (run.state.floor || run.state.layers.some((layer) => layer.origin !== undefined)) {
+      fail(
+        'floor',
+        'stands on a floor already; a run names only its own layers, and the worker adds its floor',
+      )
+    }
+    const floorLayers = floor.state.layers.map((layer): Layer => ({ ...layer, origin: 'floor' }))
+    const runLayers: Layer[] = []
+    for (const layer of run.state.layers) {
+      const clash = floorLayers.find((own) => own.name === layer.name)
+      if (clash) {
+        // A preset layer both carry (the secret denies) is one layer.
+        if (isBuiltinLayer(layer) && isBuiltinLayer(clash)) continue
+        fail(
+          `layer "${layer.name}"`,
+          "has the name of one of the floor's layers; name the run's layers differently",
+        )
+      }
+      runLayers.push({ ...layer, origin: 'run' })
+    }
+    const defaults = {} as Record<Act, Effect>
+    for (const act of ACTS) {
+      const [a, b] = [floor.state.defaults[act], run.state.defaults[act]]
+      defaults[act] = EFFECT_RANK[a] >= EFFECT_RANK[b] ? a : b
+    }
+    const { approvers, identity } = identityOnFloor(floor.state, run.state, source)
+    const layers = [...floorLayers, ...runLayers]
+    for (const layer of floorLayers) {
+      for (const rule of layer.rules) {
+        if (rule.approvals !== undefined && approvers.length > 0 && rule.approvals > approvers.length) {
+          fail(
+            'approvers',
+            `leaves ${approvers.length} approver${approvers.length === 1 ? '' : 's'}, but the floor's rule "${escapeText(rule.pattern)}" needs ${rule.approvals}`,
+          )
+        }
+      }
+    }
+    checkApprovalCounts(runLayers, approvers, undefined)
+    const policy = new Policy({
+      layers,
+      defaults,
+      include: [...new Set([...floor.state.include, ...run.state.include])],
+      approvers,
+      identity,
+      floor: { source, defaults: { ...floor.state.defaults }, include: [...floor.state.include] },
+      current: -1,
+    })
+    try {
+      policy.sandboxCache = combineSandbox(layers, (name) => `layer "${name}"`)
+    } catch (error) {
+      if (!(error instanceof PolicyError)) throw error
+      throw new PolicyError(`the run's policy: ${error.message} (the worker's floor: ${source})`, error.field)
+    }
+    return policy
+  }
+
   /** JSON-serialisable; `Policy.fromSpec(p.toSpec())` is the same policy. */
   toSpec(): PolicySpec {
     const spec: PolicySpec = {
@@ -198,6 +297,7 @@ export class Policy {
       defaults: { ...this.state.defaults },
       layers: this.state.layers.map((layer) => ({
         name: layer.name,
+        ...(layer.origin !== undefined ? { origin: layer.origin } : {}),
         ...(layer.sandbox !== undefined ? { sandbox: structuredClone(layer.sandbox) } : {}),
         rules: layer.rules.map((rule) => ({ ...rule })),
       })),
@@ -209,7 +309,28 @@ export class Policy {
       )
     }
     if (this.state.identity) spec.identity = this.state.identity
+    if (this.state.floor) spec.floor = structuredClone(this.state.floor)
     return spec
+  }
+
+  /** Hex SHA-256 of the canonical spec: names this exact policy in history and in the audit. */
+  get digest(): string {
+    this.digestCache ??= specDigest(this.toSpec())
+    return this.digestCache
+  }
+
+  /** The floor this effective policy stands on (`onFloor`), if any. */
+  get floor(): FloorRecord | undefined {
+    return this.state.floor
+  }
+
+  /** The layers by name with where each came from (floor, run, or undefined for rules added later). */
+  get layers(): ReadonlyArray<{ name: string; origin?: LayerOrigin | undefined; rules: number }> {
+    return this.state.layers.map((layer) => ({
+      name: layer.name,
+      ...(layer.origin ? { origin: layer.origin } : {}),
+      rules: layer.rules.length,
+    }))
   }
 
   /** The names of who may answer an ask; empty means anyone. */
@@ -634,7 +755,7 @@ export class Policy {
     if (compiled.readOnly && !node.interpreter && !node.risks && node.kind === 'command') {
       const name = readOnlyCommand(argv, context, node.dynamic, node.environment)
       if (name) {
-        return capped(
+        const verdict = capped(
           {
             effect: 'allow',
             rule: name,
@@ -645,6 +766,8 @@ export class Policy {
           },
           node.cap,
         )
+        const ceiling = compiled.readOnlyCeiling
+        return verdict.effect === 'allow' && ceiling ? underFloor(verdict, ceiling) : verdict
       }
     }
     // Code tether does not read is allowed only by a rule that names it, never by the default.
@@ -708,7 +831,7 @@ export class Policy {
         : effect === 'ask'
           ? `needs approval: ${ref.by}`
           : `is allowed by ${ref.by}`
-    return {
+    const verdict: Verdict = {
       effect,
       rule: ref.pattern,
       layer: ref.layer,
@@ -719,6 +842,7 @@ export class Policy {
           ? `${subject(act, display)} ${reason}.`
           : sentence(`${subject(act, display)} ${reason}.`),
     }
+    return effect === 'allow' && ref.ceiling ? underFloor(verdict, ref.ceiling) : verdict
   }
 
   private defaultVerdict(act: Act, display: string): Verdict {
@@ -779,6 +903,41 @@ export class Policy {
 }
 
 // ---- helpers
+
+/** Layers tether itself writes carry this prefix; a policy cannot name a layer of its own with it. */
+const BUILTIN_PREFIX = 'builtin-'
+
+/** The preset layer that keeps secrets (`.env`, keys) from being read or written. */
+function secretsLayer(): Layer {
+  const rules: RuleSpec[] = []
+  for (const act of ['read', 'write'] as const) {
+    for (const pattern of SECRET_PATTERNS) rules.push({ act, effect: 'deny', pattern })
+  }
+  return { name: `${BUILTIN_PREFIX}secrets`, rules }
+}
+
+/** Whether a written layer is exactly one of tether's own, as `toSpec()` writes it. */
+function isBuiltinLayer(layer: { name: string; sandbox?: unknown; rules: readonly RuleSpec[] }): boolean {
+  const builtin = secretsLayer()
+  return (
+    layer.name === builtin.name &&
+    layer.sandbox === undefined &&
+    layer.rules.length === builtin.rules.length &&
+    layer.rules.every((rule, i) => {
+      const own = builtin.rules[i]!
+      return (
+        Object.keys(rule).length === 3 &&
+        rule.act === own.act &&
+        rule.effect === own.effect &&
+        rule.pattern === own.pattern
+      )
+    })
+  )
+}
+
+function specDigest(spec: PolicySpec): string {
+  return digestOf(spec)
+}
 
 /** A program name case-folded; names are nearly always lower case already, so that is checked first. */
 function lowerCase(name: string): string {
@@ -844,6 +1003,25 @@ function replaceAt<T>(list: readonly T[], index: number, value: T): T[] {
   return copy
 }
 
+function stricterThanAllow(effect: Effect): Effect | undefined {
+  return effect === 'allow' ? undefined : effect
+}
+
+/**
+ * What a run's own allow becomes on a floor whose default for the act is `ceiling`: the run may only
+ * tighten the floor, so what the floor leaves to a person (or refuses) is not the run's to allow.
+ */
+function underFloor(verdict: Verdict, ceiling: Effect): Verdict {
+  return {
+    effect: ceiling,
+    act: verdict.act,
+    target: verdict.target,
+    reason:
+      `${verdict.reason.replace(/\.$/, '')}, but the worker's floor makes ${verdict.act} ${ceiling} ` +
+      `unless one of its own rules allows it${ceiling === 'ask' ? ', so it needs approval' : ''}.`,
+  }
+}
+
 function fold(text: string): string {
   return text.toLowerCase()
 }
@@ -860,10 +1038,13 @@ function compile(state: State): Compiled {
     deny: [],
   }
   for (const layer of state.layers) {
+    const where = layer.origin === 'floor' ? ` (the worker's floor)` : ''
     for (const rule of layer.rules) {
       const index = refs.length
-      const by = `rule "${escapeText(rule.pattern)}" in layer "${escapeText(layer.name)}"`
-      refs.push({ pattern: rule.pattern, layer: layer.name, by })
+      const by = `rule "${escapeText(rule.pattern)}" in layer "${escapeText(layer.name)}"${where}`
+      const ceiling =
+        layer.origin === 'run' && state.floor ? stricterThanAllow(state.floor.defaults[rule.act]) : undefined
+      refs.push({ pattern: rule.pattern, layer: layer.name, by, ...(ceiling ? { ceiling } : {}) })
       // Deny and ask match case-folded (generous); hosts are case-insensitive whatever the effect.
       const pattern = rule.effect !== 'allow' || rule.act === 'net' ? fold(rule.pattern) : rule.pattern
       // A net rule naming an address or range matches by address; one that does not parse matches nothing.
@@ -883,6 +1064,9 @@ function compile(state: State): Compiled {
         optionRules.add(rule.pattern, SLOT[rule.effect], index)
     }
   }
+  const floor = state.floor
+  const readOnlyCeiling =
+    floor && !floor.include.includes('read-only') ? stricterThanAllow(floor.defaults.exec) : undefined
   return {
     refs,
     indexes,
@@ -890,6 +1074,7 @@ function compile(state: State): Compiled {
     execLists,
     optionRules,
     readOnly: state.include.includes('read-only'),
+    ...(readOnlyCeiling ? { readOnlyCeiling } : {}),
   }
 }
 

@@ -1,9 +1,10 @@
 /**
  * The sandbox settings a policy carries: whether commands run inside the OS sandbox, and what it lets
  * them reach. Set per layer, with one rule that keeps an operator's boundary from being undone: only the
- * first layer (the operator's) may turn the sandbox off or widen it (read-write caches, extra visible or
- * writable host paths); a later layer can only keep it on, hide more, lower limits and tighten caches.
- * Layers a preset brings (`builtin-*`) carry no sandbox settings and do not count as the first layer.
+ * operator may turn the sandbox off or widen it (read-write caches, extra visible or writable host paths);
+ * any other layer can only keep it on, hide more, lower limits and tighten caches. On a run's effective
+ * policy the operator is the worker's floor (its layers); in a policy on its own, its first layer. Layers
+ * a preset brings (`builtin-*`) carry no sandbox settings and never count as the operator's.
  */
 import { z } from 'zod'
 import { PolicyError } from './errors.js'
@@ -102,13 +103,18 @@ const CACHE_RANK: Record<CacheAccess, number> = { 'read-write': 0, 'read-only': 
 /**
  * Combines the sandbox settings of a policy's layers (in stack order; settings already validated). Throws
  * PolicyError, naming the layer and the field (`fieldOf(name)` is where that layer's settings were
- * written), when a layer after the first tries to loosen the sandbox.
+ * written), when a layer that is not the operator's tries to loosen the sandbox.
  */
 export function combineSandbox(
-  layers: ReadonlyArray<{ name: string; sandbox?: ParsedSandboxSettings | undefined }>,
+  layers: ReadonlyArray<{
+    name: string
+    origin?: string | undefined
+    sandbox?: ParsedSandboxSettings | undefined
+  }>,
   fieldOf: (name: string, index: number) => string = (_, index) => `layers[${index}]`,
   file?: string,
 ): SandboxPolicy {
+  const onFloor = layers.some((layer) => layer.origin === 'floor')
   const combined: SandboxPolicy = {
     mode: 'enforce',
     caches: 'read-write',
@@ -120,12 +126,18 @@ export function combineSandbox(
   let first = true
   for (const [index, layer] of layers.entries()) {
     if (layer.name.startsWith('builtin-')) continue
-    const isFirst = first
+    const isFirst = onFloor ? layer.origin === 'floor' : first
     first = false
     if (layer.sandbox === undefined) continue
     const settings = layer.sandbox
     const refuse = (field: string, what: string) => {
       const path = `${fieldOf(layer.name, index)}.sandbox.${field}`
+      if (onFloor) {
+        throw new PolicyError(
+          `layer "${layer.name}" ${what} (sandbox.${field}); only the worker's floor may loosen the sandbox, a run's policy can only tighten it`,
+          path,
+        )
+      }
       throw new PolicyError(
         `${file ? `${file}: ` : ''}${path}: layer "${layer.name}" ${what}; only the first layer (the operator's) may loosen the sandbox, later layers can only tighten it`,
         path,

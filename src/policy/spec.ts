@@ -9,6 +9,9 @@ import { netPatternProblem } from './net.js'
 import { sandboxSettingsSchema } from './sandbox.js'
 import { ACTS, EFFECTS } from './types.js'
 
+export const PRESETS = ['permissive', 'tiered', 'strict'] as const
+export const INCLUDES = ['read-only'] as const
+
 const act = z.enum(ACTS)
 const effect = z.enum(EFFECTS)
 
@@ -36,17 +39,20 @@ const ruleSchema = z
     if (problem) ctx.addIssue({ code: 'custom', path: ['pattern'], message: problem })
   })
 
+/** Where a layer of an effective policy came from: the worker's floor, or the run's own policy. */
+export const LAYER_ORIGINS = ['floor', 'run'] as const
+export type LayerOrigin = (typeof LAYER_ORIGINS)[number]
+
 const layerSchema = z
   .object({
     name: z.string().min(1, 'a layer needs a name').max(100),
+    /** Set by the worker when it stacks a run's policy on its floor; never written in a run's own policy. */
+    origin: z.enum(LAYER_ORIGINS).optional(),
     /** `enforce`, `off` or detailed settings (docs/sandbox.md); only the first layer may loosen them. */
     sandbox: sandboxSettingsSchema.optional(),
     rules: z.array(ruleSchema),
   })
   .strict()
-
-export const PRESETS = ['permissive', 'tiered', 'strict'] as const
-export const INCLUDES = ['read-only'] as const
 
 export const policySpecSchema = z
   .object({
@@ -68,6 +74,15 @@ export const policySpecSchema = z
     approvers: z.array(approverSchema).optional(),
     /** `signed` (default when approvers are listed) or `unsigned` (names are trusted: local work only). */
     identity: z.enum(IDENTITY_MODES).optional(),
+    /** Set by the worker on an effective policy: which floor it stands on (see floor.ts). */
+    floor: z
+      .object({
+        source: z.string().min(1).max(4096),
+        defaults: z.object({ read: effect, write: effect, exec: effect, net: effect }).strict(),
+        include: z.array(z.enum(INCLUDES)),
+      })
+      .strict()
+      .optional(),
   })
   .strict()
 
@@ -88,6 +103,15 @@ export interface PolicySpec {
   include?: Array<(typeof INCLUDES)[number]>
   approvers?: ApproverSpec[]
   identity?: IdentityMode
+  floor?: FloorRecord
+}
+
+/** What an effective policy keeps of the floor it stands on: its source and what its defaults and includes were. */
+export interface FloorRecord {
+  /** The floor file's path, or `built-in`. */
+  source: string
+  defaults: PolicySpec['defaults']
+  include: Array<(typeof INCLUDES)[number]>
 }
 
 /** `layers[2].rules[0].act` for zod's `['layers', 2, 'rules', 0, 'act']`. */

@@ -90,6 +90,13 @@ export interface RunPreparation {
   identity?: { mode: 'signed' | 'unsigned'; approvers: Array<{ name: string; keys: string[] }> }
   /** Why the contract is rejected (its gate is not allowed), if it is. */
   rejected?: string
+  /**
+   * The digest of the effective policy (the worker's floor with the run's policy on it): recorded in history,
+   * passed to every activity that judges or sandboxes. Absent in runs recorded before floors.
+   */
+  policyDigest?: string
+  /** The floor's source: its file on the worker, or `built-in`. */
+  floor?: string
 }
 
 /** A transcript message the workflow made itself (a refusal, an invalid call, a gate failure). */

@@ -247,6 +247,8 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     }
   }
 
+  /** The effective policy (the worker's floor with the run's policy on it), by the digest history records. */
+  let policyDigest: { policyDigest: string } | Record<string, never> = {}
   const recordStart = async () => {
     if (input.carried) return
     await projections.tetherStartRun({
@@ -254,6 +256,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
       executionId: info.firstExecutionRunId,
       contract,
       policy: input.policy,
+      ...policyDigest,
       taskQueue: info.taskQueue,
       ...(info.parent ? { parentRunId: info.parent.workflowId } : {}),
       startedAt: state.startedAt,
@@ -263,6 +266,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
   // The contract against the worker's world (workspace, gate program, model) and the policy (the gate must
   // be allowed): a run that cannot work fails here, before anyone is asked anything.
   const preparation = await local.tetherPrepareRun({ contract, policy: input.policy })
+  if (preparation.policyDigest) policyDigest = { policyDigest: preparation.policyDigest }
   if (preparation.rejected) {
     // Recorded like any other run, so `tether ls` and `tether show` say why it never started.
     if (patched('record-rejected-run')) {
@@ -362,6 +366,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
       pending: seq === null ? [] : state.pending,
       seq,
       timeoutMs,
+      ...policyDigest,
     })
     if (seq !== null && !gate.passed) state.pending = []
     return gate
@@ -453,6 +458,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
               outputCeiling: contract.outputCeiling,
               noRetry: verdict.noRetry === true,
               ...(note ? { note } : {}),
+              ...policyDigest,
             })
           : await files.tetherFileTool({
               runId,
@@ -465,6 +471,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
               name: call.name,
               workspace: contract.workspace,
               remembered: state.remembered,
+              ...policyDigest,
             })
       // The activity wrote the workflow's own observations before its result.
       state.pending = []
@@ -486,6 +493,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     // The activities read the run's contract and policy by run id: they stay out of every step's history.
     return local.tetherCheckAction({
       runId,
+      ...policyDigest,
       remembered: state.remembered,
       workspace: contract.workspace,
       call,

@@ -10,7 +10,13 @@
  * in the Update validator (a refused Update leaves no history) and in the Signal handler alike.
  */
 import { z } from 'zod'
-import { type DecisionStatement, fingerprintOf, verifyStatement } from '../identity/index.js'
+import {
+  type DecisionStatement,
+  fingerprintOf,
+  formatPublicKey,
+  parsePublicKey,
+  verifyStatement,
+} from '../identity/index.js'
 import type { Answer, Channel, PendingApproval, Resolution } from '../run/index.js'
 
 export const decisionSchema = z
@@ -148,8 +154,12 @@ export class ApprovalBook {
           `this run's policy requires signed decisions; answer approval ${decision.approvalId} with \`tether approve\` or \`tether deny\` and your key`,
         )
       }
-      const owner = this.identity.approvers.find((a) => a.keys.includes(proof.key))
-      const fingerprint = fingerprintOf(proof.key) ?? 'an unreadable key'
+      // Keys are compared in the one spelling a policy may list them in: the same 32 bytes written another
+      // way are the same key, never a second approver.
+      const parsedKey = parsePublicKey(proof.key)
+      const key = parsedKey.ok ? formatPublicKey(parsedKey.key) : proof.key
+      const owner = this.identity.approvers.find((a) => a.keys.includes(key))
+      const fingerprint = fingerprintOf(key) ?? 'an unreadable key'
       if (!owner) return reject('UnknownKey', `key ${fingerprint} is not on this run's approver list`)
       if (owner.name !== decision.approver) {
         return reject('UnknownKey', `key ${fingerprint} belongs to ${owner.name}, not ${decision.approver}`)
@@ -164,7 +174,7 @@ export class ApprovalBook {
         replacement: decision.replacement ?? null,
         issuedAt: proof.issuedAt,
       }
-      if (!verifyStatement(proof.key, statement, proof.value)) {
+      if (!verifyStatement(key, statement, proof.value)) {
         return reject(
           'BadSignature',
           `the signature does not match this run, approval, action and answer (key ${fingerprint}); it may be forged, altered or made for another approval`,
@@ -188,7 +198,7 @@ export class ApprovalBook {
           `signed at ${iso(proof.issuedAt)}, in the future; check the signing machine's clock`,
         )
       }
-      signed = { key: proof.key, fingerprint, signature: proof.value, statement }
+      signed = { key, fingerprint, signature: proof.value, statement }
       approver = owner.name
     } else {
       const { approvers } = request

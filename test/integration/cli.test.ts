@@ -517,13 +517,20 @@ describe('tether CLI', () => {
       expect(out).toContain(`PostgreSQL    127.0.0.1:${postgresPort}`)
       expect(out).toContain(`state         ${state}`)
       const record = JSON.parse(await readFile(join(state, 'dev.json'), 'utf8'))
+      const base = `http://127.0.0.1:${devEnv.TETHER_INBOX_PORT}`
       expect(record).toMatchObject({
         taskQueue: 'tether',
         temporalAddress: expect.not.stringContaining(`:${taken}`),
-        inboxUrl: `http://127.0.0.1:${devEnv.TETHER_INBOX_PORT}`,
+        inboxUrl: expect.stringMatching(new RegExp(`^${base}/login\\?token=[\\w-]{20,}$`)),
       })
-      expect(out).toContain(`inbox         ${record.inboxUrl} (approvals and runs, in a browser)`)
-      const inbox = await fetch(`${record.inboxUrl}/`)
+      expect(out).toContain(`inbox         ${record.inboxUrl} (approvals and runs, in a browser;`)
+      // The floor every run stands on, made in the state folder on first use.
+      expect(out).toContain(`floor         ${join(state, 'floor.yaml')}`)
+      expect(await readFile(join(state, 'floor.yaml'), 'utf8')).toContain('sandbox: enforce')
+      // Loopback is not an identity: without the stack's token the inbox shows nothing.
+      expect((await fetch(`${base}/`)).status).toBe(401)
+      const token = new URL(record.inboxUrl).searchParams.get('token')
+      const inbox = await fetch(`${base}/`, { headers: { authorization: `Bearer ${token}` } })
       expect(inbox.status).toBe(200)
       expect(await inbox.text()).toContain('Nothing is waiting for an answer.')
 

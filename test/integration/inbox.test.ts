@@ -77,6 +77,8 @@ async function open(path: string): Promise<Page> {
     problems.push(`dialog: ${dialog.message()}`)
     void dialog.dismiss()
   })
+  // Signed in the way a person is: through the link `tether dev` prints, which carries the stack's token.
+  await page.goto(inbox.loginUrl)
   await page.goto(`${inbox.url}${path}`)
   return page
 }
@@ -440,17 +442,33 @@ describe('the inbox list', () => {
 describe('inbox access over HTTP', () => {
   const answer = (approver: string) => JSON.stringify({ approvalId: 'a-none', decision: 'approve', approver })
 
-  it('on loopback: no login, a loopback Host only, strict headers, answers only as JSON from its own pages', async () => {
-    const page = await call(`${inbox.url}/`)
+  it('on loopback: the stack’s token, a loopback Host only, strict headers, answers only as JSON from its own pages', async () => {
+    const token = new URL(inbox.loginUrl).searchParams.get('token') as string
+    // Any process on this machine reaches loopback; without the token it sees nothing.
+    const stranger = await call(`${inbox.url}/`)
+    expect(stranger.status).toBe(401)
+    expect(stranger.body).not.toContain('approval')
+    expect(
+      (await call(`${inbox.url}/api/approvals/a-none/answer`, { method: 'POST', body: answer('alice') }))
+        .status,
+    ).toBe(401)
+    const login = await call(inbox.loginUrl)
+    expect(login.status).toBe(303)
+    const cookie = String(login.headers['set-cookie']).split(';')[0] as string
+    const page = await call(`${inbox.url}/`, { headers: { cookie } })
     expect(page.status).toBe(200)
     expect(page.headers['content-security-policy']).toMatch(/default-src 'none'; script-src 'self'/)
     expect(page.headers['x-frame-options']).toBe('DENY')
     expect(
-      (await call(`${inbox.url}/`, { headers: { host: `attacker.example:${inbox.port}` } })).status,
+      (await call(`${inbox.url}/`, { headers: { host: `attacker.example:${inbox.port}`, cookie } })).status,
     ).toBe(421)
 
     const post = (headers: Record<string, string>) =>
-      call(`${inbox.url}/api/approvals/a-none/answer`, { method: 'POST', headers, body: answer('alice') })
+      call(`${inbox.url}/api/approvals/a-none/answer`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, ...headers },
+        body: answer('alice'),
+      })
     const json = { 'content-type': 'application/json' }
     expect((await post({ 'content-type': 'text/plain' })).status).toBe(403)
     expect((await post({ ...json, origin: 'http://attacker.example' })).status).toBe(403)

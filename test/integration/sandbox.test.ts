@@ -73,21 +73,25 @@ describe('an allowed command inside the sandbox', () => {
       await ws.cleanup()
     }
   })
+})
 
-  it('runs unsandboxed only when the first layer says so, and the run records it', async () => {
+describe('a worker whose floor turns the sandbox off (a macOS or Windows worker)', () => {
+  const worker = useAgentWorker({}, Policy.permissive().layer('operator').withSandbox('off'))
+
+  it('runs commands unsandboxed, and the run records it', async () => {
     const ws = await npmWorkspace()
     try {
       const model = `scripted:${await writeScript(ws.path, { turns: [{ toolCalls: [exec('true')] }, { text: 'done' }] } as never)}`
-      const policy = Policy.tiered().layer('operator').withSandbox('off').layer('project').allowExec('true')
+      const policy = Policy.tiered().layer('project').allowExec('true')
       const handle = await startRun(
         harness.client,
-        harness.taskQueue,
+        worker.taskQueue,
         { goal: 'off', workspace: ws.path, model, verification: null },
         policy,
       )
       expect((await handle.result()).outcome).toBe('finished')
-      expect((await harness.audit.runSummary(handle.workflowId))?.sandbox).toBe('off')
-      const [command] = await harness.audit.executedCommands({ runId: handle.workflowId })
+      expect((await worker.audit.runSummary(handle.workflowId))?.sandbox).toBe('off')
+      const [command] = await worker.audit.executedCommands({ runId: handle.workflowId })
       expect(command?.sandbox).toMatchObject({ mode: 'off' })
     } finally {
       await ws.cleanup()

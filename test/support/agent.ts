@@ -13,6 +13,7 @@ import { type AuditStore, openAudit } from '../../src/audit/index.js'
 import type { TaskContractInput } from '../../src/contract.js'
 import type { ModelScript } from '../../src/model/index.js'
 import { Policy } from '../../src/policy/index.js'
+import { type WorkerFloor, workerFloor } from '../../src/worker-setup.js'
 import { agentRun } from '../../src/workflows/index.js'
 import { connectClient, createWorker, uniqueTaskQueue } from './temporal.js'
 
@@ -47,10 +48,14 @@ export function testPolicy(): Policy {
 
 export async function startAgentWorker(
   audit: AuditStore,
-  options: { taskQueue?: string; sandbox?: SandboxDependencies } = {},
+  options: { taskQueue?: string; sandbox?: SandboxDependencies; floor?: WorkerFloor } = {},
 ) {
   const taskQueue = options.taskQueue ?? uniqueTaskQueue('agent')
-  const activities = createActivities({ audit, ...(options.sandbox ? { sandbox: options.sandbox } : {}) })
+  const activities = createActivities({
+    audit,
+    floor: workerFloor(options.floor),
+    ...(options.sandbox ? { sandbox: options.sandbox } : {}),
+  })
   const { worker, connection } = await createWorker({ taskQueue, activities })
   const running = worker.run()
   return {
@@ -107,15 +112,18 @@ export async function startScriptedRun(
 }
 
 /**
- * One more agent Worker, with its own audit connection and this worker's side of the sandbox (its
- * environment, its PATH), for the tests of one describe block; stopped after its last test.
+ * One more agent Worker, with its own audit connection, this worker's side of the sandbox (its
+ * environment, its PATH) and its floor, for the tests of one describe block; stopped after its last test.
  */
-export function useAgentWorker(sandbox: SandboxDependencies): { audit: AuditStore; taskQueue: string } {
+export function useAgentWorker(
+  sandbox: SandboxDependencies,
+  floor?: WorkerFloor,
+): { audit: AuditStore; taskQueue: string } {
   const extra = {} as { audit: AuditStore; taskQueue: string }
   let stop: (() => Promise<void>) | undefined
   beforeAll(async () => {
     extra.audit = await openTestAudit()
-    const worker = await startAgentWorker(extra.audit, { sandbox })
+    const worker = await startAgentWorker(extra.audit, { sandbox, ...(floor !== undefined ? { floor } : {}) })
     extra.taskQueue = worker.taskQueue
     stop = worker.stop
   })

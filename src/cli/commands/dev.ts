@@ -3,11 +3,13 @@
  * in `<state>/temporal.db`), the embedded PostgreSQL (on 5433 unless taken, or DATABASE_URL), one worker and
  * the approvals inbox (on 127.0.0.1:7280 unless taken) — until Ctrl-C. It records itself in the per-user state folder, so tether commands in any folder find it.
  */
-import { rm, writeFile } from 'node:fs/promises'
+import { mkdir, rm, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
 import type { Command } from 'commander'
-import { type Inbox, startInbox } from '../../inbox/index.js'
+import { type Inbox, localToken, startInbox } from '../../inbox/index.js'
+import { PolicyError } from '../../policy/index.js'
 import { usualPort } from '../../stack/index.js'
-import { startLocalTether } from '../../worker-setup.js'
+import { startLocalTether, workerFloor } from '../../worker-setup.js'
 import {
   colour,
   type DevStackRecord,
@@ -28,7 +30,11 @@ export function registerDev(program: Command): void {
     )
     .option('--headless', 'no Temporal Web UI')
     .option('--no-inbox', 'do not serve the approvals inbox')
-    .action(async (options: { headless?: boolean; inbox: boolean }) => {
+    .option(
+      '--floor <file>',
+      "the operator's floor every run stands on (default: TETHER_FLOOR, else floor.yaml in the state folder, made on first use)",
+    )
+    .action(async (options: { headless?: boolean; inbox: boolean; floor?: string }) => {
       const dir = stateDir()
       const running = devStack()
       if (running) {
@@ -36,6 +42,14 @@ export function registerDev(program: Command): void {
           `tether dev is already running (pid ${running.pid}, Temporal ${running.temporalAddress}, state ${dir}); ` +
             'use that one, stop it, or give this one its own TETHER_STATE_DIR',
         )
+      }
+      const floorFile = options.floor || process.env.TETHER_FLOOR || (await devFloorFile(dir))
+      let floor: ReturnType<typeof workerFloor>
+      try {
+        floor = workerFloor(floorFile)
+      } catch (error) {
+        if (error instanceof PolicyError) throw new CliError(error.message)
+        throw error
       }
       const { taskQueue, namespace } = temporalTarget()
       const temporalAddress = process.env.TEMPORAL_ADDRESS || undefined
@@ -48,6 +62,7 @@ export function registerDev(program: Command): void {
         postgresPort: databaseUrl ? undefined : usualPort('postgres'),
         ui: !options.headless,
         taskQueue,
+        floor,
         log: (line) => print(colour.dim(line)),
       })
       const { stack, audit } = local
@@ -59,6 +74,7 @@ export function registerDev(program: Command): void {
               audit,
               client: local.client,
               namespace,
+              access: { mode: 'local', token: localToken(dir) },
               port: usualPort('inbox'),
               anyPortIfTaken: true,
               temporalUi: stack.uiUrl,
@@ -70,7 +86,8 @@ export function registerDev(program: Command): void {
           namespace,
           taskQueue,
           ...(stack.uiUrl ? { uiUrl: stack.uiUrl } : {}),
-          ...(inbox ? { inboxUrl: inbox.url } : {}),
+          // The login link: it carries the stack's token (the record is its owner's only).
+          ...(inbox ? { inboxUrl: inbox.loginUrl } : {}),
           databaseUrl: stack.databaseUrl,
           pid: process.pid,
         }
@@ -81,9 +98,13 @@ export function registerDev(program: Command): void {
         for (const notice of stack.notices) print(colour.yellow(`  ${notice}`))
         print(`  Temporal      ${stack.temporalAddress} (namespace ${namespace})`)
         if (stack.uiUrl) print(`  Temporal UI   ${stack.uiUrl}`)
-        if (inbox) print(`  inbox         ${inbox.url} (approvals and runs, in a browser)`)
+        if (inbox)
+          print(
+            `  inbox         ${inbox.loginUrl} (approvals and runs, in a browser; the link carries this stack's token)`,
+          )
         print(`  PostgreSQL    ${audit.target}`)
         print(`  worker        task queue ${taskQueue}`)
+        print(`  floor         ${floor.source} (every run's first layers; a run can only tighten them)`)
         print(`  state         ${dir}`)
         print(colour.dim('  tether commands in any folder find this stack; Ctrl-C stops it'))
         // The Temporal runtime turns SIGINT/SIGTERM into a graceful worker shutdown.
@@ -95,4 +116,29 @@ export function registerDev(program: Command): void {
         print('tether dev stopped')
       }
     })
+}
+
+/** The floor `tether dev` stands on when none is named: a file in the state folder, written once, then the user's. */
+const DEV_FLOOR = `# The operator's floor of this tether dev stack: the first layers of every run its worker serves.
+# A run's own policy (tether run --policy FILE) is stacked on it and can only tighten it; the sandbox,
+# the approvers with their keys and the identity mode are decided here, never by a run.
+# Edit it, then restart tether dev. Reference: docs/policy.md#the-operators-floor
+preset: tiered                 # brings the built-in secret denies (.env, keys)
+defaults: { read: allow, write: allow, exec: allow, net: allow }   # each run's policy decides within
+layers:
+  - name: floor
+    sandbox: enforce           # commands run in the sandbox; only a floor may say off
+    rules: []
+# approvers:                   # who may answer asks, for every run (a run may only narrow the list)
+#   - { name: alice, keys: ["ed25519:..."] }    # tether keys new alice prints the entry
+`
+
+async function devFloorFile(dir: string): Promise<string> {
+  const file = join(dir, 'floor.yaml')
+  await mkdir(dir, { recursive: true, mode: 0o700 })
+  // 'wx': never overwrite a floor the user edited.
+  await writeFile(file, DEV_FLOOR, { flag: 'wx', mode: 0o644 }).catch((error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EEXIST') throw error
+  })
+  return file
 }

@@ -7,6 +7,7 @@ import {
   addToken,
   INBOX_PORT,
   InboxError,
+  localToken,
   readTokens,
   startInbox,
 } from '../../inbox/index.js'
@@ -37,7 +38,7 @@ export function registerInbox(program: Command): void {
     .option('--port <n>', 'the port', String(INBOX_PORT))
     .option(
       '--access <mode>',
-      'who may open it: local (loopback only, no login), tokens (per-user tokens) or header (an identity header set by an authenticating proxy)',
+      "who may open it: local (loopback only, with the stack's token in the link it prints), tokens (per-user tokens) or header (an identity header set by an authenticating proxy)",
       'local',
     )
     .option('--tokens <file>', `with --access tokens: the tokens file (default ${tokensFile(undefined)})`)
@@ -74,6 +75,7 @@ export function registerInbox(program: Command): void {
             throw error
           }
           print(`${colour.bold('tether inbox')} at ${served.url} (${accessText(access)}); Ctrl-C stops it`)
+          if (access.mode === 'local') print(`  open ${served.loginUrl}`)
           await new Promise<void>((resolve) => {
             process.once('SIGINT', resolve)
             process.once('SIGTERM', resolve)
@@ -109,7 +111,7 @@ function accessFrom(options: InboxCliOptions): Access {
   try {
     switch (options.access) {
       case 'local':
-        return { mode: 'local' }
+        return { mode: 'local', token: localToken(stateDir()) }
       case 'tokens':
         return { mode: 'tokens', names: readTokens(tokensFile(options.tokens)) }
       case 'header':
@@ -129,7 +131,7 @@ function accessFrom(options: InboxCliOptions): Access {
 function accessText(access: Access): string {
   switch (access.mode) {
     case 'local':
-      return 'loopback only, no login'
+      return "loopback only, with this stack's token"
     case 'tokens':
       return `per-user tokens, ${access.names.size} listed`
     case 'header':

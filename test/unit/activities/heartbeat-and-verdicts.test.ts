@@ -9,7 +9,7 @@ import { heartbeating } from '../../../src/activities/heartbeat.js'
 import { policyActivities } from '../../../src/activities/policy.js'
 import { RunConfigs } from '../../../src/activities/run-config.js'
 import { CommandSandbox } from '../../../src/activities/sandbox.js'
-import { Policy } from '../../../src/policy/index.js'
+import { builtinFloor, Policy } from '../../../src/policy/index.js'
 import type { ValidatedCall } from '../../../src/tools/schemas.js'
 
 describe('heartbeating', () => {
@@ -42,7 +42,7 @@ describe('the policy check on a command', () => {
     },
     sandbox: new CommandSandbox({ env: {} }),
     // Judged from the spec each call carries, as inputs recorded before run-id lookups did: no audit needed.
-    runs: new RunConfigs(undefined as never),
+    runs: new RunConfigs(undefined as never, builtinFloor()),
   })
   const check = (argv: string[]) =>
     tetherCheckAction({

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest'
 import { RunConfigs } from '../../../src/activities/run-config.js'
 import type { AuditStore } from '../../../src/audit/index.js'
-import { Policy } from '../../../src/policy/index.js'
+import { builtinFloor, Policy } from '../../../src/policy/index.js'
 
 /** An audit that knows each run's recorded spec, and counts how often it was asked. */
 function recorded(specs: Record<string, unknown>) {
@@ -26,18 +26,21 @@ describe('RunConfigs', () => {
 
   it('gives runs with the same spec one compiled policy, and a different spec its own', async () => {
     const { audit } = recorded({ a: tiered, b: structuredClone(tiered), c: strict })
-    const runs = new RunConfigs(audit)
-    const [a, b, c] = await Promise.all([runs.get('a'), runs.get('b'), runs.get('c')])
-    expect(a.policy).toBe(b.policy)
-    expect(a.policy).not.toBe(c.policy)
-    expect(a.contract).toEqual({ goal: 'a' })
-    expect(c.policy.checkExec(['ls']).effect).toBe('deny')
-    expect(a.policy.checkExec(['ls']).effect).toBe('ask')
+    const runs = new RunConfigs(audit, builtinFloor())
+    const policy = (runId: string) => runs.policy(runId, undefined, [])
+    const [a, b, c] = await Promise.all([policy('a'), policy('b'), policy('c')])
+    expect(a).toBe(b)
+    expect(a).not.toBe(c)
+    expect((await runs.get('a')).contract).toEqual({ goal: 'a' })
+    expect(c.checkExec(['ls']).effect).toBe('deny')
+    expect(a.checkExec(['ls']).effect).toBe('ask')
+    // Each on the worker's floor.
+    expect(a.floor?.source).toBe('built-in')
   })
 
   it('reads a run from the audit once, and names a run that was never recorded', async () => {
     const { audit, asked } = recorded({ a: tiered })
-    const runs = new RunConfigs(audit)
+    const runs = new RunConfigs(audit, builtinFloor())
     await runs.get('a')
     await runs.get('a')
     expect(asked).toEqual(['a'])

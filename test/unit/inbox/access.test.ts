@@ -1,4 +1,5 @@
-/** Who may open the inbox: loopback without login, otherwise tokens or a proxy's identity header. */
+/** Who may open the inbox: loopback with the stack's token, otherwise tokens or a proxy's identity header. */
+import { statSync } from 'node:fs'
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import type { IncomingMessage } from 'node:http'
 import { tmpdir } from 'node:os'
@@ -9,6 +10,7 @@ import {
   addToken,
   identify,
   isLoopback,
+  localToken,
   loginToken,
   readTokens,
   TOKEN_COOKIE,
@@ -39,14 +41,41 @@ describe('inbox access', () => {
   })
 
   it('on loopback, answers only to a loopback Host (a rebound name is refused)', () => {
-    const local = { mode: 'local' as const }
-    expect(identify(local, request({ host: '127.0.0.1:7280' }), new Map())).toEqual({ ok: true })
-    expect(identify(local, request({ host: 'localhost:7280' }), new Map())).toEqual({ ok: true })
-    expect(identify(local, request({ host: '[::1]:7280' }), new Map())).toEqual({ ok: true })
-    expect(identify(local, request({ host: 'attacker.example:7280' }), new Map())).toMatchObject({
+    const local = { mode: 'local' as const, token: 'the-stack-token-0123456789' }
+    const signedIn = new Map([[TOKEN_COOKIE, local.token]])
+    expect(identify(local, request({ host: '127.0.0.1:7280' }), signedIn)).toEqual({ ok: true })
+    expect(identify(local, request({ host: 'localhost:7280' }), signedIn)).toEqual({ ok: true })
+    expect(identify(local, request({ host: '[::1]:7280' }), signedIn)).toEqual({ ok: true })
+    expect(identify(local, request({ host: 'attacker.example:7280' }), signedIn)).toMatchObject({
       ok: false,
       status: 421,
     })
+  })
+
+  it('on loopback, still needs the stack’s token: any process on the machine can reach loopback', () => {
+    const local = { mode: 'local' as const, token: 'the-stack-token-0123456789' }
+    const anyone = identify(local, request({ host: '127.0.0.1:7280' }), new Map())
+    expect(anyone).toMatchObject({ ok: false, status: 401 })
+    expect((anyone as { message: string }).message).toMatch(
+      /needs the link `tether dev` \(or `tether inbox`\) printed/,
+    )
+    const wrong = new Map([[TOKEN_COOKIE, 'the-stack-token-0123456780']])
+    expect(identify(local, request({ host: '127.0.0.1:7280' }), wrong)).toMatchObject({
+      ok: false,
+      status: 401,
+    })
+    expect(
+      identify(local, request({ host: '127.0.0.1:7280', authorization: `Bearer ${local.token}` }), new Map()),
+    ).toEqual({ ok: true })
+    expect(loginToken(local, local.token)).toBe(local.token)
+    expect(loginToken(local, 'nope')).toBeUndefined()
+  })
+
+  it('keeps the stack’s token in the state folder, private, across restarts', () => {
+    const first = localToken(dir)
+    expect(first.length).toBeGreaterThanOrEqual(20)
+    expect(localToken(dir)).toBe(first)
+    expect(statSync(join(dir, 'inbox-token')).mode & 0o077).toBe(0)
   })
 
   it('makes private token files, reads them back, and knows each person by their token', async () => {

@@ -26,6 +26,7 @@ const approval: ApprovalRow = {
   rememberOffer: { exact: `touch ${EVIL}`, wider: EVIL },
   identity: 'signed',
   actionDigest: 'ab'.repeat(32),
+  fromFloor: true,
 }
 
 const run: RunSummary = {
@@ -121,6 +122,10 @@ describe('inbox pages with hostile text', () => {
     expectNoInjection(markup)
     const data = /<script type="application\/json" id="approval-data">([\s\S]*?)<\/script>/.exec(markup)?.[1]
     expect(JSON.parse(data ?? '')).toMatchObject({ target: approval.target, tree: approval.tree })
+    // The approver sees that the rule asking is the operator's, not the run's own.
+    expect(markup).toMatch(
+      /in layer <code>[^<]*<\/code> \(the worker&#39;s floor\)|in layer <code>[^<]*<\/code> \(the worker's floor\)/,
+    )
   })
 
   it('a run, its timeline and transcript', () => {
