@@ -7,10 +7,11 @@
  * the worker's loopback (the audit database, Temporal) is out of reach; no network unless the policy
  * grants some, and then only through the egress proxy.
  */
-import { mkdtempSync, rmSync, statSync } from 'node:fs'
-import { homedir, tmpdir, totalmem } from 'node:os'
+import { rmSync, statSync } from 'node:fs'
+import { homedir, totalmem } from 'node:os'
 import { isAbsolute, join, resolve, sep } from 'node:path'
 import { pinGitConfig } from '../env.js'
+import { socketFolder, socketRoot } from '../sockets.js'
 import { CommandCgroup } from './cgroup.js'
 import { gitBinds } from './git.js'
 import { BRIDGE, EgressProxy } from './proxy.js'
@@ -104,7 +105,12 @@ export async function prepareSandbox(
   for (const path of byDepth(options.writable ?? [])) args.push('--bind-try', path, path)
   // A hidden folder that holds the workspace is emptied first and the workspace bound back into it;
   // every other one is hidden last, so it covers whatever the binds above brought back.
-  const hidden = byDepth([...HOST_SECRETS, ...(options.hide ?? [])])
+  // tether's sockets are in the host's /tmp, which the sandbox replaces; a bind that brings it back hides them.
+  const sockets = socketRoot()
+  const showsSockets = [workspace, ...(options.readOnly ?? []), ...(options.writable ?? [])].some((path) =>
+    within(sockets, path),
+  )
+  const hidden = byDepth([...HOST_SECRETS, ...(options.hide ?? []), ...(showsSockets ? [sockets] : [])])
   for (const path of hidden.filter((path) => within(workspace, path))) pushHide(args, path)
   args.push('--bind', workspace, workspace)
   args.push(...gitBinds(workspace))
@@ -118,7 +124,7 @@ export async function prepareSandbox(
   let command = [...argv]
   try {
     if (options.network) {
-      folder = mkdtempSync(join(tmpdir(), 'tether-egress-'))
+      folder = socketFolder('egress-')
       const socket = join(folder, 'proxy.sock')
       proxy = await EgressProxy.start(socket, options.network)
       args.push('--bind', socket, PROXY_SOCKET_INSIDE)
