@@ -15,7 +15,7 @@ import {
   sandboxRuntime,
   toolchainBinds,
 } from '../exec/index.js'
-import type { Policy } from '../policy/index.js'
+import { hostPort, type Policy } from '../policy/index.js'
 import { tetherStateDir } from '../stack/index.js'
 
 export interface SandboxDependencies {
@@ -93,8 +93,16 @@ export class CommandSandbox {
         ? {
             network: {
               allow: (host: string, port: number) => {
-                const verdict = policy.check('net', `${host}:${port}`)
+                const verdict = policy.check('net', hostPort(host, port))
                 return { allowed: verdict.effect === 'allow', reason: verdict.reason }
+              },
+              address: (address: string, port: number) => {
+                const verdict = policy.check('net', hostPort(address, port))
+                const refused = verdict.rule !== undefined && verdict.effect !== 'allow'
+                return {
+                  named: policy.namesAddress(hostPort(address, port)),
+                  ...(refused ? { refused: verdict.reason } : {}),
+                }
               },
               blocked: this.blocked,
             },

@@ -14,10 +14,10 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { EventEmitter } from 'node:events'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { rmSync } from 'node:fs'
 import { createServer, type Server, type Socket } from 'node:net'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { socketFolder, socketRoot } from './sockets.js'
 
 /** The token opening each stream: who it is for, then which stream (0 stdout, 1 stderr). */
 const TOKEN_BYTES = 16
@@ -30,7 +30,6 @@ const LAUNCHER = `
 const { spawn } = require('node:child_process')
 const { closeSync, readdirSync, readFileSync, rmSync } = require('node:fs')
 const { connect } = require('node:net')
-const { dirname } = require('node:path')
 // Descriptors the worker inherited without close-on-exec (a supervisor's pipe or socket) would reach every
 // command through this process; Node's own all have it. Close the others (on Linux, where /proc says which).
 try {
@@ -42,8 +41,10 @@ try {
     } catch {}
   }
 } catch {}
-const address = process.argv[1]
-const reply = (message) => { if (process.connected) process.send(message) }
+const [root, address] = process.argv.slice(1)
+// A worker that just died makes a send fail (EPIPE) before the channel reports its end; unheard, that error
+// would end this process before its 'disconnect' handler removes the worker's socket folder.
+const reply = (message) => { if (process.connected) process.send(message, () => {}) }
 const stream = (token, fd) => new Promise((resolve, reject) => {
   const socket = connect(address)
   socket.once('error', reject)
@@ -72,9 +73,10 @@ process.on('message', async ({ token, program, args, cwd, env }) => {
   if (child.pid !== undefined) reply({ token, event: 'spawn', pid: child.pid })
   else child.once('error', (error) => reply({ token, event: 'error', code: error.code, message: error.message }))
 })
-// The worker has gone (whichever way it ended): the socket's folder goes with this process.
+// The worker has gone (whichever way it ended): its socket folder (this socket's, and any egress proxy's
+// it left behind) goes with this process.
 process.on('disconnect', () => {
-  try { rmSync(dirname(address), { recursive: true, force: true }) } catch {}
+  try { rmSync(root, { recursive: true, force: true }) } catch {}
   process.exit(0)
 })
 process.on('SIGINT', () => {})
@@ -202,8 +204,8 @@ class Launcher {
   }
 
   static async start(): Promise<Launcher> {
-    // A private folder for the socket; inside the sandbox, the host's temporary folder is not there at all.
-    const folder = mkdtempSync(join(tmpdir(), 'tether-launch-'))
+    // A private folder for the socket, where no sandbox sees it (see sockets.ts).
+    const folder = socketFolder('launch-')
     const address = join(folder, 's')
     const server = createServer()
     try {
@@ -211,7 +213,7 @@ class Launcher {
         server.once('error', reject)
         server.listen(address, () => resolve())
       })
-      const child = spawn(process.execPath, ['-e', LAUNCHER, address], {
+      const child = spawn(process.execPath, ['-e', LAUNCHER, socketRoot(), address], {
         // Its own session: a Ctrl-C meant for the worker must not end the commands' launcher mid-shutdown.
         detached: true,
         stdio: ['ignore', 'ignore', 'ignore', 'ipc'],

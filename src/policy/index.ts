@@ -2,10 +2,28 @@
  * The policy module's door. Pure and deterministic (no Temporal, no I/O except `loadPolicyFile`, which
  * reaches the file system only when called), so a workflow, a local activity and the CLI share one judge.
  */
+export {
+  ambiguousIpv4,
+  canonicalIp,
+  formatIp,
+  formatRange,
+  type IpAddress,
+  type IpRange,
+  isIpv4,
+  nat64Ipv4,
+  parseIp,
+  parseRange,
+  rangeHolds,
+  type SpecialRange,
+  sameIp,
+  specialRange,
+  splitHostPort,
+} from './addresses.js'
 export { PolicyError } from './errors.js'
 export { type AnalysedNode, analyseArgv, analyseScript } from './exec/analyse.js'
 export { loadPolicyFile, parsePolicyText } from './file.js'
 export { BUILTIN_FLOOR, builtinFloor, type Floor, floorOf, loadFloor, onFloor } from './floor.js'
+export { hostPort } from './net.js'
 export { Policy } from './policy.js'
 export { type ExecContext, namesSensitivePath } from './readonly.js'
 export { type RememberedRule, rememberRule } from './remember.js'

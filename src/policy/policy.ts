@@ -21,6 +21,7 @@ import {
   identityOnFloor,
   normaliseApprovers,
 } from './identity.js'
+import { AddressRules, netPatternProblem, netTarget, readAddressPattern } from './net.js'
 import { OptionRules } from './option-rules.js'
 import { normalisePath } from './paths.js'
 import { type ExecContext, readOnlyCommand, SECRET_PATTERNS } from './readonly.js'
@@ -102,6 +103,8 @@ interface Compiled {
   /** Each rule by index. */
   readonly refs: ReadonlyArray<RuleRef>
   readonly indexes: Readonly<Record<Act, RuleIndex>>
+  /** Net rules that name an address or a CIDR range, matched by address (the rest are in `indexes.net`). */
+  readonly netAddresses: AddressRules
   /** Exec rules as lists, for commands with run-time words (matched by glob intersection). */
   readonly execLists: Readonly<Record<Effect, ReadonlyArray<ListedRule>>>
   /** Deny and ask rules read as program, options and rest (see option-rules.ts). */
@@ -780,11 +783,26 @@ export class Policy {
     return this.evaluate(act, generous, strict, display)
   }
 
+  /**
+   * Whether an allow rule names the IP address of `target` (`address` or `address:port`) — the address
+   * itself or a CIDR range holding it, never a glob — and the policy allows the target. The sandbox reaches
+   * private and other special-purpose addresses only where a rule names them so.
+   */
+  namesAddress(target: string): boolean {
+    const parsed = netTarget(target)
+    if ('problem' in parsed || !parsed.address) return false
+    const found = [Infinity, Infinity, Infinity]
+    this.compiled.netAddresses.scan(parsed.address, parsed.port, ALLOW, found)
+    return found[SLOT.allow] !== Infinity && this.checkNet(target).effect === 'allow'
+  }
+
   private checkNet(target: string): Verdict {
     const display = escapeText(target)
-    const forms = netForms(target)
-    if (!forms) return refusal('net', display, `"${display}" is not a host or host:port.`)
-    return this.evaluate('net', forms, forms, display)
+    const parsed = netTarget(target, display)
+    if ('problem' in parsed) return refusal('net', display, parsed.problem)
+    const found = scanForms(this.compiled.indexes.net, parsed.forms, parsed.forms)
+    if (parsed.address) this.compiled.netAddresses.scan(parsed.address, parsed.port, ALL_EFFECTS, found)
+    return this.decide('net', found, display)
   }
 
   private evaluate(
@@ -793,7 +811,12 @@ export class Policy {
     strict: readonly string[],
     display: string,
   ): Verdict {
-    const [denied, asked, allowed] = scanForms(this.compiled.indexes[act], generous, strict)
+    return this.decide(act, scanForms(this.compiled.indexes[act], generous, strict), display)
+  }
+
+  /** The verdict from the first matching deny, ask and allow rules (`scanForms`' answer), else the default. */
+  private decide(act: Act, found: readonly number[], display: string): Verdict {
+    const [denied, asked, allowed] = found
     if (denied !== Infinity) return this.ruleVerdict(act, 'deny', display, denied!)
     if (asked !== Infinity) return this.ruleVerdict(act, 'ask', display, asked!)
     if (allowed !== Infinity) return this.ruleVerdict(act, 'allow', display, allowed!)
@@ -944,6 +967,8 @@ function validRule(act: Act, effect: Effect, pattern: string): RuleSpec {
   if (typeof pattern !== 'string' || pattern === '' || pattern.includes('\0')) {
     throw new PolicyError('a pattern must be a non-empty string without NUL characters', 'pattern')
   }
+  const problem = act === 'net' ? netPatternProblem(pattern) : undefined
+  if (problem) throw new PolicyError(`pattern: ${problem}`, 'pattern')
   return { act, effect, pattern }
 }
 
@@ -1005,6 +1030,7 @@ function compile(state: State): Compiled {
   const refs: Array<{ pattern: string; layer: string; by: string }> = []
   const indexes = {} as Record<Act, RuleIndex>
   for (const act of ACTS) indexes[act] = new RuleIndex()
+  const netAddresses = new AddressRules()
   const optionRules = new OptionRules()
   const execLists: Record<Effect, ListedRule[]> = {
     allow: [],
@@ -1021,7 +1047,10 @@ function compile(state: State): Compiled {
       refs.push({ pattern: rule.pattern, layer: layer.name, by, ...(ceiling ? { ceiling } : {}) })
       // Deny and ask match case-folded (generous); hosts are case-insensitive whatever the effect.
       const pattern = rule.effect !== 'allow' || rule.act === 'net' ? fold(rule.pattern) : rule.pattern
-      indexes[rule.act].add(pattern, rule.effect, index)
+      // A net rule naming an address or range matches by address; one that does not parse matches nothing.
+      const address = rule.act === 'net' ? readAddressPattern(rule.pattern) : undefined
+      if (typeof address === 'object') netAddresses.add(address, SLOT[rule.effect], index)
+      else if (address === undefined) indexes[rule.act].add(pattern, rule.effect, index)
       if (rule.act === 'exec') {
         const literal = pattern.search(/[*?]/)
         execLists[rule.effect].push({
@@ -1041,6 +1070,7 @@ function compile(state: State): Compiled {
   return {
     refs,
     indexes,
+    netAddresses,
     execLists,
     optionRules,
     readOnly: state.include.includes('read-only'),
@@ -1123,19 +1153,6 @@ function withLastSegment(paths: readonly string[]): string[] {
     if (slash !== -1 && slash < path.length - 1) forms.push(path.slice(slash + 1))
   }
   return forms
-}
-
-/** `host:port` and `host` (a rule naming only the host covers every port), lower-cased. */
-function netForms(target: string): string[] | undefined {
-  const lowered = target.trim().toLowerCase()
-  if (lowered === '' || /[\s\x00-\x1f\x7f/\\@]/.test(lowered)) return undefined
-  const bracketed = /^\[([0-9a-f:.]+)\](?::(\d+))?$/.exec(lowered)
-  if (bracketed)
-    return bracketed[2] ? [`[${bracketed[1]}]:${bracketed[2]}`, `[${bracketed[1]}]`] : [`[${bracketed[1]}]`]
-  const port = /^([^:]+):(\d+)$/.exec(lowered)
-  const host = (port ? port[1]! : lowered).replace(/\.$/, '')
-  if (host === '') return undefined
-  return port ? [`${host}:${port[2]}`, host] : [host]
 }
 
 /**

@@ -5,6 +5,7 @@
 import { z } from 'zod'
 import { PolicyError } from './errors.js'
 import { type ApproverSpec, approverSchema, IDENTITY_MODES, type IdentityMode } from './identity.js'
+import { netPatternProblem } from './net.js'
 import { sandboxSettingsSchema } from './sandbox.js'
 import { ACTS, EFFECTS } from './types.js'
 
@@ -32,6 +33,11 @@ const ruleSchema = z
     not_match: z.array(z.string().min(1)).optional(),
   })
   .strict()
+  .superRefine((rule, ctx) => {
+    // A net pattern that looks like an IP address or a CIDR range must be one (it would match nothing).
+    const problem = rule.act === 'net' ? netPatternProblem(rule.pattern) : undefined
+    if (problem) ctx.addIssue({ code: 'custom', path: ['pattern'], message: problem })
+  })
 
 /** Where a layer of an effective policy came from: the worker's floor, or the run's own policy. */
 export const LAYER_ORIGINS = ['floor', 'run'] as const

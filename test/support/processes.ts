@@ -1,5 +1,5 @@
 /** The machine's live processes, read from /proc, for tests that check what a command left running. */
-import { readdirSync, readFileSync } from 'node:fs'
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs'
 
 export interface LiveProcess {
   pid: number
@@ -29,4 +29,35 @@ export function liveProcesses(): LiveProcess[] {
 /** Whether `process` is the command launcher (its script names the worker it serves). */
 export function isLauncher(process: LiveProcess): boolean {
   return process.argv.some((arg) => arg.includes('could not reach the worker'))
+}
+
+/** The paths of the Unix sockets process `pid` listens on (read from its descriptors and /proc/net/unix). */
+export function listeningSockets(pid: number): string[] {
+  const inodes = new Set<string>()
+  try {
+    for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+      try {
+        const match = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`))
+        if (match) inodes.add(match[1] as string)
+      } catch {
+        // Closed meanwhile.
+      }
+    }
+  } catch {
+    return []
+  }
+  const paths: string[] = []
+  // Num RefCount Protocol Flags Type St Inode Path; flag 0x10000 is "accepting connections".
+  for (const line of readFileSync('/proc/net/unix', 'latin1').split('\n').slice(1)) {
+    const [, , , flags, , , inode, path] = line.trim().split(/\s+/)
+    if (
+      path?.startsWith('/') &&
+      inode &&
+      inodes.has(inode) &&
+      (Number.parseInt(flags ?? '0', 16) & 0x10000) !== 0
+    ) {
+      paths.push(path)
+    }
+  }
+  return paths
 }

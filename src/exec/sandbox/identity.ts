@@ -13,7 +13,7 @@
  * A workspace that belongs to another user is not taken from them: the run fails with one line.
  */
 import { createHash } from 'node:crypto'
-import { lstatSync, readlinkSync, statSync } from 'node:fs'
+import { lstatSync, readFileSync, readlinkSync, statSync } from 'node:fs'
 import {
   chown,
   lchown,
@@ -47,11 +47,37 @@ export interface CommandIdentity {
   caches: string
 }
 
+const inRange = (uid: number) => uid >= IDENTITY_FIRST && uid < IDENTITY_FIRST + IDENTITY_COUNT
+
+let usesIdentities: boolean | undefined
+
+/**
+ * Whether this worker runs its commands as identities: it is root, in a user namespace where the whole
+ * range maps to real ids (the host's own, or a container's that maps them). Root in a user namespace that
+ * maps only itself (`unshare --map-root-user`) cannot become them, and runs commands as a worker that is
+ * not root does.
+ */
 export function isRootWorker(): boolean {
-  return process.getuid?.() === 0
+  usesIdentities ??= process.getuid?.() === 0 && mapsRange('uid_map') && mapsRange('gid_map')
+  return usesIdentities
 }
 
-const inRange = (uid: number) => uid >= IDENTITY_FIRST && uid < IDENTITY_FIRST + IDENTITY_COUNT
+function mapsRange(file: 'uid_map' | 'gid_map'): boolean {
+  let text: string
+  try {
+    text = readFileSync(`/proc/self/${file}`, 'utf8')
+  } catch {
+    return false
+  }
+  return text
+    .trim()
+    .split('\n')
+    .map((line) => line.trim().split(/\s+/).map(Number))
+    .some(
+      ([inside = 0, , count = 0]) =>
+        inside <= IDENTITY_FIRST && inside + count >= IDENTITY_FIRST + IDENTITY_COUNT,
+    )
+}
 
 function within(path: string, folder: string): boolean {
   return path === folder || path.startsWith(folder.endsWith(sep) ? folder : folder + sep)

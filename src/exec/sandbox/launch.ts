@@ -14,10 +14,11 @@
  * uid to host root, whose files it could then read), so bwrap runs privileged without a user namespace and
  * `setpriv` makes the command the workspace's own unprivileged identity (identity.ts) just before it starts.
  */
-import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs'
-import { homedir, tmpdir, totalmem } from 'node:os'
+import { existsSync, rmSync, statSync } from 'node:fs'
+import { homedir, totalmem } from 'node:os'
 import { dirname, isAbsolute, join, resolve, sep } from 'node:path'
 import { pinGitConfig } from '../env.js'
+import { socketFolder, socketRoot } from '../sockets.js'
 import { CommandCgroup } from './cgroup.js'
 import { diskShortfall } from './disk.js'
 import { gitBinds } from './git.js'
@@ -134,7 +135,12 @@ export async function prepareSandbox(
   // The home folder is emptied (the binds below bring back what commands need, the workspace among them).
   // A workspace that *is* the home folder, or holds it, keeps it: the operator chose to expose it.
   const privateHome = home && isAbsolute(home) && home !== '/' && !within(home, workspace) ? home : undefined
-  const hidden = byDepth([...HOST_SECRETS, ...(options.hide ?? [])])
+  // tether's sockets are in the host's /tmp, which the sandbox replaces; a bind that brings it back hides them.
+  const sockets = socketRoot()
+  const showsSockets = [workspace, ...(options.readOnly ?? []), ...(options.writable ?? [])].some((path) =>
+    within(sockets, path),
+  )
+  const hidden = byDepth([...HOST_SECRETS, ...(options.hide ?? []), ...(showsSockets ? [sockets] : [])])
   const identity = isRootWorker() ? await commandIdentity(workspace, { home, hidden }) : undefined
   const writable = await writableBinds(options.writable ?? [], identity)
   const diskPaths = [workspace, ...writable.map(([source]) => source)]
@@ -192,7 +198,7 @@ export async function prepareSandbox(
     args.push('--remount-ro', '/dev')
 
     if (options.network) {
-      folder = mkdtempSync(join(tmpdir(), 'tether-egress-'))
+      folder = socketFolder('egress-')
       const socket = join(folder, 'proxy.sock')
       proxy = await EgressProxy.start(socket, options.network)
       args.push('--bind', socket, PROXY_SOCKET_INSIDE)

@@ -1,53 +1,199 @@
 /**
  * The egress proxy of one sandboxed command: an HTTP proxy (CONNECT for TLS and any TCP, absolute-form
- * requests for plain HTTP) on a Unix socket that is the sandbox's only way out. Every destination is judged
- * by the policy as the command named it, then resolved here, and refused when it resolves to loopback,
- * link-local (cloud metadata), an unspecified address or tether's own services — so a name that points at
- * 127.0.0.1 cannot reach the audit database. Inside the sandbox a small bridge listens on the sandbox's own
- * loopback and forwards to this socket, and HTTP(S)_PROXY point at it.
+ * requests for plain HTTP) on a Unix socket that is the sandbox's only way out. Inside the sandbox a small
+ * bridge listens on the sandbox's own loopback and forwards to this socket, and HTTP(S)_PROXY point at it.
+ *
+ * Destinations are judged as addresses, never as text (src/policy/addresses.ts). The policy judges the
+ * destination as the command named it (an IP address in its canonical spelling); a name is then resolved
+ * once, every address it resolves to is judged, and the connection goes to the first of them — there is no
+ * second lookup to rebind. Refused whatever the policy says: the worker itself (loopback, unspecified, its
+ * own interface addresses, and a connection whose far end turns out to be this machine) and tether's own
+ * services (`blocked`, resolved and compared as addresses). Refused unless a net allow rule names the
+ * address or a range holding it: private, link-local (cloud metadata), ULA, CGNAT, NAT64 and every other
+ * special-purpose range.
  */
+
 import { lookup } from 'node:dns/promises'
+import { once } from 'node:events'
 import { createServer, type IncomingMessage, request, type Server, type ServerResponse } from 'node:http'
-import { isIP, connect as netConnect, type Socket } from 'node:net'
+import { connect as netConnect, type Socket } from 'node:net'
+import { networkInterfaces } from 'node:os'
 import type { Duplex } from 'node:stream'
+// The address module alone: the policy's index brings its whole engine (the shell parser), 200 ms to load.
+import {
+  ambiguousIpv4,
+  formatIp,
+  type IpAddress,
+  nat64Ipv4,
+  parseIp,
+  sameIp,
+  specialRange,
+  splitHostPort,
+} from '../../policy/addresses.js'
 import type { NetworkAccess, NetworkDecision } from './types.js'
 
 /** Decisions kept per command (a busy build can ask for thousands; the first ones say enough). */
 const MAX_DECISIONS = 200
+const HOST_NAME = /^[a-z0-9_-]+(?:\.[a-z0-9_-]+)*\.?$/
+const NEVER = 'the worker itself, which no command reaches'
+const UNLESS_NAMED =
+  'which a command reaches only where a net allow rule names the address or a range holding it'
 
-/** Whether `address` (an IP literal) is never reachable from a sandbox. */
-export function unreachableAddress(address: string): string | undefined {
-  const v4 = address.startsWith('::ffff:') ? address.slice(7) : address
-  if (isIP(v4) === 4) {
-    const [a, b] = v4.split('.').map(Number) as [number, number]
-    if (a === 127) return 'loopback'
-    if (a === 0) return 'an unspecified address'
-    if (a === 169 && b === 254) return 'link-local (cloud metadata)'
+/** What the judge says of one destination. */
+export type Judgement =
+  | { allowed: true; address: string; reason: string }
+  | { allowed: false; address?: string; reason: string }
+
+interface BlockedService {
+  entry: string
+  port: number
+  /** Undefined when its host does not resolve: then nothing on its port is reached. */
+  addresses: IpAddress[] | undefined
+}
+
+/** Every address of this machine's interfaces, with the interface's name. */
+function ownAddresses(): Array<{ name: string; address: IpAddress }> {
+  const own: Array<{ name: string; address: IpAddress }> = []
+  for (const [name, entries] of Object.entries(networkInterfaces())) {
+    for (const entry of entries ?? []) {
+      const address = parseIp(entry.address)
+      if (address) own.push({ name, address })
+    }
+  }
+  return own
+}
+
+async function resolve(name: string): Promise<IpAddress[]> {
+  const entries = await lookup(name, { all: true })
+  const addresses = entries.map((entry) => parseIp(entry.address))
+  if (addresses.length === 0 || addresses.some((address) => !address)) throw new Error('no address')
+  return addresses as IpAddress[]
+}
+
+async function resolveBlocked(entries: readonly string[]): Promise<BlockedService[]> {
+  const services = await Promise.all(
+    entries.map(async (entry): Promise<BlockedService | undefined> => {
+      const split = splitHostPort(entry.trim().toLowerCase())
+      // A socket folder (PostgreSQL's `?host=/run/postgresql`) is no network destination.
+      if (!split?.port || split.host === '' || split.host.startsWith('/')) return undefined
+      const literal = parseIp(split.host)
+      const addresses = literal ? [literal] : await resolve(split.host).catch(() => undefined)
+      return { entry, port: split.port, addresses }
+    }),
+  )
+  return services.filter((service) => service !== undefined)
+}
+
+/** Whether a connection's far end is this machine: its near end is loopback, or the same address. */
+function reachesThisMachine(socket: Socket): boolean {
+  const near = socket.localAddress ? parseIp(socket.localAddress) : undefined
+  const far = socket.remoteAddress ? parseIp(socket.remoteAddress) : undefined
+  if (!near || !far) return true
+  return sameIp(near, far) || specialRange(near)?.self === true
+}
+
+/** Judges the destinations of one command (see the module comment); resolves tether's services once. */
+export class EgressJudge {
+  private services: Promise<BlockedService[]> | undefined
+
+  constructor(private readonly access: NetworkAccess) {}
+
+  /** `host` is a name or an IP address (IPv6 with or without brackets). */
+  async judge(host: string, port: number): Promise<Judgement> {
+    const bracketed = /^\[(.*)\]$/.exec(host)
+    const given = (bracketed ? bracketed[1]! : host).toLowerCase()
+    if (!Number.isInteger(port) || port < 1 || port > 65_535) {
+      return { allowed: false, reason: `"${host}:${port}" is not a destination` }
+    }
+    const literal = parseIp(given)
+    if (!literal) {
+      if (ambiguousIpv4(given)) {
+        return {
+          allowed: false,
+          reason: `"${host}" is an ambiguous IPv4 address: write it as four decimal numbers`,
+        }
+      }
+      if (bracketed || !HOST_NAME.test(given) || given.length > 254) {
+        return { allowed: false, reason: `"${host}" is not a host name or an IP address` }
+      }
+    }
+    const canonical = literal ? formatIp(literal) : given.replace(/\.$/, '')
+    const verdict = this.access.allow(canonical, port)
+    if (!verdict.allowed) return { allowed: false, reason: verdict.reason }
+    let addresses: IpAddress[]
+    try {
+      addresses = literal ? [literal] : await resolve(canonical)
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code ?? 'lookup failed'
+      return { allowed: false, reason: `${canonical} does not resolve (${code})` }
+    }
+    for (const address of addresses) {
+      const boundary = await this.boundary(address, port)
+      if (!boundary) continue
+      const text = formatIp(address)
+      const subject = !literal
+        ? `${canonical} resolves to ${text},`
+        : given === text
+          ? `${text} is`
+          : `${given} is ${text},`
+      return { allowed: false, address: text, reason: `${subject} ${boundary}` }
+    }
+    return { allowed: true, address: formatIp(addresses[0]!), reason: verdict.reason }
+  }
+
+  /** Why the sandbox refuses `address`, beginning with what it is (`loopback (127.0.0.0/8), …`), if it does. */
+  private async boundary(address: IpAddress, port: number): Promise<string | undefined> {
+    // A NAT64 address reaches the IPv4 address it embeds: both are judged.
+    const embedded = nat64Ipv4(address)
+    const judged = embedded ? [address, embedded] : [address]
+    const what = (candidate: IpAddress, description: string) =>
+      candidate === address ? description : `NAT64 for ${formatIp(candidate)}, ${description}`
+    const own = ownAddresses()
+    for (const candidate of judged) {
+      const range = specialRange(candidate)
+      if (range?.self) return what(candidate, `${range.kind} (${range.range}): ${NEVER}`)
+      const mine = own.find((entry) => sameIp(entry.address, candidate))
+      if (mine) return what(candidate, `an address of this worker (${mine.name}): ${NEVER}`)
+    }
+    for (const candidate of judged) {
+      const said = this.access.address?.(formatIp(candidate), port)
+      if (said?.refused) return what(candidate, `which the policy refuses: ${said.refused}`)
+      const range = specialRange(candidate)
+      if (range && !said?.named) return what(candidate, `${range.kind} (${range.range}), ${UNLESS_NAMED}`)
+    }
+    this.services ??= resolveBlocked(this.access.blocked ?? [])
+    for (const service of await this.services) {
+      if (service.port !== port) continue
+      if (!service.addresses) {
+        return `on port ${port}, where tether's own service ${service.entry} is, whose host does not resolve: no command reaches that port`
+      }
+      if (judged.some((candidate) => service.addresses!.some((blocked) => sameIp(blocked, candidate)))) {
+        return `tether's own service (${service.entry}), which no command reaches`
+      }
+    }
     return undefined
   }
-  const v6 = address.toLowerCase()
-  if (v6 === '::1') return 'loopback'
-  if (v6 === '::') return 'an unspecified address'
-  if (/^fe[89ab]/.test(v6)) return 'link-local (cloud metadata)'
-  return undefined
 }
+
+type Opened = { socket: Socket } | { refused: string } | { failed: string }
 
 export class EgressProxy {
   readonly decisions: NetworkDecision[] = []
   private dropped = 0
   private readonly sockets = new Set<Duplex>()
+  private readonly judge: EgressJudge
 
   private constructor(
     private readonly server: Server,
-    private readonly access: NetworkAccess,
-    private readonly blocked: Set<string>,
-  ) {}
+    access: NetworkAccess,
+  ) {
+    this.judge = new EgressJudge(access)
+  }
 
   /** Starts listening on the Unix socket `path`. */
   static async start(path: string, access: NetworkAccess): Promise<EgressProxy> {
     const server = createServer()
-    const blocked = new Set((access.blocked ?? []).map((entry) => entry.toLowerCase()))
-    const proxy = new EgressProxy(server, access, blocked)
+    const proxy = new EgressProxy(server, access)
     server.on('connect', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
       proxy.track(socket)
       void proxy.tunnel(req, socket, head)
@@ -84,68 +230,67 @@ export class EgressProxy {
     else this.dropped += 1
   }
 
-  /** The address to connect to, or why not; records the decision either way. */
-  private async judge(host: string, port: number): Promise<{ address: string } | { refused: string }> {
-    const name = host.replace(/^\[|\]$/g, '')
-    if (!name || !Number.isInteger(port) || port < 1 || port > 65_535) {
-      const reason = `"${host}:${port}" is not a destination`
-      this.record({ host, port, allowed: false, reason })
-      return { refused: reason }
+  /** A connection to exactly the address that was judged, or why not; records the decision either way. */
+  private async open(host: string, port: number): Promise<Opened> {
+    const named = host.replace(/^\[(.*)\]$/, '$1')
+    const judged = await this.judge.judge(host, port)
+    if (!judged.allowed) {
+      this.record({
+        host: named,
+        port,
+        allowed: false,
+        reason: judged.reason,
+        ...(judged.address ? { address: judged.address } : {}),
+      })
+      return { refused: judged.reason }
     }
-    const verdict = this.access.allow(name, port)
-    if (!verdict.allowed) {
-      this.record({ host: name, port, allowed: false, reason: verdict.reason })
-      return { refused: verdict.reason }
-    }
-    let addresses: string[]
+    const socket = netConnect({ host: judged.address, port })
+    this.track(socket)
     try {
-      addresses = isIP(name) ? [name] : (await lookup(name, { all: true })).map((entry) => entry.address)
+      await once(socket, 'connect')
     } catch (error) {
-      const reason = `${name} does not resolve (${(error as NodeJS.ErrnoException).code ?? 'lookup failed'})`
-      this.record({ host: name, port, allowed: false, reason })
+      this.record({ host: named, port, allowed: true, reason: judged.reason, address: judged.address })
+      return { failed: (error as Error).message }
+    }
+    // An address no interface lists may still be this machine's (a `local` route): the kernel knows.
+    if (reachesThisMachine(socket)) {
+      socket.destroy()
+      const reason = `${judged.address} leads back to this worker (${socket.localAddress} to ${socket.remoteAddress}): ${NEVER}`
+      this.record({ host: named, port, allowed: false, reason, address: judged.address })
       return { refused: reason }
     }
-    for (const address of addresses) {
-      const boundary =
-        unreachableAddress(address) ??
-        (this.blocked.has(`${address}:${port}`) || this.blocked.has(`${name.toLowerCase()}:${port}`)
-          ? "tether's own service"
-          : undefined)
-      if (boundary) {
-        const reason = `${name} resolves to ${address}, ${boundary}, which the sandbox never reaches`
-        this.record({ host: name, port, allowed: false, reason })
-        return { refused: reason }
-      }
-    }
-    this.record({ host: name, port, allowed: true, reason: verdict.reason })
-    return { address: addresses[0] as string }
+    this.record({ host: named, port, allowed: true, reason: judged.reason, address: judged.address })
+    return { socket }
   }
 
   private async tunnel(req: IncomingMessage, client: Duplex, head: Buffer): Promise<void> {
     const target = req.url ?? ''
-    const colon = target.lastIndexOf(':')
-    const host = colon > 0 ? target.slice(0, colon) : target
-    const port = colon > 0 ? Number(target.slice(colon + 1)) : Number.NaN
-    const judged = await this.judge(host, port)
-    if ('refused' in judged) {
+    const split = splitHostPort(target)
+    let opened: Opened
+    if (split?.port === undefined) {
+      const reason = `"${target}" is not host:port`
+      this.record({ host: target, port: 0, allowed: false, reason })
+      opened = { refused: reason }
+    } else {
+      opened = await this.open(split.bracketed ? `[${split.host}]` : split.host, split.port)
+    }
+    if ('refused' in opened) {
       client.end(
-        `HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\n\r\ntether sandbox: ${judged.refused}\n`,
+        `HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\n\r\ntether sandbox: ${opened.refused}\n`,
       )
       return
     }
-    const upstream: Socket = netConnect({ host: judged.address, port })
-    this.track(upstream)
-    upstream.once('connect', () => {
-      client.write('HTTP/1.1 200 Connection Established\r\n\r\n')
-      if (head.length > 0) upstream.write(head)
-      upstream.pipe(client)
-      client.pipe(upstream)
-    })
-    upstream.once('error', (error) => {
+    if ('failed' in opened) {
       client.end(
-        `HTTP/1.1 502 Bad Gateway\r\ncontent-type: text/plain\r\n\r\ntether sandbox: ${error.message}\n`,
+        `HTTP/1.1 502 Bad Gateway\r\ncontent-type: text/plain\r\n\r\ntether sandbox: ${opened.failed}\n`,
       )
-    })
+      return
+    }
+    const upstream = opened.socket
+    client.write('HTTP/1.1 200 Connection Established\r\n\r\n')
+    if (head.length > 0) upstream.write(head)
+    upstream.pipe(client)
+    client.pipe(upstream)
   }
 
   private async forward(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -165,14 +310,17 @@ export class EgressProxy {
       return
     }
     const port = url.port ? Number(url.port) : 80
-    const judged = await this.judge(url.hostname, port)
-    if ('refused' in judged) {
-      res.writeHead(403, { 'content-type': 'text/plain' }).end(`tether sandbox: ${judged.refused}\n`)
+    const opened = await this.open(url.hostname, port)
+    if (!('socket' in opened)) {
+      const [status, reason] = 'refused' in opened ? [403, opened.refused] : [502, opened.failed]
+      res.writeHead(status, { 'content-type': 'text/plain' }).end(`tether sandbox: ${reason}\n`)
       return
     }
     const upstream = request(
       {
-        host: judged.address,
+        // The connection is the one opened to the judged address: no lookup happens here.
+        createConnection: () => opened.socket,
+        host: url.hostname,
         port,
         method: req.method,
         path: `${url.pathname}${url.search}`,

@@ -8,9 +8,10 @@
  * A call made through another ABI than the worker's own (32-bit x86 by `int 0x80`, the x32 ABI, AArch32)
  * has other numbers, so it cannot be judged by this table: the process is killed instead.
  */
-import { mkdtempSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
-import { endianness, tmpdir } from 'node:os'
+import { existsSync, renameSync, writeFileSync } from 'node:fs'
+import { endianness } from 'node:os'
 import { join } from 'node:path'
+import { socketRoot } from '../sockets.js'
 import { OFF_HINT, SandboxUnavailableError } from './errors.js'
 
 const EPERM = 1
@@ -165,28 +166,16 @@ function assemble(program: Array<Instruction | { label: string }>): Buffer {
   return buffer
 }
 
-let written: { path: string; folder: string } | undefined
-
 /**
  * The filter for this worker's architecture, in a file the launch shell opens for bwrap (a descriptor
- * bwrap reads and closes, so the command never holds it). Written once per process; written again if
- * something removed it (a cleaner of the temporary folder).
+ * bwrap reads and closes, so the command never holds it). It lives in the process's private folder for
+ * tether's sockets, which goes when the process goes; written again if something removed it.
  */
 export function seccompFilterFile(): string {
-  if (written) {
-    try {
-      if (statSync(written.path).isFile()) return written.path
-    } catch {
-      // gone: write it again below
-    }
-    rmSync(written.folder, { recursive: true, force: true })
+  const path = join(socketRoot(), 'seccomp.bpf')
+  if (!existsSync(path)) {
+    writeFileSync(`${path}.new`, seccompFilter(filterArch()), { mode: 0o444 })
+    renameSync(`${path}.new`, path)
   }
-  const folder = mkdtempSync(join(tmpdir(), 'tether-seccomp-'))
-  const path = join(folder, 'filter.bpf')
-  writeFileSync(`${path}.new`, seccompFilter(filterArch()), { mode: 0o444 })
-  renameSync(`${path}.new`, path)
-  if (!written)
-    process.once('exit', () => written && rmSync(written.folder, { recursive: true, force: true }))
-  written = { path, folder }
   return path
 }

@@ -15,19 +15,38 @@ export interface SandboxLimits {
 
 /** One destination a sandboxed command asked the egress proxy for, and the answer. */
 export interface NetworkDecision {
+  /** As the command named it (an IPv6 address without its brackets). */
   host: string
   port: number
   allowed: boolean
-  /** Why: the policy rule that decided, or the boundary (`loopback`, `tether's own service`, …). */
+  /** Why: the policy rule that decided, or the boundary (`loopback (127.0.0.0/8)`, `tether's own service`, …). */
   reason: string
+  /** The address the destination resolved to: where the connection went, or the one that was refused. */
+  address?: string
 }
 
+/**
+ * What the policy says of the destinations of one command. The sandbox refuses, whatever this says, the
+ * worker itself (loopback, unspecified and its own addresses) and the `blocked` services; it refuses
+ * private, link-local, ULA, CGNAT, NAT64 and every other special-purpose address unless `address` says
+ * a rule names it.
+ */
 export interface NetworkAccess {
-  /** Judges one destination as the command named it; only `allowed: true` lets it through. */
+  /**
+   * Judges one destination: `host` is a lower-cased name or an IP address in canonical text (IPv6 without
+   * brackets). Only `allowed: true` lets it through.
+   */
   allow(host: string, port: number): { allowed: boolean; reason: string }
   /**
-   * `host:port` pairs never reachable whatever `allow` says (tether's Temporal server and audit database).
-   * Loopback, link-local (cloud metadata) and unspecified addresses are always unreachable.
+   * What the policy says of one address a destination resolved to (canonical text): `refused` when a deny
+   * or ask rule meets the address itself (a deny of `10.0.0.0/8` holds whatever name leads there), `named`
+   * when an allow rule names the address or a CIDR range holding it (a glob never does). Absent: no rule
+   * refuses or names any address.
+   */
+  address?(address: string, port: number): { refused?: string; named: boolean }
+  /**
+   * `host:port` of services never reachable whatever `allow` says (tether's Temporal server and audit
+   * database), compared as addresses: a host name is resolved, and every spelling of an address meets it.
    */
   blocked?: readonly string[]
 }
