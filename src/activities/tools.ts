@@ -6,7 +6,13 @@
 import { Context } from '@temporalio/activity'
 import { ApplicationFailure } from '@temporalio/common'
 import type { AuditStore } from '../audit/index.js'
-import { ExecInputError, type ExecResult, type RunCommandOptions, type SandboxLimits } from '../exec/index.js'
+import {
+  ExecInputError,
+  type ExecResult,
+  formatBytes,
+  type RunCommandOptions,
+  type SandboxReport,
+} from '../exec/index.js'
 import { gateFailureMessage, type InlineMessage } from '../run/index.js'
 import { type ValidatedCall, validateToolCall } from '../tools/schemas.js'
 import {
@@ -354,7 +360,7 @@ function statusText(result: ExecResult): string {
     case 'cancelled':
       return 'cancelled'
     case 'unavailable':
-      return 'program not found'
+      return result.sandbox?.limitHit === 'disk' ? 'not run: the disk is full' : 'program not found'
   }
 }
 
@@ -367,6 +373,8 @@ function noted(note: string | undefined, output: string): string {
 export function execObservation(argv: readonly string[], result: ExecResult): string {
   const joined = argv.join(' ')
   if (result.status === 'unavailable') {
+    // A sandbox bound already reached (a full disk) keeps any command from starting: the reason says which.
+    if (result.sandbox?.limitHit) return `[exec unavailable] nothing ran: ${result.reason}.`
     return `[exec unavailable] no \`${argv[0]}\` on PATH; use another program or install it as the project does.`
   }
   const elided = result.stdout.elided + result.stderr.elided
@@ -385,11 +393,13 @@ export function execObservation(argv: readonly string[], result: ExecResult): st
   return lines.join('\n')
 }
 
-const LIMIT_TEXT = {
-  processes: (l: SandboxLimits) => `its process limit (${l.processes} processes and threads)`,
-  memory: (l: SandboxLimits) => `its memory limit (${formatBytes(l.memoryBytes)})`,
-  'file-size': (l: SandboxLimits) => `its file-size limit (${formatBytes(l.fileSizeBytes)})`,
-  'cpu-time': (l: SandboxLimits) => `its CPU-time limit (${l.cpuSeconds} s)`,
+const LIMIT_TEXT: Record<NonNullable<SandboxReport['limitHit']>, (report: SandboxReport) => string> = {
+  processes: ({ limits }) => `its process limit (${limits.processes} processes and threads)`,
+  memory: ({ limits }) =>
+    `its memory limit (${formatBytes(limits.memoryBytes)}, which /tmp, /run, /dev/shm and its home count against: they are held in memory)`,
+  'file-size': ({ limits }) => `its file-size limit (${formatBytes(limits.fileSizeBytes)})`,
+  'cpu-time': ({ limits }) => `its CPU-time limit (${limits.cpuSeconds} s)`,
+  disk: ({ disk }) => `its disk bound: ${disk}`,
 }
 
 /** What the sandbox did to a command, in words the model can act on. */
@@ -397,8 +407,7 @@ function sandboxNotes(result: ExecResult): string[] {
   const report = result.sandbox
   if (!report) return []
   const notes: string[] = []
-  if (report.limitHit)
-    notes.push(`[sandbox] the command ran into ${LIMIT_TEXT[report.limitHit](report.limits)}.`)
+  if (report.limitHit) notes.push(`[sandbox] the command ran into ${LIMIT_TEXT[report.limitHit](report)}.`)
   const refused = (report.network ?? []).filter((decision) => !decision.allowed)
   if (refused.length > 0) {
     const shown = refused.slice(0, 5).map((d) => `${d.host}:${d.port} (${d.reason})`)
@@ -407,17 +416,6 @@ function sandboxNotes(result: ExecResult): string[] {
     )
   }
   return notes
-}
-
-function formatBytes(bytes: number): string {
-  const units = ['bytes', 'KiB', 'MiB', 'GiB', 'TiB']
-  let value = bytes
-  let unit = 0
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024
-    unit += 1
-  }
-  return `${Number.isInteger(value) ? value : value.toFixed(1)} ${units[unit]}`
 }
 
 function clip(text: string, limit: number): string {

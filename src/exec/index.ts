@@ -32,6 +32,12 @@ export { runCommand } from './run.js'
 export {
   type CacheAccess,
   DEFAULT_SANDBOX_LIMITS,
+  diskShortfall,
+  type FilterArch,
+  filterArch,
+  formatBytes,
+  IDENTITY_COUNT,
+  IDENTITY_FIRST,
   type NetworkAccess,
   type NetworkDecision,
   type SandboxLimits,
@@ -40,6 +46,7 @@ export {
   type SandboxRuntime,
   SandboxUnavailableError,
   sandboxRuntime,
+  seccompFilter,
   toolchainBinds,
 } from './sandbox/index.js'
 export type {

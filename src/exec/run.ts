@@ -16,14 +16,18 @@ import { ExecInputError, ExecSpawnError } from './errors.js'
 import { type LaunchedProcess, launch } from './launcher.js'
 import { guardProcessGroup } from './orphan-guard.js'
 import { ProcessTree } from './process-tree.js'
-import { prepareSandbox, type SandboxedLaunch } from './sandbox/index.js'
+import { prepareSandbox, SandboxBoundError, type SandboxedLaunch } from './sandbox/index.js'
 import type { ExecResult, ExecStatus, RunCommandOptions } from './types.js'
 import { type ValidatedOptions, validateOptions } from './validate.js'
 
 /** After the tree is gone, how long the pipes may take to report end of file before we close them. */
 const PIPE_CLOSE_MS = 1_000
-/** bwrap's own complaint when the sandboxed program cannot be executed (printed with exit status 1). */
-const SANDBOX_EXEC_FAILED = /^bwrap: execvp ([^\n]*): ([^\n]*)/
+/**
+ * The complaint when the sandboxed program cannot be executed: bwrap's (exit status 1), or setpriv's when a
+ * root worker's command becomes its identity first (126, or 127 for a missing one).
+ */
+const SANDBOX_EXEC_FAILED = /^(?:bwrap: execvp|setpriv: failed to execute) ([^\n]*): ([^\n]*)/
+const SANDBOX_EXEC_CODES = new Set([1, 126, 127])
 /** Signal numbers, for a sandboxed command whose end bwrap reports as exit 128 + signal. */
 const SIGNAL_NAMES = new Map(
   Object.entries(constants.signals).map(([name, number]) => [number as number, name]),
@@ -31,7 +35,8 @@ const SIGNAL_NAMES = new Map(
 /** Spawn errors that mean "this program cannot be run": data for the model, not a fault. */
 const UNAVAILABLE_CODES = new Set(['ENOENT', 'EACCES', 'ENOTDIR', 'ELOOP', 'ENAMETOOLONG', 'EISDIR'])
 
-type Stop = 'timed-out' | 'cancelled'
+/** Why the runner ended a command: its deadline, its caller, or a sandbox bound (the command's status stays what the kill made it). */
+type Stop = 'timed-out' | 'cancelled' | 'bound'
 
 /**
  * Runs `argv` and resolves with how it ended and what it printed; never rejects for the command's own
@@ -103,7 +108,12 @@ class Run {
     let [program, ...args] = this.options.argv as [string, ...string[]]
     let env = this.options.env
     if (sandbox) {
-      this.sandbox = await prepareSandbox(sandbox, this.options.argv, env as Record<string, string>, cwd)
+      try {
+        this.sandbox = await prepareSandbox(sandbox, this.options.argv, env as Record<string, string>, cwd)
+      } catch (error) {
+        if (!(error instanceof SandboxBoundError)) throw error
+        return { ...this.finish('unavailable'), reason: error.message, sandbox: error.report }
+      }
       program = this.sandbox.program
       args = this.sandbox.args
       env = this.sandbox.env
@@ -152,6 +162,7 @@ class Run {
     const { signal } = this.options
     const onAbort = () => this.requestStop('cancelled')
     signal?.addEventListener('abort', onAbort, { once: true })
+    const unwatch = this.sandbox?.watch(() => this.requestStop('bound'))
     // An abort while the spawn was being confirmed fired no event we could hear.
     if (signal?.aborted) onAbort()
     let stop: Stop | undefined
@@ -176,10 +187,11 @@ class Run {
     } finally {
       clearTimeout(timer)
       signal?.removeEventListener('abort', onAbort)
+      unwatch?.()
       release()
     }
     if (this.progressError) throw this.progressError.error
-    const status: ExecStatus = stop ?? (this.exit?.signal ? 'signalled' : 'exited')
+    const status: ExecStatus = stop && stop !== 'bound' ? stop : this.exit?.signal ? 'signalled' : 'exited'
     return this.finish(status)
   }
 
@@ -234,7 +246,7 @@ class Run {
 
   /**
    * bwrap ends as its command ended, but reports a death by signal as exit 128 + the signal's number (as a
-   * shell does); it also reports a program it could not execute as exit 1 with its own message.
+   * shell does); it (or setpriv) also reports a program it could not execute, with its own message.
    */
   private sandboxed(result: ExecResult): void {
     const code = result.exitCode
@@ -244,12 +256,14 @@ class Run {
       result.signal = name
       if (result.status === 'exited') result.status = 'signalled'
     }
-    const failed = code === 1 ? SANDBOX_EXEC_FAILED.exec(result.stderr.text) : null
+    const failed =
+      code !== undefined && SANDBOX_EXEC_CODES.has(code) ? SANDBOX_EXEC_FAILED.exec(result.stderr.text) : null
     if (failed && result.status === 'exited') {
       result.status = 'unavailable'
       result.reason = unavailableReason(this.options.argv[0] as string, failed[2] as string)
       delete result.exitCode
     }
-    result.sandbox = (this.sandbox as SandboxedLaunch).report({ signal: result.signal })
+    const output = `${result.stdout.text}\n${result.stderr.text}`
+    result.sandbox = (this.sandbox as SandboxedLaunch).report({ signal: result.signal, output })
   }
 }

@@ -10,7 +10,7 @@
  *   locks too (nothing is written), submodules are not looked into (their config is not read first), the
  *   environment is a clean one, and each git call has a timeout.
  */
-import { existsSync, statSync } from 'node:fs'
+import { existsSync, realpathSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { type ExecResult, runCommand } from '../exec/index.js'
 
@@ -51,9 +51,12 @@ export async function workspaceChanges(workspace: string): Promise<WorkspaceChan
       why: 'the workspace is not a git repository; its writes are in the run timeline',
     }
   }
+  // A root worker's commands own the workspace (docs/sandbox.md), which git as root would refuse as another
+  // user's; what makes reading it safe is the settings above and the config check below.
+  const trusted = ['-c', `safe.directory=${realpathSync(workspace)}`]
   const git = (args: string[], outputCeiling = 20_000) =>
     runCommand({
-      argv: [...GIT, ...args],
+      argv: [...GIT, ...trusted, ...args],
       cwd: workspace,
       timeoutMs: 5_000,
       outputCeiling,

@@ -218,7 +218,20 @@ async function makeChildDirectory(
     }
   }
   // Opened by its full path with O_NOFOLLOW and then confirmed: a symlink planted in its place is refused.
-  return openDirectory(root, realRoot, path.join(directory.absolute, segment))
+  const child = await openDirectory(root, realRoot, path.join(directory.absolute, segment))
+  if (child.ok && (await takeOwner(child.handle, directory.stats))) child.stats = await child.handle.stat()
+  return child
+}
+
+/**
+ * A root worker's commands run as the workspace's own identity (docs/sandbox.md), so what the worker makes
+ * there belongs to the owner of the folder it is made in (of the file it replaces) — else commands could not
+ * change it. Through the open descriptor, so nothing swapped in meanwhile is touched.
+ */
+async function takeOwner(handle: FileHandle, owner: Stats): Promise<boolean> {
+  if (process.getuid?.() !== 0 || (owner.uid === 0 && owner.gid === 0)) return false
+  await handle.chown(owner.uid, owner.gid)
+  return true
 }
 
 async function replaceEntry(
@@ -243,6 +256,8 @@ async function replaceEntry(
   try {
     handle = await open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o666)
     await handle.writeFile(bytes)
+    // Owner first: a change of owner clears set-id bits, which the mode below restores.
+    await takeOwner(handle, before?.isFile() ? before : directory.stats)
     // A rewrite keeps the file's permissions (an executable script stays executable).
     if (before?.isFile()) await handle.chmod(before.mode & 0o7777)
     await handle.close()

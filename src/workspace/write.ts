@@ -1,5 +1,6 @@
 /** `write_file` and `edit_file`: atomic writes inside the workspace, reported as created / changed / unchanged. */
 import type { Stats } from 'node:fs'
+import { diskShortfall } from '../exec/index.js'
 import { type FileIdentity, openResolved, writeResolved } from './io.js'
 import { formatBytes, limitsOf, refusal, success, type ToolOptions, type ToolOutcome } from './outcome.js'
 import type { ResolvedPath } from './paths.js'
@@ -73,6 +74,17 @@ function tooLarge(shown: string, bytes: number, maxBytes: number, verb: string):
   )
 }
 
+/** The sandbox's disk bound: a write that would eat into the reserve its file system keeps free is refused. */
+function overDiskBound(root: string, shown: string, bytes: number, verb: string): ToolOutcome | undefined {
+  const full = diskShortfall([root], bytes)
+  if (!full) return undefined
+  return refusal(
+    `refused: ${shown} was not written: ${full}`,
+    `${verb} ${shown}: refused, the disk is full`,
+    shown,
+  )
+}
+
 /** Creates or replaces a file, creating missing parent directories; never writes through a symlink out of the root. */
 export async function writeFile(
   root: string,
@@ -94,6 +106,8 @@ export async function writeFile(
       shown,
     )
   }
+  const full = overDiskBound(root, shown, bytes.length, 'write')
+  if (full) return full
   const written = await writeResolved(root, target.path, bytes)
   if (!written.ok) return refusal(written.reason, `write ${shown}: ${written.reason}`, shown)
   const size = formatBytes(bytes.length)
@@ -212,6 +226,8 @@ export async function editFile(
   const hadBom = existing.bytes.subarray(0, 3).equals(UTF8_BOM)
   const bytes = Buffer.concat([hadBom ? UTF8_BOM : Buffer.alloc(0), Buffer.from(updated, 'utf8')])
   if (bytes.length > limits.maxWriteBytes) return tooLarge(shown, bytes.length, limits.maxWriteBytes, 'edit')
+  const full = overDiskBound(root, shown, bytes.length, 'edit')
+  if (full) return full
   const written = await writeResolved(root, target.path, bytes, { expect: identityOf(existing.stats) })
   if (!written.ok) return refusal(written.reason, `edit ${shown}: ${written.reason}`, shown)
   const removed = search.split('\n').length

@@ -2,12 +2,17 @@
  * The sandbox in a real run: what an allowed command can no longer reach, what the audit records of it,
  * and a run that asks for the sandbox on a worker that cannot build one.
  */
+import { execFileSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { rm, writeFile } from 'node:fs/promises'
-import { homedir } from 'node:os'
+import { statfsSync } from 'node:fs'
+import { cp, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { homedir, tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { WorkflowFailedError } from '@temporalio/client'
 import { describe, expect, inject, it } from 'vitest'
 import type { AuditStore } from '../../src/audit/index.js'
+import { IDENTITY_FIRST } from '../../src/exec/index.js'
 import { Policy } from '../../src/policy/index.js'
 import {
   npmWorkspace,
@@ -95,6 +100,78 @@ describe('a worker whose floor turns the sandbox off (a macOS or Windows worker)
       expect(command?.sandbox).toMatchObject({ mode: 'off' })
     } finally {
       await ws.cleanup()
+    }
+  })
+})
+
+describe.runIf(process.getuid?.() === 0)("a root worker's run", () => {
+  it('runs commands as the workspace’s own identity, which can change what write_file wrote', async () => {
+    const ws = await npmWorkspace()
+    try {
+      const model = `scripted:${await writeScript(ws.path, {
+        turns: [
+          {
+            toolCalls: [{ name: 'write_file', args: { path: 'src/note.txt', content: 'from the worker\n' } }],
+          },
+          { toolCalls: [exec('touch', 'src/note.txt'), exec('id', '-u'), exec('npm', 'test')] },
+          { text: 'done' },
+        ],
+      } as never)}`
+      const policy = testPolicy().allowExec('touch src/note.txt').allowExec('id -u')
+      const handle = await startRun(
+        harness.client,
+        harness.taskQueue,
+        { goal: 'identity', workspace: ws.path, model, verification: null },
+        policy,
+      )
+      expect((await handle.result()).outcome).toBe('finished')
+      const [touch, id, npm] = await harness.audit.executedCommands({ runId: handle.workflowId })
+      expect(touch).toMatchObject({ status: 'exited', exitCode: 0 })
+      expect(Number(id?.stdout.text)).toBeGreaterThanOrEqual(IDENTITY_FIRST)
+      // The fixture's test fails on purpose (the agent is to fix it): what matters is that it ran.
+      expect(npm).toMatchObject({ status: 'exited' })
+      expect(npm?.stdout.text).toMatch(/# tests 1\n/)
+    } finally {
+      await ws.cleanup()
+    }
+  })
+
+  it('on a full workspace disk runs nothing there, tells the model why, and finishes', async () => {
+    const ws = await mkdtemp(join(tmpdir(), 'tether-full-'))
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=16m', 'tether-test-disk', ws])
+    try {
+      await cp(fileURLToPath(new URL('../../examples/npm-project/', import.meta.url)), ws, {
+        recursive: true,
+      })
+      const model = `scripted:${await writeScript(ws, {
+        turns: [
+          {
+            toolCalls: [
+              exec('npm', 'test'),
+              { name: 'write_file', args: { path: 'src/more.txt', content: 'x' } },
+            ],
+          },
+          { text: 'done' },
+        ],
+      } as never)}`
+      // Leave 100 KiB free: well inside the 5% the disk keeps for the rest of the machine.
+      const { bavail, bsize } = statfsSync(ws)
+      await writeFile(join(ws, 'fill'), Buffer.alloc(bavail * bsize - 100 * 1024))
+      const handle = await startRun(
+        harness.client,
+        harness.taskQueue,
+        { goal: 'full disk', workspace: ws, model, verification: null },
+        testPolicy(),
+      )
+      expect((await handle.result()).outcome).toBe('finished')
+      const [npm] = await harness.audit.executedCommands({ runId: handle.workflowId })
+      expect(npm).toMatchObject({ status: 'unavailable', sandbox: { limitHit: 'disk' } })
+      const text = await messagesText(harness.audit, handle.workflowId)
+      expect(text).toContain('[exec unavailable] nothing ran: the disk under')
+      expect(text).toContain('refused: src/more.txt was not written: the disk under')
+    } finally {
+      execFileSync('umount', ['-l', ws])
+      await rm(ws, { recursive: true, force: true })
     }
   })
 })

@@ -1,21 +1,31 @@
 /**
- * Turning one command into a sandboxed launch: `[sh -c <join cgroups>] prlimit … bwrap … [node bridge] argv`.
+ * Turning one command into a sandboxed launch:
+ * `sh -c <limits, filter, cgroups> [prlimit …] bwrap … [setpriv …] [node bridge] argv`.
  *
- * Inside: the host's root read-only; the workspace read-write; private `/tmp`, `/run` and home; toolchain
- * folders and caches as given; tether's state and host credentials replaced by empty ones; its own user,
- * PID, network, IPC and UTS namespaces with every capability dropped, so nothing it starts outlives it and
- * the worker's loopback (the audit database, Temporal) is out of reach; no network unless the policy
- * grants some, and then only through the egress proxy.
+ * Inside: the host's root read-only; the workspace read-write; private `/tmp`, `/run`, `/dev/shm` and home,
+ * in memory and sized to fit the memory limit; toolchain folders and caches as given; tether's state and
+ * host credentials replaced by empty ones; its own PID, network, IPC and UTS namespaces with every
+ * capability dropped, so nothing it starts outlives it and the worker's loopback (the audit database,
+ * Temporal) is out of reach; no network unless the policy grants some, and then only through the egress
+ * proxy; a system-call filter (seccomp.ts) that refuses new namespaces, mounts and other kernel surface.
+ *
+ * Who the command is: a worker that is not root runs bwrap unprivileged, in a user namespace of its own
+ * where further user namespaces are disabled. A root worker cannot do that (bwrap would map the command's
+ * uid to host root, whose files it could then read), so bwrap runs privileged without a user namespace and
+ * `setpriv` makes the command the workspace's own unprivileged identity (identity.ts) just before it starts.
  */
-import { rmSync, statSync } from 'node:fs'
+import { existsSync, rmSync, statSync } from 'node:fs'
 import { homedir, totalmem } from 'node:os'
-import { isAbsolute, join, resolve, sep } from 'node:path'
+import { dirname, isAbsolute, join, resolve, sep } from 'node:path'
 import { pinGitConfig } from '../env.js'
 import { socketFolder, socketRoot } from '../sockets.js'
 import { CommandCgroup } from './cgroup.js'
+import { diskShortfall } from './disk.js'
 import { gitBinds } from './git.js'
+import { type CommandIdentity, commandIdentity, isRootWorker, mayWrite, ownCache } from './identity.js'
 import { BRIDGE, EgressProxy } from './proxy.js'
-import { SandboxUnavailableError, sandboxRuntime } from './runtime.js'
+import { SandboxUnavailableError, SETPRIV_MISSING, sandboxRuntime } from './runtime.js'
+import { seccompFilterFile } from './seccomp.js'
 import type { SandboxLimits, SandboxOptions, SandboxReport } from './types.js'
 
 const GiB = 1024 ** 3
@@ -34,6 +44,11 @@ const PRLIMIT_MISSING =
   'this machine gives the worker no cgroups to limit processes and memory, and prlimit (util-linux) is not on ' +
   'PATH for the rlimits that would do it instead; install util-linux, or run the worker where it may create cgroups'
 
+/** What a root worker's bwrap keeps until setpriv makes the command its identity (which drops them all). */
+const IDENTITY_CAPS = ['CAP_SETUID', 'CAP_SETGID', 'CAP_SETPCAP', 'CAP_DAC_READ_SEARCH']
+/** What setpriv drops besides the uid: capabilities a later program could inherit, and the bounding set. */
+const DROP_CAPS = ['--inh-caps=-all', '--bounding-set=-all']
+
 /** Host files that a root worker could otherwise read through the read-only root. */
 const HOST_SECRETS = ['/etc/shadow', '/etc/gshadow', '/etc/sudoers']
 
@@ -42,11 +57,35 @@ export interface SandboxedLaunch {
   program: string
   args: string[]
   env: Record<string, string>
+  /** Checks the disk bound while the command runs, calling `stop` once the reserve is eaten; returns the unwatch. */
+  watch(stop: () => void): () => void
   /** Limits hit and network decisions; call once the command's tree is gone. */
-  report(exit: { signal?: string | undefined }): SandboxReport
+  report(exit: { signal?: string | undefined; output: string }): SandboxReport
   /** Releases the cgroup, the proxy and the temporary folder. */
   close(): Promise<void>
 }
+
+/** Nothing was started: a bound was reached before the command could be (the disk's reserve). */
+export class SandboxBoundError extends Error {
+  override name = 'SandboxBoundError'
+  constructor(
+    message: string,
+    readonly report: SandboxReport,
+  ) {
+    super(message)
+  }
+}
+
+/**
+ * Without a memory cgroup to count them against the memory limit, each in-memory folder gets a share of
+ * it, so that all of them together stay inside; with one, each may grow to the limit and the cgroup counts
+ * what they hold along with the processes' memory.
+ */
+const MEMORY_SHARES = { tmp: 1 / 2, home: 1 / 4, shm: 1 / 8, run: 1 / 16 }
+/** How often the disk bound is checked while a command runs. */
+const DISK_WATCH_MS = 250
+/** What a full file system says, in every libc's words. */
+const NO_SPACE = /No space left on device/i
 
 function within(path: string, folder: string): boolean {
   return path === folder || path.startsWith(folder.endsWith(sep) ? folder : folder + sep)
@@ -67,6 +106,22 @@ function isDirectory(path: string): boolean | undefined {
   }
 }
 
+/**
+ * Writable folders as bind pairs; missing ones are left out. A folder the command's identity may not write
+ * (a root worker's caches in root's home) is replaced by a folder of the identity's own at the same place.
+ */
+async function writableBinds(
+  paths: readonly string[],
+  identity: CommandIdentity | undefined,
+): Promise<Array<[source: string, target: string]>> {
+  const binds: Array<[string, string]> = []
+  for (const path of byDepth(paths)) {
+    if (!existsSync(path)) continue
+    binds.push([identity && !mayWrite(path, identity) ? await ownCache(identity, path) : path, path])
+  }
+  return binds
+}
+
 export async function prepareSandbox(
   options: SandboxOptions,
   argv: readonly string[],
@@ -80,41 +135,23 @@ export async function prepareSandbox(
   // The home folder is emptied (the binds below bring back what commands need, the workspace among them).
   // A workspace that *is* the home folder, or holds it, keeps it: the operator chose to expose it.
   const privateHome = home && isAbsolute(home) && home !== '/' && !within(home, workspace) ? home : undefined
-
-  const args = [
-    '--unshare-all',
-    '--die-with-parent',
-    '--new-session',
-    '--cap-drop',
-    'ALL',
-    '--hostname',
-    'tether-sandbox',
-    '--ro-bind',
-    '/',
-    '/',
-    '--dev',
-    '/dev',
-    '--proc',
-    '/proc',
-    '--tmpfs',
-    '/tmp',
-  ]
-  if (isDirectory('/run')) args.push('--tmpfs', '/run')
-  if (privateHome) args.push('--tmpfs', privateHome)
-  for (const path of byDepth(options.readOnly ?? [])) args.push('--ro-bind-try', path, path)
-  for (const path of byDepth(options.writable ?? [])) args.push('--bind-try', path, path)
-  // A hidden folder that holds the workspace is emptied first and the workspace bound back into it;
-  // every other one is hidden last, so it covers whatever the binds above brought back.
   // tether's sockets are in the host's /tmp, which the sandbox replaces; a bind that brings it back hides them.
   const sockets = socketRoot()
   const showsSockets = [workspace, ...(options.readOnly ?? []), ...(options.writable ?? [])].some((path) =>
     within(sockets, path),
   )
   const hidden = byDepth([...HOST_SECRETS, ...(options.hide ?? []), ...(showsSockets ? [sockets] : [])])
-  for (const path of hidden.filter((path) => within(workspace, path))) pushHide(args, path)
-  args.push('--bind', workspace, workspace)
-  args.push(...gitBinds(workspace))
-  for (const path of hidden.filter((path) => !within(workspace, path))) pushHide(args, path)
+  const identity = isRootWorker() ? await commandIdentity(workspace, { home, hidden }) : undefined
+  const writable = await writableBinds(options.writable ?? [], identity)
+  const diskPaths = [workspace, ...writable.map(([source]) => source)]
+
+  const baseReport = (limitHit?: SandboxReport['limitHit'], cgroup?: CommandCgroup): SandboxReport => ({
+    limits: { ...limits, enforcedBy: cgroup ? 'cgroup' : 'rlimit' },
+    ...(identity ? { identity: { uid: identity.uid, gid: identity.gid } } : {}),
+    ...(limitHit ? { limitHit } : {}),
+  })
+  const full = diskShortfall(diskPaths)
+  if (full) throw new SandboxBoundError(full, { ...baseReport('disk'), disk: full })
 
   const innerEnv: Record<string, string> = { ...env, TMPDIR: '/tmp' }
   pinGitConfig(innerEnv)
@@ -122,7 +159,44 @@ export async function prepareSandbox(
   let proxy: EgressProxy | undefined
   let folder: string | undefined
   let command = [...argv]
+  const cgroup = runtime.cgroups ? CommandCgroup.acquire(runtime.cgroups, limits) : undefined
+  const release = async () => {
+    cgroup?.release()
+    await proxy?.close()
+    if (folder) rmSync(folder, { recursive: true, force: true })
+  }
   try {
+    const size = (share: number) =>
+      String(cgroup?.capsMemory ? limits.memoryBytes : Math.max(1, Math.floor(limits.memoryBytes * share)))
+    // Namespaces: see the module comment for why a root worker's bwrap has no user namespace.
+    const args = identity
+      ? ['--unshare-ipc', '--unshare-pid', '--unshare-net', '--unshare-uts', '--unshare-cgroup-try']
+      : ['--unshare-all', '--unshare-user', '--disable-userns']
+    args.push('--cap-drop', 'ALL')
+    // Until setpriv makes it the identity (which drops every capability and empties the bounding set): what
+    // it takes to become it, and to enter the identity's workspace (mode 700, say) for --chdir.
+    if (identity) for (const cap of IDENTITY_CAPS) args.push('--cap-add', cap)
+    args.push('--die-with-parent', '--new-session', '--hostname', 'tether-sandbox')
+    // The launch shell opens the filter on descriptor 3; bwrap reads it and closes it.
+    args.push('--seccomp', '3', '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc')
+    const mounts = new MountPlan(args)
+    mounts.tmpfs('/dev/shm', '1777', size(MEMORY_SHARES.shm))
+    mounts.tmpfs('/tmp', '1777', size(MEMORY_SHARES.tmp))
+    if (isDirectory('/run')) mounts.tmpfs('/run', '0755', size(MEMORY_SHARES.run))
+    if (privateHome) mounts.tmpfs(privateHome, '1777', size(MEMORY_SHARES.home))
+    for (const path of byDepth(options.readOnly ?? [])) mounts.bind('--ro-bind-try', path, path)
+    for (const [source, target] of writable) mounts.bind('--bind', source, target)
+    // A hidden folder that holds the workspace is emptied first and the workspace bound back into it;
+    // every other one is hidden last, so it covers whatever the binds above brought back.
+    for (const path of hidden.filter((path) => within(workspace, path))) mounts.hide(path)
+    mounts.bind('--bind', workspace, workspace)
+    // Git's configuration, hooks and info inside it read-only (git.ts): bound on the workspace's own content.
+    args.push(...gitBinds(workspace))
+    for (const path of hidden.filter((path) => !within(workspace, path))) mounts.hide(path)
+    // The empty folders that hide, and /dev, are bwrap's own tmpfs: read-only, or a command could fill them.
+    for (const path of hidden.filter((path) => isDirectory(path))) args.push('--remount-ro', path)
+    args.push('--remount-ro', '/dev')
+
     if (options.network) {
       folder = socketFolder('egress-')
       const socket = join(folder, 'proxy.sock')
@@ -140,11 +214,26 @@ export async function prepareSandbox(
       })
       command = [process.execPath, '-e', BRIDGE, '--', String(PROXY_PORT), PROXY_SOCKET_INSIDE, '--', ...argv]
     }
+    if (identity) {
+      // The bridge connects to the proxy's socket as the identity, which does not own it.
+      if (proxy) args.push('--chmod', '0666', PROXY_SOCKET_INSIDE)
+      if (!runtime.setpriv) throw new SandboxUnavailableError(SETPRIV_MISSING)
+      const { uid, gid } = identity
+      command = [
+        runtime.setpriv,
+        `--reuid=${uid}`,
+        `--regid=${gid}`,
+        '--clear-groups',
+        ...DROP_CAPS,
+        '--',
+        ...command,
+      ]
+    }
     args.push('--chdir', cwd, '--', ...command)
 
-    const cgroup = runtime.cgroups ? CommandCgroup.acquire(runtime.cgroups, limits) : undefined
     let launch: string[] = [runtime.bwrap, ...args]
-    // What the cgroup does not cap, rlimits do (RLIMIT_NPROC binds only a worker that is not root).
+    // What the cgroup does not cap, rlimits do. RLIMIT_NPROC counts the processes of the command's uid, which
+    // for a root worker is the workspace's identity (root itself is never held to it).
     const rlimits = [
       ...(cgroup ? [] : [`--nproc=${limits.processes}`]),
       ...(cgroup?.capsMemory ? [] : [`--data=${limits.memoryBytes}`]),
@@ -153,59 +242,112 @@ export async function prepareSandbox(
       if (!runtime.prlimit) throw new SandboxUnavailableError(PRLIMIT_MISSING)
       launch = [runtime.prlimit, ...rlimits, '--', ...launch]
     }
-    // One shell sets the limits every shell can set and joins the command's cgroups, then becomes the
-    // launch: nothing the command starts runs outside them. (`ulimit -f` counts 512-byte blocks.)
+    // One shell sets the limits every shell can set, opens the system-call filter for bwrap and joins the
+    // command's cgroups, then becomes the launch: nothing the command starts runs outside them. (`ulimit -f`
+    // counts 512-byte blocks.)
     launch = [
       '/bin/sh',
       '-c',
-      'ulimit -f "$1" && ulimit -c 0 || exit 125; [ "$2" = - ] || ulimit -t "$2" || exit 125; shift 2; ' +
+      'ulimit -f "$1" && ulimit -c 0 || exit 125; [ "$2" = - ] || ulimit -t "$2" || exit 125; ' +
+        'exec 3<"$3" || exit 125; shift 3; ' +
         'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"',
       'tether-sandbox',
       String(Math.max(1, Math.floor(limits.fileSizeBytes / 512))),
       limits.cpuSeconds ? String(limits.cpuSeconds) : '-',
+      seccompFilterFile(),
       ...(cgroup?.procsFiles ?? []),
       '--',
       ...launch,
     ]
-    const release = async () => {
-      cgroup?.release()
-      await proxy?.close()
-      if (folder) rmSync(folder, { recursive: true, force: true })
-    }
+    let diskHit: string | undefined
     return {
       program: launch[0] as string,
       args: launch.slice(1),
       env: innerEnv,
-      report: ({ signal }) => {
+      watch: (stop) => {
+        const timer = setInterval(() => {
+          diskHit = diskShortfall(diskPaths)
+          if (!diskHit) return
+          clearInterval(timer)
+          stop()
+        }, DISK_WATCH_MS)
+        return () => clearInterval(timer)
+      },
+      report: ({ signal, output }) => {
         const hits = cgroup?.hits()
+        // "No space left on device" is the disk when it is under its reserve, else an in-memory folder.
+        const noSpace = NO_SPACE.test(output)
+        const disk = diskHit ?? (noSpace ? diskShortfall(diskPaths) : undefined)
         const limitHit = hits?.memory
           ? 'memory'
           : hits?.processes
             ? 'processes'
-            : signal === 'SIGXFSZ'
-              ? 'file-size'
-              : signal === 'SIGXCPU'
-                ? 'cpu-time'
-                : undefined
+            : disk
+              ? 'disk'
+              : signal === 'SIGXFSZ'
+                ? 'file-size'
+                : signal === 'SIGXCPU'
+                  ? 'cpu-time'
+                  : noSpace
+                    ? 'memory'
+                    : undefined
         return {
-          limits: { ...limits, enforcedBy: cgroup ? 'cgroup' : 'rlimit' },
-          ...(limitHit ? { limitHit } : {}),
+          ...baseReport(limitHit, cgroup),
+          ...(limitHit === 'disk' ? { disk } : {}),
           ...(proxy ? { network: [...proxy.decisions] } : {}),
         }
       },
       close: release,
     }
   } catch (error) {
-    await proxy?.close()
-    if (folder) rmSync(folder, { recursive: true, force: true })
+    await release()
     throw error
   }
 }
 
-/** Replaces a host path inside the sandbox by an empty folder, or an existing file by an empty one. */
-function pushHide(args: string[], path: string): void {
-  const directory = isDirectory(path)
-  if (directory === undefined) return
-  if (directory) args.push('--tmpfs', path)
-  else args.push('--ro-bind', '/dev/null', path)
+/**
+ * bwrap's mounts, in order. bwrap makes the missing folders above a mount point mode 700 (root's, when it
+ * runs as root), which a root worker's command identity could not pass or write in (`~/.cache/pip` next
+ * to a bound `~/.cache/go-build`): those are made first, as open as the tmpfs they are on.
+ */
+class MountPlan {
+  private readonly tmpfsRoots: string[] = []
+  private readonly bound: string[] = []
+  private readonly made = new Set<string>()
+
+  constructor(private readonly args: string[]) {}
+
+  tmpfs(path: string, perms: string, size?: string): void {
+    this.parents(path)
+    this.args.push('--perms', perms, ...(size ? ['--size', size] : []), '--tmpfs', path)
+    this.tmpfsRoots.push(path)
+  }
+
+  bind(op: '--bind' | '--ro-bind' | '--ro-bind-try', source: string, target: string): void {
+    this.parents(target)
+    this.args.push(op, source, target)
+    this.bound.push(target)
+  }
+
+  /** Replaces a host path by an empty folder, or an existing file by an empty one. */
+  hide(path: string): void {
+    const directory = isDirectory(path)
+    if (directory === undefined) return
+    if (directory) this.tmpfs(path, '0755')
+    else this.bind('--ro-bind', '/dev/null', path)
+  }
+
+  /** The folders above `target` that lie on a tmpfs of ours (not on a bound host folder), top down. */
+  private parents(target: string): void {
+    const above: string[] = []
+    for (let folder = dirname(target); folder !== dirname(folder); folder = dirname(folder))
+      above.unshift(folder)
+    for (const folder of above) {
+      if (this.made.has(folder) || !this.tmpfsRoots.some((root) => folder !== root && within(folder, root)))
+        continue
+      if (this.bound.some((bound) => within(folder, bound))) continue
+      this.args.push('--perms', '1777', '--dir', folder)
+      this.made.add(folder)
+    }
+  }
 }

@@ -1,31 +1,38 @@
 /**
  * Finding what the sandbox is built from on this machine: `bwrap` (bubblewrap) on PATH, able to create
- * the namespaces we ask for, and `prlimit` for the resource limits. Probed once per PATH value and cached;
- * a machine that cannot sandbox gets one line saying what to install, never a silent fallback.
+ * the namespaces we ask for and to load the system-call filter, `prlimit` for the resource limits, and
+ * for a root worker `setpriv`, which makes its commands an unprivileged identity. Probed once per PATH
+ * value and cached; a machine that cannot sandbox gets one line saying what to install, never a silent
+ * fallback.
  */
 import { execFileSync } from 'node:child_process'
-import { accessSync, constants, statSync } from 'node:fs'
+import { accessSync, closeSync, constants, openSync, statSync } from 'node:fs'
 import { delimiter, isAbsolute, join } from 'node:path'
 import { type CgroupSupport, detectCgroups } from './cgroup.js'
+import { OFF_HINT, SandboxUnavailableError } from './errors.js'
+import { isRootWorker } from './identity.js'
+import { filterArch, seccompFilterFile } from './seccomp.js'
 
 export interface SandboxRuntime {
   /** Absolute path of `bwrap`. */
   bwrap: string
   /** Absolute path of `prlimit` (util-linux); without it no rlimits are set. */
   prlimit: string | undefined
+  /** Absolute path of `setpriv` (util-linux): how a root worker's commands become their identity. */
+  setpriv: string | undefined
   /** Writable cgroup hierarchies for per-command process and memory limits, when this machine has them. */
   cgroups: CgroupSupport | undefined
 }
 
-/** The sandbox cannot be built here. The message is one line: what is missing and what to do. */
-export class SandboxUnavailableError extends Error {
-  override name = 'SandboxUnavailableError'
-}
+export { SandboxUnavailableError }
 
 const INSTALL_HINT =
   'install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap; ' +
   'Alpine: apk add bubblewrap; Arch: pacman -S bubblewrap)'
-const OFF_HINT = "or have the policy's first layer set `sandbox: off`"
+
+export const SETPRIV_MISSING =
+  'a root worker runs commands as an unprivileged identity with setpriv (util-linux), which is not on PATH; ' +
+  `install util-linux (Alpine: apk add setpriv) or run the worker as a user that is not root, ${OFF_HINT}`
 
 /** Finds `name` on `path` (a PATH value), like the shell does; undefined when absent. */
 export function findOnPath(name: string, path: string | undefined): string | undefined {
@@ -70,18 +77,29 @@ function probe(path: string | undefined): SandboxRuntime {
       `the command sandbox is built on Linux namespaces and this worker runs on ${process.platform}; run workers on Linux, ${OFF_HINT}`,
     )
   }
+  filterArch()
   const bwrap = findOnPath('bwrap', path)
   if (!bwrap) {
     throw new SandboxUnavailableError(
       `the command sandbox needs bwrap, which is not on PATH; ${INSTALL_HINT}, ${OFF_HINT}`,
     )
   }
+  const root = isRootWorker()
+  const setpriv = findOnPath('setpriv', path)
+  if (root && !setpriv) throw new SandboxUnavailableError(SETPRIV_MISSING)
+  // The namespaces and the filter every command gets (launch.ts), around `bwrap --version`.
+  const namespaces = root
+    ? ['--unshare-ipc', '--unshare-pid', '--unshare-net', '--unshare-uts']
+    : ['--unshare-all', '--unshare-user', '--disable-userns']
+  const filter = openSync(seccompFilterFile(), 'r')
   try {
     execFileSync(
       bwrap,
       [
-        '--unshare-all',
+        ...namespaces,
         '--die-with-parent',
+        '--seccomp',
+        '3',
         '--ro-bind',
         '/',
         '/',
@@ -89,11 +107,12 @@ function probe(path: string | undefined): SandboxRuntime {
         '/proc',
         '--dev',
         '/dev',
+        ...['--perms', '1777', '--size', '1048576', '--tmpfs', '/tmp'],
         '--',
         bwrap,
         '--version',
       ],
-      { stdio: ['ignore', 'ignore', 'pipe'], timeout: 10_000, env: { PATH: path ?? '' } },
+      { stdio: ['ignore', 'ignore', 'pipe', filter], timeout: 10_000, env: { PATH: path ?? '' } },
     )
   } catch (error) {
     const stderr = String((error as { stderr?: Buffer }).stderr ?? '')
@@ -102,8 +121,11 @@ function probe(path: string | undefined): SandboxRuntime {
     throw new SandboxUnavailableError(
       `${bwrap} cannot create the sandbox's namespaces here (${stderr || (error as Error).message}); ` +
         'allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, or on Ubuntu ' +
-        `kernel.apparmor_restrict_unprivileged_userns=0) or run the worker where they are permitted, ${OFF_HINT}`,
+        'kernel.apparmor_restrict_unprivileged_userns=0) or run the worker where they are permitted, and use ' +
+        `bubblewrap 0.8.0 or later, ${OFF_HINT}`,
     )
+  } finally {
+    closeSync(filter)
   }
-  return { bwrap, prlimit: findOnPath('prlimit', path), cgroups: detectCgroups() }
+  return { bwrap, prlimit: findOnPath('prlimit', path), setpriv, cgroups: detectCgroups() }
 }

@@ -74,8 +74,16 @@ export interface SandboxOptions {
 export interface SandboxReport {
   /** The limits the command ran under, and what enforced the process and memory caps. */
   limits: SandboxLimits & { enforcedBy: 'cgroup' | 'rlimit' }
-  /** The limit the command ran into, if any; its status says how it ended. */
-  limitHit?: 'processes' | 'memory' | 'file-size' | 'cpu-time'
+  /**
+   * The limit the command ran into, if any; its status says how it ended. `memory` covers its in-memory
+   * folders (/tmp, /run, home, /dev/shm) filling up; `disk` the reserve kept free on the workspace's and
+   * caches' file systems (a command found the disk under it already is not started: status `unavailable`).
+   */
+  limitHit?: 'processes' | 'memory' | 'file-size' | 'cpu-time' | 'disk'
+  /** With `limitHit: 'disk'`: which file system, how much was free, how much it keeps. */
+  disk?: string
+  /** The unprivileged uid and gid a root worker ran the command as (absent: the worker's own). */
+  identity?: { uid: number; gid: number }
   /** Destinations the command asked for (only when the policy grants some network). */
   network?: NetworkDecision[]
 }

@@ -38,7 +38,14 @@ function git(cwd: string, ...args: string[]): string {
     GIT_COMMITTER_NAME: 'Test',
     GIT_COMMITTER_EMAIL: 'test@example.com',
   }
-  return execFileSync('git', args, { cwd, env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })
+  // A root worker's commands own the workspace after their first run, which git as root would refuse.
+  const trusted = ['-c', 'safe.directory=*']
+  return execFileSync('git', [...trusted, ...args], {
+    cwd,
+    env,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'ignore'],
+  })
 }
 
 function hostGit(cwd: string, ...args: string[]): void {

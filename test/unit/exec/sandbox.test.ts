@@ -246,7 +246,7 @@ describe('toolchains still work inside', () => {
     })
     expect(result.stderr.text + result.stdout.text).toMatch(/pass 1/)
     expect(result).toMatchObject({ status: 'exited', exitCode: 0 })
-  })
+  }, 120_000)
 
   it('runs go test ./... on a Go module', async () => {
     const module = join(dir, 'go-module')
@@ -270,7 +270,7 @@ describe('toolchains still work inside', () => {
     })
     expect(result.stdout.text + result.stderr.text).toMatch(/ok\s+example\.com\/calc\/calc/)
     expect(result).toMatchObject({ status: 'exited', exitCode: 0 })
-  })
+  }, 300_000)
 })
 
 describe('when the sandbox cannot be built', () => {

@@ -47,6 +47,18 @@ describe('workspace changes', () => {
     expect(changes.kind === 'git' && changes.diff).toMatch(/-one\n\+two\n/)
   })
 
+  it.runIf(process.getuid?.() === 0)(
+    "shows the changes of a workspace that its commands' identity owns, as a root worker's does",
+    async () => {
+      const { path } = await repo('taken-over')
+      await writeFile(join(path, 'a.txt'), 'two\n')
+      execFileSync('chown', ['-R', '1879048199:1879048199', path])
+      const changes = await workspaceChanges(path)
+      expect(changes).toMatchObject({ kind: 'git' })
+      expect(changes.kind === 'git' && changes.status).toBe(' M a.txt\n')
+    },
+  )
+
   it('shows no diff when the repository config could make git run a program, and runs none', async () => {
     const planted = join(dir, 'planted')
     for (const [name, setting] of [

@@ -1,0 +1,284 @@
+/**
+ * Who a root worker's commands run as. As host uid 0 a command could read every root-only file the
+ * read-only root shows (another run's workspace secrets among them), so a root worker runs them as an
+ * unprivileged uid of their own instead: one per workspace, from a range kept for tether
+ * (IDENTITY_FIRST …, 65,536 of them), recorded in a registry only root can read.
+ *
+ * A workspace gets its identity the first time a command runs in it: tether takes the folder over (it
+ * becomes the identity's, files and folders alike), so commands can change it and nothing else. From
+ * then on the folder's owner names the identity, and the registry confirms the folder is the one that
+ * uid was given to — a copy (`cp -a`) or a moved folder is taken over again under a fresh uid. A uid whose
+ * folder is gone is given out again, after its caches are wiped.
+ *
+ * A workspace that belongs to another user is not taken from them: the run fails with one line.
+ */
+import { createHash } from 'node:crypto'
+import { lstatSync, readFileSync, readlinkSync, statSync } from 'node:fs'
+import {
+  chown,
+  lchown,
+  lstat,
+  mkdir,
+  opendir,
+  readdir,
+  rm,
+  rmdir,
+  stat,
+  symlink,
+  unlink,
+} from 'node:fs/promises'
+import { dirname, join, sep } from 'node:path'
+import { SandboxUnavailableError } from './errors.js'
+
+/** The first uid (and gid) kept for commands: 0x70000000, a range systemd leaves unassigned. */
+export const IDENTITY_FIRST = 0x70000000
+export const IDENTITY_COUNT = 0x10000
+/** uid → the workspace it was given to, as symlinks: only root reads or writes here. */
+const REGISTRY = '/var/lib/tether/sandbox-identities'
+/** Each identity's own caches (the toolchain caches it may not write are replaced by these). */
+const CACHES = '/var/cache/tether/sandbox'
+/** A lock older than this was left by a worker that died holding it. */
+const STALE_LOCK_MS = 30_000
+
+export interface CommandIdentity {
+  uid: number
+  gid: number
+  /** A folder of the identity's own for caches it cannot write where they are. */
+  caches: string
+}
+
+const inRange = (uid: number) => uid >= IDENTITY_FIRST && uid < IDENTITY_FIRST + IDENTITY_COUNT
+
+let usesIdentities: boolean | undefined
+
+/**
+ * Whether this worker runs its commands as identities: it is root, in a user namespace where the whole
+ * range maps to real ids (the host's own, or a container's that maps them). Root in a user namespace that
+ * maps only itself (`unshare --map-root-user`) cannot become them, and runs commands as a worker that is
+ * not root does.
+ */
+export function isRootWorker(): boolean {
+  usesIdentities ??= process.getuid?.() === 0 && mapsRange('uid_map') && mapsRange('gid_map')
+  return usesIdentities
+}
+
+function mapsRange(file: 'uid_map' | 'gid_map'): boolean {
+  let text: string
+  try {
+    text = readFileSync(`/proc/self/${file}`, 'utf8')
+  } catch {
+    return false
+  }
+  return text
+    .trim()
+    .split('\n')
+    .map((line) => line.trim().split(/\s+/).map(Number))
+    .some(
+      ([inside = 0, , count = 0]) =>
+        inside <= IDENTITY_FIRST && inside + count >= IDENTITY_FIRST + IDENTITY_COUNT,
+    )
+}
+
+function within(path: string, folder: string): boolean {
+  return path === folder || path.startsWith(folder.endsWith(sep) ? folder : folder + sep)
+}
+
+function errorCode(error: unknown): string | undefined {
+  return (error as NodeJS.ErrnoException).code
+}
+
+/** System trees a take-over must never touch (a workspace there needs a worker that is not root). */
+const SYSTEM = [
+  '/bin',
+  '/boot',
+  '/dev',
+  '/etc',
+  '/lib',
+  '/lib32',
+  '/lib64',
+  '/libx32',
+  '/proc',
+  '/run',
+  '/sbin',
+  '/snap',
+  '/sys',
+  '/usr',
+  '/var',
+]
+
+/** A top-level folder, or one in a system tree (a folder below /var/tmp is a temporary one, not a system one). */
+function isSystemFolder(path: string): boolean {
+  if (dirname(path) === '/' || path === '/var/tmp') return true
+  return SYSTEM.some((folder) => within(path, folder)) && !within(path, '/var/tmp')
+}
+
+/**
+ * The identity commands in `workspace` (an absolute, resolved path) run as, taking the folder over when it
+ * has none yet. A take-over leaves `hidden` folders inside the workspace as they are, and is refused for a
+ * system folder or one that holds `home`.
+ */
+export async function commandIdentity(
+  workspace: string,
+  { home, hidden }: { home: string | undefined; hidden: readonly string[] },
+): Promise<CommandIdentity> {
+  const owner = statSync(workspace)
+  if (inRange(owner.uid) && claimOf(owner.uid) === workspace) return identity(owner.uid)
+  if (owner.uid !== 0 && !inRange(owner.uid)) {
+    throw new SandboxUnavailableError(
+      `the workspace ${workspace} belongs to uid ${owner.uid}; a root worker runs commands as an identity of ` +
+        'its own, which must own the workspace, and does not take folders from other users: use a folder ' +
+        'owned by root (tether takes it over) or run the worker as that user',
+    )
+  }
+  const system = isSystemFolder(workspace)
+  const holds = [home, REGISTRY, CACHES].find((folder) => folder && within(folder, workspace))
+  if (system || holds) {
+    throw new SandboxUnavailableError(
+      `the workspace ${workspace} ${holds ? `holds ${holds}` : 'is a system folder'}; a root worker makes the ` +
+        "workspace its commands' own, which it will not do to that folder: use a folder made for the run, " +
+        'or run the worker as a user that may change it',
+    )
+  }
+  const uid = await withLock(() => claim(workspace))
+  await takeOver(workspace, uid, hidden)
+  return identity(uid)
+}
+
+function identity(uid: number): CommandIdentity {
+  return { uid, gid: uid, caches: join(CACHES, String(uid)) }
+}
+
+function claimOf(uid: number): string | undefined {
+  try {
+    return readlinkSync(join(REGISTRY, String(uid)))
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * A uid for `workspace`: the one it already holds, else a free one, searched from a hash of its path.
+ * Identities whose folders are gone are released first, their caches wiped: what one workspace's commands
+ * left there is not for the next, and would otherwise stay on the disk.
+ */
+async function claim(workspace: string): Promise<number> {
+  for (const name of await readdir(REGISTRY)) {
+    const uid = Number(name)
+    if (!inRange(uid)) continue
+    const holder = claimOf(uid)
+    if (holder === undefined || holder === workspace || !(await abandoned(holder, uid))) continue
+    await unlink(join(REGISTRY, name))
+    await wipeCaches(uid)
+  }
+  const start = createHash('sha256').update(workspace).digest().readUInt32BE(0) % IDENTITY_COUNT
+  for (let i = 0; i < IDENTITY_COUNT; i++) {
+    const uid = IDENTITY_FIRST + ((start + i) % IDENTITY_COUNT)
+    try {
+      await symlink(workspace, join(REGISTRY, String(uid)))
+      await wipeCaches(uid)
+      return uid
+    } catch (error) {
+      if (errorCode(error) !== 'EEXIST') throw error
+    }
+    if (claimOf(uid) === workspace) return uid
+  }
+  throw new SandboxUnavailableError(
+    `all ${IDENTITY_COUNT} command identities are in use (${REGISTRY}); delete workspaces of finished runs`,
+  )
+}
+
+/**
+ * A uid is free again once its folder is gone or has been taken over under another uid. A folder still
+ * owned by root may be one whose take-over was cut short: it keeps its uid and finishes next time.
+ */
+async function abandoned(holder: string, uid: number): Promise<boolean> {
+  try {
+    const owner = (await lstat(holder)).uid
+    return owner !== uid && owner !== 0
+  } catch (error) {
+    return errorCode(error) === 'ENOENT' || errorCode(error) === 'ENOTDIR'
+  }
+}
+
+/** One claim at a time on this machine: a lock folder, broken when its holder died long ago. */
+async function withLock<T>(work: () => Promise<T>): Promise<T> {
+  await mkdir(REGISTRY, { recursive: true, mode: 0o700 })
+  const lock = join(REGISTRY, '.lock')
+  for (;;) {
+    try {
+      await mkdir(lock)
+      break
+    } catch (error) {
+      if (errorCode(error) !== 'EEXIST') throw error
+      const since =
+        Date.now() -
+        (await stat(lock).then(
+          (s) => s.mtimeMs,
+          () => Date.now(),
+        ))
+      if (since > STALE_LOCK_MS) await rmdir(lock).catch(() => undefined)
+      else await new Promise((resolve) => setTimeout(resolve, 10))
+    }
+  }
+  try {
+    return await work()
+  } finally {
+    await rmdir(lock).catch(() => undefined)
+  }
+}
+
+/**
+ * Makes the workspace's files and folders the identity's, without following symlinks, leaving its file
+ * system or entering a hidden folder. What stays as it is (readable if it was, not writable): what belongs
+ * to another user (with everything below it), and a file with more than one hard link, which may also live
+ * outside the workspace. The workspace folder itself goes last: its owner says the take-over is done.
+ */
+async function takeOver(workspace: string, uid: number, hidden: readonly string[]): Promise<void> {
+  const device = (await lstat(workspace)).dev
+  const walk = async (folder: string): Promise<void> => {
+    for await (const entry of await opendir(folder)) {
+      const path = join(folder, entry.name)
+      const stats = await lstat(path)
+      if (stats.dev !== device || hidden.includes(path) || (stats.uid !== 0 && !inRange(stats.uid))) continue
+      if (stats.isDirectory()) await walk(path)
+      else if (stats.nlink > 1) continue
+      if (stats.uid !== uid || stats.gid !== uid) await lchown(path, uid, uid)
+    }
+  }
+  await walk(workspace)
+  await chown(workspace, uid, uid)
+}
+
+/** Whether `uid`/`gid` may write into `folder` by its mode bits (what a bind mount keeps). */
+export function mayWrite(folder: string, who: { uid: number; gid: number }): boolean {
+  try {
+    const stats = lstatSync(folder)
+    if (!stats.isDirectory()) return false
+    const bits = stats.uid === who.uid ? 0o200 : stats.gid === who.gid ? 0o020 : 0o002
+    return (stats.mode & bits) !== 0
+  } catch {
+    return false
+  }
+}
+
+/** Cache folders made (and handed to their identity) by this process: checking again costs every command. */
+const madeCaches = new Set<string>()
+
+/** The identity's own folder standing in for `path` (made on first use, owned by the identity). */
+export async function ownCache(who: CommandIdentity, path: string): Promise<string> {
+  const folder = join(who.caches, path)
+  if (madeCaches.has(folder)) return folder
+  await mkdir(who.caches, { recursive: true, mode: 0o700 })
+  await chown(who.caches, who.uid, who.gid)
+  await mkdir(folder, { recursive: true })
+  await chown(folder, who.uid, who.gid)
+  madeCaches.add(folder)
+  return folder
+}
+
+/** Wipes an identity's caches before its uid goes to another workspace. */
+async function wipeCaches(uid: number): Promise<void> {
+  const caches = identity(uid).caches
+  for (const folder of madeCaches) if (within(folder, caches)) madeCaches.delete(folder)
+  await rm(caches, { recursive: true, force: true })
+}
