@@ -15,6 +15,7 @@ import {
 import type { TaskContract } from '../contract.js'
 import type { PendingApproval } from '../run/index.js'
 import { untilText, utcText } from '../time.js'
+import { visible } from '../visible.js'
 import type { RunConfigs } from './run-config.js'
 import type { TetherActivities } from './types.js'
 
@@ -163,11 +164,11 @@ function rememberLine(request: PendingApproval): string | undefined {
 
 /**
  * Text Slack shows as written: `&`, `<` and `>` escaped (so no `<!channel>`, `<@user>` or `<url|label>`
- * survives), control characters other than newlines dropped, and the length bounded.
+ * survives), invisible characters shown as escapes as everywhere a person reads (newlines kept), and the
+ * length bounded.
  */
 export function slackText(text: string, limit: number): string {
-  const clean = text
-    .replace(/[\u0000-\u0009\u000b-\u001f\u007f\u200b-\u200f\u2028-\u202e\u2060-\u2064\ufeff]/g, ' ')
+  const clean = visible(text, { lines: true })
     .replaceAll('&', '&amp;')
     .replaceAll('<', '&lt;')
     .replaceAll('>', '&gt;')

@@ -4,6 +4,7 @@
  * `Html` made by this module. So a goal, a command, a path or a model's reply can never become markup,
  * close an attribute or hide a character, whatever it contains.
  */
+import { INVISIBLE_CLASS } from '../present/invisible.js'
 import { visible } from '../visible.js'
 
 /** Markup that is safe to include as it is: only this module makes it. */
@@ -37,6 +38,8 @@ function piece(value: Value): string {
   return escapeHtml(String(value))
 }
 
+const JSON_ESCAPED = new RegExp(`[<>&${INVISIBLE_CLASS}]`, 'gu')
+
 /** A template whose values are escaped (arrays joined, `null`/`undefined`/`false` left out). */
 export function html(strings: TemplateStringsArray, ...values: Value[]): Html {
   let markup = strings[0] ?? ''
@@ -51,9 +54,9 @@ export function html(strings: TemplateStringsArray, ...values: Value[]): Html {
  * escapes, where HTML text would normalise them).
  */
 export function jsonData(id: string, value: unknown): Html {
-  const json = JSON.stringify(value).replace(
-    /[<>&\u007f-\u009f\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/g,
-    (ch) => `\\u${(ch.codePointAt(0) as number).toString(16).padStart(4, '0')}`,
+  const json = JSON.stringify(value).replace(JSON_ESCAPED, (ch) =>
+    // Astral characters (tags) as their two UTF-16 escapes, which JSON reads back as the same character.
+    [...ch.split('')].map((unit) => `\\u${unit.charCodeAt(0).toString(16).padStart(4, '0')}`).join(''),
   )
   return html`<script type="application/json" id="${id}">${new Html(json)}</script>`
 }

@@ -9,6 +9,7 @@
  */
 
 import { digestOf } from '../identity/index.js'
+import { INVISIBLE_CLASS, invisibleCharacters } from '../present/invisible.js'
 import { PolicyError } from './errors.js'
 import { type AnalysedNode, analyseArgv, analyseScript, basename } from './exec/analyse.js'
 import { globMatcher, globsIntersect } from './glob.js'
@@ -118,9 +119,8 @@ interface Compiled {
 /** Program names people cannot read reliably: whitespace, control, invisible or non-ASCII characters. */
 const UNREADABLE_PROGRAM = /[^\x21-\x7e]/
 /** What makes two spellings of one argument look different without meaning anything different. */
-const NOISE = /[\x00-\x1f\x7f-\x9f\u00ad\u200b-\u200f\u2028-\u202e\u2060-\u2064\ufeff]/g
-const NEEDS_NORMALISING =
-  /[\x00-\x1f\x7f-\x9f\u00ad\u200b-\u200f\u2028-\u202e\u2060-\u2064\ufeff]|\s\s|^\s|\s$/
+const NOISE = invisibleCharacters()
+const NEEDS_NORMALISING = new RegExp(`[${INVISIBLE_CLASS}]|\\s\\s|^\\s|\\s$`, 'u')
 
 export class Policy {
   private compiledCache: Compiled | undefined
