@@ -4,7 +4,9 @@
  * It provides the Temporal CLI if needed, starts a local stack (state in `.tether/demo`), starts a worker,
  * and runs the agent through an allowed command, a refused one, an `ask` that a second client (the real
  * `tether approve` command, in another process) answers after a visible wait, a fix, and the verification
- * gate passing; then it prints the audit's answers. With a model configured in the environment
+ * gate passing; then it prints the audit's answers, and the boundary seen from the other side: a run that
+ * asks for the sandbox off, and a command of a run that allows everything, against the worker's floor.
+ * With a model configured in the environment
  * (OPENROUTER_API_KEY + OPENROUTER_MODEL, or any provider `tether run --model` accepts) the same demo runs
  * with the real model, and the second client approves whatever it asks.
  */
@@ -31,7 +33,8 @@ const APPROVER = 'demo-approver'
 const say = (line: string) => console.log(line)
 const section = (title: string) => say(`\n${colour.bold(`── ${title}`)}`)
 
-Runtime.install({ logger: new DefaultLogger('WARN') })
+// Errors only: the runs the demo shows being refused are expected, and the SDK logs each as a warning.
+Runtime.install({ logger: new DefaultLogger('ERROR') })
 
 function realModelConfigured(): boolean {
   try {
@@ -126,11 +129,49 @@ async function approver(audit: AuditStore, runId: string, env: NodeJS.ProcessEnv
   }
 }
 
+/**
+ * Run inside the sandbox by a run whose own policy allows everything: every spelling of the worker's
+ * loopback through the egress proxy, for Temporal and the audit database, and a key in the stack's state.
+ */
+const ESCAPE = `const net = require('node:net')
+const [temporal, database, state] = process.argv.slice(2)
+const proxy = new URL(process.env.HTTPS_PROXY)
+const tryConnect = (target) => new Promise((done) => {
+  const socket = net.connect(Number(proxy.port), proxy.hostname)
+  socket.on('connect', () => socket.write('CONNECT ' + target + ' HTTP/1.1\\r\\n\\r\\n'))
+  socket.on('data', (d) => { socket.destroy(); done(String(d).includes(' 200 ')) }).on('error', () => done(false))
+})
+;(async () => {
+  const spellings = (port) => ['127.0.0.1', 'localhost', '[::1]', '[::ffff:7f00:1]', '[0::1]', '[::FFFF:127.0.0.1]'].map((h) => h + ':' + port)
+  const reached = []
+  for (const target of [...spellings(temporal), ...spellings(database)]) if (await tryConnect(target)) reached.push(target)
+  let stateRead = false
+  try { stateRead = require('node:fs').readFileSync(state).length > 0 } catch {}
+  console.log(reached.length === 0 && !stateRead ? 'NOTHING REACHED' : 'REACHED ' + reached.join(' ') + (stateRead ? ' state' : ''))
+})()
+`
+
 async function main(): Promise<number> {
-  section('1. the local stack')
+  section('1. the local stack, on the operator’s floor')
+  // The approver's key pair, made once like `tether keys new demo-approver` would: the floor lists the
+  // public key, and the second client signs its answer with the private one.
+  const keys = join(stateDir, 'keys')
+  await mkdir(stateDir, { recursive: true })
+  if (!existsSync(join(keys, `${APPROVER}.pem`))) createKey(APPROVER, keys)
+  const approverKey = loadKey(APPROVER, keys)
+  // The operator's floor: every run's first layers, which no run's policy can lower.
+  const floor = Policy.tiered()
+    .withDefault('write', 'allow')
+    .withDefault('exec', 'allow')
+    .withDefault('net', 'allow')
+    .withApprovers([{ name: APPROVER, keys: [approverKey.publicKey] }])
+    .layer('operator')
+    .withSandbox('enforce')
+    .denyExec('rm*')
   const local = await startLocalTether({
     stateDir,
     taskQueue: 'tether-demo',
+    floor,
     log: (line) => say(colour.dim(`  ${line}`)),
   })
   const { stack, audit, client, taskQueue } = local
@@ -143,7 +184,6 @@ async function main(): Promise<number> {
   try {
     section('2. a sample workspace: a small npm project with a failing test')
     await rm(workspace, { recursive: true, force: true })
-    await mkdir(stateDir, { recursive: true })
     await cp(join(root, 'examples/npm-project'), workspace, { recursive: true })
     say(`  ${workspace}  (src/math.js: add() subtracts; test/math.test.js expects 2 + 3 = 5)`)
 
@@ -157,22 +197,17 @@ async function main(): Promise<number> {
     say(
       `  model: ${real ? 'from the environment' : 'scripted (set OPENROUTER_API_KEY and OPENROUTER_MODEL for a real one)'}`,
     )
-    // The approver's key pair, made once like `tether keys new demo-approver` would: the policy lists the
-    // public key, and the second client signs its answer with the private one.
-    const keys = join(stateDir, 'keys')
-    if (!existsSync(join(keys, `${APPROVER}.pem`))) createKey(APPROVER, keys)
-    const approverKey = loadKey(APPROVER, keys)
     env.TETHER_KEYS_DIR = keys
     const policy = Policy.tiered()
-      .withApprovers([{ name: APPROVER, keys: [approverKey.publicKey] }])
-      .layer('operator')
-      .denyExec('rm*')
       .layer('project')
       .allowExec('npm test*')
       .allowExec('node src/*')
       .allowWrite('src/*')
     say(
-      '  policy: tiered (read allow, write/exec ask, net deny, secrets denied) + operator: deny `rm*` + project: allow `npm test*`, `node src/*`, write `src/*`',
+      "  floor (the operator's): sandbox enforced, secrets denied, operator: deny `rm*`, approver demo-approver",
+    )
+    say(
+      "  run's policy (stacked on the floor, can only tighten it): tiered (write/exec ask, net deny) + project: allow `npm test*`, `node src/*`, write `src/*`",
     )
     say(`  approver: ${APPROVER}, answers signed with key ${fingerprintOf(approverKey.publicKey)}`)
     say(
@@ -251,9 +286,58 @@ async function main(): Promise<number> {
     say(
       `${colour.bold('outcome')}: ${result.outcome === 'verified' ? colour.green('verified') : colour.red(result.outcome)}`,
     )
-    return result.outcome === 'verified' ? 0 : 1
+
+    section('5. the boundary, from the other side: whoever starts a run cannot lower the floor')
+    const boundary = await boundaryLines(client, audit, taskQueue, stack)
+    for (const line of boundary.lines) say(`  ${line}`)
+    return result.outcome === 'verified' && boundary.held ? 0 : 1
   } finally {
     await local.stop()
+  }
+}
+
+/**
+ * Two lines: a run whose policy turns the sandbox off is refused at its first step, and a command of a run
+ * whose own policy allows every command and every host reaches none of the stack.
+ */
+async function boundaryLines(
+  client: Parameters<typeof startAgentRun>[0],
+  audit: AuditStore,
+  taskQueue: string,
+  stack: { temporalAddress: string; databaseUrl: string },
+): Promise<{ lines: string[]; held: boolean }> {
+  // Both runs play a short script: what is shown is the boundary, not a model's choices.
+  const script = join(stateDir, 'escape-script.json')
+  const temporalPort = stack.temporalAddress.split(':').at(-1) as string
+  const databasePort = new URL(stack.databaseUrl).port || '5432'
+  // In the demo stack's state folder: the approver's private key.
+  const argv = ['node', 'escape.cjs', temporalPort, databasePort, join(stateDir, 'keys', `${APPROVER}.pem`)]
+  await writeFile(join(workspace, 'escape.cjs'), ESCAPE)
+  await writeFile(
+    script,
+    JSON.stringify({ turns: [{ toolCalls: [{ name: 'exec', args: { argv } }] }, { text: 'done' }] }),
+  )
+  const start = (goal: string, policy: Policy) =>
+    startAgentRun(client, {
+      contract: { goal, workspace, verification: null, model: `scripted:${script}` },
+      policy,
+      taskQueue,
+    })
+  const off = await start('run without the sandbox', Policy.permissive().layer('mine').withSandbox('off'))
+  const refused = await off.result().then(
+    () => undefined,
+    (error: { cause?: { message?: string } }) => error.cause?.message,
+  )
+  const everything = await start('reach the stack', Policy.permissive().layer('mine').allowNet('*'))
+  await everything.result()
+  const [command] = await audit.executedCommands({ runId: everything.workflowId })
+  const said = command?.stdout.text.trim() ?? ''
+  return {
+    lines: [
+      `a run asking for sandbox: off → refused at its first step: ${refused ?? 'NOT REFUSED'}`,
+      `a run allowing every command and host → its command reaches neither Temporal nor PostgreSQL (every loopback spelling, through its proxy) nor the approver's key in the state folder: ${said === 'NOTHING REACHED' ? 'none reached' : said}`,
+    ],
+    held: refused !== undefined && said === 'NOTHING REACHED',
   }
 }
 

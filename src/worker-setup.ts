@@ -47,6 +47,11 @@ export interface TetherWorkerOptions {
   maxCachedWorkflows?: number
   /** The operator's floor (see `workerFloor`); default: the built-in one. */
   floor?: WorkerFloor
+  /**
+   * The stack's own state folder when it is not the default one (a second stack, the demo): hidden from
+   * every command like the default is.
+   */
+  stateDir?: string
 }
 
 /** A floor as a worker's configuration gives it: a floor file's path, a policy, or a loaded floor. */
@@ -81,6 +86,7 @@ export function createTetherWorker(options: TetherWorkerOptions): Promise<Worker
       audit: options.audit,
       floor: workerFloor(options.floor),
       ...(options.provider ? { provider: options.provider } : {}),
+      ...(options.stateDir ? { sandbox: { hide: [options.stateDir] } } : {}),
     }),
     // Running commands get this long to finish on shutdown before they are cancelled and retried elsewhere.
     shutdownGraceTime: '30 seconds',
@@ -136,6 +142,7 @@ export async function startLocalTether(
       namespace: target.namespace,
       taskQueue: options.taskQueue,
       audit,
+      stateDir: options.stateDir,
       ...(options.floor !== undefined ? { floor: options.floor } : {}),
     })
     const running = worker.run()

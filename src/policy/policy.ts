@@ -343,7 +343,7 @@ export class Policy {
     return checkIdentity(this.state.approvers, this.state.identity)
   }
 
-  /** The command sandbox this policy asks for (docs/sandbox.md): `enforce` unless the first layer says `off`. */
+  /** The command sandbox this policy asks for (docs/sandbox.md): `enforce` unless the operator's layer says `off`. */
   get sandbox(): SandboxPolicy {
     this.sandboxCache ??= combineSandbox(this.state.layers)
     return this.sandboxCache

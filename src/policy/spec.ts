@@ -48,7 +48,7 @@ const layerSchema = z
     name: z.string().min(1, 'a layer needs a name').max(100),
     /** Set by the worker when it stacks a run's policy on its floor; never written in a run's own policy. */
     origin: z.enum(LAYER_ORIGINS).optional(),
-    /** `enforce`, `off` or detailed settings (docs/sandbox.md); only the first layer may loosen them. */
+    /** `enforce`, `off` or detailed settings (docs/sandbox.md); only the operator (the floor) may loosen them. */
     sandbox: sandboxSettingsSchema.optional(),
     rules: z.array(ruleSchema),
   })

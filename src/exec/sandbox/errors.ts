@@ -4,4 +4,5 @@ export class SandboxUnavailableError extends Error {
 }
 
 /** How a message about a missing sandbox ends: the other way out. */
-export const OFF_HINT = "or have the policy's first layer set `sandbox: off`"
+export const OFF_HINT =
+  'or give this worker a floor that says `sandbox: off` (TETHER_FLOOR; docs/policy.md#the-operators-floor)'

@@ -28,7 +28,9 @@ describe('invisible characters', () => {
   it('never hide a word from a deny rule', () => {
     const policy = Policy.permissive().layer('ops').denyExec('git push*')
     for (const ch of hidden) {
-      expect(policy.checkExec(['git', `pu${ch}sh`, 'origin']).effect, ch.codePointAt(0)?.toString(16)).toBe('deny')
+      expect(policy.checkExec(['git', `pu${ch}sh`, 'origin']).effect, ch.codePointAt(0)?.toString(16)).toBe(
+        'deny',
+      )
     }
   })
 
