@@ -138,7 +138,7 @@ describe('runs that do not succeed', () => {
       })
       const policyCause = await failure(badPolicy)
       expect(policyCause.type).toBe('ContractRejected')
-      expect(policyCause.message).toMatch(/^the policy is invalid: .*defaults\.exec/)
+      expect(policyCause.message).toMatch(/^the run's policy is invalid: .*defaults\.exec/)
     } finally {
       await ws.cleanup()
     }

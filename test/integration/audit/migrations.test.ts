@@ -11,6 +11,7 @@ const TABLES = [
   'exec_results',
   'gate_events',
   'messages',
+  'policies',
   'policy_events',
   'runs',
   'steps',
