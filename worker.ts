@@ -12,8 +12,8 @@
  */
 import { waitThroughOutages } from './src/activities/index.js'
 import { openAudit } from './src/audit/index.js'
-import { connectTemporalWorker, readConfig } from './src/config.js'
-import { createTetherWorker, workerFloor } from './src/worker-setup.js'
+import { createTetherWorker, workerFloor } from './src/embed/worker.js'
+import { connectTemporalWorker, readConfig } from './src/stack/config.js'
 
 try {
   const config = readConfig()

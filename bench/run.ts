@@ -12,9 +12,9 @@ import { availableParallelism } from 'node:os'
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js'
 import { MockActivityEnvironment } from '@temporalio/testing'
 import { createActivities } from '../src/activities/index.js'
-import { newRunId, startAgentRun } from '../src/client.js'
-import { parseContract } from '../src/contract.js'
+import { newRunId, startAgentRun } from '../src/embed/client.js'
 import { Policy } from '../src/policy/index.js'
+import { parseContract } from '../src/run/contract.js'
 import { type BenchStack, median, readCpu, startBenchStack, startFloorProbe } from './support.js'
 
 const policy = Policy.tiered().layer('bench').allowExec('true')

@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url'
 import { Client, Connection } from '@temporalio/client'
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker'
 import type { AuditStore } from '../src/audit/index.js'
-import { startLocalTether } from '../src/worker-setup.js'
+import { startLocalTether } from '../src/embed/worker.js'
 
 export interface BenchStack {
   temporalAddress: string

@@ -9,7 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import type { ApprovalRow } from '../src/audit/index.js'
-import { answerApproval, newRunId, startAgentRun } from '../src/client.js'
+import { answerApproval, newRunId, startAgentRun } from '../src/embed/client.js'
 import { Policy } from '../src/policy/index.js'
 import { startBenchStack } from './support.js'
 

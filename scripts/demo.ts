@@ -19,12 +19,12 @@ import { DefaultLogger, Runtime } from '@temporalio/worker'
 import { type AuditStore, verifyRecordedAnswer } from '../src/audit/index.js'
 import { colour, printTable, visible } from '../src/cli/context.js'
 import { followRun } from '../src/cli/follow.js'
-import { newRunId, startAgentRun } from '../src/client.js'
+import { newRunId, startAgentRun } from '../src/embed/client.js'
+import { startLocalTether } from '../src/embed/worker.js'
 import { fingerprintOf } from '../src/identity/index.js'
 import { createKey, loadKey } from '../src/identity/keyring.js'
 import { providerFromEnv } from '../src/model/index.js'
 import { Policy } from '../src/policy/index.js'
-import { startLocalTether } from '../src/worker-setup.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const stateDir = resolve(root, '.tether/demo')

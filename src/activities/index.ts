@@ -7,17 +7,17 @@ import { AuditConflictError, AuditConnectionError, AuditInputError, type AuditSt
 import { SandboxUnavailableError } from '../exec/index.js'
 import { type ModelProvider, providerFromEnv } from '../model/index.js'
 import { builtinFloor, type Floor } from '../policy/index.js'
+import type { TetherActivities } from '../run/index.js'
 import { modelActivities } from './model.js'
 import { policyActivities } from './policy.js'
 import { projectionActivities } from './projections.js'
 import { RunConfigs } from './run-config.js'
 import { CommandSandbox, type SandboxDependencies } from './sandbox.js'
 import { toolActivities } from './tools.js'
-import type { TetherActivities } from './types.js'
 
+export type { TetherActivities } from '../run/index.js'
 export { waitThroughOutages } from './outages.js'
 export type { SandboxDependencies } from './sandbox.js'
-export type { TetherActivities } from './types.js'
 
 export interface ActivityDependencies {
   audit: AuditStore

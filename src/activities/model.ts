@@ -16,14 +16,14 @@ import {
   type ModelProvider,
   type TranscriptMessage,
 } from '../model/index.js'
-import type { ModelTurn } from '../run/index.js'
-import { wellFormed } from '../tools/limits.js'
-import type { ToolCall } from '../tools/schemas.js'
+import { clip } from '../present/index.js'
+import type { ModelTurn, TetherActivities } from '../run/index.js'
+import type { ToolCall } from '../tools/index.js'
+import { wellFormed } from '../tools/index.js'
 import { describeToolchain, detectToolchain } from '../workspace/index.js'
 import { heartbeating } from './heartbeat.js'
 import type { RunConfigs } from './run-config.js'
 import { appendInOrder } from './transcript.js'
-import type { TetherActivities } from './types.js'
 
 /** Strings longer than this in a file tool's contents stay in the transcript; history gets a marker. */
 const ARGUMENT_HISTORY_LIMIT = 2_000
@@ -185,8 +185,4 @@ function toFailure(error: unknown): unknown {
   if (error instanceof ModelConfigError)
     return ApplicationFailure.nonRetryable(error.message, 'ModelConfigError')
   return error
-}
-
-function clip(text: string, limit: number): string {
-  return text.length <= limit ? text : `${text.slice(0, limit - 1)}…`
 }

@@ -7,8 +7,8 @@
 import { constants } from 'node:fs'
 import { access, stat } from 'node:fs/promises'
 import { delimiter, isAbsolute, join, resolve } from 'node:path'
-import type { TaskContract } from '../contract.js'
 import type { ModelProvider } from '../model/index.js'
+import type { TaskContract } from '../run/index.js'
 
 /** Every problem found, each as one short sentence; empty when the run can start. */
 export async function contractProblems(

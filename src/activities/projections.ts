@@ -3,6 +3,7 @@
  * approver notifications. Every write is idempotent (keyed by run, step and call, or the approval id), so a
  * retried activity never duplicates a row. Timestamps are the workflow's, so a replayed write is identical.
  */
+
 import {
   type AuditStore,
   approvalDecisionRecords,
@@ -12,12 +13,9 @@ import {
   runStartedRecord,
   stepRecords,
 } from '../audit/index.js'
-import type { TaskContract } from '../contract.js'
-import type { PendingApproval } from '../run/index.js'
-import { untilText, utcText } from '../time.js'
-import { visible } from '../visible.js'
+import { approvalMessage } from '../present/index.js'
+import type { PendingApproval, TaskContract, TetherActivities } from '../run/index.js'
 import type { RunConfigs } from './run-config.js'
-import type { TetherActivities } from './types.js'
 
 /** Inside the projection activities' 10 s start-to-close (agentRun), so a slow webhook is retried, not cut. */
 const WEBHOOK_TIMEOUT_MS = 8_000
@@ -89,10 +87,8 @@ export function projectionActivities(deps: {
 
 /**
  * Posts an approval request (or a reminder) to the contract's webhook: tether's own JSON shape, or a
- * Slack-compatible `{ text, blocks }` payload. A failing webhook fails the activity, so Temporal retries it.
- *
- * Everything the model can choose (the command, its tree) and everything a run starter wrote (goal, run id)
- * reaches Slack only as escaped plain text: no formatting, mention (`<!channel>`) or link can be injected.
+ * Slack-compatible `{ text, blocks }` payload (present/approval-message.ts). A failing webhook fails the
+ * activity, so Temporal retries it.
  */
 async function notify(
   post: typeof fetch,
@@ -103,47 +99,13 @@ async function notify(
 ): Promise<void> {
   const webhook = contract.approvals.webhook
   if (!webhook) return
-  const signed = request.identity === 'signed'
-  const answer = {
-    approve: `tether approve ${request.approvalId} --as <you>${signed ? ' (signs with your key)' : ''} [--remember [exact|wider]]`,
-    deny: `tether deny ${request.approvalId} --as <you> --reason "…"`,
-  }
-  const remember = rememberLine(request)
-  const payload = {
-    type: reminder === 0 ? 'approval.requested' : 'approval.reminder',
-    reminder,
+  const body = approvalMessage(webhook.format, {
     runId,
     goal: contract.goal,
-    approval: request,
-    answer,
-  }
-  const title = `${reminder === 0 ? 'Approval needed' : `Reminder ${reminder}: approval still needed`} for run ${runId}`
-  const needs = `needs ${request.approvalsRequired ?? 1} approver(s), ${signed ? 'signed' : 'unsigned (names trusted)'}`
-  const plain = (text: string) => ({
-    type: 'section',
-    text: { type: 'plain_text', text: slackText(text, 2_900), emoji: false },
+    request,
+    reminder,
+    now: Date.now(),
   })
-  const body =
-    webhook.format === 'slack'
-      ? {
-          text: slackText(`${title}: ${request.act} approval`, 300),
-          blocks: [
-            { type: 'header', text: { type: 'plain_text', text: slackText(title, 150), emoji: false } },
-            plain(`Goal: ${contract.goal}`),
-            plain(`${request.act}: ${request.target}`),
-            plain(
-              `${request.rule !== undefined ? `rule ${request.rule} in layer ${request.layer}` : `the default for ${request.act}`}; ${needs}` +
-                `${remember ? `\nRemember would add: ${remember}` : ''}`,
-            ),
-            // Built from numbers only: the one mrkdwn block, for Slack's own time-zone rendering.
-            {
-              type: 'section',
-              text: { type: 'mrkdwn', text: `deadline ${slackDeadline(request.deadline, Date.now())}` },
-            },
-            plain(`Approve: ${answer.approve}\nDeny: ${answer.deny}`),
-          ],
-        }
-      : payload
   const response = await post(webhook.url, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
@@ -151,32 +113,4 @@ async function notify(
     signal: AbortSignal.timeout(WEBHOOK_TIMEOUT_MS),
   })
   if (!response.ok) throw new Error(`approval webhook ${webhook.url} answered HTTP ${response.status}`)
-}
-
-/** The rule "remember" would add, in words (shown before anyone answers). */
-function rememberLine(request: PendingApproval): string | undefined {
-  const offer = request.remember
-  if (!offer) return undefined
-  if ('refused' in offer) return `nothing (${offer.refused})`
-  if ('pattern' in offer) return offer.pattern
-  return `${offer.exact}${offer.wider ? ` (or, chosen explicitly, ${offer.wider})` : ''}`
-}
-
-/**
- * Text Slack shows as written: `&`, `<` and `>` escaped (so no `<!channel>`, `<@user>` or `<url|label>`
- * survives), invisible characters shown as escapes as everywhere a person reads (newlines kept), and the
- * length bounded.
- */
-export function slackText(text: string, limit: number): string {
-  const clean = visible(text, { lines: true })
-    .replaceAll('&', '&amp;')
-    .replaceAll('<', '&lt;')
-    .replaceAll('>', '&gt;')
-  return clean.length <= limit ? clean : `${clean.slice(0, limit - 1)}…`
-}
-
-/** Slack shows `<!date^…>` in each reader's own time zone; UTC and the time left go beside it. */
-function slackDeadline(deadline: number, now: number): string {
-  const utc = utcText(new Date(deadline))
-  return `<!date^${Math.floor(deadline / 1000)}^{date_short_pretty} {time} your time|${utc}> (${utc}, ${untilText(new Date(deadline), new Date(now))})`
 }

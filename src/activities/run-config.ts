@@ -9,9 +9,8 @@
  */
 import { ApplicationFailure } from '@temporalio/common'
 import type { AuditStore } from '../audit/index.js'
-import type { TaskContract } from '../contract.js'
 import { type Floor, onFloor, Policy, PolicyError } from '../policy/index.js'
-import type { RememberedRule } from '../run/index.js'
+import type { RememberedRule, TaskContract } from '../run/index.js'
 
 export interface RunConfig {
   contract: TaskContract

@@ -6,7 +6,6 @@
  */
 import { homedir } from 'node:os'
 import { join, resolve } from 'node:path'
-import { credentialFiles, temporalAddress } from '../config.js'
 import {
   type ExecEnv,
   type SandboxOptions,
@@ -16,7 +15,7 @@ import {
   toolchainBinds,
 } from '../exec/index.js'
 import { hostPort, type Policy } from '../policy/index.js'
-import { tetherStateDir } from '../stack/index.js'
+import { credentialFiles, temporalAddress, tetherStateDir } from '../stack/index.js'
 
 export interface SandboxDependencies {
   /** The worker's environment: what commands' variables are drawn from, and the PATH bwrap is found on. */

@@ -3,18 +3,16 @@
  * observation straight into the transcript at the position the workflow reserved, and its row into the
  * audit, then returns one summary line — command output never travels through Temporal history.
  */
+
 import { Context } from '@temporalio/activity'
 import { ApplicationFailure } from '@temporalio/common'
 import type { AuditStore } from '../audit/index.js'
-import {
-  ExecInputError,
-  type ExecResult,
-  formatBytes,
-  type RunCommandOptions,
-  type SandboxReport,
-} from '../exec/index.js'
+import { ExecInputError, type ExecResult, type RunCommandOptions, type SandboxReport } from '../exec/index.js'
+import { judge } from '../judge/index.js'
+import { clip, formatBytes } from '../present/index.js'
+import type { TetherActivities } from '../run/index.js'
 import { gateFailureMessage, type InlineMessage } from '../run/index.js'
-import { type ValidatedCall, validateToolCall } from '../tools/schemas.js'
+import { type ValidatedCall, validateToolCall } from '../tools/index.js'
 import {
   adviceFor,
   editFile,
@@ -22,16 +20,15 @@ import {
   readFile,
   searchFiles,
   type ToolOptions,
+  workspaceView,
   writeFile,
 } from '../workspace/index.js'
 import { CommandAttempts } from './attempts.js'
 import { runCommandWithHeartbeats } from './exec.js'
 import { heartbeating } from './heartbeat.js'
-import { judge } from './policy.js'
 import type { RunConfigs } from './run-config.js'
 import type { CommandSandbox, CommandSetup } from './sandbox.js'
 import { appendInOrder } from './transcript.js'
-import type { TetherActivities } from './types.js'
 
 export function toolActivities(deps: {
   audit: AuditStore
@@ -58,7 +55,7 @@ export function toolActivities(deps: {
     const call = await callFromTranscript(audit, runId, input.replySeq, input.call, name)
     // Judged again at execution: a symlink swapped since the policy check must not slip through.
     const policy = await runs.policy(runId, input.policy, input.remembered, input.policyDigest)
-    const verdict = judge(policy, workspace, call, [])
+    const verdict = judge(policy, workspaceView(workspace), call, [])
     let outcome: { ok: boolean; output: string; summary: string }
     if (verdict.effect === 'deny') {
       outcome = {
@@ -416,8 +413,4 @@ function sandboxNotes(result: ExecResult): string[] {
     )
   }
   return notes
-}
-
-function clip(text: string, limit: number): string {
-  return text.length <= limit ? text : `${text.slice(0, limit - 1)}…`
 }

@@ -14,12 +14,16 @@
  * approval_answers, and the policies history names. Not covered, because history does not hold them:
  * command output and durations, the transcript (messages), gate_events and exec_attempts.
  */
-import type { TetherActivities } from '../activities/types.js'
-import type { TaskContract } from '../contract.js'
+
 import { canonicalJson } from '../identity/index.js'
 import { Policy, PolicyError } from '../policy/index.js'
-import type { GateSummary, RunPreparation, ToolSummary } from '../run/index.js'
-import type { ReplayedCall, ReplayedExecution } from './history.js'
+import type {
+  GateSummary,
+  RunPreparation,
+  TaskContract,
+  TetherActivities,
+  ToolSummary,
+} from '../run/index.js'
 import * as input from './inputs.js'
 import type { ApprovalAnswerRow, StoredRunRows } from './queries.js'
 import * as records from './records.js'
@@ -27,6 +31,27 @@ import { boundedText } from './text.js'
 import { type AnswerCheck, type AnsweredApproval, type AnswerIdentity, checkAnswer } from './verify.js'
 
 /** The tables compared with history. */
+/** One activity call of the workflow, as the replay saw it. */
+export interface ReplayedCall {
+  type: string
+  local: boolean
+  input: unknown
+  /** How it ended: `completed` (with `result`), `failed`, or `open` (still running when history ends). */
+  state: 'completed' | 'failed' | 'open'
+  result?: unknown
+}
+
+/** One execution of a run's chain, with the calls its workflow made, in order. */
+export interface ReplayedExecution {
+  /** Temporal's run id of this execution. */
+  runId: string
+  /** The chain's first execution (what the audit's `runs.execution_id` names). */
+  firstExecutionRunId: string
+  /** The task queue it ran on, from history (a replay runs on a queue of its own). */
+  taskQueue?: string | undefined
+  calls: ReplayedCall[]
+}
+
 export const ANCHORED_TABLES = [
   'runs',
   'policies',

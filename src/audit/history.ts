@@ -12,30 +12,12 @@ import { fileURLToPath } from 'node:url'
 import type { Client } from '@temporalio/client'
 import { WorkflowNotFoundError } from '@temporalio/common'
 import type { RunPreparation } from '../run/index.js'
-import { type AnchorReport, compareWithHistory } from './anchor.js'
+import { type AnchorReport, compareWithHistory, type ReplayedCall, type ReplayedExecution } from './anchor.js'
+
+export type { ReplayedCall, ReplayedExecution } from './anchor.js'
+
 import type { ReplaySinks } from './replay-interceptor.js'
 import type { AuditStore } from './store.js'
-
-/** One activity call of the workflow, as the replay saw it. */
-export interface ReplayedCall {
-  type: string
-  local: boolean
-  input: unknown
-  /** How it ended: `completed` (with `result`), `failed`, or `open` (still running when history ends). */
-  state: 'completed' | 'failed' | 'open'
-  result?: unknown
-}
-
-/** One execution of a run's chain, with the calls its workflow made, in order. */
-export interface ReplayedExecution {
-  /** Temporal's run id of this execution. */
-  runId: string
-  /** The chain's first execution (what the audit's `runs.execution_id` names). */
-  firstExecutionRunId: string
-  /** The task queue it ran on, from history (a replay runs on a queue of its own). */
-  taskQueue?: string | undefined
-  calls: ReplayedCall[]
-}
 
 /** A run's chain as Temporal holds it. */
 export interface RunHistory {

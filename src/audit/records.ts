@@ -3,9 +3,9 @@
  * activities (which write these records) and by verification against history (anchor.ts, which expects
  * exactly them), so the two cannot drift apart.
  */
-import type { StepRecord as StepInput, TetherActivities } from '../activities/types.js'
+
 import { Policy, PolicyError } from '../policy/index.js'
-import type { PendingApproval, Resolution } from '../run/index.js'
+import type { PendingApproval, Resolution, StepRecord as StepInput, TetherActivities } from '../run/index.js'
 import type {
   ApprovalDecisionRecord,
   ApprovalRequest,

@@ -21,7 +21,7 @@ import {
   verifyStatement,
 } from '../identity/index.js'
 import { Policy, PolicyError } from '../policy/index.js'
-import { SIGNATURE_SKEW_MS } from '../workflows/approvals.js'
+import { SIGNATURE_SKEW_MS } from '../run/index.js'
 import type { ApprovalAnswerRow, ApprovalRow } from './queries.js'
 
 export type AnswerCheck =

@@ -13,11 +13,12 @@ import { AuditError, type AuditStore, openAudit } from '../audit/index.js'
 import {
   ConfigError,
   connectTemporalClient,
+  isAlive,
   readConfig,
   type TemporalTarget,
   type TetherConfig,
-} from '../config.js'
-import { isAlive, tetherStateDir } from '../stack/index.js'
+  tetherStateDir,
+} from '../stack/index.js'
 import { CliError } from './errors.js'
 
 export interface DevStackRecord {
@@ -137,4 +138,4 @@ export function printTable(header: string[], rows: string[][]): void {
   for (const row of rows) print(line(row))
 }
 
-export { visible } from '../visible.js'
+export { visible } from '../present/index.js'

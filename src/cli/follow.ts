@@ -1,4 +1,5 @@
 /** Rendering a run's timeline, and following a live run until it ends (`--follow`). */
+
 import type { Client } from '@temporalio/client'
 import {
   type ApprovalRow,
@@ -7,8 +8,15 @@ import {
   type RunSummary,
   type TimelineEntry,
 } from '../audit/index.js'
-import { formatDeadline } from '../time.js'
-import { formatBytes } from '../visible.js'
+import {
+  backticks,
+  formatBytes,
+  formatDeadline,
+  rememberWords,
+  ruleWords,
+  seconds,
+  words,
+} from '../present/index.js'
 import type { AgentRunResult } from '../workflows/index.js'
 import { colour, print, visible } from './context.js'
 
@@ -28,7 +36,7 @@ export function printTimeline(summary: RunSummary, timeline: TimelineEntry[]): v
   print(
     colour.dim(
       `${summary.steps} steps, ${summary.inputTokens + summary.outputTokens} tokens` +
-        (summary.durationMs !== undefined ? `, ${(summary.durationMs / 1000).toFixed(1)} s` : ''),
+        (summary.durationMs !== undefined ? `, ${seconds(summary.durationMs)}` : ''),
     ),
   )
 }
@@ -81,15 +89,13 @@ export function entryLine(entry: TimelineEntry): string {
     case 'policy':
       return entry.kind === 'refusal'
         ? `  ${colour.red('refused')}   ${entry.act} ${visible(entry.target)}  ${colour.dim(
-            entry.rule !== undefined
-              ? `rule ${entry.rule} in layer ${entry.layer}`
-              : `default for ${entry.act}`,
+            words(ruleWords(entry, String)),
           )}`
         : `  ${entry.effect === 'allow' ? colour.green('decided') : colour.yellow('decided')}   ${entry.act} ${visible(entry.target)}  ${colour.dim(`${entry.decidedBy ?? ''} via ${entry.source}: ${entry.reason}`)}`
     case 'exec': {
       const status = entry.status === 'exited' ? `exit ${entry.exitCode}` : entry.status
       const bytes = entry.stdout.bytes + entry.stderr.bytes
-      return `  ${colour.dim('ran')}       ${visible(entry.argv.join(' '))}  → ${entry.exitCode === 0 ? colour.green(status) : colour.yellow(status)}  ${colour.dim(`${(entry.durationMs / 1000).toFixed(1)} s, ${formatBytes(bytes)}`)}`
+      return `  ${colour.dim('ran')}       ${visible(entry.argv.join(' '))}  → ${entry.exitCode === 0 ? colour.green(status) : colour.yellow(status)}  ${colour.dim(`${seconds(entry.durationMs)}, ${formatBytes(bytes)}`)}`
     }
     case 'gate':
       return `  ${entry.kind === 'gate_passed' ? colour.green('gate') : entry.kind === 'gate_output' ? colour.dim('gate') : colour.red('gate')}      ${visible((entry.detail.split('\n')[0] ?? '').slice(0, 160))}`
@@ -107,10 +113,9 @@ export function entryLine(entry: TimelineEntry): string {
 
 /** What approving with "remember" would add, as the approver reads it before answering. */
 export function rememberText(approval: { rememberOffer?: ApprovalRow['rememberOffer'] }): string {
-  const offer = approval.rememberOffer
-  if (!offer) return ''
-  if ('refused' in offer) return `nothing (${offer.refused})`
-  return `\`${offer.exact}\`${offer.wider ? ` or, with --remember wider, \`${offer.wider}\`` : ''}`
+  return approval.rememberOffer
+    ? words(rememberWords(approval.rememberOffer, backticks, ' with --remember wider'))
+    : ''
 }
 
 /**

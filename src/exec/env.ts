@@ -8,6 +8,9 @@
  * than a leaked secret. A caller that needs a variable back passes an explicit record instead, e.g.
  * `{ ...scrubEnv(process.env), NEEDED: 'x' }`.
  */
+import { COMMIT_IDENTITY, neverPassed } from '../commands/index.js'
+
+export { neverPassed } from '../commands/index.js'
 
 export interface EnvScrubRules {
   /** Exact names. */
@@ -133,7 +136,7 @@ export const SCRUBBED_ENV: EnvScrubRules = Object.freeze({
     'CONNECTION_STRING',
   ]),
   suffixes: Object.freeze(['_DSN', '_PAT']),
-  keep: Object.freeze(['GIT_AUTHOR_NAME', 'GIT_AUTHOR_EMAIL', 'GIT_COMMITTER_NAME', 'GIT_COMMITTER_EMAIL']),
+  keep: COMMIT_IDENTITY,
 })
 
 const names = new Set(SCRUBBED_ENV.names)
@@ -214,28 +217,6 @@ export const SANDBOX_ENV_ALLOWED: Readonly<{ names: readonly string[]; prefixes:
     ]),
     prefixes: Object.freeze(['LC_']),
   })
-
-/**
- * Names that never reach a sandboxed command, even when a contract lists them: tether's own connections
- * (Temporal, the audit database), PostgreSQL client settings, anything shaped like a credential, and git's
- * variables but the commit identity (they name other repositories, configuration and programs to run;
- * see GIT_CONFIG_PINS).
- */
-export function neverPassed(name: string): boolean {
-  const upper = name.toUpperCase()
-  return (
-    (upper.startsWith('GIT_') && !keep.has(upper)) ||
-    upper.startsWith('TEMPORAL_') ||
-    upper.startsWith('TETHER_') ||
-    upper === 'DATABASE_URL' ||
-    upper.startsWith('PG') ||
-    upper.startsWith('AWS_') ||
-    upper.endsWith('_API_KEY') ||
-    upper.endsWith('_TOKEN') ||
-    upper.includes('SECRET') ||
-    upper.includes('PASS')
-  )
-}
 
 /**
  * git configuration every command runs with, given through the environment (`GIT_CONFIG_COUNT`,

@@ -35,7 +35,6 @@ export {
   diskShortfall,
   type FilterArch,
   filterArch,
-  formatBytes,
   IDENTITY_COUNT,
   IDENTITY_FIRST,
   type NetworkAccess,

@@ -7,10 +7,10 @@
 
 import type { Client } from '@temporalio/client'
 import type { AuditStore } from '../audit/index.js'
-import { answerApproval, updateRejection } from '../client.js'
+import { answerApproval, updateRejection } from '../embed/index.js'
 import { Policy, PolicyError, renderCommand } from '../policy/index.js'
-import { decisionSchema } from '../workflows/approvals.js'
-import { describeRule } from '../workflows/run-state.js'
+import { backticks, ruleWords, words } from '../present/index.js'
+import { decisionSchema } from '../run/index.js'
 
 export type AnswerReply = { ok: true; message: string } | { ok: false; type: string; message: string }
 
@@ -105,7 +105,7 @@ async function deniedReplacement(
   const verdict = policy.checkExec(argv)
   if (verdict.effect !== 'deny') return undefined
   return (
-    `The edited command ${renderCommand(argv)} is denied by ${describeRule({ ...verdict, act: 'exec' })}: ${verdict.reason} ` +
+    `The edited command ${renderCommand(argv)} is denied by ${words(ruleWords({ ...verdict, act: 'exec' }, backticks))}: ${verdict.reason} ` +
     'An approval never crosses a deny: edit it again, approve the command as asked, or deny.'
   )
 }

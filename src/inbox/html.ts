@@ -4,8 +4,7 @@
  * `Html` made by this module. So a goal, a command, a path or a model's reply can never become markup,
  * close an attribute or hide a character, whatever it contains.
  */
-import { INVISIBLE_CLASS } from '../present/invisible.js'
-import { visible } from '../visible.js'
+import { INVISIBLE_CLASS, visible } from '../present/index.js'
 
 /** Markup that is safe to include as it is: only this module makes it. */
 export class Html {

@@ -2,6 +2,7 @@
  * Whole pages and the fragments that live regions refresh. Server-rendered HTML; the one script
  * (`/assets/app.js`) adds signing, live updates and local times, and every form control has a label.
  */
+
 import { createHash } from 'node:crypto'
 import type {
   AnswerCheck,
@@ -14,14 +15,13 @@ import type {
   StoredMessage,
   TimelineEntry,
 } from '../audit/index.js'
-import { formatBytes } from '../visible.js'
+import { clipNoted, formatBytes, seconds } from '../present/index.js'
 import type { WorkspaceChanges } from './changes.js'
 import { type Html, href, html, jsonData } from './html.js'
 import {
   approvalFacts,
   type Clock,
   changesView,
-  clip,
   code,
   commandsSoFar,
   deadline,
@@ -119,7 +119,7 @@ export function inboxList(data: InboxPageData, viewer: Viewer, clock: Clock): Ht
   return html`<p id="inbox-summary">${summary}</p>
 <ol class="cards">${data.items.map(
     (item) => html`<li class="card${item.forMe ? ' for-me' : ''}">
-  <h2><a href="${href('approvals', item.approvalId)}">${item.act} ${code(clip(item.target, 200))}</a>
+  <h2><a href="${href('approvals', item.approvalId)}">${item.act} ${code(clipNoted(item.target, 200))}</a>
     ${item.forMe ? html`<span class="badge">waiting for you</span>` : ''}</h2>
   ${approvalFacts(item, clock)}
 </li>`,
@@ -150,9 +150,9 @@ export interface ApprovalPageData {
 export function approvalPage(data: ApprovalPageData, viewer: Viewer, clock: Clock): string {
   const { approval, run } = data
   return layout(
-    `${approval.act} ${clip(approval.target, 60)}`,
+    `${approval.act} ${clipNoted(approval.target, 60)}`,
     viewer,
-    html`<h1>${approval.act} ${code(clip(approval.target, 300))}</h1>
+    html`<h1>${approval.act} ${code(clipNoted(approval.target, 300))}</h1>
 ${liveRegion('approval-status', approvalStatus(data, clock))}
 <div class="columns">
   <section aria-labelledby="what-title" class="panel">
@@ -306,7 +306,7 @@ ${
   <tbody>${data.runs.map(
     (run) => html`<tr>
     <td><a href="${href('runs', run.runId)}">${run.runId}</a></td>
-    <td>${clip(run.goal.split('\n')[0] ?? '', 160)}</td>
+    <td>${clipNoted(run.goal.split('\n')[0] ?? '', 160)}</td>
     <td>${statusBadge(run)}${run.waiting ? html` <span class="badge">waiting for approval</span>` : ''}</td>
     <td>${when(run.startedAt)}</td>
   </tr>`,
@@ -359,11 +359,11 @@ export function runLive(data: RunPageData, clock: Clock): Html {
   )
   const { running } = data.temporal
   return html`<dl class="facts summary">
-  <dt>Outcome</dt><dd id="run-outcome">${statusBadge(summary)}${summary.reason ? html` — ${clip(summary.reason, 600)}` : ''}</dd>
-  <dt>Goal</dt><dd class="goal">${clip(summary.goal, 2_000)}</dd>
+  <dt>Outcome</dt><dd id="run-outcome">${statusBadge(summary)}${summary.reason ? html` — ${clipNoted(summary.reason, 600)}` : ''}</dd>
+  <dt>Goal</dt><dd class="goal">${clipNoted(summary.goal, 2_000)}</dd>
   <dt>Workspace</dt><dd>${code(summary.workspace)}</dd>
   <dt>Started</dt><dd>${when(summary.startedAt)}${summary.finishedAt ? html`; finished ${when(summary.finishedAt)}` : ''}${
-    summary.durationMs !== undefined ? ` (${(summary.durationMs / 1000).toFixed(1)} s)` : ''
+    summary.durationMs !== undefined ? ` (${seconds(summary.durationMs)})` : ''
   }</dd>
   <dt>So far</dt><dd>${summary.steps} steps, ${summary.inputTokens + summary.outputTokens} tokens, ${summary.commands} commands,
     ${summary.refusals} refused, ${summary.pendingApprovals} approvals waiting</dd>

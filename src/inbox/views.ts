@@ -2,6 +2,7 @@
  * The pieces inbox pages are made of: an approval's facts, a transcript, commands, a run's timeline.
  * Pure functions from audit rows to `Html`; every row value goes through the `html` template (escaped).
  */
+
 import type {
   AnswerCheck,
   ApprovalAnswerRow,
@@ -11,8 +12,16 @@ import type {
   TimelineEntry,
 } from '../audit/index.js'
 import { renderCommand } from '../policy/index.js'
-import { formatDeadline, utcText } from '../time.js'
-import { formatBytes } from '../visible.js'
+import {
+  clipNoted,
+  type Decider,
+  formatBytes,
+  formatDeadline,
+  rememberWords,
+  ruleWords,
+  seconds,
+  utcText,
+} from '../present/index.js'
 import type { WorkspaceChanges } from './changes.js'
 import { type Html, href, html } from './html.js'
 
@@ -35,25 +44,12 @@ export function code(text: string): Html {
   return html`<code>${text}</code>`
 }
 
-export function clip(text: string, limit: number): string {
-  return text.length <= limit ? text : `${text.slice(0, limit)}… (${text.length - limit} more characters)`
-}
-
-export function ruleText(row: {
-  rule?: string | undefined
-  layer?: string | undefined
-  act: string
-  fromFloor?: boolean | undefined
-}): Html {
-  return row.rule !== undefined
-    ? html`rule ${code(row.rule)} in layer ${code(row.layer ?? '?')}${row.fromFloor ? " (the worker's floor)" : ''}`
-    : html`the default for ${row.act}`
+export function ruleText(row: Decider): Html {
+  return html`${ruleWords(row, code)}`
 }
 
 export function rememberText(offer: ApprovalRow['rememberOffer']): Html {
-  if (!offer) return html`nothing (no rule was offered)`
-  if ('refused' in offer) return html`nothing: ${offer.refused}`
-  return html`exactly ${code(offer.exact)}${offer.wider ? html`, or — only when chosen — the wider ${code(offer.wider)}` : ''}`
+  return html`${rememberWords(offer, code)}`
 }
 
 export function needsText(row: Pick<ApprovalRow, 'approvalsRequired' | 'identity'>): string {
@@ -69,7 +65,7 @@ export function approvalFacts(
 ): Html {
   const tree = typeof row.tree === 'string' ? row.tree : undefined
   return html`<dl class="facts">
-    ${row.goal !== undefined ? html`<dt>Goal</dt><dd class="goal">${clip(row.goal, 600)}</dd>` : ''}
+    ${row.goal !== undefined ? html`<dt>Goal</dt><dd class="goal">${clipNoted(row.goal, 600)}</dd>` : ''}
     <dt>Run</dt><dd><a href="${href('runs', row.runId)}">${row.runId}</a>, step ${row.step}</dd>
     ${row.workspace !== undefined ? html`<dt>Workspace</dt><dd>${code(row.workspace)}</dd>` : ''}
     <dt>Asks to</dt><dd>${row.act} <code class="target">${row.target}</code></dd>
@@ -116,7 +112,7 @@ export function argsText(name: string, args: unknown): string {
   if (typeof a.path === 'string') return a.path
   if (typeof a.pattern === 'string')
     return `/${a.pattern}/${typeof a.glob === 'string' ? ` in ${a.glob}` : ''}`
-  return clip(JSON.stringify(args) ?? '', 300)
+  return clipNoted(JSON.stringify(args) ?? '', 300)
 }
 
 function toolCalls(calls: Array<{ name: string; args: unknown }>): Html {
@@ -140,16 +136,16 @@ export function transcript(messages: StoredMessage[]): Html {
     switch (content.role) {
       case 'assistant':
         return html`<li class="assistant"><span class="who">model</span>
-          ${content.text ? html`<p class="said">${clip(String(content.text), 2_000)}</p>` : ''}
+          ${content.text ? html`<p class="said">${clipNoted(String(content.text), 2_000)}</p>` : ''}
           ${toolCalls(content.toolCalls ?? [])}</li>`
       case 'tool':
         return html`<li class="tool-result">${(content.results ?? []).map(
           (result) =>
-            html`<span class="who">${result.name} result</span><pre>${clip(String(result.output), 2_000)}</pre>`,
+            html`<span class="who">${result.name} result</span><pre>${clipNoted(String(result.output), 2_000)}</pre>`,
         )}</li>`
       default:
         return html`<li class="user"><span class="who">${message.seq === 0 ? 'goal' : (content.role ?? 'message')}</span>
-          <pre>${clip(typeof content.content === 'string' ? content.content : JSON.stringify(content), 2_000)}</pre></li>`
+          <pre>${clipNoted(typeof content.content === 'string' ? content.content : JSON.stringify(content), 2_000)}</pre></li>`
     }
   })}</ol>`
 }
@@ -171,7 +167,7 @@ export function commandResult(command: ExecutedCommand, key: string): Html {
   const ok = command.status === 'exited' && command.exitCode === 0
   return html`<div class="command">
     ${code(renderCommand(command.argv))} → <strong class="${ok ? 'ok' : 'bad'}">${exitText(command)}</strong>
-    in ${(command.durationMs / 1000).toFixed(1)} s, ${formatBytes(command.stdout.bytes + command.stderr.bytes)} of output
+    in ${seconds(command.durationMs)}, ${formatBytes(command.stdout.bytes + command.stderr.bytes)} of output
     <details data-key="${key}"><summary>Output and hashes</summary>${stream('stdout', command.stdout)}${stream('stderr', command.stderr)}</details>
   </div>`
 }
@@ -214,7 +210,7 @@ export function timelineEntry(
     case 'gate':
       return html`<li class="gate ${entry.kind === 'gate_passed' ? 'ok' : entry.kind === 'gate_phase_failed' ? 'bad' : ''}">
         <strong>${entry.kind === 'gate_passed' ? 'gate passed' : entry.kind === 'gate_phase_failed' ? 'gate failed' : 'gate output'}</strong>
-        <pre>${clip(entry.detail, 2_000)}</pre></li>`
+        <pre>${clipNoted(entry.detail, 2_000)}</pre></li>`
     case 'approval':
       return html`<li class="approval"><strong>approval</strong> for ${entry.act} ${code(entry.target)}
         (${ruleText(entry)}): ${decisionText(entry)}

@@ -4,7 +4,7 @@
  */
 import type { JSONSchema7 } from 'ai'
 import { z } from 'zod'
-import { TOOL_NAMES, type ToolName, toolSchemas } from '../tools/schemas.js'
+import { TOOL_NAMES, type ToolName, toolSchemas } from '../tools/index.js'
 import { estimateTextTokens } from './fit.js'
 
 export interface CatalogueEntry {

@@ -5,8 +5,16 @@
  * with the call, and what cannot be used is stored bounded. Valid calls are stored exactly as the model
  * made them: the file tools read their arguments back from the transcript.
  */
-import { CALL_LIMITS, formatCount, utf8Length, wellFormed } from '../tools/limits.js'
-import { type ToolCall, type ValidatedCall, validateToolCall } from '../tools/schemas.js'
+
+import { clip, formatCount } from '../present/index.js'
+import {
+  CALL_LIMITS,
+  type ToolCall,
+  utf8Length,
+  type ValidatedCall,
+  validateToolCall,
+  wellFormed,
+} from '../tools/index.js'
 
 export const REPLY_LIMITS = {
   /** Tool calls kept from one reply; the rest are dropped and the stored text says so. */
@@ -53,7 +61,7 @@ export function boundReply(reply: { text: string; toolCalls: readonly ToolCall[]
   let argumentBytes = 0
   const toolCalls = kept.map((call, index): ToolCall => {
     const id = boundId(call.id, index)
-    const name = wellFormed(clipText(String(call.name), REPLY_LIMITS.nameChars))
+    const name = wellFormed(clip(String(call.name), REPLY_LIMITS.nameChars))
     const checked = validateToolCall({ id, name, args: call.args })
     let invalid = checked.ok ? undefined : checked.error
     if (checked.ok) {
@@ -110,10 +118,6 @@ export function boundValue(value: unknown, bounds: ValueBounds, depth = 0): unkn
 export function boundString(text: string, chars: number): string {
   if (text.length <= chars) return wellFormed(text)
   return `${wellFormed(text.slice(0, chars))}… [${formatCount(text.length - chars)} more characters not kept]`
-}
-
-function clipText(text: string, chars: number): string {
-  return text.length <= chars ? text : `${text.slice(0, chars - 1)}…`
 }
 
 function boundId(id: unknown, index: number): string {

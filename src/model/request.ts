@@ -3,7 +3,7 @@
  * the same fitted transcript and the same output reserve.
  */
 
-import type { ToolCall } from '../tools/schemas.js'
+import type { ToolCall } from '../tools/index.js'
 import { CATALOGUE_TOKENS } from './catalogue.js'
 import { ModelError } from './errors.js'
 import { estimateTextTokens, estimateTokens, fitTranscript } from './fit.js'

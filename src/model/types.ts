@@ -3,7 +3,7 @@
  * value per message), so it carries no provider-specific fields and can be replayed to any provider.
  */
 import { z } from 'zod'
-import type { ToolCall } from '../tools/schemas.js'
+import type { ToolCall } from '../tools/index.js'
 
 const toolCallSchema = z.object({ id: z.string(), name: z.string(), args: z.unknown() })
 

@@ -2,6 +2,15 @@
  * The policy module's door. Pure and deterministic (no Temporal, no I/O except `loadPolicyFile`, which
  * reaches the file system only when called), so a workflow, a local activity and the CLI share one judge.
  */
+
+export {
+  type AnalysedNode,
+  analyseArgv,
+  analyseScript,
+  type ExecContext,
+  namesSensitivePath,
+} from '../commands/index.js'
+export { quoteWord, renderCommand, renderExecVerdict } from '../present/index.js'
 export {
   ambiguousIpv4,
   canonicalIp,
@@ -20,14 +29,11 @@ export {
   splitHostPort,
 } from './addresses.js'
 export { PolicyError } from './errors.js'
-export { type AnalysedNode, analyseArgv, analyseScript } from './exec/analyse.js'
 export { loadPolicyFile, parsePolicyText } from './file.js'
 export { BUILTIN_FLOOR, builtinFloor, type Floor, floorOf, loadFloor, onFloor } from './floor.js'
 export { hostPort } from './net.js'
 export { Policy } from './policy.js'
-export { type ExecContext, namesSensitivePath } from './readonly.js'
 export { type RememberedRule, rememberRule } from './remember.js'
-export { quoteWord, renderCommand, renderExecVerdict } from './render.js'
 export {
   CACHE_ACCESS,
   type CacheAccess,

@@ -7,10 +7,16 @@
  * command's operands. Only rules whose program has an option table (exec/programs.ts) get this reading;
  * every rule is still matched as the plain glob it is.
  */
-import { basename } from './exec/analysis.js'
-import { type OptionSpec, resolveLong } from './exec/options.js'
-import { type ParsedCommand, parseCommand, programOptions } from './exec/programs.js'
-import { globMatcher, globsIntersect } from './glob.js'
+import {
+  basename,
+  globMatcher,
+  globsIntersect,
+  type OptionSpec,
+  type ParsedCommand,
+  parseCommand,
+  programOptions,
+  resolveLong,
+} from '../commands/index.js'
 
 /** One option a rule requires: exactly this option, or any option spelled starting with `prefix`. */
 type Required = { canonical: string } | { prefix: string }

@@ -8,11 +8,28 @@
  * match strictly (the target as given). Exec is judged on the effective command tree (see exec/analyse.ts).
  */
 
+import {
+  type AnalysedNode,
+  analyseArgv,
+  analyseScript,
+  basename,
+  type ExecContext,
+  globMatcher,
+  globsIntersect,
+  normalisePath,
+  readOnlyCommand,
+  SECRET_PATTERNS,
+  staticWords,
+} from '../commands/index.js'
 import { digestOf } from '../identity/index.js'
-import { INVISIBLE_CLASS, invisibleCharacters } from '../present/invisible.js'
+import {
+  escapeText,
+  INVISIBLE_CLASS,
+  invisibleCharacters,
+  isPlainWord,
+  renderCommand,
+} from '../present/index.js'
 import { PolicyError } from './errors.js'
-import { type AnalysedNode, analyseArgv, analyseScript, basename } from './exec/analyse.js'
-import { globMatcher, globsIntersect } from './glob.js'
 import {
   type Approver,
   type ApproverIdentity,
@@ -24,9 +41,6 @@ import {
 } from './identity.js'
 import { AddressRules, netPatternProblem, netTarget, readAddressPattern } from './net.js'
 import { OptionRules } from './option-rules.js'
-import { normalisePath } from './paths.js'
-import { type ExecContext, readOnlyCommand, SECRET_PATTERNS } from './readonly.js'
-import { escapeText, isPlainWord, renderCommand } from './render.js'
 import { ALL_EFFECTS, ALLOW, DENY_OR_ASK, RuleIndex, SLOT } from './rules.js'
 import {
   combineSandbox,
@@ -35,7 +49,6 @@ import {
   type SandboxSettings,
   sandboxSettingsSchema,
 } from './sandbox.js'
-import { staticWords } from './shell/parse.js'
 import {
   type FloorRecord,
   fieldPath,
@@ -55,7 +68,7 @@ import {
   type Verdict,
 } from './types.js'
 
-export { normalisePath } from './paths.js'
+export { normalisePath } from '../commands/index.js'
 
 type Include = (typeof INCLUDES)[number]
 

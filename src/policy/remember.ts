@@ -7,7 +7,7 @@
  * never pushes, publishes, cleans, installs, `run`/`exec`, launch options. Programs that run other
  * programs' code (shells, interpreters, wrappers, `sudo`, bare `git`) are approved one call at a time.
  */
-import { basename, isShell } from './exec/analyse.js'
+import { basename, isShell } from '../commands/index.js'
 import { normalisePath } from './policy.js'
 import type { Act } from './types.js'
 

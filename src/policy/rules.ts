@@ -5,7 +5,7 @@
  * reversed one, `*text*` is a substring test, and only patterns with `?` or inner `*` fall back to a RegExp.
  */
 
-import { globShape } from './glob.js'
+import { globShape } from '../commands/index.js'
 import type { Effect } from './types.js'
 
 /** Slots of the `found` array `scan` fills in, and the bits of its `effects` mask. */

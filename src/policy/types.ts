@@ -1,5 +1,7 @@
 /** The vocabulary of the policy: what is judged (acts), the possible outcomes (effects) and verdicts. */
 
+import type { ExecNodeKind } from '../commands/index.js'
+
 export const ACTS = ['read', 'write', 'exec', 'net'] as const
 export const EFFECTS = ['allow', 'ask', 'deny'] as const
 
@@ -25,16 +27,7 @@ export interface Verdict {
   reason: string
 }
 
-/** What kind of node of an exec tree a check judged. */
-export type ExecNodeKind =
-  /** A command that will run (the argv itself, a wrapper's payload, a command inside a script). */
-  | 'command'
-  /** A wrapper or shell whose payload is judged separately; it only counts when a deny/ask rule names it. */
-  | 'wrapper'
-  /** A file the command reads or writes (a redirection, `sed -i`, `sort -o`, `find -fprint`, …). */
-  | 'file'
-  /** Something the analyser could not reduce to static commands: never allowed. */
-  | 'opaque'
+export type { ExecNodeKind } from '../commands/index.js'
 
 /** One judged node of an exec call, in tree order; `depth` is its nesting under the call. */
 export interface ExecCheck extends Verdict {

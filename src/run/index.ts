@@ -2,5 +2,22 @@
  * What a run's workflow and its activities share: the data crossing the workflow boundary and the messages
  * both write. Pure (no Temporal, no Node), so it is part of the workflow bundle as well as the worker.
  */
+
+export type { StepRecord, TetherActivities } from './activities.js'
+export {
+  ContractError,
+  gateRefusal,
+  parseContract,
+  type TaskContract,
+  type TaskContractInput,
+  taskContractSchema,
+} from './contract.js'
+export {
+  type DecisionInput,
+  type DecisionRejection,
+  decisionSchema,
+  SIGNATURE_SKEW_MS,
+} from './decision.js'
+export { FAILURE, MODEL_FAILURE, MODEL_FAILURES_NOT_RETRIED } from './failures.js'
 export { gateFailureMessage } from './messages.js'
 export type * from './types.js'

@@ -4,9 +4,9 @@
  * Postgres, never in Temporal history. Shared by workflows and activities, so neither imports the other.
  */
 
-import type { TaskContract, TaskContractInput } from '../contract.js'
 import type { DecisionStatement } from '../identity/index.js'
-import type { ToolCall } from '../tools/schemas.js'
+import type { ToolCall } from '../tools/index.js'
+import type { TaskContract, TaskContractInput } from './contract.js'
 
 export type Act = 'read' | 'write' | 'exec' | 'net'
 export type Effect = 'allow' | 'ask' | 'deny'

@@ -11,6 +11,27 @@ import { ensureTemporalCli } from './temporal-cli.js'
 import { startDevServer } from './temporal-server.js'
 
 export {
+  ConfigError,
+  type ConfigFallback,
+  connectionProblem,
+  connectTemporalClient,
+  connectTemporalWorker,
+  credentialFiles,
+  DEFAULT_NAMESPACE,
+  DEFAULT_TASK_QUEUE,
+  DEFAULT_TEMPORAL_ADDRESS,
+  floorFile,
+  localTarget,
+  type ReadConfigOptions,
+  readConfig,
+  readTemporalTarget,
+  type TemporalConnectionOptions,
+  type TemporalSetting,
+  type TemporalTarget,
+  type TetherConfig,
+  temporalAddress,
+} from './config.js'
+export {
   type EmbeddedPostgres,
   EmbeddedPostgresError,
   embeddedPostgresFolders,

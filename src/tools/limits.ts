@@ -4,8 +4,7 @@
  * the file tools for contents), so a call over one becomes a message the model can act on — never a run
  * failure further down. Pure (no Node, no Temporal): the workflow and the activities check with the same code.
  */
-import { DEFAULT_LIMITS } from '../workspace/outcome.js'
-
+import { formatCount } from '../present/index.js'
 export const CALL_LIMITS = {
   /**
    * UTF-8 bytes of one `exec` argument. Linux refuses one of 128 KiB (MAX_ARG_STRLEN), but a command is
@@ -24,16 +23,14 @@ export const CALL_LIMITS = {
   pathBytes: 4_096,
   /** UTF-8 bytes of one file or folder name in a path (NAME_MAX). */
   nameBytes: 255,
-  /** UTF-8 bytes of `write_file` content and of each of `edit_file`'s `search` and `replace`. */
-  contentBytes: DEFAULT_LIMITS.maxWriteBytes,
+  /**
+   * UTF-8 bytes of `write_file` content and of each of `edit_file`'s `search` and `replace`; the file tools
+   * write at most this much (workspace/outcome.ts).
+   */
+  contentBytes: 2 * 1024 * 1024,
   /** UTF-8 bytes of a `search` pattern or glob. */
   patternBytes: 4_096,
 } as const
-
-/** `1,234` — numbers the model and a person read. */
-export function formatCount(value: number): string {
-  return value.toLocaleString('en-US')
-}
 
 /** UTF-8 length of `text`, an unpaired surrogate counted as the 3 bytes of U+FFFD that replace it. */
 export function utf8Length(text: string): number {

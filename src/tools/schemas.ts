@@ -5,14 +5,8 @@
  * file system or Temporal history larger than they accept.
  */
 import { z } from 'zod'
-import {
-  argvProblem,
-  CALL_LIMITS,
-  contentProblem,
-  formatCount,
-  pathProblem,
-  patternProblem,
-} from './limits.js'
+import { clip, formatCount } from '../present/index.js'
+import { argvProblem, CALL_LIMITS, contentProblem, pathProblem, patternProblem } from './limits.js'
 
 const workspacePath = z
   .string()
@@ -107,11 +101,14 @@ const ERROR_LIMIT = 1_000
 export function validateToolCall(
   call: ToolCall,
 ): { ok: true; call: ValidatedCall } | { ok: false; error: string } {
-  if (call.invalid !== undefined) return { ok: false, error: clip(call.invalid) }
+  if (call.invalid !== undefined) return { ok: false, error: clip(call.invalid, ERROR_LIMIT) }
   if (!isToolName(call.name)) {
     return {
       ok: false,
-      error: clip(`unknown tool \`${clip(call.name, 100)}\`; available tools: ${TOOL_NAMES.join(', ')}`),
+      error: clip(
+        `unknown tool \`${clip(call.name, 100)}\`; available tools: ${TOOL_NAMES.join(', ')}`,
+        ERROR_LIMIT,
+      ),
     }
   }
   const parsed = toolSchemas[call.name].safeParse(call.args ?? {})
@@ -119,11 +116,12 @@ export function validateToolCall(
     const issues = parsed.error.issues.map(
       (issue) => `${clip(issue.path.join('.'), 100) || '(arguments)'}: ${issue.message}`,
     )
-    return { ok: false, error: clip(`invalid arguments for ${call.name}: ${issues.join('; ')}`) }
+    return { ok: false, error: clip(`invalid arguments for ${call.name}: ${issues.join('; ')}`, ERROR_LIMIT) }
   }
   const validated = { id: call.id, name: call.name, args: parsed.data } as ValidatedCall
   const problem = sizeProblem(validated)
-  if (problem) return { ok: false, error: clip(`invalid arguments for ${call.name}: ${problem}`) }
+  if (problem)
+    return { ok: false, error: clip(`invalid arguments for ${call.name}: ${problem}`, ERROR_LIMIT) }
   return { ok: true, call: validated }
 }
 
@@ -148,8 +146,4 @@ function sizeProblem(call: ValidatedCall): string | undefined {
         (call.args.glob === undefined ? undefined : patternProblem('glob', call.args.glob))
       )
   }
-}
-
-function clip(text: string, limit = ERROR_LIMIT): string {
-  return text.length <= limit ? text : `${text.slice(0, limit - 1)}…`
 }

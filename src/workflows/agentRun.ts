@@ -4,7 +4,7 @@
  * for humans and keeps history small (transcript and output live in Postgres).
  *
  * Deterministic by construction: no I/O, no environment, workflow time only; activity names are stable
- * (see activities/types.ts). A change to the command sequence goes behind `patched()`.
+ * (see run/activities.ts). A change to the command sequence goes behind `patched()`.
  */
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common'
 import {
@@ -27,10 +27,9 @@ import {
   uuid4,
   workflowInfo,
 } from '@temporalio/workflow'
-import type { TetherActivities } from '../activities/types.js'
-import { parseContract, type TaskContract } from '../contract.js'
 import { execActivityOptions } from '../exec/activity-options.js'
 import { actionDigest } from '../identity/index.js'
+import { clip } from '../present/index.js'
 import type {
   ActionVerdict,
   AgentRunInput,
@@ -40,8 +39,10 @@ import type {
   PendingApproval,
   RememberOffer,
   Resolution,
+  TetherActivities,
 } from '../run/index.js'
-import { type ToolCall, type ValidatedCall, validateToolCall } from '../tools/schemas.js'
+import { parseContract, type TaskContract } from '../run/index.js'
+import { type ToolCall, type ValidatedCall, validateToolCall } from '../tools/index.js'
 import { ApprovalBook, type DecisionInput } from './approvals.js'
 import {
   budgetOutcome,
@@ -644,8 +645,4 @@ function failureReason(error: unknown): string {
   while (current instanceof ActivityFailure && current.cause) current = current.cause
   const message = current instanceof Error ? current.message : String(current)
   return clip(message, 500)
-}
-
-function clip(text: string, limit: number): string {
-  return text.length <= limit ? text : `${text.slice(0, limit - 1)}…`
 }

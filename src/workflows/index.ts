@@ -1,6 +1,6 @@
 /** tether's workflows: the only module a Worker's workflow bundle needs from tether. */
 
-export type * from '../run/types.js'
+export type * from '../run/index.js'
 export {
   agentRun,
   type DecideResult,

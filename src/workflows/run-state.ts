@@ -3,16 +3,17 @@
  * texts the model reads. No Temporal imports, so every rule here is unit-tested without a server; the
  * workflow is a thin shell that calls activities and feeds their results through these functions.
  */
-import type { TaskContract } from '../contract.js'
+import { backticks, formatDuration, ruleWords, words } from '../present/index.js'
 import type {
   ActionVerdict,
   CarriedState,
   InlineMessage,
   ModelTurn,
   Outcome,
+  TaskContract,
   ToolSummary,
 } from '../run/index.js'
-import type { ToolCall } from '../tools/schemas.js'
+import type { ToolCall } from '../tools/index.js'
 
 export interface RunState extends CarriedState {}
 
@@ -88,9 +89,7 @@ function toolResult(seq: number, call: ToolCall, output: string): InlineMessage 
 }
 
 export function describeRule(verdict: Pick<ActionVerdict, 'rule' | 'layer' | 'act'>): string {
-  return verdict.rule !== undefined
-    ? `rule \`${verdict.rule}\` in layer \`${verdict.layer ?? '?'}\``
-    : `the default for ${verdict.act}`
+  return words(ruleWords(verdict, backticks))
 }
 
 /**
@@ -177,11 +176,4 @@ export function stepDecision(lines: string[], turn: ModelTurn): string {
 
 export function summaryLine(call: ToolCall, outcome: ToolSummary): string {
   return outcome.summary || `${call.name} ${outcome.ok ? 'ok' : 'failed'}`
-}
-
-export function formatDuration(ms: number): string {
-  if (ms < 1_000) return `${ms} ms`
-  if (ms < 60_000) return `${(ms / 1_000).toFixed(1)} s`
-  if (ms < 3_600_000) return `${Math.round(ms / 60_000)} min`
-  return `${(ms / 3_600_000).toFixed(1)} h`
 }

@@ -2,10 +2,10 @@
  * The workspace a run works in: path safety, the file tools offered to the model, toolchain detection,
  * never-exiting-command recognition and failure advice. Pure Node — nothing here imports Temporal.
  */
+
 export { ADVICE, adviceFor } from './advice.js'
 export { holdsDeniedFile } from './denied.js'
 export { type ListDirArgs, listDir } from './list.js'
-export { type LongRunning, longRunningCommand } from './long-running.js'
 export {
   DEFAULT_LIMITS,
   type PathTarget,
@@ -26,8 +26,8 @@ export { type SearchArgs, type SearchOptions, searchFiles } from './search.js'
 export {
   describeToolchain,
   detectToolchain,
-  formatArgv,
   type Toolchain,
   type ToolchainCommand,
 } from './toolchain.js'
+export { type LongRunning, longRunningCommand, workspaceFiles, workspaceView } from './view.js'
 export { type EditFileArgs, editFile, type WriteFileArgs, writeFile } from './write.js'

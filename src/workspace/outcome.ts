@@ -1,4 +1,5 @@
 /** What every workspace tool returns, its default bounds, and the options the caller may narrow them with. */
+import { CALL_LIMITS } from '../tools/index.js'
 
 export interface ToolOutcome {
   /** False when the tool refused or failed; the output then says why and what to do instead. */
@@ -24,8 +25,8 @@ export const DEFAULT_LIMITS = {
   maxLines: 2_000,
   /** Characters of one line `readFile` shows before cutting it. */
   maxLineChars: 2_000,
-  /** Bytes `writeFile` and `editFile` will write. */
-  maxWriteBytes: 2 * 1024 * 1024,
+  /** Bytes `writeFile` and `editFile` will write: what a tool call may carry. */
+  maxWriteBytes: CALL_LIMITS.contentBytes,
   /** Entries `listDir` shows. */
   maxEntries: 1_000,
   /** Matching lines `searchFiles` shows. */
@@ -80,9 +81,4 @@ export function boundText(text: string, maxChars: number, howToSeeMore: string):
   const cutAt = lineBreak > room / 2 ? lineBreak : room
   const rest = text.length - cutAt
   return `${text.slice(0, cutAt)}\n[… ${rest.toLocaleString('en-US')} more characters cut; ${howToSeeMore}]`
-}
-
-/** `1,234 bytes` — sizes the model and a person read. */
-export function formatBytes(bytes: number): string {
-  return `${bytes.toLocaleString('en-US')} byte${bytes === 1 ? '' : 's'}`
 }

@@ -1,8 +1,9 @@
 /** `read_file`: a window of a UTF-8 text file, with line numbers, streamed so a huge file costs only its window. */
+
 import type { FileHandle } from 'node:fs/promises'
+import { exactBytes } from '../present/index.js'
 import { openResolved } from './io.js'
 import {
-  formatBytes,
   limitsOf,
   refusal,
   success,
@@ -136,7 +137,7 @@ export async function readFile(
     const limit = args.limit ?? limits.maxLines
     const scan = await scanWindow(handle, offset, Math.min(limit, limits.maxLines), limits)
     if (!scan.ok) {
-      const message = `${shown} is ${scan.kind}, ${formatBytes(stats.size)}; read_file shows only UTF-8 text`
+      const message = `${shown} is ${scan.kind}, ${exactBytes(stats.size)}; read_file shows only UTF-8 text`
       return refusal(message, `read ${shown}: refused, ${scan.kind}`, shown)
     }
     const { window } = scan
@@ -164,7 +165,7 @@ export async function readFile(
       )
     }
     const output = [...window.lines, ...notes].join('\n')
-    return success(output, `read ${shown}: ${lineRange(window)} of ${formatBytes(stats.size)}`, shown)
+    return success(output, `read ${shown}: ${lineRange(window)} of ${exactBytes(stats.size)}`, shown)
   } finally {
     await opened.handle.close()
   }

@@ -5,6 +5,8 @@
  * here without the CLI deciding so.
  */
 import { readdir } from 'node:fs/promises'
+import { packageScripts, stringRecord } from '../commands/index.js'
+import { formatArgv } from '../present/index.js'
 import { hasEntry, readWorkspaceText } from './io.js'
 
 export type ToolchainCommand = 'install' | 'configure' | 'build' | 'test' | 'lint' | 'typecheck' | 'format'
@@ -32,20 +34,6 @@ function parseJsonObject(text: string | undefined): Record<string, unknown> {
   } catch {
     return {}
   }
-}
-
-function stringRecord(value: unknown): Record<string, string> {
-  if (typeof value !== 'object' || value === null) return {}
-  return Object.fromEntries(
-    Object.entries(value).filter((entry): entry is [string, string] => typeof entry[1] === 'string'),
-  )
-}
-
-/** The scripts of a package.json, without npm's placeholder test script (it only fails). */
-export function packageScripts(manifest: Record<string, unknown>): Record<string, string> {
-  const scripts = stringRecord(manifest.scripts)
-  if (scripts.test?.includes('no test specified')) delete scripts.test
-  return scripts
 }
 
 const NODE_LOCKFILES: ReadonlyArray<[string, string]> = [
@@ -295,11 +283,6 @@ async function detectDotnet(root: string): Promise<Toolchain | undefined> {
 export async function detectToolchain(root: string): Promise<Toolchain | undefined> {
   for (const [marker, detect] of MARKERS) if (hasEntry(root, marker)) return detect(root, marker)
   return detectDotnet(root)
-}
-
-/** An argv as a person would type it; arguments that need quoting are quoted. */
-export function formatArgv(argv: readonly string[]): string {
-  return argv.map((arg) => (/^[\w@%+=:,./-]+$/.test(arg) ? arg : JSON.stringify(arg))).join(' ')
 }
 
 const COMMAND_ORDER: readonly ToolchainCommand[] = [

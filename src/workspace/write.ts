@@ -1,8 +1,10 @@
 /** `write_file` and `edit_file`: atomic writes inside the workspace, reported as created / changed / unchanged. */
+
 import type { Stats } from 'node:fs'
 import { diskShortfall } from '../exec/index.js'
+import { exactBytes } from '../present/index.js'
 import { type FileIdentity, openResolved, writeResolved } from './io.js'
-import { formatBytes, limitsOf, refusal, success, type ToolOptions, type ToolOutcome } from './outcome.js'
+import { limitsOf, refusal, success, type ToolOptions, type ToolOutcome } from './outcome.js'
 import type { ResolvedPath } from './paths.js'
 import { resolveForTool } from './target.js'
 import { decodeText, numberedLine } from './text.js'
@@ -47,7 +49,7 @@ async function readExisting(
       return refuse(`${shown} is not a regular file (a device, socket or pipe)`, 'not a file')
     if (stats.size > maxBytes) {
       return refuse(
-        `${shown} is ${formatBytes(stats.size)}, more than the ${formatBytes(maxBytes)} the file tools rewrite; change it with a command instead`,
+        `${shown} is ${exactBytes(stats.size)}, more than the ${exactBytes(maxBytes)} the file tools rewrite; change it with a command instead`,
         'too large',
       )
     }
@@ -68,8 +70,8 @@ function via(target: ResolvedPath): string {
 
 function tooLarge(shown: string, bytes: number, maxBytes: number, verb: string): ToolOutcome {
   return refusal(
-    `refused: the new content of ${shown} would be ${formatBytes(bytes)}; the limit is ${formatBytes(maxBytes)} — split it into smaller files or generate it with a command`,
-    `${verb} ${shown}: refused, ${formatBytes(bytes)} is over the limit`,
+    `refused: the new content of ${shown} would be ${exactBytes(bytes)}; the limit is ${exactBytes(maxBytes)} — split it into smaller files or generate it with a command`,
+    `${verb} ${shown}: refused, ${exactBytes(bytes)} is over the limit`,
     shown,
   )
 }
@@ -101,7 +103,7 @@ export async function writeFile(
   if (existing.state === 'refused') return existing.outcome
   if (existing.state === 'file' && existing.bytes.equals(bytes)) {
     return success(
-      `${shown} unchanged: it already has this content (${formatBytes(bytes.length)})`,
+      `${shown} unchanged: it already has this content (${exactBytes(bytes.length)})`,
       `write ${shown}: unchanged`,
       shown,
     )
@@ -110,11 +112,11 @@ export async function writeFile(
   if (full) return full
   const written = await writeResolved(root, target.path, bytes)
   if (!written.ok) return refusal(written.reason, `write ${shown}: ${written.reason}`, shown)
-  const size = formatBytes(bytes.length)
+  const size = exactBytes(bytes.length)
   if (existing.state === 'missing') {
     return success(`created ${shown}${via(target.path)}: ${size}`, `write ${shown}: created, ${size}`, shown)
   }
-  const was = formatBytes(existing.bytes.length)
+  const was = exactBytes(existing.bytes.length)
   return success(
     `changed ${shown}${via(target.path)}: ${size} (was ${was})`,
     `write ${shown}: changed, ${size} (was ${was})`,
@@ -184,7 +186,7 @@ export async function editFile(
   const decoded = decodeText(existing.bytes)
   if (!decoded.ok) {
     return refusal(
-      `${shown} is ${decoded.kind} (${formatBytes(existing.bytes.length)}); edit_file changes only UTF-8 text`,
+      `${shown} is ${decoded.kind} (${exactBytes(existing.bytes.length)}); edit_file changes only UTF-8 text`,
       `edit ${shown}: refused, ${decoded.kind}`,
       shown,
     )

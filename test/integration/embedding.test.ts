@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url'
 import { NativeConnection, Worker } from '@temporalio/worker'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
 import type { AuditStore } from '../../src/audit/index.js'
-import { tetherPlugin } from '../../src/plugin.js'
+import { tetherPlugin } from '../../src/embed/plugin.js'
 import { npmWorkspace, openTestAudit, testPolicy, writeScript } from '../support/agent.js'
 import { connectClient, uniqueTaskQueue } from '../support/temporal.js'
 

@@ -1,6 +1,6 @@
 import { WorkflowFailedError } from '@temporalio/client'
 import { describe, expect, it } from 'vitest'
-import { RunIdTakenError, startAgentRun } from '../../src/client.js'
+import { RunIdTakenError, startAgentRun } from '../../src/embed/client.js'
 import { Policy } from '../../src/policy/index.js'
 import { agentRun, decideSignal, PENDING_APPROVAL, pendingApprovalsQuery } from '../../src/workflows/index.js'
 import { startScriptedRun, testPolicy, useAgentHarness, writeScript } from '../support/agent.js'

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto'
 import { Client, Connection } from '@temporalio/client'
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker'
 import { inject } from 'vitest'
-import { TETHER_WORKER_DEFAULTS } from '../../src/worker-setup.js'
+import { TETHER_WORKER_DEFAULTS } from '../../src/embed/worker.js'
 
 export function uniqueTaskQueue(prefix: string): string {
   return `${prefix}-${randomUUID()}`

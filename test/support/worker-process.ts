@@ -5,7 +5,7 @@
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker'
 import { createActivities, waitThroughOutages } from '../../src/activities/index.js'
 import { openAudit } from '../../src/audit/index.js'
-import { TETHER_WORKER_DEFAULTS } from '../../src/worker-setup.js'
+import { TETHER_WORKER_DEFAULTS } from '../../src/embed/worker.js'
 
 Runtime.install({ logger: new DefaultLogger('WARN') })
 const env = (name: string) => {

@@ -16,7 +16,7 @@ import {
   readConfig,
   readTemporalTarget,
   temporalAddress,
-} from '../../src/config.js'
+} from '../../src/stack/config.js'
 import { type Certificates, makeCertificates } from '../support/certificates.js'
 
 let certs: Certificates

@@ -1,6 +1,6 @@
 /** Contract durations: text with a unit, bounded; a bare number is refused with the fix. */
 import { describe, expect, it } from 'vitest'
-import { ContractError, parseContract } from '../../src/contract.js'
+import { ContractError, parseContract } from '../../src/run/contract.js'
 
 const base = { goal: 'g', workspace: '/tmp/ws' }
 

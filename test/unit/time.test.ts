@@ -1,6 +1,6 @@
 /** Deadlines as approvers read them: UTC, their own zone, and how long is left. */
 import { describe, expect, it } from 'vitest'
-import { formatDeadline, span } from '../../src/time.js'
+import { formatDeadline, span } from '../../src/present/time.js'
 
 const deadline = new Date('2026-12-02T04:51:00Z')
 

@@ -1,6 +1,7 @@
 /** `tether approvals`, `tether approve`, `tether deny`, `tether keys`: the approver's side of an `ask`. */
+
 import type { Command } from 'commander'
-import { AnswerError, answerApproval, draftAnswer, updateRejection } from '../../client.js'
+import { AnswerError, answerApproval, draftAnswer, updateRejection } from '../../embed/index.js'
 import { fingerprintOf } from '../../identity/index.js'
 import {
   type ApproverKey,
@@ -10,7 +11,7 @@ import {
   listKeys,
   loadKey,
 } from '../../identity/keyring.js'
-import { formatDeadline } from '../../time.js'
+import { formatDeadline, ruleWords, words } from '../../present/index.js'
 import { colour, print, printJson, printTable, visible, withAudit, withTemporal } from '../context.js'
 import { CliError } from '../errors.js'
 import { rememberText } from '../follow.js'
@@ -64,7 +65,7 @@ export function registerApprovals(program: Command): void {
           String(a.step),
           a.act,
           visible(a.target).slice(0, 60),
-          a.rule !== undefined ? `${a.rule} (${a.layer})` : `default for ${a.act}`,
+          words(ruleWords(a, String)),
           `${a.approvalsRequired} ${a.identity === 'signed' ? 'signed' : 'unsigned'}`,
           visible(rememberText(a)).slice(0, 80),
           formatDeadline(a.deadline),

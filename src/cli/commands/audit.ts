@@ -2,6 +2,7 @@
  * `tether audit refused|ran|approvals|verify`: what was refused, what ran, who approved what (and proof of it),
  * and whether a run's rows still match its Temporal history.
  */
+
 import type { Command } from 'commander'
 import {
   ANCHORED_TABLES,
@@ -15,7 +16,7 @@ import {
   verifyRecordedAnswer,
   verifyRunHistory,
 } from '../../audit/index.js'
-import { formatBytes } from '../../visible.js'
+import { formatBytes, ruleWords, seconds, words } from '../../present/index.js'
 import { print, printJson, printTable, visible, withAudit, withTemporal } from '../context.js'
 import { CliError } from '../errors.js'
 
@@ -43,9 +44,7 @@ export function registerAudit(program: Command): void {
           visible(e.target).slice(0, 50),
           e.kind === 'decision'
             ? `${e.decidedBy ?? 'an approver'} (${e.source})`
-            : e.rule !== undefined
-              ? `rule ${e.rule} in ${e.layer}`
-              : `default for ${e.act}`,
+            : words(ruleWords(e, String)),
           e.reason.slice(0, 80),
         ]),
       )
@@ -74,7 +73,7 @@ export function registerAudit(program: Command): void {
           c.kind === 'gate' ? `${c.step} gate` : String(c.step),
           visible(c.argv.join(' ')).slice(0, 60),
           c.status === 'exited' ? `exit ${c.exitCode}` : c.status,
-          `${(c.durationMs / 1000).toFixed(1)} s`,
+          `${seconds(c.durationMs)}`,
           formatBytes(c.stdout.bytes + c.stderr.bytes),
           c.stdout.sha256.slice(0, 12),
         ]),

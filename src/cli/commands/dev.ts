@@ -6,10 +6,10 @@
 import { mkdir, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Command } from 'commander'
+import { startLocalTether, workerFloor } from '../../embed/index.js'
 import { type Inbox, localToken, startInbox } from '../../inbox/index.js'
 import { PolicyError } from '../../policy/index.js'
 import { usualPort } from '../../stack/index.js'
-import { startLocalTether, workerFloor } from '../../worker-setup.js'
 import {
   cliConfig,
   colour,

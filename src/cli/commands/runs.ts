@@ -2,10 +2,17 @@
 import { resolve } from 'node:path'
 import { WorkflowNotFoundError } from '@temporalio/client'
 import type { Command } from 'commander'
-import { newRunId, RunIdTakenError, RunRejectedError, startAgentRun, waitForStart } from '../../client.js'
-import { ContractError, type TaskContractInput } from '../../contract.js'
+import {
+  newRunId,
+  RunIdTakenError,
+  RunRejectedError,
+  startAgentRun,
+  waitForStart,
+} from '../../embed/index.js'
 import { loadPolicyFile, Policy, PolicyError } from '../../policy/index.js'
-import { detectToolchain, formatArgv } from '../../workspace/index.js'
+import { formatArgv } from '../../present/index.js'
+import { ContractError, type TaskContractInput } from '../../run/index.js'
+import { detectToolchain } from '../../workspace/index.js'
 import { colour, print, printJson, printTable, visible, withAudit, withTemporal } from '../context.js'
 import { CliError } from '../errors.js'
 import { followRun, printTimeline } from '../follow.js'

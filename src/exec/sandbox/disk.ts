@@ -5,7 +5,9 @@
  * of its inodes, at most 64 Ki — checked before every command and every file write, and every quarter
  * second while a sandboxed command runs (one that eats into the reserve is stopped).
  */
+
 import { type StatsFs, statfsSync } from 'node:fs'
+import { formatBytes } from '../../present/index.js'
 
 const GiB = 1024 ** 3
 const MOST_BYTES = 4 * GiB
@@ -51,15 +53,4 @@ export function diskShortfall(paths: Iterable<string>, adding = 0): string | und
     }
   }
   return undefined
-}
-
-export function formatBytes(bytes: number): string {
-  const units = ['bytes', 'KiB', 'MiB', 'GiB', 'TiB']
-  let value = bytes
-  let unit = 0
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024
-    unit += 1
-  }
-  return `${Number.isInteger(value) ? value : value.toFixed(1)} ${units[unit]}`
 }

@@ -40,7 +40,7 @@ import { basename, dirname, join, relative, resolve, sep } from 'node:path'
  * first, so shallow ones are found first, with dependency and build folders last; symbolic links are not
  * followed) and the walk of a git folder's `modules/`. Past it, the walk stops, and repositories deeper in a very large tree keep a writable
  * configuration. That stays closed for everything that runs without being asked: git run in another
- * directory than the workspace root is never read-only (../../policy/readonly.ts), the file tools never
+ * directory than the workspace root is never read-only (../../commands/readonly.ts), the file tools never
  * write a `.git`, bare repositories are never discovered (env.ts), and the workspace's own repository and
  * its submodules under `.git/modules` are protected before the walk starts. What the bound leaves open is
  * a rule-allowed command that rewrites an existing deep repository's configuration — which such a command

@@ -1,6 +1,6 @@
 /** The command sandbox (bubblewrap on Linux): what `runCommand` uses when given `sandbox` options. */
 export { type CgroupSupport, detectCgroups } from './cgroup.js'
-export { diskShortfall, formatBytes } from './disk.js'
+export { diskShortfall } from './disk.js'
 export { IDENTITY_COUNT, IDENTITY_FIRST } from './identity.js'
 export { DEFAULT_SANDBOX_LIMITS, prepareSandbox, SandboxBoundError, type SandboxedLaunch } from './launch.js'
 export { EgressJudge, type Judgement } from './proxy.js'

@@ -18,8 +18,7 @@ import {
   statementBytes,
   toBase64,
 } from '../../identity/index.js'
-import { formatDeadline } from '../../time.js'
-import { visible } from '../../visible.js'
+import { formatDeadline, visible } from '../../present/index.js'
 
 interface StoredKey {
   name: string

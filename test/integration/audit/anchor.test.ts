@@ -19,7 +19,7 @@ import {
   verifyRecordedAnswer,
   verifyRunHistory,
 } from '../../../src/audit/index.js'
-import { draftAnswer } from '../../../src/client.js'
+import { draftAnswer } from '../../../src/embed/client.js'
 import type { DecisionStatement } from '../../../src/identity/index.js'
 import { type ApproverKey, createKey, loadKey } from '../../../src/identity/keyring.js'
 import { Policy } from '../../../src/policy/index.js'

@@ -6,8 +6,9 @@ import { mkdir, mkdtemp, rm, symlink } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { judge } from '../../../src/activities/policy.js'
+import { judge } from '../../../src/judge/index.js'
 import { Policy } from '../../../src/policy/index.js'
+import { workspaceView } from '../../../src/workspace/index.js'
 
 let ws: string
 beforeAll(async () => {
@@ -21,9 +22,14 @@ describe('writing git’s own files with the file tools', () => {
   // Every write allowed, so only the builtin refusal can say no.
   const policy = Policy.tiered().layer('dev').allowWrite('*')
   const write = (path: string) =>
-    judge(policy, ws, { id: 'c', name: 'write_file', args: { path, content: '[core]\n' } }, [])
+    judge(policy, workspaceView(ws), { id: 'c', name: 'write_file', args: { path, content: '[core]\n' } }, [])
   const edit = (path: string) =>
-    judge(policy, ws, { id: 'c', name: 'edit_file', args: { path, search: 'a', replace: 'b' } }, [])
+    judge(
+      policy,
+      workspaceView(ws),
+      { id: 'c', name: 'edit_file', args: { path, search: 'a', replace: 'b' } },
+      [],
+    )
 
   it.each([
     '.git/config',
@@ -46,8 +52,9 @@ describe('writing git’s own files with the file tools', () => {
     for (const path of ['.gitignore', '.gitattributes', '.github/workflows/ci.yml', 'src/git/config.ts']) {
       expect(write(path).effect, path).toBe('allow')
     }
-    expect(judge(policy, ws, { id: 'c', name: 'read_file', args: { path: '.git/config' } }, []).effect).toBe(
-      'allow',
-    )
+    expect(
+      judge(policy, workspaceView(ws), { id: 'c', name: 'read_file', args: { path: '.git/config' } }, [])
+        .effect,
+    ).toBe('allow')
   })
 })

@@ -11,7 +11,7 @@ import { type ApprovalAnswerRow, type ApprovalRow, verifyRecordedAnswer } from '
 import { actionDigest, type DecisionStatement, fingerprintOf } from '../../../src/identity/index.js'
 import { type ApproverKey, createKey, loadKey } from '../../../src/identity/keyring.js'
 import { Policy } from '../../../src/policy/index.js'
-import { SIGNATURE_SKEW_MS } from '../../../src/workflows/approvals.js'
+import { SIGNATURE_SKEW_MS } from '../../../src/run/decision.js'
 
 let dir: string
 let alice: ApproverKey

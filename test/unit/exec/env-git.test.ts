@@ -8,8 +8,8 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { parseContract } from '../../../src/contract.js'
 import { neverPassed, pinGitConfig, runCommand, sandboxEnvironment } from '../../../src/exec/index.js'
+import { parseContract } from '../../../src/run/contract.js'
 
 describe("git's variables", () => {
   it('are never passed, but the commit identity', () => {

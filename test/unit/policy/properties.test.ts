@@ -5,10 +5,10 @@
  */
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { globMatches } from '../../../src/policy/glob.js'
+import { globMatches } from '../../../src/commands/glob.js'
+import { parseScript } from '../../../src/commands/shell/parse.js'
 import { Policy, quoteWord } from '../../../src/policy/index.js'
 import { ALL_EFFECTS, RuleIndex } from '../../../src/policy/rules.js'
-import { parseScript } from '../../../src/policy/shell/parse.js'
 
 const policy = Policy.tiered()
   .withReadOnlyCommands()

@@ -3,7 +3,7 @@
 import { spawnSync } from 'node:child_process'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { parseScript, staticWords } from '../../../src/policy/shell/parse.js'
+import { parseScript, staticWords } from '../../../src/commands/shell/parse.js'
 import { DYNAMIC, referenceCommands } from './reference-parser.js'
 
 function commands(source: string): string[][] {

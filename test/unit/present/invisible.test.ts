@@ -4,11 +4,11 @@
  * its signing data and the webhook.
  */
 import { describe, expect, it } from 'vitest'
-import { slackText } from '../../../src/activities/projections.js'
 import { jsonData } from '../../../src/inbox/html.js'
 import { Policy } from '../../../src/policy/index.js'
+import { slackText } from '../../../src/present/approval-message.js'
 import { INVISIBLE_CHARACTER } from '../../../src/present/invisible.js'
-import { visible } from '../../../src/visible.js'
+import { visible } from '../../../src/present/visible.js'
 
 const SOFT_HYPHEN = '\u00ad'
 const ISOLATE = '\u2066'

@@ -4,8 +4,9 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { actionDigest, type DecisionStatement } from '../../../src/identity/index.js'
 import { type ApproverKey, createKey, loadKey } from '../../../src/identity/keyring.js'
+import { SIGNATURE_SKEW_MS } from '../../../src/run/decision.js'
 import type { PendingApproval } from '../../../src/run/index.js'
-import { ApprovalBook, type DecisionInput, SIGNATURE_SKEW_MS } from '../../../src/workflows/approvals.js'
+import { ApprovalBook, type DecisionInput } from '../../../src/workflows/approvals.js'
 
 const RUN = 'run-1'
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { parseContract } from '../../../src/contract.js'
+import { parseContract } from '../../../src/run/contract.js'
 import {
   budgetOutcome,
   commandTimeout,

@@ -12,11 +12,11 @@ import {
   type WorkflowHandle,
   WorkflowUpdateFailedError,
 } from '@temporalio/client'
-import type { ApprovalRow } from './audit/index.js'
-import { ContractError, gateRefusal, parseContract, type TaskContractInput } from './contract.js'
-import { type AnswerDraft, AnswerError, prepareAnswer } from './identity/index.js'
-import type { ApproverKey } from './identity/keyring.js'
-import type { Policy } from './policy/index.js'
+import type { ApprovalRow } from '../audit/index.js'
+import { type AnswerDraft, AnswerError, prepareAnswer } from '../identity/index.js'
+import type { ApproverKey } from '../identity/keyring.js'
+import type { Policy } from '../policy/index.js'
+import { ContractError, gateRefusal, parseContract, type TaskContractInput } from '../run/index.js'
 import {
   agentRun,
   type DecideResult,
@@ -25,7 +25,7 @@ import {
   decideSignal,
   decideUpdate,
   statusQuery,
-} from './workflows/index.js'
+} from '../workflows/index.js'
 
 export interface StartRunOptions {
   contract: TaskContractInput
@@ -166,7 +166,7 @@ export async function answerApproval(
   return { channel: 'signal' }
 }
 
-export { type AnswerDraft, AnswerError } from './identity/index.js'
+export { type AnswerDraft, AnswerError } from '../identity/index.js'
 
 /**
  * The answer to send for `approval` (a row of the audit): signed with `key` when the run's policy requires

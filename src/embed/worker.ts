@@ -6,22 +6,29 @@ import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { Client } from '@temporalio/client'
 import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker'
-import { createActivities, waitThroughOutages } from './activities/index.js'
-import { type AuditStore, openAudit } from './audit/index.js'
-import { connectTemporalClient, connectTemporalWorker, localTarget, type TemporalTarget } from './config.js'
-import type { ModelProvider } from './model/index.js'
-import { builtinFloor, type Floor, floorOf, loadFloor, type Policy } from './policy/index.js'
-import { type LocalStack, type LocalStackOptions, startLocalStack } from './stack/index.js'
+import { createActivities, waitThroughOutages } from '../activities/index.js'
+import { type AuditStore, openAudit } from '../audit/index.js'
+import type { ModelProvider } from '../model/index.js'
+import { builtinFloor, type Floor, floorOf, loadFloor, type Policy } from '../policy/index.js'
+import {
+  connectTemporalClient,
+  connectTemporalWorker,
+  type LocalStack,
+  type LocalStackOptions,
+  localTarget,
+  startLocalStack,
+  type TemporalTarget,
+} from '../stack/index.js'
 
 /** tether's workflows module: the compiled `.js` in a build, the `.ts` source in a checkout. */
 export function tetherWorkflowsPath(): string {
-  const js = fileURLToPath(new URL('./workflows/index.js', import.meta.url))
+  const js = fileURLToPath(new URL('../workflows/index.js', import.meta.url))
   return existsSync(js) ? js : js.replace(/\.js$/, '.ts')
 }
 
 /** The prebuilt bundle of a build (`npm run build`), which starts in milliseconds; else bundle at start. */
 export function workflowSource(): { workflowBundle: { codePath: string } } | { workflowsPath: string } {
-  const bundle = fileURLToPath(new URL('../workflow-bundle.js', import.meta.url))
+  const bundle = fileURLToPath(new URL('../../workflow-bundle.js', import.meta.url))
   return existsSync(bundle)
     ? { workflowBundle: { codePath: bundle } }
     : { workflowsPath: tetherWorkflowsPath() }

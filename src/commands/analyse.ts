@@ -10,14 +10,14 @@
  * - `sh -c SCRIPT` is parsed (see ../shell/parse.ts) and each command in it analysed (shell.ts).
  * - Anything that cannot be reduced to static commands becomes an `opaque` node, which is never allowed.
  */
-import { type AnalysedNode, Analysis, words } from './analysis.js'
+import { type AnalysedNode, Analysis, words } from './engine.js'
 import './wrappers.js'
 import './launch-options.js'
 import './git.js'
-import './shell.js'
+import './scripts.js'
 
-export { type AnalysedNode, basename } from './analysis.js'
-export { isShell } from './shell.js'
+export { type AnalysedNode, basename } from './engine.js'
+export { isShell } from './scripts.js'
 
 /** Recent argvs' trees, by program: a short list each, compared word by word (no key to build). */
 const CACHE = new Map<string, Array<{ argv: readonly string[]; nodes: readonly AnalysedNode[] }>>()

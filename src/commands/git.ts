@@ -7,7 +7,7 @@
  * driver's `textconv` on `git log -p`), so git in another repository is only as harmless as that
  * repository: git there is never counted read-only (see ../readonly.ts), and rules judge it as usual.
  */
-import { type Analysis, handle, type Risk, words } from './analysis.js'
+import { type Analysis, handle, type Risk, words } from './engine.js'
 import { risk, tabled } from './launch-options.js'
 import { parseCommand, programOptions } from './programs.js'
 

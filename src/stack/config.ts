@@ -22,15 +22,15 @@ import {
   toClientOptions,
 } from '@temporalio/envconfig'
 import { NativeConnection } from '@temporalio/worker'
+import { tetherStateDir } from './state.js'
 import {
   checkClientPair,
   isTlsAlert,
   parseCertificate,
   readTlsFile,
   TlsFileError,
-  tetherStateDir,
   UNTRUSTED_CERTIFICATE,
-} from './stack/index.js'
+} from './tls-files.js'
 
 export const DEFAULT_TEMPORAL_ADDRESS = '127.0.0.1:7233'
 export const DEFAULT_NAMESPACE = 'default'

@@ -7,7 +7,7 @@
  *
  * Most programs are read with their table from programs.ts; find, tar, sed and awk need more (git: git.ts).
  */
-import { type Analysis, handle, type Risk, type Words, words } from './analysis.js'
+import { type Analysis, handle, type Risk, type Words, words } from './engine.js'
 import type { FoundOption, OptionDef, OptionEffect } from './options.js'
 import { type ParsedCommand, parseCommand, programOptions } from './programs.js'
 import { sedEffects } from './sed.js'

@@ -4,7 +4,7 @@
  * type is derived from it. Pure (zod only): the workflow bundle imports it.
  */
 import { z } from 'zod'
-import { neverPassed } from './exec/env.js'
+import { neverPassed } from '../commands/index.js'
 
 const UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }
 

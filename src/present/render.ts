@@ -3,7 +3,20 @@
  * invisible and non-ASCII characters written as escapes (`$'r\u200bm'`), so an approver sees exactly what
  * will run and a lookalike cannot pass for the real thing.
  */
-import type { ExecVerdict } from './types.js'
+/** What the tree shows of an exec verdict (the policy's ExecVerdict has this shape). */
+interface ShownVerdict {
+  effect: keyof typeof EFFECT_LABEL
+  reason: string
+  checks: ReadonlyArray<{
+    effect: keyof typeof EFFECT_LABEL
+    kind: string
+    depth: number
+    act: string
+    target: string
+    reason: string
+    code?: string | undefined
+  }>
+}
 
 const PLAIN = /^[A-Za-z0-9_@%+=:,./~^-]+$/
 const PRINTABLE_ASCII = /^[\x20-\x7e]*$/
@@ -65,7 +78,7 @@ const EFFECT_LABEL = { allow: 'allow', ask: 'ask  ', deny: 'deny ' } as const
  *         allow command  npm test  -- "npm test" is allowed by rule "npm test*" in layer "dev".
  *         deny  command  git push  -- "git push" is denied by rule "git push*" in layer "ops".
  */
-export function renderExecVerdict(verdict: ExecVerdict): string {
+export function renderExecVerdict(verdict: ShownVerdict): string {
   const lines = [`${verdict.effect}: ${verdict.reason}`]
   for (const check of verdict.checks) {
     const where = check.kind === 'file' ? `${check.act} ${check.target}` : check.target
@@ -88,4 +101,9 @@ function codeLines(code: string, prefix: string): string[] {
   })
   if (all.length > CODE_LINES) shown.push(`${prefix}... ${all.length - CODE_LINES} more lines`)
   return shown
+}
+
+/** An argv as a person would type it in a message: arguments that need quoting are quoted as JSON strings. */
+export function formatArgv(argv: readonly string[]): string {
+  return argv.map((arg) => (/^[\w@%+=:,./-]+$/.test(arg) ? arg : JSON.stringify(arg))).join(' ')
 }

@@ -11,7 +11,7 @@
  * programs git runs), or when it reads recursively through a part of the workspace that holds files the
  * policy denies reading.
  */
-import { gitConfigReads, gitGlobals } from './exec/git.js'
+import { gitConfigReads, gitGlobals } from './git.js'
 import { globToRegExpSource } from './glob.js'
 import { normalisePath } from './paths.js'
 

@@ -11,10 +11,20 @@
  *   refusal names the script's text, so the model can run it directly if it does exit.
  * - `timeout N cmd` is never refused: it ends by construction.
  */
-import path from 'node:path'
-import { type AnalysedNode, analyseArgv, analyseScript, quoteWord } from '../policy/index.js'
-import { hasEntry, readWorkspaceText } from './io.js'
-import { formatArgv, packageScripts } from './toolchain.js'
+import { clip, formatArgv, quoteWord } from '../present/index.js'
+import { type AnalysedNode, analyseArgv, analyseScript, basename } from './analyse.js'
+import { packageScripts } from './packages.js'
+import { normalisePath } from './paths.js'
+
+/**
+ * What the check reads of the workspace: a file's text (package.json, a script it names) and whether an
+ * entry exists. The workspace adapter gives it the run's workspace; the check itself stays pure.
+ */
+export interface WorkspaceFiles {
+  /** The text of a workspace file, or undefined when it is missing, not a file or over `maxBytes`. */
+  read(relPath: string, maxBytes?: number): string | undefined
+  has(relPath: string): boolean
+}
 
 export interface LongRunning {
   /** What the command is and why it would not exit. */
@@ -202,7 +212,7 @@ const SYSTEM_RULES: Record<string, Rule> = {
   rails: serverSubcommands('bin/rails', ['s', 'server'], ['test']),
   guard: always({ what: WATCHES, instead: ['bundle', 'exec', 'rake', 'test'] }),
   php: (args) =>
-    args.includes('-S') || (path.basename(args[0] ?? '') === 'artisan' && args[1] === 'serve')
+    args.includes('-S') || (basename(args[0] ?? '') === 'artisan' && args[1] === 'serve')
       ? { what: SERVES, instead: NO_SERVER }
       : undefined,
   symfony: (args) =>
@@ -494,7 +504,7 @@ function managerPrefix(args: string[]): { at: number; dir: string | undefined } 
     const value = inline ?? args[at + 1]
     const consumed = inline === undefined ? 2 : 1
     if (['--prefix', '-C', '--dir', '--cwd'].includes(name)) {
-      dir = value === undefined ? undefined : path.posix.normalize(value)
+      dir = value === undefined ? undefined : normalisePath(value)
       at += consumed
     } else if (['-w', '--workspace', '--filter', '-F'].includes(name)) {
       dir = undefined
@@ -508,7 +518,7 @@ function managerPrefix(args: string[]): { at: number; dir: string | undefined } 
 }
 
 function scriptCall(
-  root: string,
+  files: WorkspaceFiles,
   manager: string,
   args: string[],
 ): ScriptCall | { kind: 'argv'; argv: string[]; runner: string[] } | undefined {
@@ -528,7 +538,7 @@ function scriptCall(
     const script = rest[nameAt]!
     const extra = manager === 'npm' ? afterDashes(rest) : passThrough(rest.slice(nameAt + 1))
     if (manager === 'bun' || manager === 'yarn') {
-      if (dir !== undefined && !Object.hasOwn(scriptsOf(root, dir), script))
+      if (dir !== undefined && !Object.hasOwn(scriptsOf(files, dir), script))
         return { kind: 'argv', argv: [script, ...extra], runner: RUNNERS[manager]! }
     }
     return { manager, dir, script, extra }
@@ -546,17 +556,17 @@ function scriptCall(
   const builtins = manager === 'pnpm' ? PNPM_BUILTINS : manager === 'yarn' ? YARN_BUILTINS : BUN_BUILTINS
   if (builtins.has(command)) return undefined
   // `pnpm dev`, `yarn dev`, `bun dev`: the script of that name, else the program of that name.
-  if (dir === undefined || Object.hasOwn(scriptsOf(root, dir), command))
+  if (dir === undefined || Object.hasOwn(scriptsOf(files, dir), command))
     return { manager, dir, script: command, extra: passThrough(rest) }
   return manager === 'bun'
     ? undefined
     : { kind: 'argv', argv: [command, ...passThrough(rest)], runner: RUNNERS[manager]! }
 }
 
-function scriptsOf(root: string, dir: string): Record<string, string> {
+function scriptsOf(files: WorkspaceFiles, dir: string): Record<string, string> {
   const manifestPath = dir === '.' ? 'package.json' : `${dir}/package.json`
   try {
-    return packageScripts(JSON.parse(readWorkspaceText(root, manifestPath) ?? '{}'))
+    return packageScripts(JSON.parse(files.read(manifestPath) ?? '{}'))
   } catch {
     return {}
   }
@@ -597,7 +607,7 @@ interface Found {
 }
 
 interface Context {
-  root: string
+  files: WorkspaceFiles
   trail: string[]
   runner: string[] | undefined
   depth: number
@@ -609,7 +619,7 @@ const SCRIPT_TEXT_SHOWN = 160
 const SCRIPT_FILE_LIMIT = 256 * 1024
 
 function programName(word: string): string {
-  return path.basename(word).replace(/\.(exe|cmd|bat)$/i, '')
+  return basename(word).replace(/\.(exe|cmd|bat)$/i, '')
 }
 
 function judgeArgv(argv: readonly string[], context: Context): Found | undefined {
@@ -696,7 +706,7 @@ function judgeCommand(
   })
   // `bash script.sh`: the script file's commands.
   if (parent?.note === 'runs a script file') {
-    const text = readWorkspaceText(context.root, first!, SCRIPT_FILE_LIMIT)
+    const text = context.files.read(first!, SCRIPT_FILE_LIMIT)
     if (text === undefined) return undefined
     // The trail already shows the shell call: it is the one that runs the file.
     const shell = context.trail.at(-1) ?? `\`${formatArgv(argv)}\``
@@ -712,7 +722,7 @@ function judgeCommand(
       runner: interpreted.runner ?? context.runner,
     })
   if (['npm', 'pnpm', 'yarn', 'bun'].includes(program)) {
-    const call = scriptCall(context.root, program, args)
+    const call = scriptCall(context.files, program, args)
     if (call && 'kind' in call) return judgeArgv(call.argv, deeper(`\`${formatArgv(argv)}\``, call.runner))
     if (call?.script.includes('*'))
       return judgeScriptNames(call.script, program, `\`${formatArgv(argv)}\``, context)
@@ -729,7 +739,7 @@ function interpretedTool(program: string, args: string[]): { argv: string[]; run
     while (i < args.length && args[i]!.startsWith('-') && args[i] !== '-m')
       i += /^-[WXQ]$/.test(args[i]!) ? 2 : 1
     if (args[i] === '-m' && args[i + 1] !== undefined) return { argv: args.slice(i + 1) }
-    if (args[i] !== undefined && path.basename(args[i]!) === 'manage.py')
+    if (args[i] !== undefined && basename(args[i]!) === 'manage.py')
       return { argv: ['manage.py', ...args.slice(i + 1)] }
     return undefined
   }
@@ -740,7 +750,7 @@ function interpretedTool(program: string, args: string[]): { argv: string[]; run
       i += /^(-r|--require|--import|--loader)$/.test(args[i]!) ? 2 : 1
     const script = args[i]
     if (script?.includes('node_modules/')) {
-      const name = path.basename(script).replace(/\.[cm]?js$/, '')
+      const name = basename(script).replace(/\.[cm]?js$/, '')
       return { argv: [name, ...args.slice(i + 1)], runner: ['npx'] }
     }
   }
@@ -748,7 +758,7 @@ function interpretedTool(program: string, args: string[]): { argv: string[]; run
 }
 
 function judgeScript(call: ScriptCall, label: string, context: Context): Found | undefined {
-  const scripts = call.dir === undefined ? undefined : scriptsOf(context.root, call.dir)
+  const scripts = call.dir === undefined ? undefined : scriptsOf(context.files, call.dir)
   const text = scripts?.[call.script]
   const scriptContext = (name: string, body: string): Context => ({
     ...context,
@@ -781,7 +791,7 @@ function judgeScript(call: ScriptCall, label: string, context: Context): Found |
       scripts !== undefined
     ) {
       const server = call.dir === '.' ? 'server.js' : `${call.dir}/server.js`
-      if (hasEntry(context.root, server)) return byName(`runs \`node server.js\`, which ${SERVES}`, NO_SERVER)
+      if (context.files.has(server)) return byName(`runs \`node server.js\`, which ${SERVES}`, NO_SERVER)
     }
     if (scripts === undefined && namedLikeLongRunning(call.script)) {
       return byName(
@@ -801,8 +811,7 @@ function judgeScript(call: ScriptCall, label: string, context: Context): Found |
 }
 
 function clipText(text: string): string {
-  const flat = text.replace(/\s+/g, ' ').trim()
-  return flat.length <= SCRIPT_TEXT_SHOWN ? flat : `${flat.slice(0, SCRIPT_TEXT_SHOWN - 1)}…`
+  return clip(text.replace(/\s+/g, ' ').trim(), SCRIPT_TEXT_SHOWN)
 }
 
 /** The scripts a name or an npm-run-all style pattern (`watch:*`) stands for, judged one by one. */
@@ -813,7 +822,7 @@ function judgeScriptNames(
   context: Context,
 ): Found | undefined {
   const names = pattern.includes('*')
-    ? Object.keys(scriptsOf(context.root, '.')).filter(scriptNamePattern(pattern))
+    ? Object.keys(scriptsOf(context.files, '.')).filter(scriptNamePattern(pattern))
     : [pattern]
   for (const script of names) {
     const found = judgeScript({ manager, dir: '.', script, extra: [] }, label, context)
@@ -849,11 +858,11 @@ function alternativeOf(found: Found): string {
 }
 
 /**
- * Whether `argv`, run in the workspace at `root`, is a command that never exits by design; if so, why and
- * what to run instead. Reads the workspace's package.json to follow package scripts.
+ * Whether `argv`, run in the workspace `files` show, is a command that never exits by design; if so, why
+ * and what to run instead. Reads the workspace's package.json to follow package scripts.
  */
-export function longRunningCommand(root: string, argv: readonly string[]): LongRunning | undefined {
-  const found = judgeArgv(argv, { root, trail: [], runner: undefined, depth: 0 })
+export function neverExitingCommand(files: WorkspaceFiles, argv: readonly string[]): LongRunning | undefined {
+  const found = judgeArgv(argv, { files, trail: [], runner: undefined, depth: 0 })
   if (!found) return undefined
   // `npm run dev` runs the package script "dev" (`vite`) → `vite` starts a server that runs until it is stopped
   const reason =

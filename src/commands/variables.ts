@@ -12,7 +12,7 @@ import {
   type ScriptItem,
   type ShellAssignment,
   type ShellWord,
-} from '../shell/parse.js'
+} from './shell/parse.js'
 
 /** Variables that change how later commands run when set or exported. */
 export const SENSITIVE_VARIABLE =

@@ -2,16 +2,17 @@
  * The core of exec analysis: the nodes it produces, the `Analysis` that collects them while it walks an argv
  * (wrappers, scripts, assignments), and the registry of per-program handlers the other files fill in.
  */
+
+import { clip } from '../present/index.js'
+import { optionSpec, type ParsedOption, scanOptions } from './options.js'
+import type { ParsedCommand } from './programs.js'
 import {
   type CommandItem,
   parseScript,
   type ScriptItem,
   type ShellAssignment,
   type ShellWord,
-} from '../shell/parse.js'
-import type { ExecNodeKind } from '../types.js'
-import { optionSpec, type ParsedOption, scanOptions } from './options.js'
-import type { ParsedCommand } from './programs.js'
+} from './shell/parse.js'
 import {
   assignedVariables,
   builtinProblem,
@@ -24,6 +25,20 @@ import {
   staticVariables,
   substituted,
 } from './variables.js'
+
+/** What kind of node of an exec tree a check judged. */
+/** Characters of a construct a note shows. */
+const SHOWN = 80
+
+export type ExecNodeKind =
+  /** A command that will run (the argv itself, a wrapper's payload, a command inside a script). */
+  | 'command'
+  /** A wrapper or shell whose payload is judged separately; it only counts when a deny/ask rule names it. */
+  | 'wrapper'
+  /** A file the command reads or writes (a redirection, `sed -i`, `sort -o`, `find -fprint`, …). */
+  | 'file'
+  /** Something the analyser could not reduce to static commands: never allowed. */
+  | 'opaque'
 
 export interface AnalysedNode {
   kind: ExecNodeKind
@@ -397,7 +412,7 @@ export class Analysis {
           )
         }
       } else {
-        this.opaque(at, clip(source), item.reason, undefined, source)
+        this.opaque(at, clip(source, SHOWN), item.reason, undefined, source)
       }
     }
     this.elsewhere = outside
@@ -434,10 +449,6 @@ function changesDirectory(item: ScriptItem): boolean {
     item.type === 'command' &&
     item.words.some((word) => /(^|[^\w-])(cd|pushd|popd)($|[^\w-])/.test(word.text))
   )
-}
-
-function clip(text: string): string {
-  return text.length > 80 ? `${text.slice(0, 77)}...` : text
 }
 
 function joinWords(list: readonly { text: string }[]): string {

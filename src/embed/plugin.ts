@@ -15,11 +15,11 @@ import { writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { SimplePlugin } from '@temporalio/plugin'
 import type { WorkerOptions } from '@temporalio/worker'
-import { createActivities, waitThroughOutages } from './activities/index.js'
-import { type AuditStore, openAudit } from './audit/index.js'
-import { floorFile } from './config.js'
-import type { ModelProvider } from './model/index.js'
-import { TETHER_WORKER_DEFAULTS, tetherWorkflowsPath, type WorkerFloor, workerFloor } from './worker-setup.js'
+import { createActivities, waitThroughOutages } from '../activities/index.js'
+import { type AuditStore, openAudit } from '../audit/index.js'
+import type { ModelProvider } from '../model/index.js'
+import { floorFile } from '../stack/index.js'
+import { TETHER_WORKER_DEFAULTS, tetherWorkflowsPath, type WorkerFloor, workerFloor } from './worker.js'
 
 export interface TetherPluginOptions {
   /** An audit store the caller manages; otherwise one is opened (and migrated) when the Worker runs. */

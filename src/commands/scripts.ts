@@ -3,6 +3,8 @@
  * program text given to interpreters (`python -c`, `node -e`, awk programs that run commands) and builtins
  * that run code tether cannot see (`eval`, `source`, `trap`, …) become opaque nodes.
  */
+
+import { clip } from '../present/index.js'
 import {
   type Analysis,
   from,
@@ -12,7 +14,7 @@ import {
   handlerName,
   type Words,
   words,
-} from './analysis.js'
+} from './engine.js'
 import { risk, tabled } from './launch-options.js'
 import { optionSpec, readArgs } from './options.js'
 import { parseCommand, programOptions } from './programs.js'
@@ -336,15 +338,11 @@ handlePattern(/^((g|m|n)?awk|busybox-awk)$/, {
     if (!judged) return
     if (fromFile) a.opaque(depth + 1, w.argv.join(' '), `${w.argv[0]} runs a program from a file`)
     if (runs) {
-      a.opaque(depth + 1, clipText(text), `the ${w.argv[0]} program runs commands`, undefined, text)
+      a.opaque(depth + 1, clip(text, 80), `the ${w.argv[0]} program runs commands`, undefined, text)
       probeCode(a, text, depth + 1)
     }
   },
 })
-
-function clipText(text: string): string {
-  return text.length > 80 ? `${text.slice(0, 77)}...` : text
-}
 
 // ---- shell builtins that run code
 

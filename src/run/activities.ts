@@ -3,7 +3,9 @@
  * activity code (or Node module) reaches the workflow bundle. Names are part of recorded histories: never
  * rename one; add a new name behind `patched()` instead.
  */
-import type { TaskContract } from '../contract.js'
+
+import type { ValidatedCall } from '../tools/index.js'
+import type { TaskContract } from './contract.js'
 import type {
   ActionVerdict,
   AgentRunResult,
@@ -16,8 +18,7 @@ import type {
   Resolution,
   RunPreparation,
   ToolSummary,
-} from '../run/index.js'
-import type { ValidatedCall } from '../tools/schemas.js'
+} from './types.js'
 
 export interface RunRef {
   runId: string

@@ -3,8 +3,7 @@
  * `xargs`, `ssh`, …) and package runners (`npx`, `npm exec`, `uv run`, …). Transparent ones become
  * `wrapper` nodes whose payload is analysed in turn; context-changing ones also cap the payload at ask.
  */
-import type { ShellAssignment } from '../shell/parse.js'
-import { staticWords } from '../shell/parse.js'
+
 import {
   type Analysis,
   basename,
@@ -16,10 +15,12 @@ import {
   type Words,
   withOptions,
   words,
-} from './analysis.js'
+} from './engine.js'
 import { risk, sshCommandOptions, tabled } from './launch-options.js'
 import { optionSpec, readArgs, scanOptions } from './options.js'
 import { parseCommand, programOptions } from './programs.js'
+import type { ShellAssignment } from './shell/parse.js'
+import { staticWords } from './shell/parse.js'
 
 /**
  * A wrapper whose payload starts after its options (and `positionals` fixed operands). `context` caps what

@@ -1,0 +1,55 @@
+/**
+ * Numbers, sizes, durations and clipped text as the people and the model who read tether's words see them:
+ * one way each, for the CLI, the inbox, the webhook, tool observations and the audit.
+ */
+
+/** `text`, or its first `limit - 1` characters and `…`. */
+export function clip(text: string, limit: number): string {
+  return text.length <= limit ? text : `${text.slice(0, limit - 1)}…`
+}
+
+/** `text`, or its first `limit` characters and how many more there were (where a reader may want them). */
+export function clipNoted(text: string, limit: number): string {
+  return text.length <= limit ? text : `${text.slice(0, limit)}… (${text.length - limit} more characters)`
+}
+
+/** `1,234`. */
+export function formatCount(value: number): string {
+  return value.toLocaleString('en-US')
+}
+
+/** `1 call`, `2 calls`, `0 steps`; `plural` when adding an s is wrong. */
+export function counted(count: number, noun: string, plural = `${noun}s`): string {
+  return `${formatCount(count)} ${count === 1 ? noun : plural}`
+}
+
+const BYTE_UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB']
+
+/** A size as a person reads it: `512 B`, `3.4 KiB`, `256 MiB`, `1.5 GiB`. */
+export function formatBytes(bytes: number): string {
+  let value = bytes
+  let unit = 0
+  while (value >= 1024 && unit < BYTE_UNITS.length - 1) {
+    value /= 1024
+    unit += 1
+  }
+  return `${Number.isInteger(value) ? value : value.toFixed(1)} ${BYTE_UNITS[unit]}`
+}
+
+/** A size exactly, where the reader acts on the number (a tool's limit): `2,097,153 bytes`. */
+export function exactBytes(bytes: number): string {
+  return counted(bytes, 'byte')
+}
+
+/** `850 ms`, `12.3 s`, `4 min`, `1.5 h`. */
+export function formatDuration(ms: number): string {
+  if (ms < 1_000) return `${ms} ms`
+  if (ms < 60_000) return seconds(ms)
+  if (ms < 3_600_000) return `${Math.round(ms / 60_000)} min`
+  return `${(ms / 3_600_000).toFixed(1)} h`
+}
+
+/** Seconds with one decimal, for a command's or a run's duration: `12.3 s`. */
+export function seconds(ms: number): string {
+  return `${(ms / 1_000).toFixed(1)} s`
+}

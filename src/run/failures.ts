@@ -1,0 +1,48 @@
+/**
+ * The failure types that cross the workflow boundary, by name: the workflow throws them, activities throw
+ * them, and the CLI, the inbox and a parent workflow in any SDK branch on them. One list, so no two places
+ * spell one differently.
+ */
+export const FAILURE = {
+  /** The first step refused the run (contract, policy, floor, sandbox): nothing ran. */
+  contractRejected: 'ContractRejected',
+  /** The run failed after it started; the failure's details hold the run's result. */
+  runFailed: 'RunFailed',
+  /** The workflow's input is not a contract (an old or hand-made input). */
+  contractError: 'ContractError',
+  /** A policy does not load. */
+  policyError: 'PolicyError',
+  /** This worker's floor gives the run another effective policy than the one its history names. */
+  floorMismatch: 'FloorMismatch',
+  /** The effective policy stored under a run's digest no longer hashes to it. */
+  policyTampered: 'PolicyTampered',
+  /** The audit has no record of the run. */
+  unknownRun: 'UnknownRun',
+  /** This worker cannot build the command sandbox the run needs. */
+  sandboxUnavailable: 'SandboxUnavailable',
+  /** A later attempt of a command took over from this one. */
+  superseded: 'Superseded',
+  /** The run has no verification command. */
+  noGate: 'NoGate',
+} as const
+
+/** Model failures by kind of provider error; the last four are never retried. */
+export const MODEL_FAILURE = {
+  'rate-limit': 'ModelRateLimited',
+  server: 'ModelServerError',
+  transport: 'ModelTransportError',
+  timeout: 'ModelTimeout',
+  malformed: 'ModelMalformedReply',
+  auth: 'ModelAuthError',
+  'bad-request': 'ModelBadRequestError',
+  'context-overflow': 'ModelContextOverflowError',
+  config: 'ModelConfigError',
+} as const
+
+/** Model failures another attempt cannot mend. */
+export const MODEL_FAILURES_NOT_RETRIED: readonly string[] = [
+  MODEL_FAILURE.auth,
+  MODEL_FAILURE['bad-request'],
+  MODEL_FAILURE['context-overflow'],
+  MODEL_FAILURE.config,
+]

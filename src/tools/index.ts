@@ -1,0 +1,24 @@
+/**
+ * The tools offered to the model — their schemas and names — and the sizes a call may have, checked before
+ * anything runs. Pure: the workflow, the model adapter and the activities validate with the same code.
+ */
+export {
+  argvProblem,
+  CALL_LIMITS,
+  contentProblem,
+  malformedText,
+  pathProblem,
+  patternProblem,
+  utf8Length,
+  wellFormed,
+} from './limits.js'
+export {
+  isToolName,
+  TOOL_NAMES,
+  type ToolArgs,
+  type ToolCall,
+  type ToolName,
+  toolSchemas,
+  type ValidatedCall,
+  validateToolCall,
+} from './schemas.js'
