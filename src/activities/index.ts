@@ -7,7 +7,7 @@ import { AuditConflictError, AuditConnectionError, AuditInputError, type AuditSt
 import { SandboxUnavailableError } from '../exec/index.js'
 import { type ModelProvider, providerFromEnv } from '../model/index.js'
 import { builtinFloor, type Floor } from '../policy/index.js'
-import type { TetherActivities } from '../run/index.js'
+import { FAILURE, type TetherActivities } from '../run/index.js'
 import { modelActivities } from './model.js'
 import { policyActivities } from './policy.js'
 import { projectionActivities } from './projections.js'
@@ -78,7 +78,7 @@ function failFastOnBadInput<I, O>(fn: (input: I) => Promise<O>): (input: I) => P
         throw ApplicationFailure.nonRetryable(error.message, error.name)
       }
       if (error instanceof SandboxUnavailableError) {
-        throw ApplicationFailure.nonRetryable(error.message, 'SandboxUnavailable')
+        throw ApplicationFailure.nonRetryable(error.message, FAILURE.sandboxUnavailable)
       }
       throw error
     }

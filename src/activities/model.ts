@@ -4,6 +4,7 @@
  * and usage — so Temporal history grows by a few hundred bytes per turn, not by the transcript, and no
  * reply, however large or malformed, can exceed a payload limit.
  */
+
 import { Context } from '@temporalio/activity'
 import { ApplicationFailure } from '@temporalio/common'
 import { AuditInputError, type AuditStore } from '../audit/index.js'
@@ -18,6 +19,7 @@ import {
 } from '../model/index.js'
 import { clip } from '../present/index.js'
 import type { ModelTurn, TetherActivities } from '../run/index.js'
+import { MODEL_FAILURE } from '../run/index.js'
 import type { ToolCall } from '../tools/index.js'
 import { wellFormed } from '../tools/index.js'
 import { describeToolchain, detectToolchain } from '../workspace/index.js'
@@ -161,28 +163,17 @@ function compactArgs(name: string, args: unknown): unknown {
   )
 }
 
-const FAILURE_TYPES: Record<ModelError['kind'], string> = {
-  'rate-limit': 'ModelRateLimited',
-  server: 'ModelServerError',
-  transport: 'ModelTransportError',
-  timeout: 'ModelTimeout',
-  malformed: 'ModelMalformedReply',
-  auth: 'ModelAuthError',
-  'bad-request': 'ModelBadRequestError',
-  'context-overflow': 'ModelContextOverflowError',
-}
-
 /** Tells Temporal whether another attempt can succeed, and when (a provider's Retry-After). */
 function toFailure(error: unknown): unknown {
   if (error instanceof ModelError) {
     return ApplicationFailure.create({
       message: error.message,
-      type: FAILURE_TYPES[error.kind],
+      type: MODEL_FAILURE[error.kind],
       nonRetryable: !error.retryable,
       ...(error.retryAfterMs !== undefined ? { nextRetryDelay: error.retryAfterMs } : {}),
     })
   }
   if (error instanceof ModelConfigError)
-    return ApplicationFailure.nonRetryable(error.message, 'ModelConfigError')
+    return ApplicationFailure.nonRetryable(error.message, MODEL_FAILURE.config)
   return error
 }

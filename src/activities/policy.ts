@@ -8,7 +8,7 @@ import { ApplicationFailure } from '@temporalio/common'
 import { judgeCall } from '../judge/index.js'
 import type { ModelProvider } from '../model/index.js'
 import { type Policy, PolicyError } from '../policy/index.js'
-import { gateRefusal, type TetherActivities } from '../run/index.js'
+import { FAILURE, gateRefusal, type TetherActivities } from '../run/index.js'
 import { workspaceView } from '../workspace/index.js'
 import { contractProblems } from './preflight.js'
 import type { RunConfigs } from './run-config.js'
@@ -55,5 +55,5 @@ export function policyActivities(deps: {
 
 /** A policy refused on this worker, as RunConfigs reports it to Temporal. */
 function isPolicyFailure(error: unknown): boolean {
-  return error instanceof ApplicationFailure && error.type === 'PolicyError'
+  return error instanceof ApplicationFailure && error.type === FAILURE.policyError
 }

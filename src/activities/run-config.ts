@@ -10,7 +10,7 @@
 import { ApplicationFailure } from '@temporalio/common'
 import type { AuditStore } from '../audit/index.js'
 import { type Floor, onFloor, Policy, PolicyError } from '../policy/index.js'
-import type { RememberedRule, TaskContract } from '../run/index.js'
+import { FAILURE, type RememberedRule, type TaskContract } from '../run/index.js'
 
 export interface RunConfig {
   contract: TaskContract
@@ -82,7 +82,7 @@ export class RunConfigs {
       throw ApplicationFailure.nonRetryable(
         `this worker's floor (${this.floor.source}) gives run ${runId} the policy ${policy.digest.slice(0, 12)}…, ` +
           `but the run started under ${digest.slice(0, 12)}…: workers of one task queue need the same floor`,
-        'FloorMismatch',
+        FAILURE.floorMismatch,
       )
     }
     return policy
@@ -106,7 +106,7 @@ export class RunConfigs {
         throw ApplicationFailure.nonRetryable(
           `the audit's policy ${digest.slice(0, 12)}… no longer matches its digest: the policies table was edited; ` +
             'the run stops rather than work under a policy its history does not name',
-          'PolicyTampered',
+          FAILURE.policyTampered,
         )
       }
     } else {
@@ -121,7 +121,7 @@ export class RunConfigs {
     if (!stored) {
       throw ApplicationFailure.nonRetryable(
         `run ${runId} has no record in the audit (its start was never recorded)`,
-        'UnknownRun',
+        FAILURE.unknownRun,
       )
     }
     // Recorded after validation at the run's start: already a contract, with every default filled in.
@@ -144,7 +144,8 @@ export class RunConfigs {
     try {
       return onFloor(this.floor, spec)
     } catch (error) {
-      if (error instanceof PolicyError) throw ApplicationFailure.nonRetryable(error.message, 'PolicyError')
+      if (error instanceof PolicyError)
+        throw ApplicationFailure.nonRetryable(error.message, FAILURE.policyError)
       throw error
     }
   }
@@ -155,7 +156,8 @@ function loadPolicy(spec: unknown): Policy {
   try {
     return Policy.fromSpec(spec)
   } catch (error) {
-    if (error instanceof PolicyError) throw ApplicationFailure.nonRetryable(error.message, 'PolicyError')
+    if (error instanceof PolicyError)
+      throw ApplicationFailure.nonRetryable(error.message, FAILURE.policyError)
     throw error
   }
 }

@@ -11,7 +11,7 @@ import { ExecInputError, type ExecResult, type RunCommandOptions, type SandboxRe
 import { judge } from '../judge/index.js'
 import { clip, formatBytes } from '../present/index.js'
 import type { TetherActivities } from '../run/index.js'
-import { gateFailureMessage, type InlineMessage } from '../run/index.js'
+import { FAILURE, gateFailureMessage, type InlineMessage } from '../run/index.js'
 import { type ValidatedCall, validateToolCall } from '../tools/index.js'
 import {
   adviceFor,
@@ -141,7 +141,10 @@ export function toolActivities(deps: {
         // A later attempt took over: it runs the command; this one records nothing.
         if (attempt.superseded.aborted && !context.cancellationSignal.aborted) {
           outcome = 'superseded'
-          throw ApplicationFailure.nonRetryable('a later attempt of this command took over', 'Superseded')
+          throw ApplicationFailure.nonRetryable(
+            'a later attempt of this command took over',
+            FAILURE.superseded,
+          )
         }
         outcome = result.status
         await audit.recordExecResult({
@@ -186,7 +189,7 @@ export function toolActivities(deps: {
       const policy = await runs.policy(runId, spec, [], policyDigest)
       const verification = contract.verification
       if (!verification)
-        throw ApplicationFailure.nonRetryable('this run has no verification command', 'NoGate')
+        throw ApplicationFailure.nonRetryable('this run has no verification command', FAILURE.noGate)
       const { command, expectExit } = verification
       const at = () => new Date()
       // The gate runs only when the policy *allows* it: nobody is there to answer an ask.
@@ -217,7 +220,7 @@ export function toolActivities(deps: {
         await attempt.end('ended')
       }
       if (attempt.superseded.aborted && !context.cancellationSignal.aborted) {
-        throw ApplicationFailure.nonRetryable('a later attempt of the gate took over', 'Superseded')
+        throw ApplicationFailure.nonRetryable('a later attempt of the gate took over', FAILURE.superseded)
       }
       await audit.recordExecResult({
         ...key,

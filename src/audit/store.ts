@@ -5,7 +5,7 @@
  */
 import { join } from 'node:path'
 import type pg from 'pg'
-import { type EmbeddedPostgres, startEmbeddedPostgres, tetherStateDir } from '../stack/index.js'
+import { databaseUrl, type EmbeddedPostgres, startEmbeddedPostgres, tetherStateDir } from '../stack/index.js'
 import { Database, type OutagePolicy } from './database.js'
 import type {
   ApprovalDecisionRecord,
@@ -197,7 +197,7 @@ export class AuditStore {
 }
 
 export async function openAudit(options: OpenAuditOptions = {}): Promise<AuditStore> {
-  let url = options.databaseUrl || process.env.DATABASE_URL || undefined
+  let url = options.databaseUrl || databaseUrl()
   let embedded: EmbeddedPostgres | undefined
   if (!url) {
     embedded = await startEmbeddedPostgres({

@@ -482,6 +482,11 @@ export function handle(names: string, handler: Handler): void {
   for (const name of names.split(' ')) HANDLERS.set(name, handler)
 }
 
+/** Every program name a handler is registered for (what the analysis knows by name). */
+export function handledPrograms(): string[] {
+  return [...HANDLERS.keys()]
+}
+
 /** A handler that reads the command's options from `table` first; unreadable options make it opaque. */
 export function withOptions(
   table: string,

@@ -13,6 +13,24 @@ import { parseCommand, programOptions } from './programs.js'
 
 // ---- global options (git.c handle_options)
 
+/**
+ * Global options that keep git on the workspace's own repository and change nothing it runs. `-C` counts
+ * only to the directory the command starts in; `--bare`, `--git-dir`, `--work-tree`, `-c` and the rest
+ * are not read-only (git in another repository runs what that repository's configuration names).
+ */
+export const READ_ONLY_GIT_GLOBALS: ReadonlySet<string> = new Set([
+  '-P',
+  '--no-pager',
+  '--no-replace-objects',
+  '--literal-pathspecs',
+  '--glob-pathspecs',
+  '--noglob-pathspecs',
+  '--icase-pathspecs',
+  '--no-optional-locks',
+  '--no-lazy-fetch',
+  '--no-advice',
+])
+
 /** Global options that take no value. */
 const GLOBAL_FLAGS = new Set([
   '-p',

@@ -6,7 +6,7 @@
  * detection and "remember" all read programs through this door.
  */
 export { type AnalysedNode, analyseArgv, analyseScript, basename, isShell } from './analyse.js'
-export type { ExecNodeKind } from './engine.js'
+export { type ExecNodeKind, handledPrograms } from './engine.js'
 export { COMMIT_IDENTITY, neverPassed } from './environment.js'
 export {
   type GlobShape,
@@ -22,4 +22,5 @@ export { packageScripts, stringRecord } from './packages.js'
 export { normalisePath } from './paths.js'
 export { type ParsedCommand, parseCommand, programOptions } from './programs.js'
 export { type ExecContext, namesSensitivePath, readOnlyCommand, SECRET_PATTERNS } from './readonly.js'
+export { runsOtherCommands, runsProgramText } from './runs-others.js'
 export { type ShellAssignment, staticWords } from './shell/parse.js'

@@ -11,7 +11,7 @@
  * programs git runs), or when it reads recursively through a part of the workspace that holds files the
  * policy denies reading.
  */
-import { gitConfigReads, gitGlobals } from './git.js'
+import { gitConfigReads, gitGlobals, READ_ONLY_GIT_GLOBALS } from './git.js'
 import { globToRegExpSource } from './glob.js'
 import { normalisePath } from './paths.js'
 
@@ -340,29 +340,11 @@ export function readOnlyCommand(
   return entry && allowedBy(entry, args, context) ? program : undefined
 }
 
-/**
- * Global options that keep git on the workspace's own repository and change nothing it runs. `-C` counts
- * only to the directory the command starts in; `--bare`, `--git-dir`, `--work-tree`, `-c` and the rest
- * are not read-only (git in another repository runs what that repository's configuration names).
- */
-const GIT_GLOBALS = new Set([
-  '-P',
-  '--no-pager',
-  '--no-replace-objects',
-  '--literal-pathspecs',
-  '--glob-pathspecs',
-  '--noglob-pathspecs',
-  '--icase-pathspecs',
-  '--no-optional-locks',
-  '--no-lazy-fetch',
-  '--no-advice',
-])
-
 function gitReadOnly(args: readonly string[], context: ExecContext | undefined): string | undefined {
   const globals = gitGlobals(args)
   if (!globals) return undefined
   for (const { name, value } of globals.options) {
-    if (name === '-C' ? !startDirectory(value!, context) : !GIT_GLOBALS.has(name)) return undefined
+    if (name === '-C' ? !startDirectory(value!, context) : !READ_ONLY_GIT_GLOBALS.has(name)) return undefined
   }
   const sub = args[globals.index]
   if (sub === undefined) return undefined

@@ -7,7 +7,7 @@
  * never pushes, publishes, cleans, installs, `run`/`exec`, launch options. Programs that run other
  * programs' code (shells, interpreters, wrappers, `sudo`, bare `git`) are approved one call at a time.
  */
-import { basename, isShell } from '../commands/index.js'
+import { basename, runsOtherCommands, runsProgramText } from '../commands/index.js'
 import { normalisePath } from './policy.js'
 import type { Act } from './types.js'
 
@@ -16,10 +16,6 @@ export type RememberedRule =
   | { ok: true; act: Act; exact: string; wider?: string | undefined }
   | { ok: false; reason: string }
 
-const INTERPRETER =
-  /^((python|pypy)[0-9.]*|node|nodejs|deno|bun|bunx|ruby|irb|jruby|perl|php|lua|luajit|rscript|r|julia|osascript|tclsh|wish|expect|pwsh|powershell|fish|csh|tcsh|nu|xonsh|elvish|awk|gawk|mawk|nawk|vi|vim|nvim|emacs|ed)$/
-const WRAPPER =
-  /^(env|cross-env|sudo|doas|pkexec|su|runuser|chroot|xargs|nice|timeout|nohup|setsid|stdbuf|time|command|builtin|exec|eval|source|\.|ionice|taskset|watch|flock|busybox|toybox|ssh|npx|pnpx|uvx|find|trap|alias)$/
 /**
  * Build tools whose first operand is a subcommand that acts on the workspace, so `tool sub*` names one kind
  * of local action. (Container, cluster, cloud and package-publishing tools are remembered exactly.)
@@ -66,13 +62,13 @@ export function rememberRule(act: Act, target: string | readonly string[]): Reme
   if (!program || /[^\x21-\x7e]/.test(program))
     return { ok: false, reason: 'the program name is empty or unreadable' }
   const name = basename(program).toLowerCase()
-  if (isShell(name) || INTERPRETER.test(name)) {
+  if (runsProgramText(name)) {
     return {
       ok: false,
       reason: `${name} runs whatever program text it is given, so it is approved one call at a time`,
     }
   }
-  if (WRAPPER.test(name)) {
+  if (runsOtherCommands(name)) {
     return {
       ok: false,
       reason: `${name} runs other commands (judged on their own), so it is approved one call at a time`,

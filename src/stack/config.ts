@@ -112,10 +112,15 @@ export function readConfig(options: ReadConfigOptions = {}): TetherConfig {
   return {
     temporal,
     taskQueue: env.TETHER_TASK_QUEUE ?? fallback?.taskQueue ?? DEFAULT_TASK_QUEUE,
-    databaseUrl: env.DATABASE_URL ?? (options.fallback?.databaseUrl || undefined),
+    databaseUrl: databaseUrl(env) ?? (options.fallback?.databaseUrl || undefined),
     stateDir: tetherStateDir(env),
     floor: floorFile(env),
   }
+}
+
+/** The audit database (`DATABASE_URL`); undefined: the embedded PostgreSQL in the state folder. */
+export function databaseUrl(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  return presentVariables(env).DATABASE_URL
 }
 
 /** The operator's floor file a worker stands on (`TETHER_FLOOR`); undefined: the built-in floor. */

@@ -20,6 +20,7 @@ export {
   DEFAULT_NAMESPACE,
   DEFAULT_TASK_QUEUE,
   DEFAULT_TEMPORAL_ADDRESS,
+  databaseUrl,
   floorFile,
   localTarget,
   type ReadConfigOptions,

@@ -41,7 +41,7 @@ import type {
   Resolution,
   TetherActivities,
 } from '../run/index.js'
-import { parseContract, type TaskContract } from '../run/index.js'
+import { FAILURE, MODEL_FAILURES_NOT_RETRIED, parseContract, type TaskContract } from '../run/index.js'
 import { type ToolCall, type ValidatedCall, validateToolCall } from '../tools/index.js'
 import { ApprovalBook, type DecisionInput } from './approvals.js'
 import {
@@ -123,12 +123,7 @@ const model = proxyActivities<TetherActivities>({
     backoffCoefficient: 2,
     maximumInterval: '2 minutes',
     maximumAttempts: 8,
-    nonRetryableErrorTypes: [
-      'ModelAuthError',
-      'ModelBadRequestError',
-      'ModelContextOverflowError',
-      'ModelConfigError',
-    ],
+    nonRetryableErrorTypes: [...MODEL_FAILURES_NOT_RETRIED],
   },
 })
 // File tools heartbeat too: most take milliseconds, a search over a big tree may take a while.
@@ -272,9 +267,12 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     // Recorded like any other run, so `tether ls` and `tether show` say why it never started.
     if (patched('record-rejected-run')) {
       await recordStart()
-      throw runFailure('ContractRejected', await finish({ outcome: 'failed', reason: preparation.rejected }))
+      throw runFailure(
+        FAILURE.contractRejected,
+        await finish({ outcome: 'failed', reason: preparation.rejected }),
+      )
     }
-    throw ApplicationFailure.nonRetryable(preparation.rejected, 'ContractRejected')
+    throw ApplicationFailure.nonRetryable(preparation.rejected, FAILURE.contractRejected)
   }
   const { approvers } = preparation
   // Runs recorded before identity existed trusted the names their policy listed.
@@ -355,7 +353,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     })
     // A failed run fails its workflow, so Temporal's own UI, CLI and a parent workflow see the truth;
     // budget outcomes stay results.
-    if (patched('failed-run-fails-workflow')) throw runFailure('RunFailed', result)
+    if (patched('failed-run-fails-workflow')) throw runFailure(FAILURE.runFailed, result)
     return result
   }
 
@@ -622,7 +620,7 @@ function parseInput(input: AgentRunInput): TaskContract {
   try {
     return parseContract(input.contract, { legacyDurations })
   } catch (error) {
-    throw ApplicationFailure.nonRetryable((error as Error).message, 'ContractError')
+    throw ApplicationFailure.nonRetryable((error as Error).message, FAILURE.contractError)
   }
 }
 
@@ -630,7 +628,10 @@ function parseInput(input: AgentRunInput): TaskContract {
  * How a run that did not succeed ends its workflow: a non-retryable failure of `type` (`ContractRejected`,
  * `RunFailed`) whose message is the reason and whose details hold the run's result.
  */
-function runFailure(type: 'ContractRejected' | 'RunFailed', result: AgentRunResult): ApplicationFailure {
+function runFailure(
+  type: typeof FAILURE.contractRejected | typeof FAILURE.runFailed,
+  result: AgentRunResult,
+): ApplicationFailure {
   return ApplicationFailure.create({
     type,
     message: result.reason ?? result.outcome,

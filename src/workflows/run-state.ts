@@ -11,7 +11,6 @@ import type {
   ModelTurn,
   Outcome,
   TaskContract,
-  ToolSummary,
 } from '../run/index.js'
 import type { ToolCall } from '../tools/index.js'
 
@@ -172,8 +171,4 @@ export function deniedByApproverObservation(
 export function stepDecision(lines: string[], turn: ModelTurn): string {
   if (lines.length === 0) return turn.toolCalls.length === 0 ? 'no tool calls' : 'no action'
   return lines.join('; ')
-}
-
-export function summaryLine(call: ToolCall, outcome: ToolSummary): string {
-  return outcome.summary || `${call.name} ${outcome.ok ? 'ok' : 'failed'}`
 }

@@ -7,9 +7,9 @@ import {
   proxyActivities,
   setHandler,
 } from '@temporalio/workflow'
-import type { ExecActivityInput, execCommand } from '../../src/activities/exec.js'
 import { execActivityOptions } from '../../src/exec/activity-options.js'
 import type { ExecResult } from '../../src/exec/types.js'
+import type { ExecActivityInput, execCommand } from './exec-activity.js'
 
 export * from '../../src/workflows/index.js'
 

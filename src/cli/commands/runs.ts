@@ -11,7 +11,7 @@ import {
 } from '../../embed/index.js'
 import { loadPolicyFile, Policy, PolicyError } from '../../policy/index.js'
 import { formatArgv } from '../../present/index.js'
-import { ContractError, type TaskContractInput } from '../../run/index.js'
+import { ContractError, FAILURE, type TaskContractInput } from '../../run/index.js'
 import { detectToolchain } from '../../workspace/index.js'
 import { colour, print, printJson, printTable, visible, withAudit, withTemporal } from '../context.js'
 import { CliError } from '../errors.js'
@@ -77,7 +77,7 @@ export function registerRuns(program: Command): void {
         } catch (error) {
           if (error instanceof RunRejectedError) {
             throw new CliError(
-              `run ${runId} ${error.type === 'ContractRejected' ? 'was rejected' : 'failed'}: ${error.message}`,
+              `run ${runId} ${error.type === FAILURE.contractRejected ? 'was rejected' : 'failed'}: ${error.message}`,
             )
           }
           throw error

@@ -5,14 +5,10 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/common'
 import { MockActivityEnvironment } from '@temporalio/testing'
 import { DefaultLogger } from '@temporalio/worker'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import {
-  type ExecActivityInput,
-  type ExecHeartbeat,
-  execCommand,
-  runCommandWithHeartbeats,
-} from '../../../src/activities/exec.js'
+import { runCommandWithHeartbeats } from '../../../src/activities/exec.js'
 import type { ExecResult } from '../../../src/exec/index.js'
 import { killLeftovers, survivors, treeArgv, treeStarted } from '../../fixtures/exec/probes.js'
+import { type ExecActivityInput, type ExecHeartbeat, execCommand } from '../../support/exec-activity.js'
 
 let dir: string
 beforeAll(async () => {

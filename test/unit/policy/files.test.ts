@@ -195,6 +195,20 @@ describe('remembered rules: never broader than what was approved', () => {
     expect(remembered.ok === false && remembered.reason.length).toBeGreaterThan(10)
   })
 
+  it('refuses every program the analysis unwraps or reads code for: the list cannot drift from it', async () => {
+    const { analyseArgv, handledPrograms } = await import('../../../src/commands/index.js')
+    const remembered: string[] = []
+    for (const name of handledPrograms()) {
+      const nodes = analyseArgv([name, 'true'])
+      const runsOthers = nodes[0]?.kind === 'wrapper' || nodes.some((node) => node.interpreter)
+      if (runsOthers && rememberRule('exec', [name, 'true']).ok) remembered.push(name)
+    }
+    expect(remembered).toEqual([])
+    for (const name of ['nodemon', 'concurrently', 'fakeroot', 'entr', 'strace', 'unshare', 'xvfb-run']) {
+      expect(rememberRule('exec', [name, 'make']).ok, name).toBe(false)
+    }
+  })
+
   it('paths and hosts are remembered exactly', () => {
     expect(rememberRule('write', 'src/./a.ts')).toEqual({ ok: true, act: 'write', exact: 'src/a.ts' })
     expect(rememberRule('net', 'Registry.npmjs.org:443')).toEqual({
