@@ -8,11 +8,14 @@ import { SandboxUnavailableError } from '../exec/index.js'
 import { type ModelProvider, providerFromEnv } from '../model/index.js'
 import { builtinFloor, type Floor } from '../policy/index.js'
 import { FAILURE, type TetherActivities } from '../run/index.js'
+import { type ObjectStore, openObjectStore, WorkspaceSnapshots } from '../snapshots/index.js'
+import { snapshotSettings } from '../stack/index.js'
 import { modelActivities } from './model.js'
 import { policyActivities } from './policy.js'
 import { projectionActivities } from './projections.js'
 import { RunConfigs } from './run-config.js'
 import { CommandSandbox, type SandboxDependencies } from './sandbox.js'
+import { StepSnapshots } from './snapshots.js'
 import { toolActivities } from './tools.js'
 
 export type { TetherActivities } from '../run/index.js'
@@ -35,6 +38,11 @@ export interface ActivityDependencies {
    * approvers and identity are the floor's). Default: the built-in floor (sandbox enforced, secrets denied).
    */
   floor?: Floor
+  /**
+   * Workspace snapshots: the store (default from `TETHER_SNAPSHOTS`: the audit database; `off` for none)
+   * and the folder where workspaces from a source are laid out (default `TETHER_WORKSPACES`).
+   */
+  snapshots?: { store?: ObjectStore | 'off'; workspaces?: string }
 }
 
 export function createActivities(deps: ActivityDependencies): TetherActivities {
@@ -46,10 +54,25 @@ export function createActivities(deps: ActivityDependencies): TetherActivities {
     floor: floor.policy,
   })
   const runs = new RunConfigs(deps.audit, floor)
+  const settings = snapshotSettings()
+  let service: WorkspaceSnapshots | undefined | null = null
+  const snapshots = new StepSnapshots({
+    // Made at first use: a plugin's audit store opens only when its Worker runs.
+    service: () => {
+      if (service !== null) return service
+      const store = deps.snapshots?.store ?? openObjectStore(settings.store, deps.audit.pool)
+      service = store && store !== 'off' ? new WorkspaceSnapshots(store, deps.audit.pool) : undefined
+      return service
+    },
+    audit: deps.audit,
+    runs,
+    sandbox,
+    workspaces: deps.snapshots?.workspaces ?? settings.workspaces,
+  })
   const activities: TetherActivities = {
-    ...policyActivities({ provider, sandbox, runs }),
-    ...modelActivities({ audit: deps.audit, provider, runs }),
-    ...toolActivities({ audit: deps.audit, runs, sandbox }),
+    ...policyActivities({ provider, sandbox, runs, snapshots }),
+    ...modelActivities({ audit: deps.audit, provider, runs, snapshots }),
+    ...toolActivities({ audit: deps.audit, runs, sandbox, snapshots }),
     ...projectionActivities({ audit: deps.audit, runs, ...(deps.fetch ? { fetch: deps.fetch } : {}) }),
   }
   return Object.fromEntries(

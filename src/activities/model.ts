@@ -19,12 +19,13 @@ import {
 } from '../model/index.js'
 import { clip } from '../present/index.js'
 import type { ModelTurn, TetherActivities } from '../run/index.js'
-import { MODEL_FAILURE } from '../run/index.js'
+import { MODEL_FAILURE, workspaceOf } from '../run/index.js'
 import type { ToolCall } from '../tools/index.js'
 import { wellFormed } from '../tools/index.js'
 import { describeToolchain, detectToolchain } from '../workspace/index.js'
 import { heartbeating } from './heartbeat.js'
 import type { RunConfigs } from './run-config.js'
+import type { StepSnapshots } from './snapshots.js'
 import { appendInOrder } from './transcript.js'
 
 /** Strings longer than this in a file tool's contents stay in the transcript; history gets a marker. */
@@ -46,6 +47,7 @@ export function modelActivities(deps: {
   audit: AuditStore
   provider: (choice: string | undefined) => ModelProvider
   runs: RunConfigs
+  snapshots: StepSnapshots
 }): Pick<TetherActivities, 'tetherModelTurn'> {
   return {
     // The provider call can take minutes; heartbeats from start to end let a dead worker be noticed in
@@ -56,7 +58,12 @@ export function modelActivities(deps: {
 }
 
 async function modelTurn(
-  deps: { audit: AuditStore; provider: (choice: string | undefined) => ModelProvider; runs: RunConfigs },
+  deps: {
+    audit: AuditStore
+    provider: (choice: string | undefined) => ModelProvider
+    runs: RunConfigs
+    snapshots: StepSnapshots
+  },
   { runId, replySeq, pending, contract: carried }: Parameters<TetherActivities['tetherModelTurn']>[0],
   signal: AbortSignal,
 ): Promise<ModelTurn> {
@@ -78,7 +85,7 @@ async function modelTurn(
   } catch (error) {
     throw ApplicationFailure.nonRetryable((error as Error).message, 'ModelConfigError')
   }
-  const toolchain = await detectToolchain(contract.workspace)
+  const toolchain = await detectToolchain(deps.snapshots.folder(runId, workspaceOf(contract)))
   const system = buildSystemPrompt({
     goal: contract.goal,
     ...(toolchain ? { toolchain: describeToolchain(toolchain) } : {}),

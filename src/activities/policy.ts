@@ -10,15 +10,18 @@ import type { ModelProvider } from '../model/index.js'
 import { type Policy, PolicyError } from '../policy/index.js'
 import { FAILURE, gateRefusal, type TetherActivities } from '../run/index.js'
 import { workspaceView } from '../workspace/index.js'
+import { heartbeating } from './heartbeat.js'
 import { contractProblems } from './preflight.js'
 import type { RunConfigs } from './run-config.js'
 import type { CommandSandbox } from './sandbox.js'
+import type { StepSnapshots } from './snapshots.js'
 
 export function policyActivities(deps: {
   provider: (choice: string | undefined) => ModelProvider
   sandbox: CommandSandbox
   runs: RunConfigs
-}): Pick<TetherActivities, 'tetherPrepareRun' | 'tetherCheckAction'> {
+  snapshots: StepSnapshots
+}): Pick<TetherActivities, 'tetherPrepareRun' | 'tetherCheckAction' | 'tetherLayOutWorkspace'> {
   return {
     async tetherPrepareRun({ contract, policy: spec }) {
       const problems = await contractProblems(contract, deps.provider)
@@ -46,10 +49,20 @@ export function policyActivities(deps: {
       return problems.length > 0 ? { ...prepared, rejected: problems.join('; ') } : prepared
     },
 
-    async tetherCheckAction({ runId, policy: spec, policyDigest, remembered, workspace, call, noRetry }) {
+    async tetherCheckAction(input) {
+      const { runId, policy: spec, policyDigest, remembered, call, noRetry } = input
       const policy = await deps.runs.policy(runId, spec, remembered, policyDigest)
-      return judgeCall(policy, workspaceView(workspace), call, noRetry)
+      // Judged over the workspace as it is on this worker: restored first when this worker lacks it.
+      const { path } = runId
+        ? await deps.snapshots.before(
+            { runId, workspace: input.workspace, tree: input.tree, policyDigest },
+            'read',
+          )
+        : { path: input.workspace }
+      return judgeCall(policy, workspaceView(path), call, noRetry)
     },
+
+    tetherLayOutWorkspace: (input) => heartbeating(() => deps.snapshots.layOut(input)),
   }
 }
 

@@ -11,7 +11,7 @@ import { ExecInputError, type ExecResult, type RunCommandOptions, type SandboxRe
 import { judge } from '../judge/index.js'
 import { clip, formatBytes } from '../present/index.js'
 import type { TetherActivities } from '../run/index.js'
-import { FAILURE, gateFailureMessage, type InlineMessage } from '../run/index.js'
+import { FAILURE, gateFailureMessage, type InlineMessage, workspaceOf } from '../run/index.js'
 import { type ValidatedCall, validateToolCall } from '../tools/index.js'
 import {
   adviceFor,
@@ -28,14 +28,16 @@ import { runCommandWithHeartbeats } from './exec.js'
 import { heartbeating } from './heartbeat.js'
 import type { RunConfigs } from './run-config.js'
 import type { CommandSandbox, CommandSetup } from './sandbox.js'
+import type { StepSnapshots } from './snapshots.js'
 import { appendInOrder } from './transcript.js'
 
 export function toolActivities(deps: {
   audit: AuditStore
   runs: RunConfigs
   sandbox: CommandSandbox
+  snapshots: StepSnapshots
 }): Pick<TetherActivities, 'tetherExec' | 'tetherFileTool' | 'tetherVerify'> {
-  const { audit, runs, sandbox } = deps
+  const { audit, runs, sandbox, snapshots } = deps
   const attempts = new CommandAttempts(audit)
   /** Writes the observations the workflow made since the last write, then this call's own. */
   const writeObservation = (
@@ -49,9 +51,11 @@ export function toolActivities(deps: {
     ])
 
   async function fileTool(input: Parameters<TetherActivities['tetherFileTool']>[0]) {
-    const { runId, name, workspace } = input
+    const { runId, name } = input
+    const changes = name === 'write_file' || name === 'edit_file'
     const recorded = await recordedObservation(audit, input)
-    if (recorded) return recorded
+    if (recorded) return { ...recorded, ...(changes ? await snapshots.recorded(input, 'tool') : {}) }
+    const { path: workspace, note } = await snapshots.before(input, changes ? 'change' : 'read')
     const call = await callFromTranscript(audit, runId, input.replySeq, input.call, name)
     // Judged again at execution: a symlink swapped since the policy check must not slip through.
     const policy = await runs.policy(runId, input.policy, input.remembered, input.policyDigest)
@@ -77,8 +81,9 @@ export function toolActivities(deps: {
         canRead: (path) => policy.check('read', path).effect !== 'deny',
       })
     }
-    await writeObservation(input, name, outcome.output)
-    return { ok: outcome.ok, summary: clip(outcome.summary, 300) }
+    await writeObservation(input, name, noted(note, outcome.output))
+    const tree = changes ? await snapshots.after(input, 'tool') : {}
+    return { ok: outcome.ok, summary: clip(outcome.summary, 300), ...tree }
   }
 
   return {
@@ -86,7 +91,7 @@ export function toolActivities(deps: {
       const { runId, step, call, argv } = input
       const context = Context.current()
       const recorded = await recordedObservation(audit, input)
-      if (recorded) return recorded
+      if (recorded) return { ...recorded, ...(await snapshots.recorded(input, 'tool')) }
       // Never two attempts of one command at once: an earlier one still running is stopped first.
       const attempt = await attempts.begin({ runId, step, call, attempt: context.info.attempt }, context)
       let outcome = 'failed'
@@ -95,7 +100,7 @@ export function toolActivities(deps: {
         const finished = context.info.attempt > 1 ? await recordedObservation(audit, input) : undefined
         if (finished) {
           outcome = 'recorded by an earlier attempt'
-          return finished
+          return { ...finished, ...(await snapshots.recorded(input, 'tool')) }
         }
         // A retry after a crash re-runs the command, unless re-running it could do harm twice.
         if (context.info.attempt > 1 && input.noRetry) {
@@ -110,18 +115,20 @@ export function toolActivities(deps: {
             status: 'interrupted',
           }
         }
+        const { path: workspace, note: workspaceNote } = await snapshots.before(input, 'change')
+        const note = [workspaceNote, input.note].filter(Boolean).join('\n') || undefined
         const [run, policy] = await Promise.all([
           runs.get(runId),
           runs.policy(runId, undefined, [], input.policyDigest),
         ])
-        const setup = sandbox.setup(policy, { workspace: input.workspace, env: run.contract.env })
+        const setup = sandbox.setup(policy, { workspace, env: run.contract.env })
         const startedAt = new Date()
         let result: ExecResult
         try {
           result = await runCommandWithHeartbeats({
             argv,
-            cwd: input.workspace,
-            workspace: input.workspace,
+            cwd: workspace,
+            workspace,
             timeoutMs: input.timeoutMs,
             outputCeiling: input.outputCeiling,
             signal: attempt.superseded,
@@ -159,12 +166,13 @@ export function toolActivities(deps: {
         // The partial result is recorded above; a cancelled activity still reports as cancelled.
         if (result.status === 'cancelled' && context.cancellationSignal.aborted)
           throw context.cancellationSignal.reason
-        await writeObservation(input, 'exec', noted(input.note, execObservation(argv, result)))
+        await writeObservation(input, 'exec', noted(note, execObservation(argv, result)))
         return {
           ok: result.status === 'exited' && result.exitCode === 0,
           summary: `exec ${clip(argv.join(' '), 120)} → ${statusText(result)}`,
           status: result.status,
           ...(result.exitCode !== undefined ? { exitCode: result.exitCode } : {}),
+          ...(await snapshots.after(input, 'tool')),
         }
       } finally {
         await attempt.end(outcome)
@@ -184,6 +192,7 @@ export function toolActivities(deps: {
       policy: spec,
       policyDigest,
       timeoutMs,
+      tree,
     }) {
       const contract = await runs.contract(runId, carried)
       const policy = await runs.policy(runId, spec, [], policyDigest)
@@ -199,7 +208,9 @@ export function toolActivities(deps: {
         await audit.recordGateEvent({ runId, step, kind: 'gate_phase_failed', detail, at: at() })
         return { passed: false, summary: detail, status: 'refused' }
       }
-      const setup = sandbox.setup(policy, contract)
+      const ref = { runId, step, call: -1, workspace: workspaceOf(contract), tree, policyDigest }
+      const { path: workspace } = await snapshots.before(ref, 'change')
+      const setup = sandbox.setup(policy, { workspace, env: contract.env })
       const context = Context.current()
       // The gate is call -1 of its step: fenced and recorded in "what ran" like any command.
       const key = { runId, step, call: -1, attempt: context.info.attempt }
@@ -209,8 +220,8 @@ export function toolActivities(deps: {
       try {
         result = await runCommandWithHeartbeats({
           argv: command,
-          cwd: contract.workspace,
-          workspace: contract.workspace,
+          cwd: workspace,
+          workspace,
           timeoutMs,
           outputCeiling: contract.outputCeiling,
           signal: attempt.superseded,
@@ -226,7 +237,7 @@ export function toolActivities(deps: {
         ...key,
         kind: 'gate',
         argv: command,
-        cwd: contract.workspace,
+        cwd: workspaceOf(contract),
         ...resultRecord(setup, result, startedAt),
       })
       if (result.status === 'cancelled' && context.cancellationSignal.aborted) {
@@ -259,6 +270,7 @@ export function toolActivities(deps: {
         summary,
         status: result.status,
         ...(result.exitCode !== undefined ? { exitCode: result.exitCode } : {}),
+        ...(await snapshots.after(ref, 'gate')),
       }
     },
   }

@@ -17,12 +17,13 @@
 
 import { canonicalJson } from '../identity/index.js'
 import { Policy, PolicyError } from '../policy/index.js'
-import type {
-  GateSummary,
-  RunPreparation,
-  TaskContract,
-  TetherActivities,
-  ToolSummary,
+import {
+  type GateSummary,
+  type RunPreparation,
+  type TaskContract,
+  type TetherActivities,
+  type ToolSummary,
+  workspaceOf,
 } from '../run/index.js'
 import * as input from './inputs.js'
 import type { ApprovalAnswerRow, StoredRunRows } from './queries.js'
@@ -483,7 +484,7 @@ export function compareWithHistory(
           const gate = call.input as Input<'tetherVerify'>
           const verification = contract?.verification
           if (verification && contract)
-            command(gate.step, -1, verification.command, contract.workspace, 'gate', call)
+            command(gate.step, -1, verification.command, workspaceOf(contract), 'gate', call)
           break
         }
       }

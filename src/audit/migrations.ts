@@ -315,6 +315,11 @@ create table workspace_snapshots (
 );
 create index workspace_snapshots_root on workspace_snapshots (root);
 
+-- Commands tether itself runs on a workspace (a source's clone and checkout, a cache's rebuild on a new worker)
+-- are in "what ran" too, as calls below -1 of their step.
+alter table exec_results drop constraint exec_results_kind_check;
+alter table exec_results add constraint exec_results_kind_check check (kind in ('tool', 'gate', 'workspace'));
+
 -- Bumped by every collection: a worker that remembers which objects a store holds forgets it when this moves.
 create table snapshot_collections (
   id          integer primary key check (id = 1),

@@ -6,11 +6,14 @@
 export type { StepRecord, TetherActivities } from './activities.js'
 export {
   ContractError,
+  describeWorkspace,
   gateRefusal,
   parseContract,
   type TaskContract,
   type TaskContractInput,
   taskContractSchema,
+  type WorkspaceSource,
+  workspaceOf,
 } from './contract.js'
 export {
   type DecisionInput,

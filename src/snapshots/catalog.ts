@@ -79,6 +79,18 @@ function fromRow(r: Record<string, unknown>): SnapshotRow {
   }
 }
 
+/** Adds what a person should know to a recorded row (what an outside edit changed). */
+export async function noteSnapshot(
+  pool: pg.Pool,
+  key: { runId: string; step: number; call: number; kind: SnapshotKind },
+  detail: string,
+): Promise<void> {
+  await pool.query(
+    'update workspace_snapshots set detail = $5 where run_id = $1 and step = $2 and call = $3 and kind = $4',
+    [key.runId, key.step, key.call, key.kind, detail],
+  )
+}
+
 /** Every snapshot of a run, in the order they were taken. */
 export async function runSnapshots(pool: pg.Pool, runId: string): Promise<SnapshotRow[]> {
   const { rows } = await pool.query(

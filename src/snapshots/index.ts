@@ -13,6 +13,7 @@ export {
   type CollectionReport,
   callSnapshot,
   collectSnapshots,
+  noteSnapshot,
   type RetentionOptions,
   runSnapshots,
   type SnapshotKind,

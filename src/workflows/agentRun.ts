@@ -41,7 +41,13 @@ import type {
   Resolution,
   TetherActivities,
 } from '../run/index.js'
-import { FAILURE, MODEL_FAILURES_NOT_RETRIED, parseContract, type TaskContract } from '../run/index.js'
+import {
+  FAILURE,
+  MODEL_FAILURES_NOT_RETRIED,
+  parseContract,
+  type TaskContract,
+  workspaceOf,
+} from '../run/index.js'
 import { type ToolCall, type ValidatedCall, validateToolCall } from '../tools/index.js'
 import { ApprovalBook, type DecisionInput } from './approvals.js'
 import {
@@ -131,6 +137,13 @@ const files = proxyActivities<TetherActivities>({
   startToCloseTimeout: '2 minutes',
   heartbeatTimeout: '10 seconds',
   retry: { maximumAttempts: 3 },
+})
+
+// Laying out a workspace may clone a repository or restore a large tree: long, so it heartbeats.
+const workspaceSetup = proxyActivities<TetherActivities>({
+  startToCloseTimeout: '30 minutes',
+  heartbeatTimeout: '10 seconds',
+  retry: { initialInterval: '1 second', maximumAttempts: 3 },
 })
 
 function execActivities(timeoutMs: number): TetherActivities {
@@ -282,6 +295,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
 
   try {
     await recordStart()
+    await layOutWorkspace()
 
     for (;;) {
       const budget = budgetOutcome(state, contract, Date.now())
@@ -366,9 +380,27 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
       seq,
       timeoutMs,
       ...policyDigest,
+      ...tree(),
     })
     if (seq !== null && !gate.passed) state.pending = []
+    if (gate.tree) state.tree = gate.tree
     return gate
+  }
+
+  /**
+   * The workspace as state: laid out from the contract's source (or taken as it is) and snapshotted before
+   * the first step, so every tool after it is given the root hash history recorded last (`tree`), and each
+   * one that can change the workspace returns the next. A continuation carries the tree on.
+   */
+  async function layOutWorkspace(): Promise<void> {
+    if (input.carried || !patched('workspace-snapshots')) return
+    const laid = await workspaceSetup.tetherLayOutWorkspace({ runId, ...policyDigest })
+    if (laid.tree) state.tree = laid.tree
+    if (laid.nextSeq !== undefined) state.nextSeq = laid.nextSeq
+  }
+
+  function tree(): { tree: string } | Record<string, never> {
+    return state.tree ? { tree: state.tree } : {}
   }
 
   /** Judges every call, asks humans for the asks (all at once), then runs what may run, in call order. */
@@ -452,12 +484,13 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
               seq,
               callId: call.id,
               argv: call.args.argv,
-              workspace: contract.workspace,
+              workspace: workspaceOf(contract),
               timeoutMs,
               outputCeiling: contract.outputCeiling,
               noRetry: verdict.noRetry === true,
               ...(note ? { note } : {}),
               ...policyDigest,
+              ...tree(),
             })
           : await files.tetherFileTool({
               runId,
@@ -468,12 +501,14 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
               replySeq,
               callId: call.id,
               name: call.name,
-              workspace: contract.workspace,
+              workspace: workspaceOf(contract),
               remembered: state.remembered,
               ...policyDigest,
+              ...tree(),
             })
       // The activity wrote the workflow's own observations before its result.
       state.pending = []
+      if (summary.tree) state.tree = summary.tree
       lines.push(clip(summary.summary, 300))
     }
     return { lines, refusals }
@@ -494,9 +529,10 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
       runId,
       ...policyDigest,
       remembered: state.remembered,
-      workspace: contract.workspace,
+      workspace: workspaceOf(contract),
       call,
       noRetry: contract.noRetry,
+      ...tree(),
     })
   }
 

@@ -2,7 +2,14 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, utimesSync, wri
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
-import { CHUNK_BYTES, decodeTree, exclusion, scanTree, WorkspaceIndex } from '../../../src/snapshots/index.js'
+import {
+  CHUNK_BYTES,
+  decodeTree,
+  type Exclusion,
+  exclusion,
+  scanTree,
+  WorkspaceIndex,
+} from '../../../src/snapshots/index.js'
 
 const folders: string[] = []
 afterEach(() => {
@@ -19,7 +26,7 @@ function workspace(files: Record<string, string> = {}): string {
   return root
 }
 
-const nothing = { key: 'none', excluded: () => false }
+const nothing: { key: string; excluded: Exclusion } = { key: 'none', excluded: () => false }
 const scan = (root: string, index = new WorkspaceIndex(), ex = nothing) => scanTree(root, index, ex)
 
 describe('the tree of a workspace', () => {
