@@ -157,7 +157,7 @@ export const execResult = z
     runId: id,
     step: index,
     /** The call's index in its step; -1 for the verification gate. */
-    call: z.number().int().min(-1),
+    call: z.number().int().min(-4),
     argv: z.array(z.string().transform((arg) => boundedText(arg))).min(1, 'argv needs at least the program'),
     cwd: text,
     status: z.enum(execStatuses),

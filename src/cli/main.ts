@@ -11,6 +11,7 @@ import { registerDev } from './commands/dev.js'
 import { registerInbox } from './commands/inbox.js'
 import { registerPolicy } from './commands/policy.js'
 import { registerRuns } from './commands/runs.js'
+import { registerSnapshots } from './commands/snapshots.js'
 import { CliError } from './errors.js'
 
 /** A subcommand module adds its commands to the program; list each one here. */
@@ -19,6 +20,7 @@ export type Register = (program: Command) => void
 const registrations: Register[] = [
   registerDev,
   registerRuns,
+  registerSnapshots,
   registerApprovals,
   registerInbox,
   registerAudit,

@@ -250,6 +250,22 @@ export function describeWorkspace(contract: Pick<TaskContract, 'workspace' | 'so
   return `run ${source.run} at step ${source.step}`
 }
 
+/** A validated contract written back as input (durations as text again): what a new run from it is given. */
+export function contractInput(contract: TaskContract): TaskContractInput {
+  const ms = (value: number) => `${value}ms`
+  const { reminderEvery, ...approvals } = contract.approvals
+  return {
+    ...contract,
+    budgets: { ...contract.budgets, maxWallTime: ms(contract.budgets.maxWallTime) },
+    execTimeout: ms(contract.execTimeout),
+    approvals: {
+      ...approvals,
+      timeout: ms(approvals.timeout),
+      ...(reminderEvery !== undefined ? { reminderEvery: ms(reminderEvery) } : {}),
+    },
+  }
+}
+
 export class ContractError extends Error {
   override name = 'ContractError'
 }

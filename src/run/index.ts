@@ -6,6 +6,7 @@
 export type { StepRecord, TetherActivities } from './activities.js'
 export {
   ContractError,
+  contractInput,
   describeWorkspace,
   gateRefusal,
   parseContract,

@@ -125,6 +125,29 @@ export async function treeAtStep(
   return rows[0] ? fromRow(rows[0]) : undefined
 }
 
+/** The runs a run is linked to: the one it was rewound from, and those rewound from it. */
+export interface RunLinks {
+  from?: { runId: string; step: number } | undefined
+  into: Array<{ runId: string; step: number }>
+}
+
+export async function runLinks(pool: pg.Pool, runId: string): Promise<RunLinks> {
+  const { rows: own } = await pool.query<{ source: { run?: string; step?: number } | null }>(
+    `select contract -> 'source' as source from runs where run_id = $1`,
+    [runId],
+  )
+  const source = own[0]?.source
+  const { rows } = await pool.query<{ run_id: string; step: string }>(
+    `select run_id, contract -> 'source' ->> 'step' as step from runs
+      where contract -> 'source' ->> 'run' = $1 order by started_at, run_id`,
+    [runId],
+  )
+  return {
+    ...(source?.run !== undefined ? { from: { runId: source.run, step: Number(source.step) } } : {}),
+    into: rows.map((row) => ({ runId: row.run_id, step: Number(row.step) })),
+  }
+}
+
 /** Holds the shared lock (snapshots may be taken) while `work` runs, on a client of its own. */
 export async function underSnapshotLock<T>(
   pool: pg.Pool,

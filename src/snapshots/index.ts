@@ -15,6 +15,8 @@ export {
   collectSnapshots,
   noteSnapshot,
   type RetentionOptions,
+  type RunLinks,
+  runLinks,
   runSnapshots,
   type SnapshotKind,
   type SnapshotRow,

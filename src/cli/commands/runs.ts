@@ -12,10 +12,12 @@ import {
 import { loadPolicyFile, Policy, PolicyError } from '../../policy/index.js'
 import { formatArgv } from '../../present/index.js'
 import { ContractError, FAILURE, type TaskContractInput } from '../../run/index.js'
+import { runLinks } from '../../snapshots/index.js'
 import { detectToolchain } from '../../workspace/index.js'
 import { colour, print, printJson, printTable, visible, withAudit, withTemporal } from '../context.js'
 import { CliError } from '../errors.js'
 import { followRun, printTimeline } from '../follow.js'
+import { linkLines } from './snapshots.js'
 
 interface RunOptions {
   goal: string
@@ -150,8 +152,10 @@ export function registerRuns(program: Command): void {
         const summary = await audit.runSummary(runId)
         if (!summary) throw new CliError(`no run ${runId} in the audit; list runs with \`tether ls\``)
         const timeline = await audit.runTimeline(runId)
-        if (options.json) return printJson({ summary, timeline })
+        const links = await runLinks(audit.pool, runId)
+        if (options.json) return printJson({ summary, timeline, links })
         printTimeline(summary, timeline)
+        for (const line of linkLines(links)) print(line)
       })
     })
 

@@ -1,0 +1,266 @@
+/**
+ * Workspace snapshots against the real PostgreSQL store, through real runs: rewind to a step, what is never
+ * stored (secrets the policy hides), what is rebuilt rather than stored (caches), outside edits reported,
+ * and retention that never collects what another run references.
+ */
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { readFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { Client } from '@temporalio/client'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createActivities } from '../../src/activities/index.js'
+import type { AuditStore } from '../../src/audit/index.js'
+import { rewindRun } from '../../src/embed/client.js'
+import { Policy } from '../../src/policy/index.js'
+import {
+  collectSnapshots,
+  decodeTree,
+  postgresStore,
+  readTree,
+  runLinks,
+  runSnapshots,
+  WorkspaceSnapshots,
+} from '../../src/snapshots/index.js'
+import { decideUpdate, pendingApprovalsQuery } from '../../src/workflows/index.js'
+import { openTestAudit, startScriptedRun } from '../support/agent.js'
+import { connectClient, createWorker, uniqueTaskQueue } from '../support/temporal.js'
+
+let audit: AuditStore
+let client: Client
+let taskQueue: string
+let closeClient: () => Promise<void>
+let stopWorker: () => Promise<void>
+const roots: string[] = []
+const workspaces = mkdtempSync(join(tmpdir(), 'tether-workspaces-'))
+
+beforeAll(async () => {
+  audit = await openTestAudit()
+  const connected = await connectClient()
+  client = connected.client
+  closeClient = connected.close
+  taskQueue = uniqueTaskQueue('snapshots')
+  const activities = createActivities({ audit, snapshots: { store: postgresStore(audit.pool), workspaces } })
+  const { worker, connection } = await createWorker({ taskQueue, activities })
+  const running = worker.run()
+  stopWorker = async () => {
+    worker.shutdown()
+    await running
+    await connection.close()
+  }
+})
+
+afterAll(async () => {
+  await stopWorker?.()
+  await closeClient?.()
+  await audit?.close()
+  for (const root of [...roots, workspaces]) rmSync(root, { recursive: true, force: true })
+})
+
+const write = (path: string, content: string) => ({ name: 'write_file', args: { path, content } })
+const exec = (...argv: string[]) => ({ name: 'exec', args: { argv } })
+const policy = () =>
+  Policy.tiered().layer('project').allowWrite('*').allowExec('npm install').allowExec('node *')
+
+async function run(turns: unknown[], options: Parameters<typeof startScriptedRun>[2] = {}) {
+  const started = await startScriptedRun({ client, taskQueue }, turns, { policy: policy(), ...options })
+  roots.push(started.ws.path)
+  return started
+}
+
+describe('rewind', () => {
+  it("starts a new linked run from step 2's tree and transcript", async () => {
+    const { handle } = await run([
+      { toolCalls: [write('one.txt', '1')] },
+      { toolCalls: [write('two.txt', '2')] },
+      { toolCalls: [write('three.txt', '3')] },
+      { toolCalls: [write('four.txt', '4')] },
+      { toolCalls: [write('five.txt', '5')] },
+      { text: 'done' },
+    ])
+    expect(await handle.result()).toMatchObject({ outcome: 'finished', steps: 6 })
+    const earlier = handle.workflowId
+    const rows = await runSnapshots(audit.pool, earlier)
+    const step2 = rows.filter((r) => r.step <= 2).at(-1)
+    expect(step2).toMatchObject({ step: 2, kind: 'tool' })
+
+    const rewound = await rewindRun(client, audit, {
+      run: earlier,
+      toStep: 2,
+      taskQueue,
+      // Stricter: one more deny. The run's policy stays under it.
+      policy: Policy.tiered().layer('review').denyExec('curl*'),
+    })
+    // The script plays on from its third turn: the transcript carried two replies.
+    expect(await rewound.result()).toMatchObject({ outcome: 'finished', steps: 4 })
+    const later = rewound.workflowId
+    const [start] = await runSnapshots(audit.pool, later)
+    expect(start).toMatchObject({ step: 0, kind: 'start', root: step2?.root })
+
+    const before = (await audit.loadMessages(earlier)).map((m) => m.content)
+    const after = (await audit.loadMessages(later)).map((m) => m.content)
+    // Goal, two replies, two results: carried as they were; then the new run's own.
+    expect(after.slice(0, 5)).toEqual(before.slice(0, 5))
+    expect(JSON.stringify(after[5])).toContain('three.txt')
+
+    expect(await runLinks(audit.pool, later)).toEqual({ from: { runId: earlier, step: 2 }, into: [] })
+    expect(await runLinks(audit.pool, earlier)).toEqual({ into: [{ runId: later, step: 2 }] })
+    const config = await audit.runConfig(later)
+    const layers = (config?.policy as { layers: Array<{ name: string }> }).layers.map((l) => l.name)
+    expect(layers).toEqual(expect.arrayContaining(['project', 'review']))
+    // The earlier run's audit is untouched.
+    expect(await runSnapshots(audit.pool, earlier)).toEqual(rows)
+  })
+})
+
+describe('what is not state', () => {
+  it('never stores a file the policy hides from reads', async () => {
+    const secret = `SECRET-${Math.random().toString(36).slice(2)}`
+    const { handle } = await run([{ toolCalls: [write('notes.txt', 'fine')] }, { text: 'done' }], {
+      files: { '.env': `TOKEN=${secret}\n` },
+    })
+    expect(await handle.result()).toMatchObject({ outcome: 'finished' })
+    const rows = await runSnapshots(audit.pool, handle.workflowId)
+    expect(rows.length).toBeGreaterThanOrEqual(2)
+    const store = postgresStore(audit.pool)
+    for (const row of rows) expect((await readTree(store, row.root)).map((p) => p.rel)).not.toContain('.env')
+    const last = rows.at(-1) as (typeof rows)[number]
+    expect((await readTree(store, last.root)).map((p) => p.rel)).toContain('notes.txt')
+    const { rows: leaked } = await audit.pool.query(
+      `select count(*)::int as n from snapshot_objects where position(convert_to($1, 'UTF8') in data) > 0`,
+      [secret],
+    )
+    expect(leaked[0].n).toBe(0)
+  })
+
+  it('leaves a cache out and rebuilds it with the toolchain install on a worker that restores the tree', async () => {
+    const { ws, handle } = await run(
+      [
+        { toolCalls: [exec('npm', 'install')] },
+        { toolCalls: [exec('node', 'uses-dep.cjs')] },
+        { text: 'done' },
+      ],
+      {
+        files: {
+          'package.json': JSON.stringify({
+            name: 'cached',
+            version: '1.0.0',
+            dependencies: { dep: 'file:./dep' },
+          }),
+          'dep/package.json': JSON.stringify({ name: 'dep', version: '1.0.0', main: 'index.js' }),
+          'dep/index.js': "module.exports = 'from the dependency'\n",
+          'uses-dep.cjs': "console.log(require('dep'))\n",
+        },
+      },
+    )
+    expect(await handle.result()).toMatchObject({ outcome: 'finished' })
+    expect(existsSync(join(ws.path, 'node_modules/dep'))).toBe(true)
+    const rows = await runSnapshots(audit.pool, handle.workflowId)
+    const afterInstall = rows.find((r) => r.step === 1 && r.kind === 'tool')
+    const names = (await readTree(postgresStore(audit.pool), afterInstall?.root as string)).map((p) => p.rel)
+    expect(names).toContain('package-lock.json')
+    expect(names.some((name) => name.startsWith('node_modules'))).toBe(false)
+
+    // A new run from step 1's tree lands in a folder of this worker's own, restored without node_modules:
+    // its first command finds the cache rebuilt by `npm install`.
+    const rewound = await rewindRun(client, audit, { run: handle.workflowId, toStep: 1, taskQueue })
+    expect(await rewound.result()).toMatchObject({ outcome: 'finished' })
+    const commands = await audit.executedCommands({ runId: rewound.workflowId })
+    expect(commands.map((c) => [c.call, c.argv.join(' '), c.status, c.exitCode])).toEqual([
+      [-2, 'npm install', 'exited', 0],
+      [0, 'node uses-dep.cjs', 'exited', 0],
+    ])
+    expect(commands[1]?.stdout.text).toContain('from the dependency')
+  })
+})
+
+describe('an outside edit', () => {
+  it('is recorded and told to the model, not used silently', async () => {
+    const approving = Policy.fromSpec({
+      ...Policy.tiered().layer('project').allowWrite('*').toSpec(),
+      identity: 'unsigned',
+      approvers: ['alice'],
+    })
+    const { ws, handle } = await run(
+      [
+        { toolCalls: [write('mine.txt', 'by the run')] },
+        { toolCalls: [exec('touch', 'asked.txt')] },
+        { text: 'done' },
+      ],
+      { policy: approving },
+    )
+    await expect
+      .poll(async () => (await handle.query(pendingApprovalsQuery)).length, { timeout: 60_000 })
+      .toBe(1)
+    // While the run waits for a person, someone edits its workspace.
+    writeFileSync(join(ws.path, 'mine.txt'), 'edited by hand')
+    mkdirSync(join(ws.path, 'extra'))
+    const [pending] = await handle.query(pendingApprovalsQuery)
+    await handle.executeUpdate(decideUpdate, {
+      args: [{ approvalId: pending?.approvalId as string, decision: 'approve', approver: 'alice' }],
+    })
+    expect(await handle.result()).toMatchObject({ outcome: 'finished' })
+    const rows = await runSnapshots(audit.pool, handle.workflowId)
+    const edit = rows.find((r) => r.kind === 'outside-edit')
+    expect(edit).toMatchObject({ step: 2, call: 0, detail: 'A extra, M mine.txt' })
+    const observation = JSON.stringify((await audit.loadMessages(handle.workflowId))[4]?.content)
+    expect(observation).toContain('[workspace] changed outside the run')
+    expect(observation).toContain('M mine.txt')
+    expect(await readFile(join(ws.path, 'mine.txt'), 'utf8')).toBe('edited by hand')
+  })
+})
+
+describe('retention', () => {
+  it('collects what only an expired run referenced, never what a retained run still does', async () => {
+    const store = postgresStore(audit.pool)
+    const snapshots = new WorkspaceSnapshots(store, audit.pool)
+    const shared = `shared ${Math.random()}`
+    const only = `only the old run ${Math.random()}`
+    const folder = (files: Record<string, string>) => {
+      const root = mkdtempSync(join(tmpdir(), 'tether-retention-'))
+      roots.push(root)
+      for (const [name, content] of Object.entries(files)) writeFileSync(join(root, name), content)
+      return root
+    }
+    const runRow = async (runId: string, finishedDaysAgo: number | null) => {
+      const started = new Date(Date.now() - 50 * 86_400_000)
+      const finished = finishedDaysAgo === null ? null : new Date(Date.now() - finishedDaysAgo * 86_400_000)
+      await audit.pool.query(
+        `insert into runs (run_id, goal, workspace, contract, policy, started_at, status, finished_at)
+         values ($1, 'g', '/w', '{}', '{}', $2, $3, $4)`,
+        [runId, started, finished ? 'finished' : 'running', finished],
+      )
+    }
+    const old = `retention-old-${Math.random().toString(36).slice(2)}`
+    const live = `retention-live-${Math.random().toString(36).slice(2)}`
+    await runRow(old, 40)
+    await runRow(live, null)
+    const exclusion = { key: 'none', excluded: () => false }
+    const a = await snapshots.take(
+      { runId: old, step: 0, call: 0, kind: 'start' },
+      folder({ s: shared, o: only }),
+      exclusion,
+    )
+    const b = await snapshots.take(
+      { runId: live, step: 0, call: 0, kind: 'start' },
+      folder({ s: shared }),
+      exclusion,
+    )
+    const hashes = Object.fromEntries(
+      decodeTree((await store.get([a.root])).get(a.root) as Buffer).map((e) => [e.name, e.hash]),
+    )
+    const [sharedHash, onlyHash] = [hashes.s as string, hashes.o as string]
+    // Old enough to be collected: written long ago (other tests' objects stay young, out of reach).
+    await audit.pool.query(
+      `update snapshot_objects set created_at = now() - interval '45 days' where hash = any($1)`,
+      [[a.root, b.root, sharedHash, onlyHash]],
+    )
+    const report = await collectSnapshots(audit.pool, store, { retentionDays: 30 })
+    expect(report.ran).toBe(true)
+    expect(await store.missing([a.root, onlyHash, b.root, sharedHash])).toEqual([a.root, onlyHash])
+    const [oldRow] = await runSnapshots(audit.pool, old)
+    expect(oldRow?.collectedAt).toBeInstanceOf(Date)
+    const [liveRow] = await runSnapshots(audit.pool, live)
+    expect(liveRow?.collectedAt).toBeUndefined()
+  })
+})
