@@ -12,7 +12,8 @@
  *
  * Covered: runs, steps, policy_events, exec_results (which command, its status and exit code), approvals,
  * approval_answers, and the policies history names. Not covered, because history does not hold them:
- * command output and durations, the transcript (messages), gate_events and exec_attempts.
+ * command output and durations, the transcript (messages), gate_events and exec_attempts, and what the
+ * worker records of the workspace itself (workspace_snapshots, and exec_results of kind `workspace`).
  */
 
 import { canonicalJson } from '../identity/index.js'

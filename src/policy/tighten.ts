@@ -17,12 +17,15 @@ export function stricterPolicy(base: Policy, extra?: Policy): Policy {
   const names = new Set(a.layers.map((layer) => layer.name))
   const layers = [
     ...a.layers,
-    ...b.layers.map((layer) => {
-      let name = layer.name
-      for (let n = 2; names.has(name); n++) name = `${layer.name}-${n}`
-      names.add(name)
-      return { ...layer, name }
-    }),
+    // A preset layer both carry (the secret denies) is one layer; another name taken gets a number.
+    ...b.layers
+      .filter((layer) => !(layer.name.startsWith('builtin-') && names.has(layer.name)))
+      .map((layer) => {
+        let name = layer.name
+        for (let n = 2; names.has(name); n++) name = `${layer.name}-${n}`
+        names.add(name)
+        return { ...layer, name }
+      }),
   ]
   const defaults = { ...a.defaults }
   for (const act of Object.keys(defaults) as Array<keyof typeof defaults>) {

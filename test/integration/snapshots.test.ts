@@ -136,6 +136,12 @@ describe('what is not state', () => {
   it('leaves a cache out and rebuilds it with the toolchain install on a worker that restores the tree', async () => {
     const { ws, handle } = await run(
       [
+        {
+          toolCalls: [
+            write('dep/package.json', JSON.stringify({ name: 'dep', version: '1.0.0', main: 'index.js' })),
+          ],
+        },
+        { toolCalls: [write('dep/index.js', "module.exports = 'from the dependency'\n")] },
         { toolCalls: [exec('npm', 'install')] },
         { toolCalls: [exec('node', 'uses-dep.cjs')] },
         { text: 'done' },
@@ -147,8 +153,6 @@ describe('what is not state', () => {
             version: '1.0.0',
             dependencies: { dep: 'file:./dep' },
           }),
-          'dep/package.json': JSON.stringify({ name: 'dep', version: '1.0.0', main: 'index.js' }),
-          'dep/index.js': "module.exports = 'from the dependency'\n",
           'uses-dep.cjs': "console.log(require('dep'))\n",
         },
       },
@@ -156,14 +160,14 @@ describe('what is not state', () => {
     expect(await handle.result()).toMatchObject({ outcome: 'finished' })
     expect(existsSync(join(ws.path, 'node_modules/dep'))).toBe(true)
     const rows = await runSnapshots(audit.pool, handle.workflowId)
-    const afterInstall = rows.find((r) => r.step === 1 && r.kind === 'tool')
+    const afterInstall = rows.find((r) => r.step === 3 && r.kind === 'tool')
     const names = (await readTree(postgresStore(audit.pool), afterInstall?.root as string)).map((p) => p.rel)
     expect(names).toContain('package-lock.json')
     expect(names.some((name) => name.startsWith('node_modules'))).toBe(false)
 
-    // A new run from step 1's tree lands in a folder of this worker's own, restored without node_modules:
+    // A new run from step 3's tree lands in a folder of this worker's own, restored without node_modules:
     // its first command finds the cache rebuilt by `npm install`.
-    const rewound = await rewindRun(client, audit, { run: handle.workflowId, toStep: 1, taskQueue })
+    const rewound = await rewindRun(client, audit, { run: handle.workflowId, toStep: 3, taskQueue })
     expect(await rewound.result()).toMatchObject({ outcome: 'finished' })
     const commands = await audit.executedCommands({ runId: rewound.workflowId })
     expect(commands.map((c) => [c.call, c.argv.join(' '), c.status, c.exitCode])).toEqual([

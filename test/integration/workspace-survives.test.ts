@@ -6,7 +6,7 @@
  * passes — with the snapshots in PostgreSQL, and in a real S3-compatible server (versitygw).
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
-import { chmodSync, cpSync, mkdtempSync, rmSync } from 'node:fs'
+import { chmodSync, cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -178,7 +178,15 @@ describe.each([
       .toBe(true)
     first.kill('SIGKILL')
     // The machine's disk goes with it (its sandboxed command may take a moment to die).
-    rmSync(rootA, { recursive: true, force: true, maxRetries: 20, retryDelay: 250 })
+    await expect
+      .poll(
+        () => {
+          rmSync(rootA, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 })
+          return existsSync(rootA)
+        },
+        { timeout: 30_000, interval: 500 },
+      )
+      .toBe(false)
     const before = (await runSnapshots(audit.pool, runId)).at(-1)
     expect(before).toMatchObject({ step: 2, kind: 'tool' })
 
