@@ -1,9 +1,9 @@
 /**
- * A policy that is the same as another or stricter, never looser: the earlier policy's layers first, then
- * the new one's, each act's default the stricter of the two. Since a deny in any layer beats every allow
- * and an ask beats every allow, nothing the new layers say can allow what the earlier policy did not.
- * A rewound run works under such a policy. Only the new policy's layers and defaults count: its includes
- * (which bring allows) and approvers are not taken.
+ * A policy that is the same as another or stricter, never looser: the earlier policy whole, then the new
+ * one's deny and ask rules in layers after it, and each act's default the stricter of the two. A deny in any
+ * layer beats every allow and an ask beats every allow, so these can only take away. The new policy's allow
+ * rules, includes (which bring allows), sandbox settings and approvers are not taken: any of them could let
+ * through what the earlier policy asked about. A rewound run works under such a policy.
  */
 import { Policy } from './policy.js'
 import type { PolicySpec } from './spec.js'
@@ -20,19 +20,17 @@ export function stricterPolicy(base: Policy, extra?: Policy): Policy {
     // A preset layer both carry (the secret denies) is one layer; another name taken gets a number.
     ...b.layers
       .filter((layer) => !(layer.name.startsWith('builtin-') && names.has(layer.name)))
-      .map((layer) => {
+      .map(({ sandbox: _sandbox, ...layer }) => {
         let name = layer.name
         for (let n = 2; names.has(name); n++) name = `${layer.name}-${n}`
         names.add(name)
-        return { ...layer, name }
+        return { ...layer, name, rules: layer.rules.filter((rule) => rule.effect !== 'allow') }
       }),
   ]
   const defaults = { ...a.defaults }
   for (const act of Object.keys(defaults) as Array<keyof typeof defaults>) {
     if (RANK[b.defaults[act]] > RANK[defaults[act]]) defaults[act] = b.defaults[act]
   }
-  // The earlier policy's includes, approvers and identity stay; the new one's are not taken (an include
-  // brings allows, approvers are the floor's).
   const spec: PolicySpec = { ...a, defaults, layers }
   return Policy.fromSpec(spec)
 }
