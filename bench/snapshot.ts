@@ -73,7 +73,7 @@ async function treeBench(stack: BenchStack, dir: string) {
   const git = join(dir, 'git')
   // git keeps its index and objects beside the tree, as it would in a checkout.
   const gitEnv = `GIT_DIR=${git} GIT_WORK_TREE=${root}`
-  sh(root, `git init -q ${git} && ${gitEnv} git add -A && ${gitEnv} git write-tree`)
+  sh(root, `GIT_DIR=${git} git init -q && ${gitEnv} git add -A && ${gitEnv} git write-tree`)
   let started = performance.now()
   await snapshots.take({ runId, step: 0, call: 0, kind: 'start' }, root, exclusion)
   const first = ms(started)

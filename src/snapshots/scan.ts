@@ -36,6 +36,8 @@ interface FileState {
   ctimeMs: number
   hash: string
   racy: boolean
+  /** The scan that last saw it: what no scan saw is gone. */
+  seen: number
 }
 
 /** Where the bytes of a new object are: in memory, or a file range to read (and check) again. */
@@ -44,6 +46,8 @@ export type ObjectSource = Buffer | { path: string; offset: number; length: numb
 /** What this worker remembers of one workspace folder between scans. */
 export class WorkspaceIndex {
   readonly files = new Map<string, FileState>()
+  /** Scans so far: each marks the files it saw. */
+  scans = 0
   /** The root hash of the last scan or restore. */
   root: string | undefined
   /** Which exclusions `excludedCache` holds answers for. */
@@ -65,7 +69,7 @@ export class WorkspaceIndex {
 
   /** Remembers a file this worker wrote itself (a restore), so the next scan need not read it. */
   remember(rel: string, stats: Stats, kind: FileState['kind'], hash: string): void {
-    this.files.set(rel, { kind, hash, racy: false, ...statFields(stats) })
+    this.files.set(rel, { kind, hash, racy: false, seen: this.scans, ...statFields(stats) })
   }
 }
 
@@ -93,7 +97,7 @@ export async function scanTree(
 ): Promise<Scan> {
   const started = Date.now()
   const scan: Scan = { root: '', objects: new Map(), files: 0, bytes: 0, hashed: 0 }
-  const seen = new Set<string>()
+  const generation = ++index.scans
   let visited = 0
   const base = Buffer.from(root, 'utf8').toString('latin1')
 
@@ -127,8 +131,7 @@ export async function scanTree(
       }
       // Sockets, pipes and devices are not files a project keeps: they are not state.
       if (!stats.isFile() && !stats.isSymbolicLink()) continue
-      seen.add(childRel)
-      const entry = fileEntry(childRel, childAbs, stats, index, scan, started)
+      const entry = fileEntry(childRel, childAbs, stats, index, scan, started, generation)
       entries.push({ ...entry, name })
       scan.files += 1
       scan.bytes += stats.size
@@ -140,7 +143,7 @@ export async function scanTree(
   }
 
   const top = await walk('')
-  for (const rel of index.files.keys()) if (!seen.has(rel)) index.files.delete(rel)
+  for (const [rel, file] of index.files) if (file.seen !== generation) index.files.delete(rel)
   scan.root = top.hash
   index.root = top.hash
   return scan
@@ -163,6 +166,7 @@ function fileEntry(
   index: WorkspaceIndex,
   scan: Scan,
   started: number,
+  generation: number,
 ): Omit<TreeEntry, 'name'> {
   const fields = statFields(stats)
   const known = index.files.get(rel)
@@ -177,6 +181,7 @@ function fileEntry(
     known.mtimeMs === fields.mtimeMs &&
     known.ctimeMs === fields.ctimeMs
   ) {
+    known.seen = generation
     return { kind: known.kind, mode: link ? 0o777 : fields.mode, size: fields.size, hash: known.hash }
   }
   scan.hashed += 1
@@ -192,7 +197,7 @@ function fileEntry(
   } else {
     ;({ kind, hash } = hashFile(path, abs, fields.size, scan))
   }
-  index.files.set(rel, { kind, hash, racy, ...fields })
+  index.files.set(rel, { kind, hash, racy, seen: generation, ...fields })
   return { kind, mode: link ? 0o777 : fields.mode, size: fields.size, hash }
 }
 
