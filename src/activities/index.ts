@@ -68,6 +68,7 @@ export function createActivities(deps: ActivityDependencies): TetherActivities {
     runs,
     sandbox,
     workspaces: deps.snapshots?.workspaces ?? settings.workspaces,
+    retentionDays: settings.retentionDays,
   })
   const activities: TetherActivities = {
     ...policyActivities({ provider, sandbox, runs, snapshots }),

@@ -68,6 +68,8 @@ export class StepSnapshots {
       sandbox: CommandSandbox
       /** Where this worker lays out workspaces that come from a source, one folder per run. */
       workspaces: string
+      /** Days a run's snapshots are kept after it ends; collection runs on its own when it is due. */
+      retentionDays?: number
     },
   ) {}
 
@@ -191,6 +193,10 @@ export class StepSnapshots {
         }
       }
       const taken = await heartbeating(() => service.take(refOf(ref, 'start'), path, ex, detail))
+      if (this.deps.retentionDays !== undefined) {
+        const logger = Context.current().log
+        service.collectIfDue(this.deps.retentionDays, (line) => logger.info(line))
+      }
       return { tree: taken.root, ...seq }
     })
   }

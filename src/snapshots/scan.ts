@@ -116,7 +116,7 @@ export async function scanTree(
       const childAbs = `${abs}/${name}`
       let stats: Stats
       try {
-        stats = lstatSync(Buffer.from(childAbs, 'latin1'))
+        stats = lstatSync(fsPath(childAbs))
       } catch (error) {
         // Gone between the listing and the look: it is not part of this tree.
         if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue
@@ -148,6 +148,12 @@ export async function scanTree(
   index.root = top.hash
   return scan
 }
+
+/** A latin1-carried path as the file system takes it: as text when it is ASCII (the usual case, and cheaper). */
+function fsPath(path: string): string | Buffer {
+  return NOT_ASCII.test(path) ? Buffer.from(path, 'latin1') : path
+}
+const NOT_ASCII = /[^\x00-\x7f]/
 
 function statFields(stats: Stats) {
   return {

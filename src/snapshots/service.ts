@@ -8,6 +8,7 @@ import { rm } from 'node:fs/promises'
 import type pg from 'pg'
 import {
   collectionGeneration,
+  collectSnapshots,
   recordSnapshot,
   type SnapshotKind,
   type SnapshotRow,
@@ -29,6 +30,8 @@ import { displayName } from './tree.js'
 const KNOWN_LIMIT = 1_000_000
 /** Bytes uploaded per call to the store. */
 const UPLOAD_BYTES = 16 * 1024 * 1024
+/** How often retention runs on its own: a worker starting a run collects when the last collection is older. */
+const COLLECT_EVERY_MS = 6 * 3_600_000
 
 export interface SnapshotRef {
   runId: string
@@ -179,6 +182,25 @@ export class WorkspaceSnapshots {
   /** What changed from tree `from` to tree `to`. */
   diff(from: string, to: string): Promise<TreeChange[]> {
     return diffTrees(this.store, from, to)
+  }
+
+  /**
+   * Collects what retention lets go when no collection ran in the last hours (any worker's counts), in the
+   * background; a collection running elsewhere makes this one a no-op.
+   */
+  collectIfDue(retentionDays: number, log: (line: string) => void = () => {}): void {
+    const due = async () => {
+      const { rows } = await this.pool.query<{ due: boolean }>(
+        `select coalesce(max(ran_at) < now() - make_interval(secs => $1), true) as due from snapshot_collections`,
+        [COLLECT_EVERY_MS / 1000],
+      )
+      if (!rows[0]?.due) return
+      const report = await collectSnapshots(this.pool, this.store, { retentionDays })
+      if (report.ran && report.deletedObjects > 0) {
+        log(`snapshot retention: collected ${report.deletedObjects} objects from ${this.store.name}`)
+      }
+    }
+    due().catch((error) => log(`snapshot retention failed: ${(error as Error).message}`))
   }
 
   /** Forgets a folder (it was deleted, or laid out again). */
