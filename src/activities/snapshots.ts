@@ -30,7 +30,7 @@ import {
 import { runCommandWithHeartbeats } from './exec.js'
 import { heartbeating } from './heartbeat.js'
 import type { RunConfigs } from './run-config.js'
-import type { CommandSandbox } from './sandbox.js'
+import { type CommandSandbox, commandOptions, resultRecord } from './sandbox.js'
 
 /** What a tool activity's input says about the workspace. */
 export interface WorkspaceRef {
@@ -285,8 +285,7 @@ export class StepSnapshots {
       workspace: path,
       timeoutMs: contract.execTimeout,
       outputCeiling: contract.outputCeiling,
-      env: setup.env,
-      ...(setup.sandbox ? { sandbox: setup.sandbox } : {}),
+      ...commandOptions(setup),
     })
     await this.deps.audit.recordExecResult({
       runId: ref.runId,
@@ -295,14 +294,7 @@ export class StepSnapshots {
       kind: 'workspace',
       argv,
       cwd: path,
-      status: result.status,
-      ...(result.exitCode !== undefined ? { exitCode: result.exitCode } : {}),
-      ...(result.signal !== undefined ? { signal: result.signal } : {}),
-      durationMs: Math.round(result.durationMs),
-      stdout: result.stdout,
-      stderr: result.stderr,
-      startedAt,
-      finishedAt: new Date(),
+      ...resultRecord(setup, result, startedAt),
       attempt: Context.current().info.attempt,
     })
     return result

@@ -7,7 +7,7 @@
 import { Context } from '@temporalio/activity'
 import { ApplicationFailure } from '@temporalio/common'
 import type { AuditStore } from '../audit/index.js'
-import { ExecInputError, type ExecResult, type RunCommandOptions, type SandboxReport } from '../exec/index.js'
+import { ExecInputError, type ExecResult, type SandboxReport } from '../exec/index.js'
 import { judge } from '../judge/index.js'
 import { clip, formatBytes } from '../present/index.js'
 import type { TetherActivities } from '../run/index.js'
@@ -27,7 +27,7 @@ import { CommandAttempts } from './attempts.js'
 import { runCommandWithHeartbeats } from './exec.js'
 import { heartbeating } from './heartbeat.js'
 import type { RunConfigs } from './run-config.js'
-import type { CommandSandbox, CommandSetup } from './sandbox.js'
+import { type CommandSandbox, commandOptions, resultRecord } from './sandbox.js'
 import type { StepSnapshots } from './snapshots.js'
 import { appendInOrder } from './transcript.js'
 
@@ -336,28 +336,6 @@ function runFileTool(
       return searchFiles(root, call.args, { ...options, canRead: checks.canRead })
     case 'exec':
       throw ApplicationFailure.nonRetryable('exec is not a file tool', 'InvalidToolCall')
-  }
-}
-
-function commandOptions(setup: CommandSetup): Pick<RunCommandOptions, 'env' | 'sandbox'> {
-  return { env: setup.env, ...(setup.sandbox ? { sandbox: setup.sandbox } : {}) }
-}
-
-/**
- * What the audit keeps of a finished command, the same for an agent's command and the gate; of the boundary,
- * the names of the variables passed (never values) and the sandbox report.
- */
-function resultRecord(setup: CommandSetup, result: ExecResult, startedAt: Date) {
-  return {
-    status: result.status,
-    ...(result.exitCode !== undefined ? { exitCode: result.exitCode } : {}),
-    ...(result.signal !== undefined ? { signal: result.signal } : {}),
-    durationMs: Math.round(result.durationMs),
-    stdout: result.stdout,
-    stderr: result.stderr,
-    startedAt,
-    finishedAt: new Date(),
-    sandbox: { mode: setup.sandbox ? 'enforce' : 'off', envNames: setup.envNames, ...result.sandbox },
   }
 }
 

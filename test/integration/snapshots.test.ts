@@ -9,7 +9,6 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Client } from '@temporalio/client'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createActivities } from '../../src/activities/index.js'
 import type { AuditStore } from '../../src/audit/index.js'
 import { rewindRun } from '../../src/embed/client.js'
 import { Policy } from '../../src/policy/index.js'
@@ -23,8 +22,8 @@ import {
   WorkspaceSnapshots,
 } from '../../src/snapshots/index.js'
 import { decideUpdate, pendingApprovalsQuery } from '../../src/workflows/index.js'
-import { openTestAudit, startScriptedRun } from '../support/agent.js'
-import { connectClient, createWorker, uniqueTaskQueue } from '../support/temporal.js'
+import { openTestAudit, startAgentWorker, startScriptedRun } from '../support/agent.js'
+import { connectClient } from '../support/temporal.js'
 
 let audit: AuditStore
 let client: Client
@@ -39,15 +38,11 @@ beforeAll(async () => {
   const connected = await connectClient()
   client = connected.client
   closeClient = connected.close
-  taskQueue = uniqueTaskQueue('snapshots')
-  const activities = createActivities({ audit, snapshots: { store: postgresStore(audit.pool), workspaces } })
-  const { worker, connection } = await createWorker({ taskQueue, activities })
-  const running = worker.run()
-  stopWorker = async () => {
-    worker.shutdown()
-    await running
-    await connection.close()
-  }
+  const worker = await startAgentWorker(audit, {
+    snapshots: { store: postgresStore(audit.pool), workspaces },
+  })
+  taskQueue = worker.taskQueue
+  stopWorker = worker.stop
 })
 
 afterAll(async () => {
@@ -106,7 +101,9 @@ describe('rewind', () => {
     expect(await runLinks(audit.pool, later)).toEqual({ from: { runId: earlier, step: 2 }, into: [] })
     expect(await runLinks(audit.pool, earlier)).toEqual({ into: [{ runId: later, step: 2 }] })
     const config = await audit.runConfig(later)
-    const layers = (config?.policy as { layers: Array<{ name: string }> }).layers.map((l) => l.name)
+    const layers = ((config?.policy ?? { layers: [] }) as { layers: Array<{ name: string }> }).layers.map(
+      (l) => l.name,
+    )
     expect(layers).toEqual(expect.arrayContaining(['project', 'review']))
     // The earlier run's audit is untouched.
     expect(await runSnapshots(audit.pool, earlier)).toEqual(rows)

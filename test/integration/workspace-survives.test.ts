@@ -5,12 +5,12 @@
  * hash, re-runs the interrupted command (or, under noRetry, says its outcome is unknown), and the gate
  * passes — with the snapshots in PostgreSQL, and in a real S3-compatible server (versitygw).
  */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
+import { execFileSync } from 'node:child_process'
 import { chmodSync, cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { AuditStore } from '../../src/audit/index.js'
 import { Policy } from '../../src/policy/index.js'
 import {
@@ -23,13 +23,14 @@ import {
 import { openTestAudit, startRun } from '../support/agent.js'
 import { connectClient, uniqueTaskQueue } from '../support/temporal.js'
 import { startVersitygw, type Versitygw } from '../support/versitygw.js'
+import { workerProcesses } from '../support/worker-processes.js'
 
 const FIXTURE = fileURLToPath(new URL('../../examples/npm-project/', import.meta.url))
 
 let audit: AuditStore
 let client: Awaited<ReturnType<typeof connectClient>>
 let s3: Versitygw
-const workers: ChildProcess[] = []
+const workers = workerProcesses()
 const folders: string[] = []
 
 beforeAll(async () => {
@@ -39,7 +40,7 @@ beforeAll(async () => {
 }, 900_000)
 
 afterAll(async () => {
-  for (const worker of workers) worker.kill('SIGKILL')
+  workers.killAll()
   await client?.close()
   await audit?.close()
   await s3?.stop()
@@ -90,32 +91,8 @@ function objectStore(store: Store): ObjectStore {
   return s3Store({ bucket: s3.bucket, prefix: 'runs/', endpoint: s3.endpoint, credentials: s3.credentials })
 }
 
-function startWorker(taskQueue: string, env: Record<string, string>): Promise<ChildProcess> {
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', fileURLToPath(new URL('../support/worker-process.ts', import.meta.url))],
-    {
-      env: {
-        ...process.env,
-        TEMPORAL_ADDRESS: inject('temporalAddress'),
-        TEMPORAL_NAMESPACE: inject('namespace'),
-        DATABASE_URL: inject('databaseUrl'),
-        TETHER_TASK_QUEUE: taskQueue,
-        WORKFLOW_BUNDLE: inject('workflowBundlePath'),
-        AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
-        ...env,
-      },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    },
-  )
-  workers.push(child)
-  return new Promise((resolve, reject) => {
-    child.stdout?.on('data', (chunk: Buffer) => {
-      if (chunk.toString().includes('worker ready')) resolve(child)
-    })
-    child.on('exit', (code) => reject(new Error(`worker process exited with ${code} before it was ready`)))
-  })
-}
+const startWorker = (taskQueue: string, env: Record<string, string>) =>
+  workers.start(taskQueue, { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true', ...env })
 
 // Writes its mark in the workspace, then works for a few seconds: long enough to be killed mid-command.
 const SLOW = `require('node:fs').writeFileSync('slow.txt', 'ran'); setTimeout(() => console.log('slow done'), 4000)`

@@ -8,7 +8,12 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { Client } from '@temporalio/client'
 import { afterAll, beforeAll, inject } from 'vitest'
-import { createActivities, type SandboxDependencies, waitThroughOutages } from '../../src/activities/index.js'
+import {
+  type ActivityDependencies,
+  createActivities,
+  type SandboxDependencies,
+  waitThroughOutages,
+} from '../../src/activities/index.js'
 import { type AuditStore, openAudit } from '../../src/audit/index.js'
 import { type WorkerFloor, workerFloor } from '../../src/embed/worker.js'
 import type { ModelScript } from '../../src/model/index.js'
@@ -48,13 +53,19 @@ export function testPolicy(): Policy {
 
 export async function startAgentWorker(
   audit: AuditStore,
-  options: { taskQueue?: string; sandbox?: SandboxDependencies; floor?: WorkerFloor } = {},
+  options: {
+    taskQueue?: string
+    sandbox?: SandboxDependencies
+    floor?: WorkerFloor
+    snapshots?: ActivityDependencies['snapshots']
+  } = {},
 ) {
   const taskQueue = options.taskQueue ?? uniqueTaskQueue('agent')
   const activities = createActivities({
     audit,
     floor: workerFloor(options.floor),
     ...(options.sandbox ? { sandbox: options.sandbox } : {}),
+    ...(options.snapshots ? { snapshots: options.snapshots } : {}),
   })
   const { worker, connection } = await createWorker({ taskQueue, activities })
   const running = worker.run()
