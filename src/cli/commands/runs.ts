@@ -21,7 +21,9 @@ import { linkLines } from './snapshots.js'
 
 interface RunOptions {
   goal: string
-  workspace: string
+  workspace?: string
+  git?: string
+  ref?: string
   verify?: string
   policy?: string
   model?: string
@@ -38,7 +40,12 @@ export function registerRuns(program: Command): void {
     .command('run')
     .description('Start an agent run on a workspace; with --follow, watch it until it ends.')
     .requiredOption('--goal <text>', 'what the run should achieve')
-    .requiredOption('--workspace <dir>', 'the project folder the agent works in')
+    .option('--workspace <dir>', 'the project folder the agent works in')
+    .option(
+      '--git <url>',
+      'instead of --workspace: a git repository the worker clones, under the run policy, into a folder of its own',
+    )
+    .option('--ref <ref>', 'with --git: the branch, tag or commit to check out')
     .option(
       '--verify <command>',
       'the command whose success ends the run, e.g. "npm test" (quotes group words); default: the test ' +
@@ -178,12 +185,23 @@ export function registerRuns(program: Command): void {
 }
 
 async function buildContract(options: RunOptions): Promise<TaskContractInput> {
-  const workspace = resolve(options.workspace)
-  const command = options.verify === undefined ? await detectedTest(workspace) : options.verify
+  if ((options.workspace === undefined) === (options.git === undefined)) {
+    throw new CliError('give the project as --workspace DIR or as --git URL (with --ref), one of the two')
+  }
+  if (options.ref !== undefined && options.git === undefined) throw new CliError('--ref goes with --git')
+  const workspace = options.workspace === undefined ? undefined : resolve(options.workspace)
+  if (!workspace && options.verify === undefined) {
+    throw new CliError(
+      'with --git, name the gate: --verify "npm test" (or --verify none); there is no folder here to detect it from',
+    )
+  }
+  const command = options.verify === undefined ? await detectedTest(workspace as string) : options.verify
   const verification = command && command !== 'none' ? { command: splitCommand(command) } : null
   return {
     goal: options.goal,
-    workspace,
+    ...(workspace
+      ? { workspace }
+      : { source: { git: options.git as string, ...(options.ref ? { ref: options.ref } : {}) } }),
     verification,
     ...(options.model ? { model: options.model } : {}),
     budgets: {

@@ -14,7 +14,10 @@ const TABLES = [
   'policies',
   'policy_events',
   'runs',
+  'snapshot_collections',
+  'snapshot_objects',
   'steps',
+  'workspace_snapshots',
 ]
 
 describe('audit migrations', () => {
