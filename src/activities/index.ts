@@ -42,7 +42,7 @@ export function createActivities(deps: ActivityDependencies): TetherActivities {
   const floor = deps.floor ?? builtinFloor()
   const sandbox = new CommandSandbox({
     ...deps.sandbox,
-    blocked: [...(deps.sandbox?.blocked ?? []), deps.audit.target],
+    auditTarget: () => deps.audit.target,
     floor: floor.policy,
   })
   const runs = new RunConfigs(deps.audit, floor)

@@ -39,7 +39,13 @@ export {
   startEmbeddedPostgres,
 } from './postgres.js'
 export { isAlive } from './process.js'
-export { tetherStateDir, usualPort } from './state.js'
+export {
+  type DevStackRecord,
+  devStackFile,
+  runningDevStack,
+  tetherStateDir,
+  usualPort,
+} from './state.js'
 export {
   ensureTemporalCli,
   type TemporalCli,
