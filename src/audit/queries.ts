@@ -95,7 +95,10 @@ export interface ApprovalRow {
   /** Who may answer; empty means anyone. */
   approvers: string[]
   requestedAt: Date
+  /** When the wait ends: the approval timeout, or the run's wall-time budget when that ends first. */
   deadline: Date
+  /** Which limit sets `deadline`. */
+  deadlineBy?: 'approval timeout' | 'wall-time budget' | undefined
   decision?: ApprovalDecision | undefined
   decidedBy?: string | undefined
   channel?: DecisionChannel | undefined
@@ -391,9 +394,20 @@ export async function executedCommands(
   return rows.map(executedCommand)
 }
 
-// from_floor: whether the deciding rule's layer is one of the worker's floor in the run's effective policy.
+/**
+ * When the run's wall-time budget ends (the run's start plus its contract's budget): an approval's wait
+ * ends then too, when that is before its own timeout — also for requests recorded before they said so.
+ */
+const BUDGET_END = `(select r.started_at + (r.contract->'budgets'->>'maxWallTime')::bigint * interval '1 millisecond'
+     from runs r where r.run_id = approvals.run_id
+      and json_typeof(r.contract->'budgets'->'maxWallTime') = 'number')`
+
+// deadline: when the wait really ends (deadline_by says which limit sets it); from_floor: whether the
+// deciding rule's layer is one of the worker's floor in the run's effective policy.
 const APPROVAL_COLUMNS = `approval_id, run_id, step, call, act, target, tree, rule, layer, approvers,
-  requested_at, deadline, decision, decided_by, channel, decided_at, reason, remember, action_digest,
+  requested_at, least(deadline, ${BUDGET_END}) as deadline,
+  case when ${BUDGET_END} < deadline then 'wall-time budget' else 'approval timeout' end as deadline_by,
+  decision, decided_by, channel, decided_at, reason, remember, action_digest,
   approvals_required, remember_offer, identity, replacement,
   coalesce((select bool_or(l->>'origin' = 'floor')
               from runs r join policies p on p.digest = r.policy_digest,

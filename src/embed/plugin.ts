@@ -83,9 +83,7 @@ export function tetherPlugin(options: TetherPluginOptions = {}): SimplePlugin {
 /** The audit database the plugin opens; a Worker with nowhere to record runs does not start. */
 function pluginDatabase(options: TetherPluginOptions): string | undefined {
   const url =
-    options.databaseUrl ||
-    databaseUrl() ||
-    runningDevStack(options.stateDir ?? tetherStateDir())?.databaseUrl
+    options.databaseUrl || databaseUrl() || runningDevStack(options.stateDir ?? tetherStateDir())?.databaseUrl
   if (url || options.stateDir) return url
   throw new Error(
     'tether plugin: no audit database: set DATABASE_URL (the PostgreSQL tether records runs in), run ' +

@@ -185,6 +185,11 @@ export interface PendingApproval {
   /** Whether answers must be signed (the policy's identity mode when the request was made). */
   identity?: 'signed' | 'unsigned'
   requestedAt: number
+  /** When the wait ends: the approval timeout, or the run's wall-time budget when that ends first. */
   deadline: number
+  /** Which of the two sets the deadline (absent in runs recorded before it was said). */
+  deadlineBy?: DeadlineBy
   approvers: string[]
 }
+
+export type DeadlineBy = 'approval timeout' | 'wall-time budget'

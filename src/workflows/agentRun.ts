@@ -509,6 +509,14 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
 
   async function requestApproval(step: number, call: number, verdict: ActionVerdict): Promise<string> {
     const now = Date.now()
+    const requested = now + contract.approvals.timeout
+    const budgetEnd = state.startedAt + contract.budgets.maxWallTime
+    // The wait ends at the earlier of the two: approvers are told that time, and which limit sets it.
+    const deadline = patched('true-deadline')
+      ? budgetEnd < requested
+        ? { deadline: budgetEnd, deadlineBy: 'wall-time budget' as const }
+        : { deadline: requested, deadlineBy: 'approval timeout' as const }
+      : { deadline: requested }
     const request: PendingApproval = {
       approvalId: uuid4(),
       step,
@@ -523,7 +531,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
       ...(verdict.approvalsRequired ? { approvalsRequired: verdict.approvalsRequired } : {}),
       identity: book.identityMode,
       requestedAt: now,
-      deadline: now + contract.approvals.timeout,
+      ...deadline,
       approvers,
     }
     book.request(request)
