@@ -406,7 +406,7 @@ const BUDGET_END = `(select r.started_at + (r.contract->'budgets'->>'maxWallTime
 // deciding rule's layer is one of the worker's floor in the run's effective policy.
 const APPROVAL_COLUMNS = `approval_id, run_id, step, call, act, target, tree, rule, layer, approvers,
   requested_at, least(deadline, ${BUDGET_END}) as deadline,
-  case when ${BUDGET_END} < deadline then 'wall-time budget' else 'approval timeout' end as deadline_by,
+  case when ${BUDGET_END} <= deadline then 'wall-time budget' else 'approval timeout' end as deadline_by,
   decision, decided_by, channel, decided_at, reason, remember, action_digest,
   approvals_required, remember_offer, identity, replacement,
   coalesce((select bool_or(l->>'origin' = 'floor')
@@ -680,6 +680,25 @@ export async function runSummary(db: Database, runId: string): Promise<RunSummar
 }
 
 const WAITING = 'exists (select 1 from approvals a where a.run_id = runs.run_id and a.decision is null)'
+
+/** The runs on a task queue the audit holds as running, oldest first: what a worker checks against Temporal. */
+export async function runningRuns(
+  db: Database,
+  options: { taskQueue: string; limit?: number },
+): Promise<Array<{ runId: string; executionId?: string | undefined; waiting: boolean }>> {
+  const operation = 'runningRuns'
+  const { rows } = await db.query<{ run_id: string; execution_id: string | null; waiting: boolean }>(
+    operation,
+    `select run_id, execution_id, ${WAITING} as waiting from runs
+      where status = 'running' and task_queue = $1 order by started_at limit $2`,
+    [requireId(options.taskQueue, 'taskQueue', operation), pageLimit(options.limit, MAX_PAGE, operation)],
+  )
+  return rows.map((row) => ({
+    runId: row.run_id,
+    ...(row.execution_id ? { executionId: row.execution_id } : {}),
+    waiting: row.waiting,
+  }))
+}
 
 /**
  * Runs, newest first, optionally only those still running or finished, with one outcome, or waiting for

@@ -10,6 +10,7 @@
  * With a prebuilt `workflowBundle`, re-export tether's workflows from your own workflows module instead:
  * `export { agentRun } from '@tether-agent/tether/workflows'`.
  */
+
 import { createHash } from 'node:crypto'
 import { writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
@@ -19,6 +20,7 @@ import { createActivities, waitThroughOutages } from '../activities/index.js'
 import { type AuditStore, openAudit } from '../audit/index.js'
 import type { ModelProvider } from '../model/index.js'
 import { databaseUrl, floorFile, runningDevStack, tetherStateDir } from '../stack/index.js'
+import { type WorkerTarget, whileReconciling, workerTarget } from './reconcile.js'
 import { TETHER_WORKER_DEFAULTS, tetherWorkflowsPath, type WorkerFloor, workerFloor } from './worker.js'
 
 export interface TetherPluginOptions {
@@ -54,7 +56,7 @@ export function tetherPlugin(options: TetherPluginOptions = {}): SimplePlugin {
       return typeof value === 'function' ? value.bind(store) : value
     },
   })
-  return new TetherPlugin({
+  const plugin: TetherPlugin = new TetherPlugin({
     name: 'tether',
     activities: createActivities({
       audit,
@@ -63,7 +65,7 @@ export function tetherPlugin(options: TetherPluginOptions = {}): SimplePlugin {
     }),
     workflowsPath: (existing) => (existing ? combinedEntry(existing) : tetherWorkflowsPath()),
     runContext: async (next) => {
-      if (options.audit) return next()
+      if (options.audit) return whileReconciling(options.audit, plugin.target, next)
       store = await openAudit({
         databaseUrl: pluginDatabase(options),
         ...(options.stateDir ? { stateDir: options.stateDir } : {}),
@@ -71,13 +73,14 @@ export function tetherPlugin(options: TetherPluginOptions = {}): SimplePlugin {
         outages: waitThroughOutages(),
       })
       try {
-        await next()
+        await whileReconciling(store, plugin.target, next)
       } finally {
         await store.close()
         store = undefined
       }
     },
   })
+  return plugin
 }
 
 /** The audit database the plugin opens; a Worker with nowhere to record runs does not start. */
@@ -91,9 +94,15 @@ function pluginDatabase(options: TetherPluginOptions): string | undefined {
   )
 }
 
-/** The Worker also gets tether's defaults (a short sticky-queue timeout) where it sets none of its own. */
+/**
+ * The Worker also gets tether's defaults (a short sticky-queue timeout) where it sets none of its own; its
+ * connection, namespace and task queue serve to keep the audit in step with Temporal (reconcile.ts).
+ */
 class TetherPlugin extends SimplePlugin {
+  target: WorkerTarget | undefined
+
   override configureWorker(options: WorkerOptions): WorkerOptions {
+    this.target = workerTarget(options)
     return super.configureWorker({ ...TETHER_WORKER_DEFAULTS, ...options })
   }
 }

@@ -2,6 +2,7 @@
  * Building a Worker that serves tether: shared by `worker.ts`, `tether dev`, the demo and the plugin, so
  * they all load the same workflow code the same way.
  */
+
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { Client } from '@temporalio/client'
@@ -19,6 +20,7 @@ import {
   startLocalStack,
   type TemporalTarget,
 } from '../stack/index.js'
+import { ReconcilePlugin } from './reconcile.js'
 
 /** tether's workflows module: the compiled `.js` in a build, the `.ts` source in a checkout. */
 export function tetherWorkflowsPath(): string {
@@ -98,6 +100,8 @@ export function createTetherWorker(options: TetherWorkerOptions): Promise<Worker
     // Running commands get this long to finish on shutdown before they are cancelled and retried elsewhere.
     shutdownGraceTime: '30 seconds',
     maxCachedWorkflows: options.maxCachedWorkflows ?? WORKFLOW_CACHE_SIZE,
+    // While it runs, runs Temporal closed by paths the workflow never sees are closed in the audit too.
+    plugins: [new ReconcilePlugin(options.audit)],
   })
 }
 
