@@ -125,7 +125,16 @@ const TIME_COLUMNS = new Set([
 ])
 const EXEC_STATUSES = new Set<string>(input.execStatuses)
 
-const RUN_START = ['goal', 'workspace', 'contract', 'policy', 'task_queue', 'parent_run_id', 'started_at']
+const RUN_START = [
+  'goal',
+  'workspace',
+  'contract',
+  'policy',
+  'task_queue',
+  'parent_run_id',
+  'build_id',
+  'started_at',
+]
 const RUN_FINISH = ['status', 'outcome', 'reason', 'steps', 'input_tokens', 'output_tokens', 'finished_at']
 const STEP = [
   'tool_calls',

@@ -172,6 +172,8 @@ export interface RunRow {
   policyDigest?: string | undefined
   /** The floor it stands on: the worker's floor file, or `built-in`. */
   floor?: string | undefined
+  /** The Worker Deployment build it started on (Worker Versioning). */
+  buildId?: string | undefined
   startedAt: Date
   finishedAt?: Date | undefined
 }
@@ -612,7 +614,7 @@ export async function runTimeline(db: Database, runId: string): Promise<Timeline
 }
 
 const RUN_COLUMNS = `run_id, goal, workspace, status, outcome, reason, task_queue, parent_run_id, sandbox,
-  policy_digest, floor, started_at, finished_at`
+  policy_digest, floor, build_id, started_at, finished_at`
 
 /**
  * The contract and policy a run was started with, as recorded (the run's own policy, and the digest of the

@@ -16,7 +16,7 @@ import { writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { SimplePlugin } from '@temporalio/plugin'
 import type { WorkerOptions } from '@temporalio/worker'
-import { createActivities, waitThroughOutages } from '../activities/index.js'
+import { createActivities, unknownNamespace, waitThroughOutages } from '../activities/index.js'
 import { type AuditStore, openAudit } from '../audit/index.js'
 import type { ModelProvider } from '../model/index.js'
 import { databaseUrl, floorFile, runningDevStack, tetherStateDir } from '../stack/index.js'
@@ -56,16 +56,18 @@ export function tetherPlugin(options: TetherPluginOptions = {}): SimplePlugin {
       return typeof value === 'function' ? value.bind(store) : value
     },
   })
+  const namespace = unknownNamespace()
   const plugin: TetherPlugin = new TetherPlugin({
     name: 'tether',
     activities: createActivities({
       audit,
+      namespace,
       floor: workerFloor(options.floor ?? floorFile()),
       ...(options.provider ? { provider: options.provider } : {}),
     }),
     workflowsPath: (existing) => (existing ? combinedEntry(existing) : tetherWorkflowsPath()),
     runContext: async (next) => {
-      if (options.audit) return whileReconciling(options.audit, plugin.target, next)
+      if (options.audit) return whileReconciling(options.audit, plugin.target, next, namespace)
       store = await openAudit({
         databaseUrl: pluginDatabase(options),
         ...(options.stateDir ? { stateDir: options.stateDir } : {}),
@@ -73,7 +75,7 @@ export function tetherPlugin(options: TetherPluginOptions = {}): SimplePlugin {
         outages: waitThroughOutages(),
       })
       try {
-        await whileReconciling(store, plugin.target, next)
+        await whileReconciling(store, plugin.target, next, namespace)
       } finally {
         await store.close()
         store = undefined

@@ -5,9 +5,11 @@
  * leaves them too. Every worker sweeps the runs of its task queue when it starts and then every few seconds
  * while it runs, so nothing lists an approval whose workflow is closed for longer than that.
  */
+
 import { Client, WorkflowNotFoundError } from '@temporalio/client'
 import { SimplePlugin } from '@temporalio/plugin'
 import type { WorkerOptions } from '@temporalio/worker'
+import type { NamespaceFacts } from '../activities/index.js'
 import type { AuditStore } from '../audit/index.js'
 import type { AgentRunResult } from '../run/index.js'
 import { pendingApprovalsQuery } from '../workflows/index.js'
@@ -171,12 +173,17 @@ export function workerTarget(options: WorkerOptions): WorkerTarget | undefined {
   }
 }
 
-/** Runs `next` (the Worker) while the audit is kept in step with Temporal. */
+/**
+ * Runs `next` (the Worker) while the audit is kept in step with Temporal; first learns which of tether's
+ * search attributes the namespace has (into `namespace`, which the activities read).
+ */
 export async function whileReconciling(
   audit: AuditStore,
   target: WorkerTarget | undefined,
   next: () => Promise<void>,
+  namespace?: NamespaceFacts,
 ): Promise<void> {
+  if (target && namespace) await learnSearchAttributes(target.client, namespace)
   const reconciler = target
     ? reconcileWithTemporal({ audit, ...target, log: (line) => console.warn(line) })
     : undefined
@@ -187,12 +194,32 @@ export async function whileReconciling(
   }
 }
 
+/**
+ * The search attributes registered in the worker's namespace. Listing them is an operator call some
+ * credentials may not make: then none is assumed, and runs set only TetherPendingApproval.
+ */
+async function learnSearchAttributes(client: Client, facts: NamespaceFacts): Promise<void> {
+  try {
+    const listed = await client.connection.operatorService.listSearchAttributes({
+      namespace: client.options.namespace,
+    })
+    facts.searchAttributes = new Set(Object.keys(listed.customAttributes ?? {}))
+  } catch (error) {
+    console.warn(
+      `tether: cannot list the namespace's search attributes (${String(error).split('\n')[0]}); runs set TetherPendingApproval only`,
+    )
+  }
+}
+
 /** For a Worker whose audit store is open already: keeps it in step with Temporal while the Worker runs. */
 export class ReconcilePlugin extends SimplePlugin {
   private target: WorkerTarget | undefined
 
-  constructor(audit: AuditStore) {
-    super({ name: 'tether-reconcile', runContext: (next) => whileReconciling(audit, this.target, next) })
+  constructor(audit: AuditStore, namespace?: NamespaceFacts) {
+    super({
+      name: 'tether-reconcile',
+      runContext: (next) => whileReconciling(audit, this.target, next, namespace),
+    })
   }
 
   override configureWorker(options: WorkerOptions): WorkerOptions {

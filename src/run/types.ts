@@ -97,6 +97,11 @@ export interface RunPreparation {
   policyDigest?: string
   /** The floor's source: its file on the worker, or `built-in`. */
   floor?: string
+  /**
+   * tether's search attributes the namespace has registered (besides TetherPendingApproval): the run sets
+   * only these, so a namespace without them still runs (recorded, so replay sets the same).
+   */
+  searchAttributes?: string[]
 }
 
 /** A transcript message the workflow made itself (a refusal, an invalid call, a gate failure). */

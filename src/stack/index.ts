@@ -31,6 +31,7 @@ export {
   type TemporalTarget,
   type TetherConfig,
   temporalAddress,
+  type WorkerDeployment,
 } from './config.js'
 export {
   type EmbeddedPostgres,
@@ -58,6 +59,7 @@ export {
   LOCAL_TEMPORAL_TUNING,
   PENDING_APPROVAL_ATTRIBUTE,
   startDevServer,
+  TETHER_SEARCH_ATTRIBUTES,
 } from './temporal-server.js'
 export {
   checkClientPair,
