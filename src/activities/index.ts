@@ -11,7 +11,7 @@ import { FAILURE, type TetherActivities } from '../run/index.js'
 import { type ObjectStore, openObjectStore, WorkspaceSnapshots } from '../snapshots/index.js'
 import { snapshotSettings } from '../stack/index.js'
 import { modelActivities } from './model.js'
-import { policyActivities } from './policy.js'
+import { type NamespaceFacts, policyActivities } from './policy.js'
 import { projectionActivities } from './projections.js'
 import { RunConfigs } from './run-config.js'
 import { CommandSandbox, type SandboxDependencies } from './sandbox.js'
@@ -20,6 +20,7 @@ import { toolActivities } from './tools.js'
 
 export type { TetherActivities } from '../run/index.js'
 export { waitThroughOutages } from './outages.js'
+export { type NamespaceFacts, unknownNamespace } from './policy.js'
 export type { SandboxDependencies } from './sandbox.js'
 
 export interface ActivityDependencies {
@@ -43,6 +44,8 @@ export interface ActivityDependencies {
    * and the folder where workspaces from a source are laid out (default `TETHER_WORKSPACES`).
    */
   snapshots?: { store?: ObjectStore | 'off'; workspaces?: string }
+  /** What this worker learned of its Temporal namespace when it started (the worker setup fills it in). */
+  namespace?: NamespaceFacts
 }
 
 export function createActivities(deps: ActivityDependencies): TetherActivities {
@@ -50,7 +53,7 @@ export function createActivities(deps: ActivityDependencies): TetherActivities {
   const floor = deps.floor ?? builtinFloor()
   const sandbox = new CommandSandbox({
     ...deps.sandbox,
-    blocked: [...(deps.sandbox?.blocked ?? []), deps.audit.target],
+    auditTarget: () => deps.audit.target,
     floor: floor.policy,
   })
   const runs = new RunConfigs(deps.audit, floor)
@@ -71,7 +74,7 @@ export function createActivities(deps: ActivityDependencies): TetherActivities {
     retentionDays: settings.retentionDays,
   })
   const activities: TetherActivities = {
-    ...policyActivities({ provider, sandbox, runs, snapshots }),
+    ...policyActivities({ provider, sandbox, runs, snapshots, namespace: deps.namespace }),
     ...modelActivities({ audit: deps.audit, provider, runs, snapshots }),
     ...toolActivities({ audit: deps.audit, runs, sandbox, snapshots }),
     ...projectionActivities({ audit: deps.audit, runs, ...(deps.fetch ? { fetch: deps.fetch } : {}) }),

@@ -282,6 +282,14 @@ alter table runs add column floor text;
   },
   {
     version: 8,
+    name: 'worker builds',
+    sql: `
+-- The Worker Deployment build a run started on (Worker Versioning pins it there); null without versioning.
+alter table runs add column build_id text;
+`,
+  },
+  {
+    version: 9,
     name: 'workspace snapshots',
     sql: `
 -- Snapshot objects (files, chunks, links and folders of workspace trees), named by the SHA-256 of their bytes:
