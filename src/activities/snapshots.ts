@@ -19,10 +19,12 @@ import { clip, formatArgv } from '../present/index.js'
 import { FAILURE, type TaskContract, type WorkspaceSource, workspaceOf } from '../run/index.js'
 import {
   callSnapshot,
+  commitToBranch,
   declaredCaches,
   describeChanges,
   exclusion,
   noteSnapshot,
+  runApprovers,
   type SnapshotKind,
   treeAtStep,
   type WorkspaceSnapshots,
@@ -127,6 +129,40 @@ export class StepSnapshots {
       const taken = await beating(() => service.take(refOf(ref, kind), path, ex))
       return { tree: taken.root }
     })
+  }
+
+  /**
+   * After a gate that passed: when the contract wants it (the default) and the workspace is a git
+   * repository, the verified tree as a commit on `tether/<run id>`, noted on the gate's snapshot row. Never
+   * pushed. A repository it cannot write to does not fail the run: the note says why there is no branch.
+   */
+  async branch(ref: WorkspaceRef, tree: string | undefined, outcome: string): Promise<void> {
+    const service = this.deps.service()
+    if (tree === undefined || !service) return
+    const { contract } = await this.deps.runs.get(ref.runId)
+    if (!contract.branch) return
+    const path = this.folder(ref.runId, ref.workspace)
+    const pool = this.deps.audit.pool
+    const request = {
+      runId: ref.runId,
+      root: tree,
+      goal: contract.goal,
+      outcome,
+      approvers: await runApprovers(pool, ref.runId),
+      at: new Date(),
+    }
+    let note: string
+    try {
+      const result = await service.exclusive(path, () => commitToBranch(service.store, path, request))
+      note =
+        'written' in result
+          ? `branch ${result.written.branch} at ${result.written.commit}`
+          : `no branch: ${result.skipped}`
+    } catch (error) {
+      note = `no branch: ${error instanceof Error ? error.message : String(error)}`
+    }
+    Context.current().log.info(`run ${ref.runId}: ${note}`)
+    await noteSnapshot(pool, refOf(ref, 'gate'), note)
   }
 
   /** The tree an earlier attempt of this call recorded before it died, for a result read back. */

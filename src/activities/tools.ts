@@ -265,12 +265,14 @@ export function toolActivities(deps: {
           gateFailureMessage(seq, `${summary}\n${execObservation(command, result)}`),
         ])
       }
+      const verified = await snapshots.after(ref, 'gate')
+      if (passed) await snapshots.branch(ref, verified.tree, `verified: ${summary}`)
       return {
         passed,
         summary,
         status: result.status,
         ...(result.exitCode !== undefined ? { exitCode: result.exitCode } : {}),
-        ...(await snapshots.after(ref, 'gate')),
+        ...verified,
       }
     },
   }

@@ -157,6 +157,8 @@ function contractSchema(read: ReadDuration) {
         .object({ add: z.array(cachePath).default([]), remove: z.array(cachePath).default([]) })
         .strict()
         .prefault({}),
+      /** When the workspace is a git repository: its verified tree becomes a commit on `tether/<run id>`. */
+      branch: z.boolean().default(true),
       verification: verificationSchema.nullable().default(null),
       verifyWhen: z.enum(['on-finish', 'every-step']).default('on-finish'),
       budgets: z

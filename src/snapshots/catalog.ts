@@ -148,6 +148,22 @@ export async function runLinks(pool: pg.Pool, runId: string): Promise<RunLinks> 
   }
 }
 
+/** Everyone whose approval counted in a run (signed answers and plain decisions), in the order they gave it. */
+export async function runApprovers(pool: pg.Pool, runId: string): Promise<string[]> {
+  const { rows } = await pool.query<{ who: string }>(
+    `select who from (
+       select a.approver as who, a.answered_at as at from approval_answers a
+         join approvals p using (approval_id)
+        where p.run_id = $1 and a.decision = 'approve'
+       union all
+       select decided_by, decided_at from approvals
+        where run_id = $1 and decision = 'approved' and decided_by is not null
+     ) answers group by who order by min(at), who`,
+    [runId],
+  )
+  return rows.map((row) => row.who)
+}
+
 /** Holds the shared lock (snapshots may be taken) while `work` runs, on a client of its own. */
 export async function underSnapshotLock<T>(
   pool: pg.Pool,

@@ -16,6 +16,7 @@ export {
   noteSnapshot,
   type RetentionOptions,
   type RunLinks,
+  runApprovers,
   runLinks,
   runSnapshots,
   type SnapshotKind,
@@ -23,6 +24,7 @@ export {
   treeAtStep,
 } from './catalog.js'
 export { type CacheSettings, type DeclaredCaches, declaredCaches, exclusion } from './exclusions.js'
+export { type BranchResult, commitMessage, commitToBranch } from './git-branch.js'
 export { diffTrees, RestoreError, readTree, type TreeChange } from './restore.js'
 export { type Exclusion, type Scan, scanTree, WorkspaceIndex } from './scan.js'
 export { describeChanges, type SnapshotRef, type TakenSnapshot, WorkspaceSnapshots } from './service.js'

@@ -1,8 +1,9 @@
 /**
  * Workspace snapshots against the real PostgreSQL store, through real runs: rewind to a step, what is never
  * stored (secrets the policy hides), what is rebuilt rather than stored (caches), outside edits reported,
- * and retention that never collects what another run references.
+ * retention that never collects what another run references, and the verified tree as a git branch.
  */
+import { execFileSync } from 'node:child_process'
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -269,5 +270,77 @@ describe('retention', () => {
     expect(oldRow?.collectedAt).toBeInstanceOf(Date)
     const [liveRow] = await runSnapshots(audit.pool, live)
     expect(liveRow?.collectedAt).toBeUndefined()
+  })
+})
+
+describe('a branch as the output', () => {
+  // The worker wrote these objects itself; git as root reads a folder the commands' identity may own.
+  const git = (cwd: string, ...args: string[]) =>
+    execFileSync('git', ['-c', 'safe.directory=*', ...args], { cwd, encoding: 'utf8' }).trim()
+
+  it('makes the verified tree a commit on tether/<run id>, with the goal, outcome and approvers, and no secret or cache', async () => {
+    const secret = `SECRET-${Math.random().toString(36).slice(2)}`
+    const approving = Policy.fromSpec({
+      ...Policy.tiered().layer('project').allowWrite('*').allowExec('true').toSpec(),
+      identity: 'unsigned',
+      approvers: ['alice'],
+    })
+    const { ws, handle } = await run(
+      [
+        { toolCalls: [write('src/made.txt', 'by the run')] },
+        { toolCalls: [exec('touch', 'asked.txt')] },
+        { text: 'done' },
+      ],
+      {
+        policy: approving,
+        contract: { goal: 'Make a file\n\nand keep it', verification: { command: ['true'] } },
+        files: { '.env': `TOKEN=${secret}\n` },
+        prepare: (path) => {
+          mkdirSync(join(path, 'node_modules', 'dep'), { recursive: true })
+          writeFileSync(join(path, 'node_modules', 'dep', 'index.js'), 'cached')
+          git(path, 'init', '--quiet', '--initial-branch=main')
+          git(path, 'add', 'package.json')
+          git(path, '-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '--quiet', '-m', 'fixture')
+        },
+      },
+    )
+    const head = git(ws.path, 'rev-parse', 'HEAD')
+    await expect
+      .poll(async () => (await handle.query(pendingApprovalsQuery)).length, { timeout: 60_000 })
+      .toBe(1)
+    const [pending] = await handle.query(pendingApprovalsQuery)
+    await handle.executeUpdate(decideUpdate, {
+      args: [{ approvalId: pending?.approvalId as string, decision: 'approve', approver: 'alice' }],
+    })
+    expect(await handle.result()).toMatchObject({ outcome: 'verified' })
+    const runId = handle.workflowId
+    const gate = (await runSnapshots(audit.pool, runId)).find((r) => r.kind === 'gate')
+    const branch = `tether/${runId}`
+    const commit = git(ws.path, 'rev-parse', '--verify', branch)
+    expect(gate?.detail).toBe(`branch ${branch} at ${commit}`)
+    // A sound commit on the repository's HEAD, which itself did not move.
+    git(ws.path, 'fsck', '--strict', '--no-dangling')
+    expect(git(ws.path, 'rev-parse', 'HEAD')).toBe(head)
+    expect(git(ws.path, 'rev-parse', `${branch}^`)).toBe(head)
+    const files = git(ws.path, 'ls-tree', '-r', '--name-only', branch).split('\n')
+    expect(files).toEqual(expect.arrayContaining(['package.json', 'src/made.txt', 'asked.txt']))
+    expect(
+      files.filter((f) => f === '.env' || f.startsWith('node_modules/') || f.startsWith('.git/')),
+    ).toEqual([])
+    expect(git(ws.path, 'show', `${branch}:src/made.txt`)).toBe('by the run')
+    expect(git(ws.path, 'log', '-1', '--format=%s', branch)).toBe('Make a file')
+    const trailers = git(ws.path, 'log', '-1', '--format=%(trailers:only)', branch)
+    expect(trailers).toBe(`Tether-Run: ${runId}\nTether-Tree: ${gate?.root}\nApproved-by: alice`)
+    expect(git(ws.path, 'log', '-1', '--format=%b', branch)).toContain('Outcome: verified')
+  })
+
+  it('is not written when the contract says branch: false', async () => {
+    const { ws, handle } = await run([{ text: 'done' }], {
+      contract: { branch: false, verification: { command: ['true'] } },
+      policy: Policy.tiered().layer('project').allowExec('true'),
+      prepare: (path) => git(path, 'init', '--quiet', '--initial-branch=main'),
+    })
+    expect(await handle.result()).toMatchObject({ outcome: 'verified' })
+    expect(git(ws.path, 'for-each-ref', '--format=%(refname)')).toBe('')
   })
 })

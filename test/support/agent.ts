@@ -105,6 +105,8 @@ export async function startScriptedRun(
     contract?: Record<string, unknown>
     policy?: Policy
     files?: Record<string, string>
+    /** Runs on the workspace after `files` are written, before the run starts. */
+    prepare?: (path: string) => void
     taskQueue?: string
   } = {},
 ) {
@@ -112,6 +114,7 @@ export async function startScriptedRun(
   for (const [name, content] of Object.entries(options.files ?? {})) {
     await writeFile(join(ws.path, name), content)
   }
+  options.prepare?.(ws.path)
   const model = `scripted:${await writeScript(ws.path, { turns } as never)}`
   const handle = await startRun(
     on.client,
