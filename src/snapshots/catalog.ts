@@ -246,7 +246,7 @@ export async function collectSnapshots(
         keep.add(root)
         report.keptTrees += 1
         // A retained tree that cannot be read stops the collection: what it lacks cannot be told apart.
-        for (const { entry } of await readTree(store, root)) {
+        for (const { entry } of await readTree(store, root, (page) => keep.add(page))) {
           if (keep.has(entry.hash)) continue
           keep.add(entry.hash)
           if (entry.kind === 'F') {

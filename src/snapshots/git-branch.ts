@@ -22,8 +22,9 @@ import {
   writeSync,
 } from 'node:fs'
 import { deflateSync } from 'node:zlib'
+import { readFolders } from './restore.js'
 import type { ObjectStore } from './store.js'
-import { decodeChunks, decodeTree } from './tree.js'
+import { decodeChunks, type TreeEntry } from './tree.js'
 
 export interface BranchCommit {
   branch: string
@@ -101,7 +102,7 @@ class LooseObjects {
   /** The git tree of a tether folder; undefined when it holds nothing git keeps (no files, links). */
   async treeOf(store: ObjectStore, hash: string): Promise<string | undefined> {
     if (this.converted.has(hash)) return this.converted.get(hash)
-    const entries = decodeTree((await store.get([hash])).get(hash) as Buffer)
+    const entries = (await readFolders(store, [hash])).get(hash) as TreeEntry[]
     const files = entries.filter((e) => e.kind === 'f' && !this.converted.has(e.hash)).map((e) => e.hash)
     const contents = files.length > 0 ? await store.get([...new Set(files)]) : new Map<string, Buffer>()
     const rows: Array<{ mode: string; name: Buffer; id: string }> = []

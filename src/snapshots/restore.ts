@@ -17,7 +17,7 @@ import {
 import { setImmediate as yieldToLoop } from 'node:timers/promises'
 import type { WorkspaceIndex } from './scan.js'
 import type { ObjectStore } from './store.js'
-import { decodeChunks, decodeTree, type TreeEntry } from './tree.js'
+import { decodeChunks, decodeTree, type TreeEntry, TreeFormatError } from './tree.js'
 
 /** Bytes of file content fetched per round trip. */
 const BATCH_BYTES = 16 * 1024 * 1024
@@ -31,15 +31,26 @@ interface Placed {
   entry: TreeEntry
 }
 
-/** Every entry of the tree `root`, folders before what they hold, fetched a level at a time. */
-export async function readTree(store: ObjectStore, root: string): Promise<Placed[]> {
+/**
+ * Every entry of the tree `root`, folders before what they hold, fetched a level at a time. `page` is told
+ * the hash of every page of a large folder read on the way (objects the tree holds that are not entries).
+ */
+export async function readTree(
+  store: ObjectStore,
+  root: string,
+  page?: (hash: string) => void,
+): Promise<Placed[]> {
   const placed: Placed[] = []
   let level: Array<{ rel: string; hash: string }> = [{ rel: '', hash: root }]
   while (level.length > 0) {
-    const trees = await store.get(level.map((t) => t.hash))
+    const folders = await readFolders(
+      store,
+      level.map((t) => t.hash),
+      page,
+    )
     const next: typeof level = []
     for (const { rel, hash } of level) {
-      for (const entry of decodeTree(trees.get(hash) as Buffer)) {
+      for (const entry of folders.get(hash) as TreeEntry[]) {
         const childRel = rel === '' ? entry.name : `${rel}/${entry.name}`
         placed.push({ rel: childRel, entry })
         if (entry.kind === 'd') next.push({ rel: childRel, hash: entry.hash })
@@ -48,6 +59,34 @@ export async function readTree(store: ObjectStore, root: string): Promise<Placed
     level = next
   }
   return placed
+}
+
+/** Folders' entries by hash: a large folder's pages are fetched (in one round trip) and joined in order. */
+export async function readFolders(
+  store: ObjectStore,
+  hashes: readonly string[],
+  page?: (hash: string) => void,
+): Promise<Map<string, TreeEntry[]>> {
+  const objects = await store.get([...new Set(hashes)])
+  const decoded = new Map([...objects].map(([hash, data]) => [hash, decodeTree(data)]))
+  const pages = [...new Set([...decoded.values()].flat().flatMap((e) => (e.kind === 'p' ? [e.hash] : [])))]
+  const fetched = pages.length > 0 ? await store.get(pages) : new Map<string, Buffer>()
+  for (const hash of pages) page?.(hash)
+  const folders = new Map<string, TreeEntry[]>()
+  for (const [hash, entries] of decoded) {
+    folders.set(
+      hash,
+      entries.flatMap((e) => (e.kind === 'p' ? pageEntries(fetched.get(e.hash) as Buffer) : [e])),
+    )
+  }
+  return folders
+}
+
+function pageEntries(data: Buffer): TreeEntry[] {
+  const entries = decodeTree(data)
+  if (entries.some((e) => e.kind === 'p'))
+    throw new TreeFormatError('a page of a folder lists pages of its own')
+  return entries
 }
 
 /**

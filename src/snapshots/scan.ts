@@ -18,7 +18,7 @@ import {
   type Stats,
 } from 'node:fs'
 import { setImmediate as yieldToLoop } from 'node:timers/promises'
-import { CHUNK_BYTES, type EntryKind, encodeChunks, encodeTree, sha256, type TreeEntry } from './tree.js'
+import { CHUNK_BYTES, type EntryKind, encodeChunks, encodeFolder, sha256, type TreeEntry } from './tree.js'
 
 /** Coarsest timestamp granularity we allow for (FAT has 2 s; ext4 and xfs have nanoseconds). */
 const RACY_MS = 2_000
@@ -28,7 +28,7 @@ const KEEP_BYTES = 1024 * 1024
 const YIELD_EVERY = 2_000
 
 interface FileState {
-  kind: Exclude<EntryKind, 'd'>
+  kind: Exclude<EntryKind, 'd' | 'p'>
   ino: number
   size: number
   mode: number
@@ -136,10 +136,10 @@ export async function scanTree(
       scan.files += 1
       scan.bytes += stats.size
     }
-    const data = encodeTree(entries)
-    const hash = sha256(data)
-    scan.objects.set(hash, data)
-    return { hash, mode: dirStats.mode & 0o777 }
+    // The folder's own object comes first, its pages (if any) after it.
+    const objects = encodeFolder(entries)
+    for (const object of objects) scan.objects.set(object.hash, object.data)
+    return { hash: (objects[0] as { hash: string }).hash, mode: dirStats.mode & 0o777 }
   }
 
   const top = await walk('')

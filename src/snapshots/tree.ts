@@ -12,8 +12,11 @@ import { createHash } from 'node:crypto'
 /** Files larger than this are stored as a list of chunks: memory stays bounded and a changed part is small. */
 export const CHUNK_BYTES = 4 * 1024 * 1024
 
-/** `f` file, `F` chunked file (its object lists the chunks), `l` symlink, `d` folder. */
-export type EntryKind = 'f' | 'F' | 'l' | 'd'
+/**
+ * `f` file, `F` chunked file (its object lists the chunks), `l` symlink, `d` folder; `p` a page of a large
+ * folder's entries (only in a folder's own object: named by its first entry, `size` its entry count).
+ */
+export type EntryKind = 'f' | 'F' | 'l' | 'd' | 'p'
 
 export interface TreeEntry {
   kind: EntryKind
@@ -54,7 +57,7 @@ export function decodeTree(data: Buffer): TreeEntry[] {
     const end = text.indexOf('\0', tab)
     if (tab < 0 || end < 0) throw new TreeFormatError('a tree entry is cut short')
     const [kind, mode, size, hash] = text.slice(at, tab).split(' ')
-    if (!kind || !'fFld'.includes(kind) || kind.length !== 1 || !/^[0-9a-f]{64}$/.test(hash ?? '')) {
+    if (!kind || !'fFldp'.includes(kind) || kind.length !== 1 || !/^[0-9a-f]{64}$/.test(hash ?? '')) {
       throw new TreeFormatError(`a tree entry is malformed: ${JSON.stringify(text.slice(at, tab))}`)
     }
     const name = text.slice(tab + 1, end)
@@ -71,6 +74,45 @@ export function decodeTree(data: Buffer): TreeEntry[] {
     at = end + 1
   }
   return entries
+}
+
+/** Folders of more entries than this are stored as pages, so a change rewrites one page, not the folder. */
+export const PAGED_OVER = 32
+/** A page ends after at most this many entries, or earlier where a name says so (about 1 in 16). */
+const PAGE_MAX = 64
+
+/**
+ * A folder's objects: its own (returned first, with its hash) and, when it is large, its pages. Pages end
+ * where an entry's name hashes to a low first byte, so they depend on names only: adding, removing or
+ * changing one entry rewrites one page and the folder's short list of pages, as the folder grows.
+ */
+export function encodeFolder(entries: readonly TreeEntry[]): Array<{ hash: string; data: Buffer }> {
+  const sorted = [...entries].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+  if (sorted.length <= PAGED_OVER) {
+    const data = encodeTree(sorted)
+    return [{ hash: sha256(data), data }]
+  }
+  const pages: Array<{ hash: string; data: Buffer }> = []
+  const listed: TreeEntry[] = []
+  let page: TreeEntry[] = []
+  const close = () => {
+    const data = encodeTree(page)
+    const hash = sha256(data)
+    pages.push({ hash, data })
+    listed.push({ kind: 'p', mode: 0, size: page.length, hash, name: (page[0] as TreeEntry).name })
+    page = []
+  }
+  for (const entry of sorted) {
+    page.push(entry)
+    if (
+      page.length >= PAGE_MAX ||
+      (createHash('sha256').update(entry.name, 'latin1').digest()[0] as number) < 16
+    )
+      close()
+  }
+  if (page.length > 0) close()
+  const data = encodeTree(listed)
+  return [{ hash: sha256(data), data }, ...pages]
 }
 
 /** A chunked file's object: the chunk hashes, one per line. */

@@ -213,6 +213,52 @@ describe('an outside edit', () => {
   })
 })
 
+describe('a large folder', () => {
+  it('grows the store by the changed file and a page, not the whole listing, and restores and diffs whole', async () => {
+    const snapshots = new WorkspaceSnapshots(postgresStore(audit.pool), audit.pool)
+    const runId = `paged-${Math.random().toString(36).slice(2)}`
+    await audit.pool.query(
+      `insert into runs (run_id, goal, workspace, contract, policy, started_at) values ($1, 'g', '/w', '{}', '{}', now())`,
+      [runId],
+    )
+    const root = mkdtempSync(join(tmpdir(), 'tether-paged-'))
+    roots.push(root)
+    const salt = Math.random().toString(36)
+    for (let i = 0; i < 400; i++) writeFileSync(join(root, `file-${i}.txt`), `${salt} ${i}`)
+    const exclusion = { key: 'none', excluded: () => false }
+    const first = await snapshots.take({ runId, step: 0, call: 0, kind: 'start' }, root, exclusion)
+    const changed = `${salt} changed`.repeat(100)
+    writeFileSync(join(root, 'file-123.txt'), changed)
+    const second = await snapshots.take({ runId, step: 1, call: 0, kind: 'tool' }, root, exclusion)
+    // One listing of 400 entries is about 40 KB; its page and the list of pages are a few.
+    expect(second.row.newBytes - changed.length).toBeGreaterThan(0)
+    expect(second.row.newBytes - changed.length).toBeLessThan(5_000)
+    expect(await snapshots.diff(first.root, second.root)).toEqual([
+      expect.objectContaining({ change: 'M', path: 'file-123.txt' }),
+    ])
+    const into = join(mkdtempSync(join(tmpdir(), 'tether-paged-restore-')), 'ws')
+    roots.push(into)
+    await snapshots.restore(second.root, into, exclusion)
+    expect(await readFile(join(into, 'file-123.txt'), 'utf8')).toBe(changed)
+    expect(await readFile(join(into, 'file-399.txt'), 'utf8')).toBe(`${salt} 399`)
+    // Its pages are part of the tree: retention keeps them while the run is kept, however old they are.
+    const pages: string[] = []
+    await readTree(postgresStore(audit.pool), second.root, (page) => pages.push(page))
+    expect(pages.length).toBeGreaterThan(1)
+    await audit.pool.query(
+      `update snapshot_objects set created_at = now() - interval '45 days' where hash = any($1)`,
+      [pages],
+    )
+    let report = await collectSnapshots(audit.pool, snapshots.store, { retentionDays: 30 })
+    for (let tries = 0; !report.ran && tries < 50; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      report = await collectSnapshots(audit.pool, snapshots.store, { retentionDays: 30 })
+    }
+    expect(report.ran).toBe(true)
+    expect(await snapshots.store.missing(pages)).toEqual([])
+  })
+})
+
 describe('retention', () => {
   it('collects what only an expired run referenced, never what a retained run still does', async () => {
     const store = postgresStore(audit.pool)
