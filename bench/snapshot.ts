@@ -144,7 +144,7 @@ async function treeBench(stack: BenchStack, dir: string) {
   console.log(
     `    changed ${kb(changed / rows.length)} per step, stored ${kb(grown / rows.length)} per step: ` +
       `ratio ${median(series.growth).toFixed(2)} (median), that is the changed bytes plus ${kb(fixed)} of folder listings ` +
-      `(${rows[0]?.new_objects ?? 0} objects: 3 files, 3 folders on each path up to the root)`,
+      `(${rows[0]?.new_objects ?? 0} objects: 3 files; each folder on their paths, and the changed page of the large ones)`,
   )
 }
 

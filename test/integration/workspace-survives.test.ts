@@ -73,6 +73,14 @@ function fixtureRepository(): string {
   return bundle
 }
 
+/** git in a run's folder under a worker's root (its commands' identity owns it, so it is marked safe). */
+function gitIn(root: string, runId: string, ...args: string[]): string {
+  return execFileSync('git', ['-c', 'safe.directory=*', ...args], {
+    cwd: join(root, runId),
+    encoding: 'utf8',
+  }).trim()
+}
+
 type Store = 'postgres' | 's3'
 
 function storeEnv(store: Store): Record<string, string> {
@@ -192,6 +200,10 @@ describe.each([
       expect(transcript).toContain('[exec interrupted]')
     }
     expect(rows.at(-1)).toMatchObject({ kind: 'gate', step: 4, store: objectStore(store).name })
+    // The clone B laid out holds the verified tree as a commit on the run's branch, read from the store.
+    expect(rows.at(-1)?.detail).toBe(
+      `branch tether/${runId} at ${gitIn(rootB, runId, 'rev-parse', `tether/${runId}`)}`,
+    )
     // The gate ran on B's own copy, under B's root.
     expect(commands.find((c) => c.call === -1)).toMatchObject({ status: 'exited', exitCode: 0 })
   })
