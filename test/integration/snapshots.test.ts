@@ -64,6 +64,32 @@ async function run(turns: unknown[], options: Parameters<typeof startScriptedRun
   return started
 }
 
+/** A policy whose unmatched commands (`touch`) are asked of alice, who answers unsigned. */
+const approving = (project = Policy.tiered().layer('project').allowWrite('*')) =>
+  Policy.fromSpec({ ...project.toSpec(), identity: 'unsigned', approvers: ['alice'] })
+
+/** Waits for the run's one pending ask, then alice approves it. */
+async function approveAsAlice(handle: Awaited<ReturnType<typeof run>>['handle']) {
+  await expect
+    .poll(async () => (await handle.query(pendingApprovalsQuery)).length, { timeout: 60_000 })
+    .toBe(1)
+  const [pending] = await handle.query(pendingApprovalsQuery)
+  await handle.executeUpdate(decideUpdate, {
+    args: [{ approvalId: pending?.approvalId as string, decision: 'approve', approver: 'alice' }],
+  })
+}
+
+/** A collection now; a worker may be collecting on its own just now (it holds the lock): then it waits its turn. */
+async function collectNow() {
+  const store = postgresStore(audit.pool)
+  let report = await collectSnapshots(audit.pool, store, { retentionDays: 30 })
+  for (let tries = 0; !report.ran && tries < 50; tries++) {
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    report = await collectSnapshots(audit.pool, store, { retentionDays: 30 })
+  }
+  expect(report.ran).toBe(true)
+}
+
 describe('rewind', () => {
   it("starts a new linked run from step 2's tree and transcript", async () => {
     const { handle } = await run([
@@ -179,29 +205,21 @@ describe('what is not state', () => {
 
 describe('an outside edit', () => {
   it('is recorded and told to the model, not used silently', async () => {
-    const approving = Policy.fromSpec({
-      ...Policy.tiered().layer('project').allowWrite('*').toSpec(),
-      identity: 'unsigned',
-      approvers: ['alice'],
-    })
     const { ws, handle } = await run(
       [
         { toolCalls: [write('mine.txt', 'by the run')] },
         { toolCalls: [exec('touch', 'asked.txt')] },
         { text: 'done' },
       ],
-      { policy: approving },
+      { policy: approving() },
     )
+    // While the run waits for a person, someone edits its workspace.
     await expect
       .poll(async () => (await handle.query(pendingApprovalsQuery)).length, { timeout: 60_000 })
       .toBe(1)
-    // While the run waits for a person, someone edits its workspace.
     writeFileSync(join(ws.path, 'mine.txt'), 'edited by hand')
     mkdirSync(join(ws.path, 'extra'))
-    const [pending] = await handle.query(pendingApprovalsQuery)
-    await handle.executeUpdate(decideUpdate, {
-      args: [{ approvalId: pending?.approvalId as string, decision: 'approve', approver: 'alice' }],
-    })
+    await approveAsAlice(handle)
     expect(await handle.result()).toMatchObject({ outcome: 'finished' })
     const rows = await runSnapshots(audit.pool, handle.workflowId)
     const edit = rows.find((r) => r.kind === 'outside-edit')
@@ -249,12 +267,7 @@ describe('a large folder', () => {
       `update snapshot_objects set created_at = now() - interval '45 days' where hash = any($1)`,
       [pages],
     )
-    let report = await collectSnapshots(audit.pool, snapshots.store, { retentionDays: 30 })
-    for (let tries = 0; !report.ran && tries < 50; tries++) {
-      await new Promise((resolve) => setTimeout(resolve, 100))
-      report = await collectSnapshots(audit.pool, snapshots.store, { retentionDays: 30 })
-    }
-    expect(report.ran).toBe(true)
+    await collectNow()
     expect(await snapshots.store.missing(pages)).toEqual([])
   })
 })
@@ -304,13 +317,7 @@ describe('retention', () => {
       `update snapshot_objects set created_at = now() - interval '45 days' where hash = any($1)`,
       [[a.root, b.root, sharedHash, onlyHash]],
     )
-    // A worker may be collecting on its own just now (it holds the lock): then this one waits its turn.
-    let report = await collectSnapshots(audit.pool, store, { retentionDays: 30 })
-    for (let tries = 0; !report.ran && tries < 50; tries++) {
-      await new Promise((resolve) => setTimeout(resolve, 100))
-      report = await collectSnapshots(audit.pool, store, { retentionDays: 30 })
-    }
-    expect(report.ran).toBe(true)
+    await collectNow()
     expect(await store.missing([a.root, onlyHash, b.root, sharedHash])).toEqual([a.root, onlyHash])
     const [oldRow] = await runSnapshots(audit.pool, old)
     expect(oldRow?.collectedAt).toBeInstanceOf(Date)
@@ -326,11 +333,6 @@ describe('a branch as the output', () => {
 
   it('makes the verified tree a commit on tether/<run id>, with the goal, outcome and approvers, and no secret or cache', async () => {
     const secret = `SECRET-${Math.random().toString(36).slice(2)}`
-    const approving = Policy.fromSpec({
-      ...Policy.tiered().layer('project').allowWrite('*').allowExec('true').toSpec(),
-      identity: 'unsigned',
-      approvers: ['alice'],
-    })
     const { ws, handle } = await run(
       [
         { toolCalls: [write('src/made.txt', 'by the run')] },
@@ -338,7 +340,7 @@ describe('a branch as the output', () => {
         { text: 'done' },
       ],
       {
-        policy: approving,
+        policy: approving(Policy.tiered().layer('project').allowWrite('*').allowExec('true')),
         contract: { goal: 'Make a file\n\nand keep it', verification: { command: ['true'] } },
         files: { '.env': `TOKEN=${secret}\n` },
         prepare: (path) => {
@@ -351,13 +353,7 @@ describe('a branch as the output', () => {
       },
     )
     const head = git(ws.path, 'rev-parse', 'HEAD')
-    await expect
-      .poll(async () => (await handle.query(pendingApprovalsQuery)).length, { timeout: 60_000 })
-      .toBe(1)
-    const [pending] = await handle.query(pendingApprovalsQuery)
-    await handle.executeUpdate(decideUpdate, {
-      args: [{ approvalId: pending?.approvalId as string, decision: 'approve', approver: 'alice' }],
-    })
+    await approveAsAlice(handle)
     expect(await handle.result()).toMatchObject({ outcome: 'verified' })
     const runId = handle.workflowId
     const gate = (await runSnapshots(audit.pool, runId)).find((r) => r.kind === 'gate')
