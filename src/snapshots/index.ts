@@ -31,7 +31,16 @@ export { describeChanges, type SnapshotRef, type TakenSnapshot, WorkspaceSnapsho
 export { type ObjectStore, SnapshotStoreError, type StoredObject } from './store.js'
 export { postgresStore } from './store-postgres.js'
 export { type S3Location, s3Store } from './store-s3.js'
-export { CHUNK_BYTES, decodeTree, displayName, encodeTree, sha256, type TreeEntry } from './tree.js'
+export {
+  CHUNK_BYTES,
+  decodeTree,
+  displayName,
+  encodeFolder,
+  encodeTree,
+  PAGED_OVER,
+  sha256,
+  type TreeEntry,
+} from './tree.js'
 
 /** The store a setting names, over the audit database's pool; undefined when snapshots are off. */
 export function openObjectStore(setting: SnapshotStoreSetting, pool: pg.Pool): ObjectStore | undefined {
