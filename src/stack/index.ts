@@ -32,6 +32,7 @@ export {
   type TetherConfig,
   temporalAddress,
   type WorkerDeployment,
+  workflowCacheSetting,
 } from './config.js'
 export {
   type EmbeddedPostgres,
