@@ -183,6 +183,10 @@ export class AuditStore {
   listRuns(options?: Parameters<typeof queries.listRuns>[1]): ReturnType<typeof queries.listRuns> {
     return queries.listRuns(this.db, options)
   }
+  /** Run or approval ids starting with `prefix` (at most `limit`), for ids typed in part. */
+  idsStartingWith(kind: 'run' | 'approval', prefix: string, limit?: number): Promise<string[]> {
+    return queries.idsStartingWith(this.db, kind, prefix, limit)
+  }
 
   /** Ends the pool; stops the embedded server only if this store started it. Safe to call twice. */
   async close(): Promise<void> {

@@ -5,6 +5,7 @@
  */
 export { type ApprovalNotice, approvalMessage, type NoticedApproval, slackText } from './approval-message.js'
 export { INVISIBLE_CHARACTER, INVISIBLE_CLASS, invisibleCharacters } from './invisible.js'
+export { elapsedText, type InFlight, inFlightWords } from './progress.js'
 export { escapeText, formatArgv, isPlainWord, quoteWord, renderCommand, renderExecVerdict } from './render.js'
 export {
   backticks,
