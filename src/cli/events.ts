@@ -28,8 +28,13 @@ const OUTCOMES: ReadonlySet<string> = new Set([
   FAILURE.superseded,
 ])
 
-/** One line for an SDK log entry worth a person's attention; undefined for a run's expected end. */
+/**
+ * One line for an SDK log entry worth a person's attention; undefined for a run's end, which the event
+ * lines say with its reason (a failed workflow is a run that failed or was refused: its error arrives from
+ * the workflow's sandbox without its type, so it is known by its message).
+ */
 export function sdkLine(entry: Pick<LogEntry, 'level' | 'message' | 'meta'>): string | undefined {
+  if (entry.message === 'Workflow failed') return undefined
   const error = entry.meta?.error as { type?: unknown; message?: unknown } | undefined
   if (error && typeof error.type === 'string' && OUTCOMES.has(error.type)) return undefined
   const what = [entry.meta?.workflowId, entry.meta?.activityType].filter((v) => typeof v === 'string')
