@@ -701,6 +701,26 @@ export async function idsStartingWith(
   return rows.map((row) => row.id)
 }
 
+/**
+ * The names recorded effective policies give the approver key `publicKey` (`ed25519:…`): who a person who
+ * holds that key is, as far as the runs are concerned. Usually one; none for a key on no list.
+ */
+export async function approverNames(db: Database, publicKey: string): Promise<string[]> {
+  const operation = 'approverNames'
+  requireId(publicKey, 'publicKey', operation)
+  const { rows } = await db.query<{ name: string }>(
+    operation,
+    `select distinct a->>'name' as name
+       from policies p,
+            jsonb_array_elements(case when jsonb_typeof(p.spec->'approvers') = 'array'
+                                      then p.spec->'approvers' else '[]'::jsonb end) a
+      where jsonb_typeof(a) = 'object' and a->'keys' ? $1
+      order by 1 limit 10`,
+    [publicKey],
+  )
+  return rows.map((row) => row.name)
+}
+
 const WAITING = 'exists (select 1 from approvals a where a.run_id = runs.run_id and a.decision is null)'
 
 /**
