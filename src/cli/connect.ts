@@ -122,6 +122,8 @@ export async function withTemporal<T>(fn: (client: Client, target: CliTarget) =>
  * in the state folder.
  */
 export async function withAudit<T>(fn: (audit: AuditStore) => Promise<T>): Promise<T> {
+  // A profile that cannot be read is one line whatever the command (a named one that is not there too).
+  userSettings()
   const dev = devStack()
   const { databaseUrl, stateDir } = readAuditTarget({ fallback: dev && { databaseUrl: dev.databaseUrl } })
   const { AuditError, openAudit } = await import('../audit/reader.js')

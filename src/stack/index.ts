@@ -182,8 +182,11 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
  * PostgreSQL still running on that data is stopped first; the caller makes sure no stack is running there.
  * Returns what it deleted.
  */
-export async function resetLocalStack(stateDir: string): Promise<string[]> {
-  const removed = await removeEmbeddedPostgres(join(stateDir, 'postgres'))
+export async function resetLocalStack(
+  stateDir: string,
+  options: { serverRoot?: string } = {},
+): Promise<string[]> {
+  const removed = await removeEmbeddedPostgres(join(stateDir, 'postgres'), options.serverRoot)
   for (const name of ['temporal.db', 'temporal.db-wal', 'temporal.db-shm', 'temporal.db.log']) {
     const file = join(stateDir, name)
     if (

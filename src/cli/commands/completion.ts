@@ -75,8 +75,11 @@ export function completionScript(program: Command, shell: Shell): string {
   }
 }
 
-/** A word list as a shell's single-quoted string. */
+/** A word as a POSIX shell's single-quoted string. */
 const quoted = (text: string) => `'${text.replace(/'/g, `'\\''`)}'`
+
+/** A word as fish's single-quoted string (fish escapes `\` and `'` inside one). */
+const fishQuoted = (text: string) => `'${text.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`
 
 /** The shell function that tells, from the words typed so far, which command they are in. */
 function wordsCase(tree: Node[], indent: string): string {
@@ -159,21 +162,23 @@ function fish(tree: Node[]): string {
     '    switch "$argv[1]"',
     ...tree.map(
       (node) =>
-        `        case ${quoted(node.path)}\n            printf '%s\\n' ${node.commands.map((c) => quoted(c.name)).join(' ')}`,
+        `        case ${fishQuoted(node.path)}\n            ${node.commands.length ? `printf '%s\\n' ${node.commands.map((c) => fishQuoted(c.name)).join(' ')}` : 'true'}`,
     ),
     '    end',
     'end',
     'complete -c tether -f',
   ]
   for (const node of tree) {
-    const when = `-n ${quoted(`__tether_at ${quoted(node.path)}`)}`
+    const when = `-n ${fishQuoted(`__tether_at ${fishQuoted(node.path)}`)}`
     for (const command of node.commands) {
-      lines.push(`complete -c tether ${when} -a ${quoted(command.name)} -d ${quoted(command.description)}`)
+      lines.push(
+        `complete -c tether ${when} -a ${fishQuoted(command.name)} -d ${fishQuoted(command.description)}`,
+      )
     }
     for (const option of node.options) {
       const flag = option.flag.startsWith('--') ? `-l ${option.flag.slice(2)}` : `-s ${option.flag.slice(1)}`
       lines.push(
-        `complete -c tether ${when} ${flag}${option.takesValue ? ' -r -F' : ''} -d ${quoted(firstSentence(option.description))}`,
+        `complete -c tether ${when} ${flag}${option.takesValue ? ' -r -F' : ''} -d ${fishQuoted(firstSentence(option.description))}`,
       )
     }
   }
