@@ -22,7 +22,12 @@ export async function followRun(
   client: Client,
   audit: AuditStore,
   runId: string,
-  options: { json: boolean; intervalMs?: number },
+  options: {
+    json: boolean
+    intervalMs?: number
+    /** While this says so, the live line stays off the terminal (someone else is writing to it). */
+    hold?: () => boolean
+  },
 ): Promise<FollowResult> {
   const handle = client.workflow.getHandle(runId)
   const seen = new Set<string>()
@@ -37,7 +42,7 @@ export async function followRun(
   }
   // The live line is redrawn from this machine's clock every second, between Temporal's answers.
   const drawLive = () => {
-    if (!flight) return clearLive()
+    if (!flight || options.hold?.()) return clearLive()
     const text = inFlightWords({ ...flight, elapsedMs: Date.now() - flight.startedAt })
     process.stdout.write(`\r\u001b[2K${colour.dim(`  … ${visible(text)}`)}`)
     liveLine = true
