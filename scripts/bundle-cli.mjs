@@ -11,7 +11,11 @@ const root = new URL('..', import.meta.url)
 const pkg = JSON.parse(readFileSync(new URL('package.json', root), 'utf8'))
 /** Packages small and pure enough to bundle; the rest stay in node_modules. */
 const INSIDE = ['commander', 'zod', 'yaml', 'pg', 'smol-toml', '@noble/curves', '@noble/hashes']
-const outside = [...Object.keys(pkg.dependencies), ...Object.keys(pkg.devDependencies ?? {})]
+const outside = [
+  ...Object.keys(pkg.dependencies),
+  ...Object.keys(pkg.peerDependencies ?? {}),
+  ...Object.keys(pkg.devDependencies ?? {}),
+]
   .filter((name) => !INSIDE.includes(name))
   .flatMap((name) => [name, `${name}/*`])
 const outdir = new URL('dist/src/bundle/', root).pathname

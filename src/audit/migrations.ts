@@ -280,6 +280,14 @@ alter table runs add column policy_digest text references policies (digest);
 alter table runs add column floor text;
 `,
   },
+  {
+    version: 8,
+    name: 'worker builds',
+    sql: `
+-- The Worker Deployment build a run started on (Worker Versioning pins it there); null without versioning.
+alter table runs add column build_id text;
+`,
+  },
 ]
 
 export interface MigrationReport {

@@ -191,6 +191,10 @@ export class AuditStore {
   idsStartingWith(kind: 'run' | 'approval', prefix: string, limit?: number): Promise<string[]> {
     return queries.idsStartingWith(this.db, kind, prefix, limit)
   }
+  /** Runs on a task queue the audit holds as running, oldest first. */
+  runningRuns(options: Parameters<typeof queries.runningRuns>[1]): ReturnType<typeof queries.runningRuns> {
+    return queries.runningRuns(this.db, options)
+  }
 
   /** Ends the pool; stops the embedded server only if this store started it. Safe to call twice. */
   async close(): Promise<void> {

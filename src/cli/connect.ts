@@ -8,17 +8,16 @@
  * other commands in any folder and any terminal find it without a variable set; whatever is configured wins
  * over that record.
  */
-import { readFileSync } from 'node:fs'
-import { join } from 'node:path'
 import type { Client, Connection } from '@temporalio/client'
 import type { AuditStore } from '../audit/reader.js'
 import {
   ConfigError,
   connectTemporalClient,
-  isAlive,
+  type DevStackRecord,
   readAuditTarget,
   readConfig,
   readUserSettings,
+  runningDevStack,
   type TemporalTarget,
   type TetherConfig,
   tetherStateDir,
@@ -27,35 +26,15 @@ import {
 import { chosenProfile } from './context.js'
 import { CliError } from './errors.js'
 
-export interface DevStackRecord {
-  temporalAddress: string
-  namespace: string
-  taskQueue: string
-  uiUrl?: string
-  /** The approvals inbox `tether dev` serves. */
-  inboxUrl?: string
-  /** The audit database `tether dev` uses (it may hold a password: the file is readable by its owner only). */
-  databaseUrl?: string
-  pid: number
-}
+export { type DevStackRecord, devStackFile } from '../stack/index.js'
 
 export function stateDir(): string {
   return tetherStateDir()
 }
 
-export function devStackFile(dir = stateDir()): string {
-  return join(dir, 'dev.json')
-}
-
 /** The running `tether dev`, if there is one (a record left by one that was killed is ignored). */
 export function devStack(): DevStackRecord | undefined {
-  let record: DevStackRecord
-  try {
-    record = JSON.parse(readFileSync(devStackFile(), 'utf8')) as DevStackRecord
-  } catch {
-    return undefined
-  }
-  return isAlive(record.pid) ? record : undefined
+  return runningDevStack(stateDir())
 }
 
 /** A ConfigError is one line for the person at the terminal. */

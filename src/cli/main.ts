@@ -93,7 +93,8 @@ function packageVersion(): string {
         name?: string
         version?: string
       }
-      if (pkg.name === 'tether' && pkg.version) return pkg.version
+      // The package is tether, under its scope (`@tether-agent/tether`) or not.
+      if (pkg.name && /(^|\/)tether$/.test(pkg.name) && pkg.version) return pkg.version
     } catch {
       // not at this level
     }

@@ -1,7 +1,15 @@
 /** A run's timeline for a person: a line per entry (`tether show`, and `--follow` as it grows). */
 
 import { type RunSummary, type TimelineEntry, tellsSomethingNew } from '../audit/reader.js'
-import { counted, formatBytes, formatDeadline, ruleWords, seconds, words } from '../present/index.js'
+import {
+  counted,
+  deadlineSetBy,
+  formatBytes,
+  formatDeadline,
+  ruleWords,
+  seconds,
+  words,
+} from '../present/index.js'
 import { colour, print, rememberText, visible } from './context.js'
 
 export function printTimeline(summary: RunSummary, timeline: TimelineEntry[]): void {
@@ -74,7 +82,7 @@ export function entryLine(entry: TimelineEntry): string {
         ? `  ${colour.bold('approval')}  ${entry.act} ${visible(entry.target)} → ${entry.decision} by ${entry.decidedBy} via ${entry.channel}${entry.reason ? `: ${entry.reason}` : ''}` +
             `${entry.replacement ? `; ran the edited command ${visible(entry.replacement.join(' '))} instead` : ''}` +
             `${entry.remember ? `; remembered ${visible(`\`${entry.remember}\``)}` : ''}`
-        : `  ${colour.yellow('waiting')}   approval ${entry.approvalId}: ${entry.act} ${visible(entry.target)} — answer by ${formatDeadline(entry.deadline)} with \`tether approve ${entry.approvalId} --as <you>\` or \`tether deny …\`` +
+        : `  ${colour.yellow('waiting')}   approval ${entry.approvalId}: ${entry.act} ${visible(entry.target)} — answer by ${formatDeadline(entry.deadline)} (${deadlineSetBy(entry.deadlineBy)}) with \`tether approve ${entry.approvalId} --as <you>\` or \`tether deny …\`` +
             `${entry.approvalsRequired > 1 ? `; needs ${entry.approvalsRequired} approvers` : ''}` +
             `${entry.identity === 'signed' ? ', signed' : entry.identity === 'unsigned' ? ', unsigned' : ''}` +
             `${entry.rememberOffer ? `; remember would add ${visible(rememberText(entry))}` : ''}`

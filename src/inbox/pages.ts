@@ -17,7 +17,14 @@ import type {
   TimelineEntry,
 } from '../audit/index.js'
 import { tellsSomethingNew } from '../audit/index.js'
-import { clipNoted, counted, formatDuration, type InFlight, inFlightWords } from '../present/index.js'
+import {
+  clipNoted,
+  counted,
+  deadlineSetBy,
+  formatDuration,
+  type InFlight,
+  inFlightWords,
+} from '../present/index.js'
 import type { WorkspaceChanges } from './changes.js'
 import { type Html, href, html, jsonData, prose } from './html.js'
 import {
@@ -196,7 +203,7 @@ export function approvalStatus(data: Pick<ApprovalPageData, 'approval' | 'answer
   const { approval } = data
   if (!approval.decision) {
     return html`<p class="status waiting" role="status">Waiting for an answer; the run holds until then (deadline
-      ${deadline(approval.deadline, clock)}).</p>`
+      ${deadline(approval.deadline, clock)}, ${deadlineSetBy(approval.deadlineBy)}).</p>`
   }
   return html`<p class="status decided" role="status">${decisionText(approval, clock)}.</p>
     ${data.answers.length ? html`<ul class="answers">${data.answers.map(({ answer }) => html`<li>${answer.approver}: ${answer.decision}</li>`)}</ul>` : ''}

@@ -18,6 +18,7 @@ import {
   clipNoted,
   counted,
   type Decider,
+  deadlineSetBy,
   formatBytes,
   formatDeadline,
   formatDuration,
@@ -78,7 +79,7 @@ export function approvalFacts(
     <dt>Because of</dt><dd>${ruleText(row)}</dd>
     <dt>Remember would add</dt><dd>${rememberText(row.rememberOffer)}</dd>
     <dt>Needs</dt><dd>${needsText(row)}</dd>
-    <dt>Deadline</dt><dd>${deadline(row.deadline, clock)}</dd>
+    <dt>Deadline</dt><dd>${deadline(row.deadline, clock)} <small>(${deadlineSetBy(row.deadlineBy)})</small></dd>
     ${row.goal !== undefined ? html`<dt>Goal</dt><dd class="goal">${prose(clipNoted(row.goal, 600))}</dd>` : ''}
     <dt>Run</dt><dd><a href="${href('runs', row.runId)}">${row.runId}</a>, step ${row.step}</dd>
     ${row.workspace !== undefined ? html`<dt>Workspace</dt><dd>${code(row.workspace)}</dd>` : ''}

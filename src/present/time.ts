@@ -17,6 +17,11 @@ export function localText(date: Date, timeZone = localTimeZone()): string {
   return isUtc(timeZone) ? utcText(date) : localTime(date, timeZone)
 }
 
+/** Which limit ends an approval's wait, in words: `set by the run's wall-time budget`. */
+export function deadlineSetBy(by: 'approval timeout' | 'wall-time budget' | undefined): string {
+  return by === 'wall-time budget' ? "set by the run's wall-time budget" : 'set by the approval timeout'
+}
+
 /** `2026-12-02 04:51 UTC`. */
 export function utcText(date: Date): string {
   return `${date.toISOString().slice(0, 16).replace('T', ' ')} UTC`

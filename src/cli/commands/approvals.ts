@@ -2,7 +2,7 @@
 
 import type { Command } from 'commander'
 import type { ApproverKey } from '../../identity/keyring.js'
-import { formatDeadline, ruleWords, words } from '../../present/index.js'
+import { deadlineSetBy, formatDeadline, ruleWords, words } from '../../present/index.js'
 import { colour, print, printJson, printTable, rememberText, visible } from '../context.js'
 import { CliError } from '../errors.js'
 
@@ -60,7 +60,7 @@ export function registerApprovals(program: Command): void {
           words(ruleWords(a, String)),
           `${a.approvalsRequired} ${a.identity === 'signed' ? 'signed' : 'unsigned'}`,
           visible(rememberText(a)).slice(0, 80),
-          formatDeadline(a.deadline),
+          `${formatDeadline(a.deadline)} (${deadlineSetBy(a.deadlineBy)})`,
         ]),
       )
     })
