@@ -25,7 +25,6 @@ import {
   proxyLocalActivities,
   setCurrentDetails,
   setHandler,
-  setWorkflowOptions,
   upsertMemo,
   upsertSearchAttributes,
   uuid4,
@@ -173,6 +172,14 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
   const info = workflowInfo()
   const runId = info.workflowId
   const contract = parseInput(input)
+  // New changes to the command sequence are decided here, in the run's first task, before any await: a
+  // patch decided right after a local activity can fall into another workflow task on replay than it did
+  // when recorded, which Temporal reports as nondeterminism.
+  const changes = {
+    legible: patched('legible-in-temporal'),
+    trueDeadline: patched('true-deadline'),
+    continueOnCurrentBuild: patched('continue-on-current-build'),
+  }
   const state: RunState = initialState(input.carried, Date.now())
   const book = new ApprovalBook(runId)
   /** Whether the TetherPendingApproval search attribute says this run waits for a person. */
@@ -301,7 +308,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     [{ contract, policy: input.policy }],
   )
   if (preparation.policyDigest) policyDigest = { policyDigest: preparation.policyDigest }
-  if (patched('legible-in-temporal')) {
+  if (changes.legible) {
     legible = { searchAttributes: new Set(preparation.searchAttributes ?? []) }
     upsertMemo({ goal: clip(contract.goal, 500), workspace: contract.workspace, ...policyDigest })
     if (legible.searchAttributes.has(WORKSPACE_ATTRIBUTE.name)) {
@@ -342,7 +349,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
         }
         // A run is pinned to the build that started it (Worker Versioning); the next run of its chain
         // starts on the deployment's current build. Without versioned workers this changes nothing.
-        if (patched('continue-on-current-build')) {
+        if (changes.continueOnCurrentBuild) {
           await makeContinueAsNewFunc<typeof agentRun>({ initialVersioningBehavior: 'AUTO_UPGRADE' })(next)
         } else await continueAsNew<typeof agentRun>(next)
       }
@@ -583,7 +590,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     const requested = now + contract.approvals.timeout
     const budgetEnd = state.startedAt + contract.budgets.maxWallTime
     // The wait ends at the earlier of the two: approvers are told that time, and which limit sets it.
-    const deadline = patched('true-deadline')
+    const deadline = changes.trueDeadline
       ? budgetEnd < requested
         ? { deadline: budgetEnd, deadlineBy: 'wall-time budget' as const }
         : { deadline: requested, deadlineBy: 'approval timeout' as const }

@@ -132,7 +132,7 @@ export async function nightlyFix(input: AgentRunInput): Promise<string> {
         'const outcome = await worker.runUntil(',
         "  client.workflow.execute('nightlyFix', { taskQueue, workflowId: process.env.RUN_ID as string, args: [JSON.parse(process.env.INPUT as string)] }),",
         ')',
-        'console.log(`OUTCOME ${outcome}`)',
+        "console.log('OUTCOME', outcome)",
         'await connection.close()',
       ].join('\n'),
     )
