@@ -261,11 +261,12 @@ describe('tether CLI', () => {
       }
       const first = await waitFor()
       expect(first).toMatchObject({ target: 'touch a.txt', identity: 'signed' })
-      // Deadlines read in UTC, in the reader's own zone, and as the time left; the rule remember would
-      // add is shown before anyone answers.
+      // Deadlines read in UTC, in the reader's own zone, as the time left, and with the limit that sets
+      // them (the default 4h wall-time budget ends before the 24h approval timeout); the rule remember
+      // would add is shown before anyone answers.
       const table = await tether(['approvals', '--run', runId], { TZ: 'Asia/Kolkata' })
       expect(table.stdout).toMatch(
-        / \d{4}-\d\d-\d\d \d\d:\d\d UTC \(\d{4}-\d\d-\d\d \d\d:\d\d GMT\+5:30 your time\), in 23h \d+m/,
+        / \d{4}-\d\d-\d\d \d\d:\d\d UTC \(\d{4}-\d\d-\d\d \d\d:\d\d GMT\+5:30 your time\), in 3h \d+m \(set by the run's wall-time budget\)/,
       )
       expect(table.stdout).toContain('1 signed')
       expect(table.stdout).toContain('`touch a.txt`')
