@@ -212,9 +212,10 @@ describe('the approvals inbox in a browser', () => {
       expect(text).toContain('touch approved.txt')
       expect(text).toMatch(/the default for exec/)
       expect(text).toContain('exactly touch approved.txt')
-      // The deadline in UTC, in the viewer's zone (New York) and as time left.
+      // The deadline in UTC, in the viewer's zone (New York), as time left and with the limit that sets it
+      // (the default 4h wall-time budget ends before the 24h approval timeout).
       expect(text).toMatch(
-        /\d{4}-\d\d-\d\d \d\d:\d\d UTC \(\d{4}-\d\d-\d\d \d\d:\d\d GMT-[45] your time\), in 23h \d+m/,
+        /\d{4}-\d\d-\d\d \d\d:\d\d UTC \(\d{4}-\d\d-\d\d \d\d:\d\d GMT-[45] your time\), in 3h \d+m \(set by the run's wall-time budget\)/,
       )
       await expect.poll(() => page.locator('main script, main b, main img').count()).toBe(0)
       await screenshot(page, 'inbox', 'desktop-1-inbox')
