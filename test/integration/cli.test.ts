@@ -488,21 +488,7 @@ describe('tether CLI', () => {
             { text: 'slept' },
           ],
         })
-        return [
-          'run',
-          '--goal',
-          'sleep',
-          '--workspace',
-          ws.path,
-          '--verify',
-          'none',
-          '--policy',
-          policyFile,
-          '--model',
-          `scripted:${script}`,
-          '--follow',
-          ...follow,
-        ]
+        return scriptedRun(ws.path, script, 'sleep', '--policy', policyFile, '--follow', ...follow)
       }
       // A terminal: the CLI runs under script(1), which gives it one.
       const quote = (word: string) => `'${word.replace(/'/g, `'\\''`)}'`
@@ -542,20 +528,7 @@ describe('tether CLI', () => {
       const script = await writeScript(ws.path, { turns: [{ text: 'done' }] })
       const base = `cli-pfx-${agent.taskQueue}`
       for (const id of [`${base}-alpha`, `${base}-beta`]) {
-        const started = await tether([
-          'run',
-          '--goal',
-          'g',
-          '--workspace',
-          ws.path,
-          '--verify',
-          'none',
-          '--model',
-          `scripted:${script}`,
-          '--id',
-          id,
-          '--follow',
-        ])
+        const started = await tether(scriptedRun(ws.path, script, 'g', '--id', id, '--follow'))
         expect(started.code, started.stderr).toBe(0)
       }
       const shown = await tether(['show', `${base}-al`])
@@ -590,22 +563,7 @@ describe('tether CLI', () => {
       })
       const runId = `cli-profile-${agent.taskQueue}`
       const started = await tether(
-        [
-          '--profile',
-          'work',
-          'run',
-          '--goal',
-          'touch',
-          '--workspace',
-          ws.path,
-          '--verify',
-          'none',
-          '--model',
-          `scripted:${script}`,
-          '--id',
-          runId,
-          '--json',
-        ],
+        ['--profile', 'work', ...scriptedRun(ws.path, script, 'touch', '--id', runId, '--json')],
         settings,
       )
       expect(started.code, started.stderr).toBe(0)
@@ -631,6 +589,13 @@ describe('tether CLI', () => {
       expect(approved.code, approved.stderr).toBe(0)
       expect(approved.stdout).toContain(`approved exec touch p.txt in ${runId}`)
       expect((await audit.approval(approvalId))?.decidedBy).toBe('bob')
+      // The approved command runs and the run ends, before its workspace is removed.
+      const { client, close } = await connectClient()
+      try {
+        expect(await client.workflow.getHandle(runId).result()).toMatchObject({ outcome: 'finished' })
+      } finally {
+        await close()
+      }
       const unknown = await tether(['--profile', 'home', 'ls'], settings)
       expect(unknown.code).toBe(1)
       expect(unknown.stderr).toMatch(
@@ -773,20 +738,7 @@ describe('tether CLI', () => {
         const script = await writeScript(ws.path, { turns: [{ text: 'done' }] })
         const id = `dev-events-${process.pid}`
         const ran = await tether(
-          [
-            'run',
-            '--goal',
-            'dev events',
-            '--workspace',
-            ws.path,
-            '--verify',
-            'none',
-            '--model',
-            `scripted:${script}`,
-            '--id',
-            id,
-            '--follow',
-          ],
+          scriptedRun(ws.path, script, 'dev events', '--id', id, '--follow'),
           devEnv,
           there,
         )
@@ -814,6 +766,22 @@ describe('tether CLI', () => {
     }
   })
 })
+
+/** `tether run` of a scripted model without a gate, and the options a test adds. */
+function scriptedRun(workspace: string, script: string, goal: string, ...more: string[]): string[] {
+  return [
+    'run',
+    '--goal',
+    goal,
+    '--workspace',
+    workspace,
+    '--verify',
+    'none',
+    '--model',
+    `scripted:${script}`,
+    ...more,
+  ]
+}
 
 function listen(port: number): Promise<Server> {
   return new Promise((resolve, reject) => {
