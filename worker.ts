@@ -36,6 +36,7 @@ try {
         audit,
         floor,
         deployment: config.deployment,
+        maxCachedWorkflows: config.workflowCache,
       })
       console.log(
         `tether worker: Temporal ${temporal.address} (namespace ${temporal.namespace}, ${temporal.security}), task queue ${taskQueue}, floor ${floor.source}${config.deployment ? `, build ${config.deployment.name}/${config.deployment.buildId}` : ''}`,

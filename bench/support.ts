@@ -15,6 +15,8 @@ import { startLocalTether } from '../src/embed/worker.js'
 
 export interface BenchStack {
   temporalAddress: string
+  /** The audit database's URL (for a child process, such as the CLI). */
+  databaseUrl: string
   client: Client
   audit: AuditStore
   taskQueue: string
@@ -40,6 +42,7 @@ export async function startBenchStack(): Promise<BenchStack> {
   let count = 0
   return {
     temporalAddress: local.stack.temporalAddress,
+    databaseUrl: local.stack.databaseUrl,
     client: local.client,
     audit: local.audit,
     taskQueue: local.taskQueue,

@@ -8,7 +8,14 @@ import { ApplicationFailure } from '@temporalio/common'
 import { judgeCall } from '../judge/index.js'
 import type { ModelProvider } from '../model/index.js'
 import { type Policy, PolicyError } from '../policy/index.js'
-import { FAILURE, gateRefusal, type TetherActivities } from '../run/index.js'
+import {
+  type ActionVerdict,
+  FAILURE,
+  gateRefusal,
+  type JudgeRequest,
+  type TetherActivities,
+} from '../run/index.js'
+import type { ValidatedCall } from '../tools/index.js'
 import { workspaceView } from '../workspace/index.js'
 import { heartbeating } from './heartbeat.js'
 import { contractProblems } from './preflight.js'
@@ -67,21 +74,30 @@ export function policyActivities(deps: {
       return problems.length > 0 ? { ...prepared, rejected: problems.join('; ') } : prepared
     },
 
-    async tetherCheckAction(input) {
-      const { runId, policy: spec, policyDigest, remembered, call, noRetry } = input
-      const policy = await deps.runs.policy(runId, spec, remembered, policyDigest)
-      // Judged over the workspace as it is on this worker: restored first when this worker lacks it.
-      const { path } = runId
-        ? await deps.snapshots.before(
-            { runId, workspace: input.workspace, tree: input.tree, policyDigest },
-            'read',
-          )
-        : { path: input.workspace }
-      return judgeCall(policy, workspaceView(path), call, noRetry)
-    },
+    tetherCheckAction: ({ runId, policy, call, ...request }) =>
+      judgeCalls(deps, runId, request, [call], policy).then(([verdict]) => verdict as ActionVerdict),
 
     tetherLayOutWorkspace: (input) => heartbeating(() => deps.snapshots.layOut(input)),
   }
+}
+
+/**
+ * The policy's verdicts on calls, each judged over the workspace as it is now on this worker (restored first
+ * when this worker lacks it), under the run's effective policy (by digest) with what the run remembered on top.
+ */
+export async function judgeCalls(
+  deps: { runs: RunConfigs; snapshots: StepSnapshots },
+  runId: string | undefined,
+  { policyDigest, remembered, workspace, noRetry, tree }: JudgeRequest,
+  calls: readonly ValidatedCall[],
+  spec?: unknown,
+): Promise<ActionVerdict[]> {
+  const policy = await deps.runs.policy(runId, spec, remembered, policyDigest)
+  const { path } = runId
+    ? await deps.snapshots.before({ runId, workspace, tree, policyDigest }, 'read')
+    : { path: workspace }
+  const view = workspaceView(path)
+  return calls.map((call) => judgeCall(policy, view, call, noRetry))
 }
 
 /** A policy refused on this worker, as RunConfigs reports it to Temporal. */

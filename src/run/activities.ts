@@ -49,24 +49,29 @@ export interface TetherActivities {
     parentRunId?: string
     startedAt: number
   }): Promise<void>
-  /** Stores `pending`, loads the transcript, calls the model, stores the reply at `replySeq`. */
+  /**
+   * Records the previous step's row (when the workflow hands it over), stores `pending`, loads the
+   * transcript, calls the model, stores the reply at `replySeq`; with `judge`, also returns the policy's
+   * verdict on each of the reply's calls, so no separate check is needed before they run.
+   */
   tetherModelTurn(
-    input: RunRef & { replySeq: number; pending: InlineMessage[]; contract?: TaskContract },
+    input: RunRef & {
+      replySeq: number
+      pending: InlineMessage[]
+      contract?: TaskContract
+      previousStep?: StepRecord
+      judge?: JudgeRequest
+    },
   ): Promise<ModelTurn>
   /** Local: the policy's verdict on one validated call (paths resolved on disk, commands analysed). */
-  tetherCheckAction(input: {
-    /** The run whose recorded policy judges (runs recorded before carried the spec itself). */
-    runId?: string
-    policy?: unknown
-    /** The effective policy, by the digest history recorded at the run's start (absent in old histories). */
-    policyDigest?: string
-    remembered: RememberedRule[]
-    workspace: string
-    call: ValidatedCall
-    noRetry: string[]
-    /** The workspace's root hash history recorded last (absent in runs from before snapshots). */
-    tree?: string
-  }): Promise<ActionVerdict>
+  tetherCheckAction(
+    input: JudgeRequest & {
+      /** The run whose recorded policy judges (runs recorded before carried the spec itself). */
+      runId?: string
+      policy?: unknown
+      call: ValidatedCall
+    },
+  ): Promise<ActionVerdict>
   /**
    * At a run's start: the workspace laid out from the contract's source (or the contract's folder as it
    * is), and its first snapshot; for a rewind, the earlier run's transcript carried over.
@@ -155,6 +160,17 @@ export interface TetherActivities {
     contract?: TaskContract
     reminder: number
   }): Promise<void>
+}
+
+/** What the policy judges a call with, besides the call: the run's policy and what the run remembered. */
+export interface JudgeRequest {
+  /** The effective policy, by the digest history recorded at the run's start (absent in old histories). */
+  policyDigest?: string
+  remembered: RememberedRule[]
+  workspace: string
+  noRetry: string[]
+  /** The workspace's root hash history recorded last (absent in runs from before snapshots). */
+  tree?: string
 }
 
 export interface StepRecord {

@@ -5,7 +5,7 @@
  */
 import { mkdir, rm } from 'node:fs/promises'
 import { join } from 'node:path'
-import { embeddedPostgresFolders, startEmbeddedPostgres } from './postgres.js'
+import { embeddedPostgresFolders, removeEmbeddedPostgres, startEmbeddedPostgres } from './postgres.js'
 import { freePort, portFree, startReaper } from './process.js'
 import { ensureTemporalCli } from './temporal-cli.js'
 import { startDevServer } from './temporal-server.js'
@@ -24,8 +24,10 @@ export {
   floorFile,
   localTarget,
   type ReadConfigOptions,
+  readAuditTarget,
   readConfig,
   readTemporalTarget,
+  readUserSettings,
   type SnapshotSettings,
   type SnapshotStoreSetting,
   snapshotSettings,
@@ -34,12 +36,16 @@ export {
   type TemporalTarget,
   type TetherConfig,
   temporalAddress,
+  type UserSetting,
+  type UserSettings,
   type WorkerDeployment,
+  workflowCacheSetting,
 } from './config.js'
 export {
   type EmbeddedPostgres,
   EmbeddedPostgresError,
   embeddedPostgresFolders,
+  removeEmbeddedPostgres,
   startEmbeddedPostgres,
 } from './postgres.js'
 export { isAlive } from './process.js'
@@ -179,6 +185,31 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     await stopAll()
     throw error
   }
+}
+
+/**
+ * Deletes what a local stack keeps in `stateDir` — the Temporal dev server's history (`temporal.db` and its
+ * journal and log) and the embedded PostgreSQL's data, with the server folder it has outside the state
+ * folder as root — so the next start is a fresh one. Settings stay (`floor.yaml`, the inbox's tokens). A
+ * PostgreSQL still running on that data is stopped first; the caller makes sure no stack is running there.
+ * Returns what it deleted.
+ */
+export async function resetLocalStack(
+  stateDir: string,
+  options: { serverRoot?: string } = {},
+): Promise<string[]> {
+  const removed = await removeEmbeddedPostgres(join(stateDir, 'postgres'), options.serverRoot)
+  for (const name of ['temporal.db', 'temporal.db-wal', 'temporal.db-shm', 'temporal.db.log']) {
+    const file = join(stateDir, name)
+    if (
+      await rm(file).then(
+        () => true,
+        () => false,
+      )
+    )
+      removed.push(file)
+  }
+  return removed
 }
 
 async function removeAll(folders: readonly string[]): Promise<void> {

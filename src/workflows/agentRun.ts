@@ -37,11 +37,13 @@ import type {
   ActionVerdict,
   AgentRunInput,
   AgentRunResult,
+  JudgeRequest,
   ModelTurn,
   Outcome,
   PendingApproval,
   RememberOffer,
   Resolution,
+  StepRecord,
   TetherActivities,
 } from '../run/index.js'
 import {
@@ -52,7 +54,7 @@ import {
   type TaskContract,
   workspaceOf,
 } from '../run/index.js'
-import { type ToolCall, type ValidatedCall, validateToolCall } from '../tools/index.js'
+import { type ValidatedCall, validateToolCall } from '../tools/index.js'
 import { ApprovalBook, type DecisionInput } from './approvals.js'
 import {
   budgetOutcome,
@@ -193,6 +195,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     legible: patched('legible-in-temporal'),
     trueDeadline: patched('true-deadline'),
     continueOnCurrentBuild: patched('continue-on-current-build'),
+    judgeWithTurn: patched('judge-with-turn'),
     snapshots: patched('workspace-snapshots'),
   }
   const state: RunState = initialState(input.carried, Date.now())
@@ -201,6 +204,8 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
   let waitingForPeople = false
   /** The step in progress, until its row is recorded: what a run that ends mid-step still records. */
   let inStep: { step: number; startedAt: number; turn?: StepTurn } | undefined
+  /** A finished step's row that the next model turn records (judge-with-turn), or any other path flushes. */
+  let unrecordedStep: StepRecord | undefined
   let phase: RunStatus['phase'] = 'starting'
   let outcome: Outcome | undefined
 
@@ -260,6 +265,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
   }
 
   const finish = async (result: { outcome: Outcome; reason?: string }): Promise<AgentRunResult> => {
+    await flushStep()
     outcome = result.outcome
     setPhase('done', result.reason ? clip(result.reason, 200) : undefined)
     if (legible) {
@@ -358,6 +364,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
       if (workflowInfo().continueAsNewSuggested) {
         // Safe point: nothing in flight, no approval pending, every handler done.
         await condition(allHandlersFinished)
+        await flushStep()
         const next = {
           contract,
           policy: input.policy,
@@ -377,8 +384,9 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
       setPhase('model')
       const replySeq = state.nextSeq
       const turn = await model.tetherModelTurn.executeWithOptions(meta(`model turn ${step}`), [
-        { runId, step, replySeq, pending: state.pending },
+        { runId, step, replySeq, pending: state.pending, ...handedToTurn() },
       ])
+      unrecordedStep = undefined
       inStep.turn = turn
       state.pending = []
       recordUsage(state, turn)
@@ -400,10 +408,13 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
       }
 
       setPhase('tools')
-      const { lines, refusals } = await runCalls(step, turn.toolCalls, seqs.reply, seqs.results)
-      await recordStep(runId, step, turn, lines, stepDecision(lines, turn), stepStarted, refusals)
+      const { lines, refusals } = await runCalls(step, turn, seqs.reply, seqs.results)
+      await recordStep(runId, step, turn, lines, stepDecision(lines, turn), stepStarted, refusals, {
+        handOver: changes.judgeWithTurn,
+      })
 
       if (contract.verifyWhen === 'every-step' && contract.verification) {
+        await flushStep()
         setPhase('verifying')
         const gate = await verify(step, null)
         if (gate.passed) return await finish({ outcome: 'verified', reason: gate.summary })
@@ -413,6 +424,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     if (error instanceof ContinueAsNew) throw error
     if (isCancellation(error)) {
       await CancellationScope.nonCancellable(async () => {
+        await flushStep()
         for (const request of book.pending()) {
           const resolution = book.expire(request.approvalId, 'cancelled', Date.now()) as Resolution
           await projections.tetherApprovalDecided({ runId, request, resolution })
@@ -424,6 +436,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     }
     const reason = failureReason(error)
     const result = await CancellationScope.nonCancellable(async () => {
+      await flushStep()
       await recordInterruptedStep(`failed during this step: ${reason}`)
       return finish({ outcome: 'failed', reason })
     })
@@ -474,7 +487,8 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
   }
 
   /** Judges every call, asks humans for the asks (all at once), then runs what may run, in call order. */
-  async function runCalls(step: number, calls: ToolCall[], replySeq: number, resultSeqs: number[]) {
+  async function runCalls(step: number, turn: ModelTurn, replySeq: number, resultSeqs: number[]) {
+    const calls = turn.toolCalls
     const lines: string[] = []
     const refusals: Array<{ call: number; verdict: ActionVerdict }> = []
     const judged: Array<{ index: number; call: ValidatedCall; verdict: ActionVerdict; approval?: string }> =
@@ -487,7 +501,8 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
         lines.push(`${raw.name}: invalid call`)
         continue
       }
-      const verdict = await checkAction(validated.call)
+      // Judged with the turn where the worker did (judge-with-turn); else by a check of its own.
+      const verdict = turn.verdicts?.[index] ?? (await checkAction(validated.call))
       judged.push({ index, call: validated.call, verdict })
     }
 
@@ -702,25 +717,53 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     decision: string,
     startedAt: number,
     refusals: Array<{ call: number; verdict: ActionVerdict }>,
+    { handOver = false } = {},
   ) {
     inStep = undefined
-    const recorder = patched('record-step-locally') ? localProjections : projections
-    await recorder.tetherRecordStep.executeWithOptions(meta(`record step ${step}`), [
-      {
-        runId: id,
-        step,
-        toolCalls: turn.toolCalls,
-        decision: clip(decision, OBSERVATION_LIMIT),
-        observation: clip(lines.length > 0 ? lines.join('\n') : turn.text, OBSERVATION_LIMIT),
-        inputTokens: turn.usage.inputTokens,
-        outputTokens: turn.usage.outputTokens,
-        startedAt,
-        finishedAt: Date.now(),
-        refusals,
-      },
-    ])
+    const record: StepRecord = {
+      runId: id,
+      step,
+      toolCalls: turn.toolCalls,
+      decision: clip(decision, OBSERVATION_LIMIT),
+      observation: clip(lines.length > 0 ? lines.join('\n') : turn.text, OBSERVATION_LIMIT),
+      inputTokens: turn.usage.inputTokens,
+      outputTokens: turn.usage.outputTokens,
+      startedAt,
+      finishedAt: Date.now(),
+      refusals,
+    }
+    // Handed to the next model turn, which records it before it calls the model: no activity of its own.
+    if (handOver) unrecordedStep = record
+    else await writeStep(record)
     // Answers that were refused (a bad signal) are recorded, never applied.
     await recordRejectedAnswers(step)
+  }
+
+  async function writeStep(record: StepRecord): Promise<void> {
+    const recorder = patched('record-step-locally') ? localProjections : projections
+    await recorder.tetherRecordStep.executeWithOptions(meta(`record step ${record.step}`), [record])
+  }
+
+  /** Records the step row no model turn took over (the run ends, continues as new or verifies first). */
+  async function flushStep(): Promise<void> {
+    const record = unrecordedStep
+    unrecordedStep = undefined
+    if (record) await writeStep(record)
+  }
+
+  /** What the model turn takes over from separate activities (judge-with-turn): the verdicts, the step row. */
+  function handedToTurn(): { judge?: JudgeRequest; previousStep?: StepRecord } {
+    if (!changes.judgeWithTurn) return {}
+    return {
+      judge: {
+        ...policyDigest,
+        remembered: state.remembered,
+        workspace: workspaceOf(contract),
+        noRetry: contract.noRetry,
+        ...tree(),
+      },
+      ...(unrecordedStep ? { previousStep: unrecordedStep } : {}),
+    }
   }
 
   async function recordRejectedAnswers(step: number): Promise<void> {

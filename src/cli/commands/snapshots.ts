@@ -16,7 +16,8 @@ import {
   treeAtStep,
 } from '../../snapshots/index.js'
 import { ConfigError, snapshotSettings } from '../../stack/index.js'
-import { colour, print, printJson, printTable, withAudit, withTemporal } from '../context.js'
+import { withAudit, withTemporal } from '../connect.js'
+import { colour, print, printJson, printTable } from '../context.js'
 import { CliError } from '../errors.js'
 
 export function registerSnapshots(program: Command): void {
