@@ -156,6 +156,7 @@ class LangGraphPeer {
   }
 
   async stop(): Promise<void> {
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return
     const exited = new Promise((resolve) => this.child.once('exit', resolve))
     this.child.stdin!.end()
     if ((await Promise.race([exited, sleep(10_000, 'late')])) === 'late') this.child.kill('SIGKILL')
@@ -185,11 +186,13 @@ class CpuTally {
   }
 }
 
-/** When the file appeared (its mtime, ms since the epoch), polled every 2 ms. */
-async function started(file: string): Promise<number> {
+/** When the command that makes `file` ran: the file's mtime (ms since the epoch), polled every 2 ms. */
+async function commandStarted(file: string): Promise<number> {
+  const deadline = performance.now() + 60_000
   for (;;) {
     const info = await stat(file).catch(() => undefined)
     if (info) return info.mtimeMs
+    if (performance.now() > deadline) throw new Error(`${file} did not appear within 60 s of its approval`)
     await sleep(2)
   }
 }
@@ -252,14 +255,14 @@ try {
           const answer = draftAnswer(row, { decision: 'approve', approver: 'bench' })
           const sent = Date.now()
           const update = answerApproval(stack.client, tetherRun.runId, answer, { via: 'update' })
-          delays.tether.push((await started(join(tetherRun.workspace, `stamp-${i}`))) - sent)
+          delays.tether.push((await commandStarted(join(tetherRun.workspace, `stamp-${i}`))) - sent)
           await update
         } else {
           const reply = await lgStep
           if (reply.status !== 'waiting') throw new Error(`LangGraph run stopped ${reply.status}`)
           const sent = Date.now()
           lgStep = lg.request({ op: 'resume', thread, decision: 'approve' })
-          delays.LangGraph.push((await started(join(lgCwd, `stamp-${i}`))) - sent)
+          delays.LangGraph.push((await commandStarted(join(lgCwd, `stamp-${i}`))) - sent)
         }
       }
     }
@@ -349,7 +352,7 @@ try {
   )
   console.log(
     `the same scripted loop: ${STEPS} × exec \`true\`, then an answer; medians of ${ROUNDS} interleaved rounds; ` +
-      `${ROUNDS * APPROVALS} approvals each (\`touch\`)`,
+      `${ROUNDS * APPROVALS} approvals each (\`touch\`: its file's mtime, floored to the kernel's tick, marks the start)`,
   )
   console.log(`load average at start: ${load(loadStart)} (${availableParallelism()} cores)`)
   for (const row of table) console.log(line(row))
