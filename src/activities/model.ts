@@ -99,7 +99,8 @@ async function reply(
   const [existing] = await deps.audit.loadMessages(runId, { fromSeq: replySeq, limit: 1 })
   if (existing) return historyTurn(existing.content as StoredReply)
 
-  await appendInOrder(deps.audit, runId, pending)
+  if (pending.length > 0)
+    await deps.audit.together('appendMessages', (writes) => appendInOrder(writes, runId, pending))
   const transcript = (await deps.audit.loadMessages(runId, { limit: replySeq })).map((message) =>
     toTranscript(message.content as TranscriptMessage),
   )

@@ -81,7 +81,14 @@ export {
   runStartedRecord,
   stepRecords,
 } from './records.js'
-export { AuditStore, type EmbeddedServer, migrate, type OpenAuditOptions, openAudit } from './store.js'
+export {
+  AuditStore,
+  type AuditWrites,
+  type EmbeddedServer,
+  migrate,
+  type OpenAuditOptions,
+  openAudit,
+} from './store.js'
 export { boundedText, TEXT_LIMIT } from './text.js'
 export { type PostgresTls, postgresTls, type SslMode } from './tls.js'
 export {

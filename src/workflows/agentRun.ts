@@ -659,7 +659,8 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
         await projections.tetherRemindApprover({ runId, request, reminder })
       }
     }
-    const outOfBudget = end < request.deadline
+    // With true deadlines the request's deadline may be the budget's own end: then it is the budget that ran out.
+    const outOfBudget = end < request.deadline || request.deadlineBy === 'wall-time budget'
     book.expire(
       approvalId,
       'timeout',
