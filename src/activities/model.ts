@@ -12,6 +12,7 @@ import {
   boundReply,
   boundValue,
   buildSystemPrompt,
+  type ExtraTool,
   ModelConfigError,
   ModelError,
   type ModelProvider,
@@ -20,8 +21,8 @@ import {
 import { clip } from '../present/index.js'
 import type { ModelTurn, TetherActivities } from '../run/index.js'
 import { MODEL_FAILURE } from '../run/index.js'
-import type { ToolCall } from '../tools/index.js'
-import { wellFormed } from '../tools/index.js'
+import type { McpToolDefinition, ToolCall } from '../tools/index.js'
+import { mcpToolDigest, wellFormed } from '../tools/index.js'
 import { describeToolchain, detectToolchain } from '../workspace/index.js'
 import { heartbeating } from './heartbeat.js'
 import type { RunConfigs } from './run-config.js'
@@ -30,6 +31,8 @@ import { appendInOrder } from './transcript.js'
 /** Strings longer than this in a file tool's contents stay in the transcript; history gets a marker. */
 const ARGUMENT_HISTORY_LIMIT = 2_000
 const TEXT_HISTORY_LIMIT = 2_000
+/** Characters of an MCP tool's description offered to the model (the full one is in the audit). */
+const TOOL_DESCRIPTION_LIMIT = 4_000
 /** How much of a refused call's arguments history keeps (the transcript keeps more, see boundReply). */
 const REFUSED_HISTORY_BOUNDS = { chars: 200, entries: 20, depth: 3 }
 
@@ -57,7 +60,13 @@ export function modelActivities(deps: {
 
 async function modelTurn(
   deps: { audit: AuditStore; provider: (choice: string | undefined) => ModelProvider; runs: RunConfigs },
-  { runId, replySeq, pending, contract: carried }: Parameters<TetherActivities['tetherModelTurn']>[0],
+  {
+    runId,
+    replySeq,
+    pending,
+    contract: carried,
+    mcpTools,
+  }: Parameters<TetherActivities['tetherModelTurn']>[0],
   signal: AbortSignal,
 ): Promise<ModelTurn> {
   // A previous attempt may have stored the reply and died before returning it: replay that reply rather
@@ -86,7 +95,13 @@ async function modelTurn(
   })
   let reply: StoredReply
   try {
-    const response = await provider.generate({ system, messages: transcript, signal })
+    const tools = await offeredTools(deps.audit, mcpTools ?? [])
+    const response = await provider.generate({
+      system,
+      messages: transcript,
+      signal,
+      ...(tools.length > 0 ? { tools } : {}),
+    })
     // Validated and bounded on the full arguments: what is stored and returned has a size, whatever the
     // model sent; a call over a limit carries its reason and becomes an observation in the workflow.
     reply = {
@@ -111,6 +126,24 @@ async function modelTurn(
     throw error
   }
   return historyTurn(reply)
+}
+
+/**
+ * The MCP tools offered this turn, as their reviewed definitions say (read from the audit by digest). A
+ * stored definition that no longer hashes to its digest was edited: that tool is not offered.
+ */
+async function offeredTools(
+  audit: AuditStore,
+  offered: ReadonlyArray<{ name: string; digest: string }>,
+): Promise<ExtraTool[]> {
+  if (offered.length === 0) return []
+  const stored = await audit.mcpDefinitions(offered.map((tool) => tool.digest))
+  return offered.flatMap(({ name, digest }) => {
+    const definition = stored.get(digest) as McpToolDefinition | undefined
+    if (!definition || definition.name !== name || mcpToolDigest(definition) !== digest) return []
+    const parameters = (definition.inputSchema ?? { type: 'object' }) as Record<string, unknown>
+    return [{ name, description: clip(definition.description || name, TOOL_DESCRIPTION_LIMIT), parameters }]
+  })
 }
 
 /** The stored reply without the bookkeeping fields the providers do not know. */

@@ -8,7 +8,8 @@ import { ApplicationFailure } from '@temporalio/common'
 import { judgeCall } from '../judge/index.js'
 import type { ModelProvider } from '../model/index.js'
 import { type Policy, PolicyError } from '../policy/index.js'
-import { FAILURE, gateRefusal, type TetherActivities } from '../run/index.js'
+import { FAILURE, gateRefusal, type McpServerRef, type TetherActivities } from '../run/index.js'
+import type { McpServerConfig } from '../stack/index.js'
 import { workspaceView } from '../workspace/index.js'
 import { contractProblems } from './preflight.js'
 import type { RunConfigs } from './run-config.js'
@@ -18,6 +19,7 @@ export function policyActivities(deps: {
   provider: (choice: string | undefined) => ModelProvider
   sandbox: CommandSandbox
   runs: RunConfigs
+  mcpServers?: readonly McpServerConfig[]
 }): Pick<TetherActivities, 'tetherPrepareRun' | 'tetherCheckAction'> {
   return {
     async tetherPrepareRun({ contract, policy: spec }) {
@@ -37,19 +39,52 @@ export function policyActivities(deps: {
       if (noSandbox) problems.push(noSandbox)
       const approvers = [...(policy?.approvers ?? [])]
       const identity = policy?.identity
+      const mcp = mcpServersOf(contract.mcp, deps.mcpServers ?? [])
+      if ('problem' in mcp) problems.push(mcp.problem)
       const prepared = {
         approvers,
         ...(identity ? { identity } : {}),
         ...(policy ? { policyDigest: policy.digest, floor: deps.runs.floor.source } : {}),
+        ...('servers' in mcp && mcp.servers.length > 0 ? { mcp: mcp.servers } : {}),
       }
       // All at once, so one correction fixes everything.
       return problems.length > 0 ? { ...prepared, rejected: problems.join('; ') } : prepared
     },
 
-    async tetherCheckAction({ runId, policy: spec, policyDigest, remembered, workspace, call, noRetry }) {
+    async tetherCheckAction({
+      runId,
+      policy: spec,
+      policyDigest,
+      remembered,
+      workspace,
+      call,
+      noRetry,
+      mcp,
+    }) {
       const policy = await deps.runs.policy(runId, spec, remembered, policyDigest)
-      return judgeCall(policy, workspaceView(workspace), call, noRetry)
+      return judgeCall(policy, workspaceView(workspace), call, noRetry, mcp)
     },
+  }
+}
+
+/** The worker's MCP servers a contract names (absent: all of them), or why a name is not one. */
+function mcpServersOf(
+  names: readonly string[] | undefined,
+  servers: readonly McpServerConfig[],
+): { servers: McpServerRef[] } | { problem: string } {
+  const chosen =
+    names === undefined ? servers : names.map((name) => servers.find((server) => server.name === name))
+  const missing = names?.filter((_, index) => chosen[index] === undefined) ?? []
+  if (missing.length > 0) {
+    const have =
+      servers.length > 0 ? `it has ${servers.map((server) => server.name).join(', ')}` : 'it has none'
+    return { problem: `mcp: this worker has no MCP server ${missing.join(', ')} (${have}); name one it has` }
+  }
+  return {
+    servers: (chosen as McpServerConfig[]).map((server) => ({
+      name: server.name,
+      timeoutMs: server.timeout,
+    })),
   }
 }
 

@@ -82,6 +82,8 @@ export interface TetherConfig {
   stateDir: string
   /** The operator's floor file (`TETHER_FLOOR`); undefined means the built-in floor. */
   floor: string | undefined
+  /** The operator's MCP servers file (`TETHER_MCP_SERVERS`); undefined: no MCP servers. */
+  mcpServers: string | undefined
 }
 
 /** What a running local stack (`tether dev`) offers when nothing is configured. */
@@ -115,6 +117,7 @@ export function readConfig(options: ReadConfigOptions = {}): TetherConfig {
     databaseUrl: databaseUrl(env) ?? (options.fallback?.databaseUrl || undefined),
     stateDir: tetherStateDir(env),
     floor: floorFile(env),
+    mcpServers: mcpServersFile(env),
   }
 }
 
@@ -126,6 +129,11 @@ export function databaseUrl(env: NodeJS.ProcessEnv = process.env): string | unde
 /** The operator's floor file a worker stands on (`TETHER_FLOOR`); undefined: the built-in floor. */
 export function floorFile(env: NodeJS.ProcessEnv = process.env): string | undefined {
   return presentVariables(env).TETHER_FLOOR
+}
+
+/** The operator's MCP servers file a worker offers its runs (`TETHER_MCP_SERVERS`); undefined: none. */
+export function mcpServersFile(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  return presentVariables(env).TETHER_MCP_SERVERS
 }
 
 /**

@@ -23,6 +23,7 @@ export {
   databaseUrl,
   floorFile,
   localTarget,
+  mcpServersFile,
   type ReadConfigOptions,
   readConfig,
   readTemporalTarget,
@@ -32,6 +33,7 @@ export {
   type TetherConfig,
   temporalAddress,
 } from './config.js'
+export { expandVariables, loadMcpServers, type McpServerConfig } from './mcp-servers.js'
 export {
   type EmbeddedPostgres,
   EmbeddedPostgresError,

@@ -42,8 +42,9 @@ import type {
   TetherActivities,
 } from '../run/index.js'
 import { FAILURE, MODEL_FAILURES_NOT_RETRIED, parseContract, type TaskContract } from '../run/index.js'
-import { type ToolCall, type ValidatedCall, validateToolCall } from '../tools/index.js'
+import type { McpCall, ToolCall, ValidatedCall } from '../tools/index.js'
 import { ApprovalBook, type DecisionInput } from './approvals.js'
+import { DEFINITION_REVIEW_CALL, definitionReview, isMcpCall, McpBook, validateCall } from './mcp.js'
 import {
   budgetOutcome,
   commandTimeout,
@@ -132,6 +133,28 @@ const files = proxyActivities<TetherActivities>({
   heartbeatTimeout: '10 seconds',
   retry: { maximumAttempts: 3 },
 })
+
+// Listing a run's MCP servers may start them (a package to load, a handshake); a server that fails is an
+// observation the activity returns, so what is retried here is this worker's own trouble (the audit).
+const mcpListings = proxyActivities<TetherActivities>({
+  startToCloseTimeout: '3 minutes',
+  heartbeatTimeout: '10 seconds',
+  retry: {
+    initialInterval: '1 second',
+    backoffCoefficient: 2,
+    maximumInterval: '1 minute',
+    maximumAttempts: 10,
+  },
+})
+
+/** One MCP call: its server's timeout, plus slack to start the server and list its tools first. */
+function mcpCalls(timeoutMs: number): TetherActivities {
+  return proxyActivities<TetherActivities>({
+    startToCloseTimeout: timeoutMs + 120_000,
+    heartbeatTimeout: '10 seconds',
+    retry: { initialInterval: '1 second', maximumAttempts: 3 },
+  })
+}
 
 function execActivities(timeoutMs: number): TetherActivities {
   // One attempt's cap is the command's own timeout plus slack for drain and kill; a worker crash is noticed
@@ -275,6 +298,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     throw ApplicationFailure.nonRetryable(preparation.rejected, FAILURE.contractRejected)
   }
   const { approvers } = preparation
+  const mcp = new McpBook(preparation.mcp ?? [], input.carried?.mcp)
   // Runs recorded before identity existed trusted the names their policy listed.
   book.setIdentity(
     preparation.identity ?? { mode: 'unsigned', approvers: approvers.map((name) => ({ name, keys: [] })) },
@@ -292,7 +316,11 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
         await continueAsNew<typeof agentRun>({
           contract,
           policy: input.policy,
-          carried: { ...state, continuedAsNew: state.continuedAsNew + 1 },
+          carried: {
+            ...state,
+            continuedAsNew: state.continuedAsNew + 1,
+            ...(mcp.active ? { mcp: mcp.carry() } : {}),
+          },
         })
       }
 
@@ -300,9 +328,16 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
       state.step += 1
       const step = state.step
       inStep = { step, startedAt: stepStarted }
+      if (mcp.active) await reviewMcpTools(step)
       phase = 'model'
       const replySeq = state.nextSeq
-      const turn = await model.tetherModelTurn({ runId, step, replySeq, pending: state.pending })
+      const turn = await model.tetherModelTurn({
+        runId,
+        step,
+        replySeq,
+        pending: state.pending,
+        ...(mcp.active ? { mcpTools: mcp.offer() } : {}),
+      })
       inStep.turn = turn
       state.pending = []
       recordUsage(state, turn)
@@ -379,7 +414,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
       []
 
     for (const [index, raw] of calls.entries()) {
-      const validated = validateToolCall(raw)
+      const validated = validateCall(raw, mcp)
       if (!validated.ok) {
         state.pending.push(invalidCallObservation(resultSeqs[index] as number, raw, validated.error))
         lines.push(`${raw.name}: invalid call`)
@@ -393,11 +428,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     if (asks.length > 0) {
       phase = 'approval'
       for (const entry of asks) entry.approval = await requestApproval(step, entry.index, entry.verdict)
-      upsertSearchAttributes([{ key: PENDING_APPROVAL, value: 'true' }])
-      waitingForPeople = true
-      await Promise.all(asks.map((entry) => waitForAnswer(entry.approval as string)))
-      upsertSearchAttributes([{ key: PENDING_APPROVAL, value: null }])
-      waitingForPeople = false
+      await waitForPeople(asks.map((entry) => entry.approval as string))
       phase = 'tools'
     }
 
@@ -459,24 +490,89 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
               ...(note ? { note } : {}),
               ...policyDigest,
             })
-          : await files.tetherFileTool({
-              runId,
-              step,
-              pending: state.pending,
-              call: index,
-              seq,
-              replySeq,
-              callId: call.id,
-              name: call.name,
-              workspace: contract.workspace,
-              remembered: state.remembered,
-              ...policyDigest,
-            })
+          : isMcpCall(call)
+            ? await callMcp(step, index, seq, call, verdict)
+            : await files.tetherFileTool({
+                runId,
+                step,
+                pending: state.pending,
+                call: index,
+                seq,
+                replySeq,
+                callId: call.id,
+                name: call.name,
+                workspace: contract.workspace,
+                remembered: state.remembered,
+                ...policyDigest,
+              })
       // The activity wrote the workflow's own observations before its result.
       state.pending = []
       lines.push(clip(summary.summary, 300))
     }
     return { lines, refusals }
+  }
+
+  /** Marks the run as waiting for people (the search attribute) while the approvals are answered. */
+  async function waitForPeople(approvalIds: string[]): Promise<void> {
+    upsertSearchAttributes([{ key: PENDING_APPROVAL, value: 'true' }])
+    waitingForPeople = true
+    await Promise.all(approvalIds.map((approvalId) => waitForAnswer(approvalId)))
+    upsertSearchAttributes([{ key: PENDING_APPROVAL, value: null }])
+    waitingForPeople = false
+  }
+
+  /**
+   * The run's MCP tools before the model's turn: listed (a server that cannot be reached is an observation),
+   * new ones pinned, and each definition that is not the reviewed one asked about, the step waiting for the
+   * answers: approved, it is offered from now on; refused or unanswered, it stays withheld.
+   */
+  async function reviewMcpTools(step: number): Promise<void> {
+    if (!patched('mcp-tools')) return
+    const listing = await mcpListings.tetherMcpTools({
+      runId,
+      step,
+      servers: mcp.servers.map((server) => server.name),
+      pinned: mcp.pinned(),
+    })
+    const changes = mcp.take(listing)
+    const note = mcp.note(() => reserveSeq(state))
+    if (note) state.pending.push(note)
+    if (changes.length === 0) return
+    phase = 'approval'
+    const asked: string[] = []
+    for (const [i, change] of changes.entries())
+      asked.push(await requestApproval(step, DEFINITION_REVIEW_CALL + i, definitionReview(change)))
+    await waitForPeople(asked)
+    for (const [i, change] of changes.entries()) {
+      const request = book.get(asked[i] as string) as PendingApproval
+      const resolution = book.resolution(asked[i] as string) as Resolution
+      if (resolution.decision === 'approved') mcp.accept(change)
+      else mcp.refuse(change)
+      await decisionRecorder().tetherApprovalDecided({ runId, request, resolution })
+    }
+  }
+
+  /** One call of an MCP tool the policy let through, against the definition the run reviewed. */
+  function callMcp(step: number, index: number, seq: number, call: McpCall, verdict: ActionVerdict) {
+    const timeoutMs = mcp.timeoutMs(call.name)
+    return mcpCalls(timeoutMs).tetherMcpCall({
+      runId,
+      step,
+      pending: state.pending,
+      call: index,
+      seq,
+      callId: call.id,
+      tool: call.name,
+      arguments: call.args,
+      digest: mcp.digest(call.name),
+      timeoutMs,
+      outputCeiling: contract.outputCeiling,
+      verdict: {
+        effect: verdict.effect,
+        ...(verdict.rule !== undefined ? { rule: verdict.rule } : {}),
+        ...(verdict.layer !== undefined ? { layer: verdict.layer } : {}),
+      },
+    })
   }
 
   /**
@@ -497,6 +593,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
       workspace: contract.workspace,
       call,
       noRetry: contract.noRetry,
+      ...(isMcpCall(call) ? { mcp: mcp.state(call.name) } : {}),
     })
   }
 
