@@ -50,5 +50,7 @@ export {
   startLocalTether,
   type TetherWorkerOptions,
   type WorkerFloor,
+  type WorkerMcpServers,
   workerFloor,
+  workerMcpServers,
 } from './worker.js'

@@ -18,8 +18,15 @@ import type { WorkerOptions } from '@temporalio/worker'
 import { createActivities, waitThroughOutages } from '../activities/index.js'
 import { type AuditStore, openAudit } from '../audit/index.js'
 import type { ModelProvider } from '../model/index.js'
-import { floorFile } from '../stack/index.js'
-import { TETHER_WORKER_DEFAULTS, tetherWorkflowsPath, type WorkerFloor, workerFloor } from './worker.js'
+import { floorFile, mcpServersFile } from '../stack/index.js'
+import {
+  TETHER_WORKER_DEFAULTS,
+  tetherWorkflowsPath,
+  type WorkerFloor,
+  type WorkerMcpServers,
+  workerFloor,
+  workerMcpServers,
+} from './worker.js'
 
 export interface TetherPluginOptions {
   /** An audit store the caller manages; otherwise one is opened (and migrated) when the Worker runs. */
@@ -34,6 +41,8 @@ export interface TetherPluginOptions {
    * tighten it.
    */
   floor?: WorkerFloor
+  /** The operator's MCP servers offered to runs: a servers file's path or the servers (default: TETHER_MCP_SERVERS, else none). */
+  mcpServers?: WorkerMcpServers
 }
 
 export function tetherPlugin(options: TetherPluginOptions = {}): SimplePlugin {
@@ -51,6 +60,7 @@ export function tetherPlugin(options: TetherPluginOptions = {}): SimplePlugin {
     activities: createActivities({
       audit,
       floor: workerFloor(options.floor ?? floorFile()),
+      mcpServers: workerMcpServers(options.mcpServers ?? mcpServersFile()),
       ...(options.provider ? { provider: options.provider } : {}),
     }),
     workflowsPath: (existing) => (existing ? combinedEntry(existing) : tetherWorkflowsPath()),

@@ -30,12 +30,13 @@ export function lineDiff(before: string, after: string): string {
       lines.push({ mark: ' ', text: a[i]! })
       i++
       j++
-    } else if (j < b.length && (i === a.length || keep[i]![j + 1]! >= keep[i + 1]![j]!)) {
-      lines.push({ mark: '+', text: b[j]! })
-      j++
-    } else {
+    } else if (i < a.length && (j === b.length || keep[i + 1]![j]! >= keep[i]![j + 1]!)) {
+      // Removed lines before added ones, as diffs show them.
       lines.push({ mark: '-', text: a[i]! })
       i++
+    } else {
+      lines.push({ mark: '+', text: b[j]! })
+      j++
     }
   }
   return fold(lines)

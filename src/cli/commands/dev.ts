@@ -62,6 +62,7 @@ export function registerDev(program: Command): void {
         ui: !options.headless,
         taskQueue,
         floor,
+        mcpServers: config.mcpServers,
         log: (line) => print(colour.dim(line)),
       })
       const { stack, audit } = local
