@@ -7,7 +7,6 @@
  * the worker's secrets or the network.
  */
 import { type ChildProcess, spawn } from 'node:child_process'
-import { once } from 'node:events'
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -73,6 +72,7 @@ beforeAll(async () => {
   worker = await startAgentWorker(audit, {
     sandbox: { env: { ...process.env, WORKER_SECRET: SECRET, PROBE_TOKEN: TOKEN }, hide: [hidden] },
     mcpServers: [
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: the configuration's own placeholder
       stdioServer('fs', bundles, [bundles.filesystem, '${workspace}'], { workspace: 'read-write' }),
       stdioServer('ev', bundles, [bundles.everything]),
       stdioServer('probe', bundles, [bundles.probe], { env: ['PROBE_TOKEN'] }),
