@@ -9,6 +9,7 @@ import { registerAudit } from './commands/audit.js'
 import { registerDb } from './commands/db.js'
 import { registerDev } from './commands/dev.js'
 import { registerInbox } from './commands/inbox.js'
+import { registerMcp } from './commands/mcp.js'
 import { registerPolicy } from './commands/policy.js'
 import { registerRuns } from './commands/runs.js'
 import { CliError } from './errors.js'
@@ -24,6 +25,7 @@ const registrations: Register[] = [
   registerAudit,
   registerDb,
   registerPolicy,
+  registerMcp,
 ]
 
 export function buildProgram(): Command {

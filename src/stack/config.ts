@@ -84,6 +84,8 @@ export interface TetherConfig {
   floor: string | undefined
   /** The operator's MCP servers file (`TETHER_MCP_SERVERS`); undefined: no MCP servers. */
   mcpServers: string | undefined
+  /** tether as an MCP server: the folder of policies clients may name, and the workspace roots. */
+  mcpServe: { policies: string | undefined; workspaceRoots: string[] }
 }
 
 /** What a running local stack (`tether dev`) offers when nothing is configured. */
@@ -118,6 +120,10 @@ export function readConfig(options: ReadConfigOptions = {}): TetherConfig {
     stateDir: tetherStateDir(env),
     floor: floorFile(env),
     mcpServers: mcpServersFile(env),
+    mcpServe: {
+      policies: env.TETHER_MCP_POLICIES,
+      workspaceRoots: (env.TETHER_MCP_WORKSPACES ?? '').split(':').filter((root) => root !== ''),
+    },
   }
 }
 

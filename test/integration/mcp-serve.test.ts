@@ -1,0 +1,276 @@
+/**
+ * tether as an MCP server (`tether mcp`, stdio), driven by independent clients: the official SDK client with
+ * MCP Tasks — a run is the task, its approval `input_required`, answered through `tasks/result` with a signed
+ * answer — also after the MCP server and the worker were both killed and restarted mid-wait; and the MCP
+ * Inspector's CLI mode, which speaks no Tasks: start, follow, answer (signed) and read the outcome with tools.
+ */
+import { type ChildProcess, execFile, spawn } from 'node:child_process'
+import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { createRequire } from 'node:module'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+import { promisify } from 'node:util'
+import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js'
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
+import {
+  CallToolResultSchema,
+  CreateTaskResultSchema,
+  ElicitRequestSchema,
+} from '@modelcontextprotocol/sdk/types.js'
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
+import type { AuditStore } from '../../src/audit/index.js'
+import { APPROVAL_META_KEY } from '../../src/embed/index.js'
+import { prepareAnswer, type ShownApproval } from '../../src/identity/index.js'
+import { type ApproverKey, createKey, loadKey } from '../../src/identity/keyring.js'
+import { npmWorkspace, openTestAudit, writeScript } from '../support/agent.js'
+import { uniqueTaskQueue } from '../support/temporal.js'
+
+const CHECKOUT = fileURLToPath(new URL('../../', import.meta.url))
+const BIN = join(CHECKOUT, 'src/cli/bin.ts')
+const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href
+const INSPECTOR = join(CHECKOUT, 'node_modules/@modelcontextprotocol/inspector/cli/build/cli.js')
+
+let dir: string
+let alice: ApproverKey
+let audit: AuditStore
+let env: Record<string, string>
+const workers: ChildProcess[] = []
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'tether-mcp-serve-'))
+  createKey('alice', join(dir, 'keys'))
+  alice = loadKey('alice', join(dir, 'keys'))
+  const floor = join(dir, 'floor.json')
+  await writeFile(
+    floor,
+    JSON.stringify({
+      defaults: { read: 'allow', write: 'allow', exec: 'allow', net: 'deny' },
+      approvers: [{ name: 'alice', keys: [alice.publicKey] }],
+      layers: [{ name: 'operator', rules: [{ act: 'exec', effect: 'ask', pattern: 'touch*' }] }],
+    }),
+  )
+  const policies = join(dir, 'policies')
+  await mkdir(policies)
+  await writeFile(
+    join(policies, 'review.json'),
+    JSON.stringify({ preset: 'tiered', defaults: { exec: 'allow' } }),
+  )
+  audit = await openTestAudit()
+  env = {
+    ...(process.env as Record<string, string>),
+    TEMPORAL_ADDRESS: inject('temporalAddress'),
+    TEMPORAL_NAMESPACE: inject('namespace'),
+    DATABASE_URL: inject('databaseUrl'),
+    TETHER_TASK_QUEUE: uniqueTaskQueue('mcp-serve'),
+    TETHER_FLOOR: floor,
+    TETHER_MCP_POLICIES: policies,
+    TETHER_MCP_WORKSPACES: tmpdir(),
+    WORKFLOW_BUNDLE: inject('workflowBundlePath'),
+  }
+  await startWorker()
+}, 120_000)
+
+afterAll(async () => {
+  for (const worker of workers) worker.kill('SIGKILL')
+  await audit?.close()
+  await rm(dir, { recursive: true, force: true })
+})
+
+function startWorker(): Promise<ChildProcess> {
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', join(CHECKOUT, 'test/support/worker-process.ts')],
+    {
+      env,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  )
+  workers.push(child)
+  return new Promise((resolve, reject) => {
+    child.stdout?.on('data', (chunk: Buffer) => {
+      if (chunk.toString().includes('worker ready')) resolve(child)
+    })
+    child.on('exit', (code) => reject(new Error(`worker process exited with ${code} before it was ready`)))
+  })
+}
+
+/** An MCP client of the official SDK on a fresh `tether mcp`, answering elicitations with alice's signature. */
+async function connect(): Promise<{
+  client: McpClient
+  transport: StdioClientTransport
+  asked: ShownApproval[]
+}> {
+  const client = new McpClient(
+    { name: 'test-client', version: '1' },
+    { capabilities: { elicitation: { form: {} } } },
+  )
+  const asked: ShownApproval[] = []
+  client.setRequestHandler(ElicitRequestSchema, async (request) => {
+    const shown = request.params._meta?.[APPROVAL_META_KEY] as ShownApproval
+    asked.push(shown)
+    return { action: 'accept', content: signed(shown, 'approve') }
+  })
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: ['--import', TSX, BIN, 'mcp'],
+    env,
+    stderr: 'inherit',
+  })
+  await client.connect(transport)
+  return { client, transport, asked }
+}
+
+/** alice's signed answer to an approval as shown. */
+function signed(shown: ShownApproval, decision: 'approve' | 'deny') {
+  const issuedAt = Date.now()
+  const { statement } = prepareAnswer(shown, { decision, approver: 'alice' }, issuedAt)
+  return { decision, approver: 'alice', key: alice.publicKey, signature: alice.sign(statement!), issuedAt }
+}
+
+async function scriptedWorkspace() {
+  const ws = await npmWorkspace()
+  const turns = [
+    { toolCalls: [{ name: 'exec', args: { argv: ['touch', 'made-by-agent'] } }] },
+    { text: 'done' },
+  ]
+  return { ws, model: `scripted:${await writeScript(ws.path, { turns } as never)}` }
+}
+
+const runArgs = (ws: string, model: string) => ({
+  goal: 'make a file',
+  workspace: ws,
+  policy: 'review',
+  model,
+  verify: [],
+})
+
+describe('tether as an MCP server', () => {
+  it('runs a task to its end through input_required and a signed answer (the SDK client)', async () => {
+    const { ws, model } = await scriptedWorkspace()
+    const { client, asked } = await connect()
+    try {
+      const tools = await client.listTools()
+      expect(tools.tools.map((tool) => tool.name)).toEqual([
+        'agent_run',
+        'agent_status',
+        'agent_answer',
+        'agent_cancel',
+      ])
+      const statuses: string[] = []
+      let result: unknown
+      for await (const message of client.experimental.tasks.callToolStream(
+        { name: 'agent_run', arguments: runArgs(ws.path, model) },
+        CallToolResultSchema,
+        { task: {} },
+      )) {
+        if (message.type === 'taskStatus') statuses.push(message.task.status)
+        if (message.type === 'result') result = message.result
+        if (message.type === 'error') throw message.error
+      }
+      expect(statuses).toContain('input_required')
+      expect(asked).toHaveLength(1)
+      expect(asked[0]).toMatchObject({ act: 'exec', target: 'touch made-by-agent', identity: 'signed' })
+      expect(result).toMatchObject({
+        isError: false,
+        structuredContent: { status: 'completed', outcome: 'finished' },
+      })
+      expect(await readFile(join(ws.path, 'made-by-agent'), 'utf8')).toBe('')
+      const [recorded] = await audit.approvalAnswers({ runId: asked[0]!.runId })
+      expect(recorded?.answer).toMatchObject({ approver: 'alice', decision: 'approve', channel: 'update' })
+      expect(recorded?.answer.signature).toBeTruthy()
+    } finally {
+      await client.close()
+      await ws.cleanup()
+    }
+  }, 240_000)
+
+  it('answers tasks/get and takes the answer after the MCP server and the worker were killed mid-wait', async () => {
+    const { ws, model } = await scriptedWorkspace()
+    const first = await connect()
+    let taskId: string
+    try {
+      const created = await first.client.request(
+        { method: 'tools/call', params: { name: 'agent_run', arguments: runArgs(ws.path, model), task: {} } },
+        CreateTaskResultSchema,
+      )
+      taskId = created.task.taskId
+      expect(taskId).toMatch(/^mcp-[0-9a-f]{32}$/)
+      await expect
+        .poll(async () => (await first.client.experimental.tasks.getTask(taskId)).status, {
+          timeout: 120_000,
+        })
+        .toBe('input_required')
+    } finally {
+      // The client and its `tether mcp` go (the transport kills the server), and so does every worker.
+      await first.client.close()
+    }
+    for (const worker of workers.splice(0)) worker.kill('SIGKILL')
+
+    const second = await connect()
+    try {
+      // No worker, no server memory: the state comes from Temporal and the audit.
+      const task = await second.client.experimental.tasks.getTask(taskId)
+      expect(task).toMatchObject({ taskId, status: 'input_required' })
+      expect(task.statusMessage).toContain('touch made-by-agent')
+      await startWorker()
+      const result = await second.client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema)
+      expect(result).toMatchObject({ isError: false, structuredContent: { outcome: 'finished' } })
+      expect(second.asked).toHaveLength(1)
+      expect((await second.client.experimental.tasks.getTask(taskId)).status).toBe('completed')
+    } finally {
+      await second.client.close()
+      await ws.cleanup()
+    }
+  }, 300_000)
+
+  it('works as start / follow / answer tools for a client without Tasks (the MCP Inspector CLI)', async () => {
+    const { ws, model } = await scriptedWorkspace()
+    // The Inspector starts the server itself, as a command; each call below is a new `tether mcp`.
+    const server = join(dir, 'tether-mcp.sh')
+    await writeFile(server, `#!/bin/sh\nexec "${process.execPath}" --import "${TSX}" "${BIN}" mcp\n`)
+    await chmod(server, 0o755)
+    const inspect = async (tool: string, args: Record<string, unknown>) => {
+      const toolArgs = Object.entries(args).flatMap(([key, value]) => [
+        '--tool-arg',
+        `${key}=${typeof value === 'string' ? value : JSON.stringify(value)}`,
+      ])
+      const { stdout } = await promisify(execFile)(
+        process.execPath,
+        [INSPECTOR, '--cli', server, '--method', 'tools/call', '--tool-name', tool, ...toolArgs],
+        { env, maxBuffer: 16 * 1024 * 1024 },
+      )
+      return JSON.parse(stdout) as { structuredContent: Record<string, unknown>; isError?: boolean }
+    }
+    try {
+      const started = await inspect('agent_run', runArgs(ws.path, model))
+      const runId = started.structuredContent.runId as string
+      let status = started.structuredContent
+      while (status.status !== 'input_required') {
+        status = (await inspect('agent_status', { runId, waitSeconds: 20 })).structuredContent
+        expect(['working', 'input_required']).toContain(status.status)
+      }
+      const [pending] = status.pendingApprovals as ShownApproval[]
+      const answered = await inspect('agent_answer', {
+        runId,
+        approvalId: pending!.approvalId,
+        ...signed(pending!, 'approve'),
+      })
+      expect(answered.isError).not.toBe(true)
+      expect(answered.structuredContent).toMatchObject({ ok: true, channel: 'update' })
+      while (status.status === 'input_required' || status.status === 'working')
+        status = (await inspect('agent_status', { runId, waitSeconds: 20 })).structuredContent
+      expect(status).toMatchObject({ status: 'completed', outcome: 'finished' })
+      // An answer nobody signed is refused by the run, and the tool says why.
+      const refused = await inspect('agent_answer', {
+        runId,
+        approvalId: pending!.approvalId,
+        decision: 'approve',
+        approver: 'alice',
+      })
+      expect(refused.isError).toBe(true)
+    } finally {
+      await ws.cleanup()
+    }
+  }, 300_000)
+})
