@@ -276,7 +276,7 @@ export function createTetherMcpServer(options: TetherMcpServerOptions): Server {
           if (parsed.success) answered = parsed.data
           else refusal = `the answer did not have the form asked for: ${parsed.error.issues[0]?.message}`
         } else declined.add(pending.approvalId)
-      } catch (error) {
+      } catch {
         extra.signal.throwIfAborted()
         // A client without elicitation: the approval is answered with agent_answer or any other channel.
         if (!asking.signal.aborted) elicitation = false
@@ -577,15 +577,13 @@ export function mcpHttpHandler(options: TetherMcpServerOptions): {
       const id = request.headers['mcp-session-id']
       let transport = typeof id === 'string' ? sessions.get(id) : undefined
       if (!transport && typeof id === 'string') {
-        response
-          .writeHead(404, { 'content-type': 'application/json' })
-          .end(
-            JSON.stringify({
-              jsonrpc: '2.0',
-              error: { code: -32001, message: 'Session not found' },
-              id: null,
-            }),
-          )
+        response.writeHead(404, { 'content-type': 'application/json' }).end(
+          JSON.stringify({
+            jsonrpc: '2.0',
+            error: { code: -32001, message: 'Session not found' },
+            id: null,
+          }),
+        )
         return
       }
       if (!transport) {
