@@ -13,6 +13,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 import { promisify } from 'node:util'
 import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js'
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import {
   CallToolResultSchema,
   CreateTaskResultSchema,
@@ -20,11 +21,12 @@ import {
 } from '@modelcontextprotocol/sdk/types.js'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
 import type { AuditStore } from '../../src/audit/index.js'
-import { APPROVAL_META_KEY } from '../../src/embed/index.js'
+import { APPROVAL_META_KEY, loadMcpPolicies, mcpHttpHandler } from '../../src/embed/index.js'
 import { prepareAnswer, type ShownApproval } from '../../src/identity/index.js'
 import { type ApproverKey, createKey, loadKey } from '../../src/identity/keyring.js'
+import { startInbox } from '../../src/inbox/index.js'
 import { npmWorkspace, openTestAudit, writeScript } from '../support/agent.js'
-import { uniqueTaskQueue } from '../support/temporal.js'
+import { connectClient, uniqueTaskQueue } from '../support/temporal.js'
 
 const CHECKOUT = fileURLToPath(new URL('../../', import.meta.url))
 const BIN = join(CHECKOUT, 'src/cli/bin.ts')
@@ -273,4 +275,64 @@ describe('tether as an MCP server', () => {
       await ws.cleanup()
     }
   }, 300_000)
+
+  it('serves the same tools over Streamable HTTP at the inbox, behind its access', async () => {
+    const { ws } = await scriptedWorkspace()
+    const model = `scripted:${await writeScript(ws.path, { turns: [{ text: 'nothing to do' }] } as never)}`
+    const temporal = await connectClient()
+    const token = 'mcp-test-token-0123456789'
+    const inbox = await startInbox({
+      audit,
+      client: temporal.client,
+      namespace: inject('namespace'),
+      port: 0,
+      access: { mode: 'local', token },
+      mcp: mcpHttpHandler({
+        client: temporal.client,
+        audit,
+        taskQueue: env.TETHER_TASK_QUEUE!,
+        policies: await loadMcpPolicies(env.TETHER_MCP_POLICIES),
+        workspaceRoots: [tmpdir()],
+      }),
+    })
+    const client = new McpClient({ name: 'http-client', version: '1' })
+    try {
+      const refused = await fetch(`${inbox.url}/mcp`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+      })
+      expect(refused.status).toBe(401)
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(`${inbox.url}/mcp`), {
+          requestInit: { headers: { authorization: `Bearer ${token}` } },
+        }),
+      )
+      const started = await client.callTool({ name: 'agent_run', arguments: runArgs(ws.path, model) })
+      const runId = (started.structuredContent as { runId: string }).runId
+      let status = started.structuredContent as Record<string, unknown>
+      while (status.status === 'working')
+        status = (await client.callTool({ name: 'agent_status', arguments: { runId, waitSeconds: 20 } }))
+          .structuredContent as Record<string, unknown>
+      expect(status).toMatchObject({ status: 'completed', outcome: 'finished' })
+      // A policy the operator does not allow, and a workspace outside the roots, are refused in one line.
+      const notAllowed = await client.callTool({
+        name: 'agent_run',
+        arguments: { ...runArgs(ws.path, model), policy: 'mine' },
+      })
+      expect(notAllowed).toMatchObject({
+        isError: true,
+        content: [{ text: 'no policy "mine": the operator allows review' }],
+      })
+      const outside = await client.callTool({ name: 'agent_run', arguments: { ...runArgs('/etc', model) } })
+      expect((outside.content as Array<{ text: string }>)[0]!.text).toMatch(
+        /^the workspace \/etc is not under one of the operator's workspace roots/,
+      )
+    } finally {
+      await client.close()
+      await inbox.close()
+      await temporal.close()
+      await ws.cleanup()
+    }
+  }, 180_000)
 })

@@ -20,6 +20,7 @@ import {
   stateDir,
 } from '../context.js'
 import { CliError } from '../errors.js'
+import { mcpEndpoint } from './mcp.js'
 
 export function registerDev(program: Command): void {
   program
@@ -80,6 +81,7 @@ export function registerDev(program: Command): void {
               anyPortIfTaken: true,
               temporalUi: stack.uiUrl,
               log: (line) => print(colour.dim(line)),
+              mcp: await mcpEndpoint(local.client, audit, taskQueue),
             })
           : undefined
         const record: DevStackRecord = {

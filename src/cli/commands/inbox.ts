@@ -13,6 +13,7 @@ import {
 } from '../../inbox/index.js'
 import { colour, devStack, print, stateDir, withAudit, withTemporal } from '../context.js'
 import { CliError } from '../errors.js'
+import { mcpEndpoint } from './mcp.js'
 
 interface InboxCliOptions {
   host: string
@@ -69,6 +70,7 @@ export function registerInbox(program: Command): void {
               access,
               temporalUi: options.temporalUi ?? devStack()?.uiUrl,
               log: (line) => process.stderr.write(`${line}\n`),
+              mcp: await mcpEndpoint(client, audit, target.taskQueue),
             })
           } catch (error) {
             if (error instanceof InboxError) throw new CliError(error.message)

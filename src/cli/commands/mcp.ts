@@ -1,7 +1,9 @@
 /** `tether mcp`: tether as an MCP server on stdin and stdout (docs/mcp.md). */
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
+import type { Client } from '@temporalio/client'
 import type { Command } from 'commander'
-import { createTetherMcpServer, loadMcpPolicies } from '../../embed/index.js'
+import type { AuditStore } from '../../audit/index.js'
+import { createTetherMcpServer, loadMcpPolicies, mcpHttpHandler } from '../../embed/index.js'
 import { PolicyError } from '../../policy/index.js'
 import { cliConfig, withAudit, withTemporal } from '../context.js'
 import { CliError } from '../errors.js'
@@ -23,14 +25,7 @@ export function registerMcp(program: Command): void {
     )
     .action(async (options: { policies?: string; workspaceRoot?: string[] }) => {
       const config = cliConfig()
-      let policies: Awaited<ReturnType<typeof loadMcpPolicies>>
-      try {
-        policies = await loadMcpPolicies(options.policies ?? config.mcpServe.policies)
-      } catch (error) {
-        if (error instanceof PolicyError || (error as NodeJS.ErrnoException).code === 'ENOENT')
-          throw new CliError((error as Error).message)
-        throw error
-      }
+      const policies = await allowedPolicies(options.policies ?? config.mcpServe.policies)
       const workspaceRoots = options.workspaceRoot ?? config.mcpServe.workspaceRoots
       await withTemporal((client, target) =>
         withAudit(async (audit) => {
@@ -54,4 +49,27 @@ export function registerMcp(program: Command): void {
         }),
       )
     })
+}
+
+/** The operator's allowlist of policies, or one line saying which file does not load. */
+async function allowedPolicies(folder: string | undefined) {
+  try {
+    return await loadMcpPolicies(folder)
+  } catch (error) {
+    if (error instanceof PolicyError || (error as NodeJS.ErrnoException).code === 'ENOENT')
+      throw new CliError((error as Error).message)
+    throw error
+  }
+}
+
+/** tether's MCP server for the inbox's `/mcp` (TETHER_MCP_POLICIES, TETHER_MCP_WORKSPACES). */
+export async function mcpEndpoint(client: Client, audit: AuditStore, taskQueue: string) {
+  const { mcpServe } = cliConfig()
+  return mcpHttpHandler({
+    client,
+    audit,
+    taskQueue,
+    policies: await allowedPolicies(mcpServe.policies),
+    workspaceRoots: mcpServe.workspaceRoots,
+  })
 }
