@@ -58,10 +58,7 @@ const httpServer = z
 
 const fileSchema = z
   .object({
-    servers: z.record(
-      z.string().regex(MCP_SERVER_NAME, 'a server name is a-z, 0-9, _ and -, at most 64 characters'),
-      z.union([stdioServer, httpServer]),
-    ),
+    servers: z.record(z.string(), z.union([stdioServer, httpServer])),
   })
   .strict()
 
@@ -86,6 +83,12 @@ export function loadMcpServers(path: string): McpServerConfig[] {
     const issue = parsed.error.issues[0]!
     const field = issue.path.map(String).join('.') || '(the file itself)'
     throw new ConfigError(`${path}: ${field}: ${issue.message}`)
+  }
+  const misnamed = Object.keys(parsed.data.servers).find((name) => !MCP_SERVER_NAME.test(name))
+  if (misnamed !== undefined) {
+    throw new ConfigError(
+      `${path}: servers.${misnamed}: a server name is a-z, 0-9, _ and -, at most 64 characters (it names the tools: server.tool)`,
+    )
   }
   return Object.entries(parsed.data.servers).map(([name, server]) =>
     'url' in server ? { name, kind: 'http', ...server } : { name, kind: 'stdio', ...server },
