@@ -18,7 +18,7 @@ import { Policy } from '../../src/policy/index.js'
 import { type agentRun, decideUpdate, pendingApprovalsQuery } from '../../src/workflows/index.js'
 import { npmWorkspace, openTestAudit, startAgentWorker, startRun, writeScript } from '../support/agent.js'
 import { bundleMcpServers, type McpBundles, stdioServer } from '../support/mcp.js'
-import { connectClient } from '../support/temporal.js'
+import { connectClient, recordHistory } from '../support/temporal.js'
 
 const SECRET = 'worker-secret-7f3a'
 const TOKEN = 'probe-token-51c2'
@@ -193,6 +193,7 @@ describe('MCP servers under the policy', () => {
       )
       const result = await handle.result()
       expect(result.outcome).toBe('finished')
+      await recordHistory(handle, 'mcp-tools')
 
       expect(await readFile(join(ws.path, 'NOTES.md'), 'utf8')).toBe('from mcp\n')
       const calls = await audit.mcpCalls(handle.workflowId)
