@@ -56,9 +56,12 @@ export class Policy {
     return new Policy({ layers: [], defaults: allDefaults('allow'), include: [], approvers: [], current: -1 })
   }
 
-  /** Read allowed, write, exec and MCP calls asked, net denied; secrets (`.env`, keys) never read or written. */
+  /**
+   * Read allowed, write and exec asked, net and MCP calls denied (a server is trusted only where a rule
+   * says so); secrets (`.env`, keys) never read or written.
+   */
   static tiered(): Policy {
-    return Policy.withSecrets({ read: 'allow', write: 'ask', exec: 'ask', net: 'deny', mcp: 'ask' })
+    return Policy.withSecrets({ read: 'allow', write: 'ask', exec: 'ask', net: 'deny', mcp: 'deny' })
   }
 
   /** Everything denied unless a rule allows it; secrets stay denied even under a broad allow. */

@@ -129,7 +129,7 @@ const DEV_FLOOR = `# The operator's floor of this tether dev stack: the first la
 # the approvers with their keys and the identity mode are decided here, never by a run.
 # Edit it, then restart tether dev. Reference: docs/policy.md#the-operators-floor
 preset: tiered                 # brings the built-in secret denies (.env, keys)
-defaults: { read: allow, write: allow, exec: allow, net: allow }   # each run's policy decides within
+defaults: { read: allow, write: allow, exec: allow, net: allow, mcp: allow }   # each run's policy decides within
 layers:
   - name: floor
     sandbox: enforce           # commands run in the sandbox; only a floor may say off

@@ -7,7 +7,7 @@ import { mkdtemp } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { describe, expect, it } from 'vitest'
 import { judge } from '../../../src/judge/index.js'
-import { Policy, PolicyError, rememberRule } from '../../../src/policy/index.js'
+import { floorOf, Policy, PolicyError, rememberRule } from '../../../src/policy/index.js'
 import { validateToolCall } from '../../../src/tools/index.js'
 import { workspaceView } from '../../../src/workspace/index.js'
 
@@ -24,11 +24,18 @@ describe('the mcp act', () => {
     expect(unstated.checkMcp('fs.read_file', '{}').effect).toBe('deny')
   })
 
-  it('gives each preset its MCP default: permissive allows, tiered asks, strict denies', () => {
+  it('gives each preset its MCP default: permissive allows, tiered and strict deny', () => {
     expect(Policy.permissive().defaultFor('mcp')).toBe('allow')
-    expect(Policy.tiered().defaultFor('mcp')).toBe('ask')
-    expect(Policy.tiered().toSpec().defaults.mcp).toBe('ask')
+    expect(Policy.tiered().defaultFor('mcp')).toBe('deny')
+    // So a floor written as `preset: tiered` before MCP existed still loads as it did (it asks nothing new).
+    expect(Policy.tiered().toSpec().defaults).not.toHaveProperty('mcp')
     expect(Policy.strict().defaultFor('mcp')).toBe('deny')
+    // The floor `tether dev` wrote before MCP, with no approvers, still loads: it asks nothing new.
+    const old = Policy.fromSpec({
+      preset: 'tiered',
+      defaults: { read: 'allow', write: 'allow', exec: 'allow', net: 'allow' },
+    })
+    expect(() => floorOf(old, 'floor.yaml')).not.toThrow()
   })
 
   it('matches a rule on the tool, whatever the arguments; deny and ask generously, allow strictly', () => {
@@ -56,7 +63,7 @@ describe('the mcp act', () => {
   it('remembers a call with its exact arguments, and nothing wider', () => {
     const target = 'fs.write_file {"content":"x","path":"a.txt"}'
     expect(rememberRule('mcp', target)).toEqual({ ok: true, act: 'mcp', exact: target })
-    const remembered = Policy.tiered().layer('remembered').allow('mcp', target)
+    const remembered = Policy.tiered().withDefault('mcp', 'ask').layer('remembered').allow('mcp', target)
     expect(remembered.checkMcp('fs.write_file', '{"content":"x","path":"a.txt"}').effect).toBe('allow')
     expect(remembered.checkMcp('fs.write_file', '{"content":"y","path":"a.txt"}').effect).toBe('ask')
     expect(rememberRule('mcp', 'fs.write_file {"path":"*"}')).toMatchObject({ ok: false })
@@ -67,9 +74,13 @@ describe('the mcp act', () => {
   })
 
   it('counts a read-only annotation only where the policy includes mcp-read-only, and only where no rule decided', () => {
-    const plain = Policy.tiered()
+    const plain = Policy.tiered().withDefault('mcp', 'ask')
     expect(plain.checkMcp('ev.echo', '{}', { readOnly: true }).effect).toBe('ask')
-    const trusting = Policy.fromSpec({ preset: 'tiered', include: ['mcp-read-only'] })
+    const trusting = Policy.fromSpec({
+      preset: 'tiered',
+      defaults: { mcp: 'ask' },
+      include: ['mcp-read-only'],
+    })
     expect(trusting.checkMcp('ev.echo', '{}', { readOnly: true })).toMatchObject({
       effect: 'allow',
       rule: 'read-only annotation',
@@ -139,9 +150,15 @@ describe('judging a call of an MCP tool', () => {
       why: 'fs.read_file is withheld: its definition is not the one reviewed',
     }
     expect(judge(policy, view, call('fs.read_file', {}), [], withheld).reason).toBe(withheld.why)
-    const asked = judge(Policy.tiered(), view, call('fs.write_file', { path: 'a', content: 'x' }), [], {
-      offered: true,
-    })
+    const asked = judge(
+      Policy.tiered().withDefault('mcp', 'ask'),
+      view,
+      call('fs.write_file', { path: 'a', content: 'x' }),
+      [],
+      {
+        offered: true,
+      },
+    )
     expect(asked).toMatchObject({
       effect: 'ask',
       target: 'fs.write_file {"content":"x","path":"a"}',
