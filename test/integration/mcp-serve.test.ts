@@ -1,7 +1,8 @@
 /**
  * tether as an MCP server (`tether mcp`, stdio), driven by independent clients: the official SDK client with
  * MCP Tasks — a run is the task, its approval `input_required`, answered through `tasks/result` with a signed
- * answer — also after the MCP server and the worker were both killed and restarted mid-wait; and the MCP
+ * answer — also after the MCP server and the worker were both killed and restarted mid-wait, and with the
+ * question withdrawn when `tether approve` answers first; and the MCP
  * Inspector's CLI mode, which speaks no Tasks: start, follow, answer (signed) and read the outcome with tools.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process'
@@ -18,6 +19,7 @@ import {
   CallToolResultSchema,
   CreateTaskResultSchema,
   ElicitRequestSchema,
+  type JSONRPCMessage,
 } from '@modelcontextprotocol/sdk/types.js'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
 import type { AuditStore } from '../../src/audit/index.js'
@@ -225,6 +227,68 @@ describe('tether as an MCP server', () => {
       await ws.cleanup()
     }
   }, 300_000)
+
+  it('withdraws the question and moves the task on when another channel (tether approve) answers', async () => {
+    const { ws, model } = await scriptedWorkspace()
+    const client = new McpClient(
+      { name: 'slow-client', version: '1' },
+      { capabilities: { elicitation: { form: {} } } },
+    )
+    // This client's person never answers: the question stays open until the server withdraws it.
+    const asked: ShownApproval[] = []
+    client.setRequestHandler(ElicitRequestSchema, (request) => {
+      asked.push(request.params._meta?.[APPROVAL_META_KEY] as ShownApproval)
+      return new Promise(() => {})
+    })
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: ['--import', TSX, BIN, 'mcp'],
+      env,
+      stderr: 'inherit',
+    })
+    await client.connect(transport)
+    // The withdrawal is read off the wire: SDK 1.32's client ignores a cancellation of request id 0.
+    const received: Array<{ id?: unknown; method?: string; params?: { requestId?: unknown } }> = []
+    const deliver = transport.onmessage!
+    transport.onmessage = (message: JSONRPCMessage) => {
+      received.push(message as (typeof received)[number])
+      deliver(message)
+    }
+    try {
+      const created = await client.request(
+        { method: 'tools/call', params: { name: 'agent_run', arguments: runArgs(ws.path, model), task: {} } },
+        CreateTaskResultSchema,
+      )
+      const taskId = created.task.taskId
+      const result = client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema)
+      await expect.poll(() => asked.length, { timeout: 120_000 }).toBe(1)
+      const approve = await promisify(execFile)(
+        process.execPath,
+        ['--import', TSX, BIN, 'approve', asked[0]!.approvalId, '--key', 'alice', '--json'],
+        { env: { ...env, TETHER_KEYS_DIR: join(dir, 'keys') } },
+      )
+      expect(JSON.parse(approve.stdout)).toMatchObject({
+        approvalId: asked[0]!.approvalId,
+        channel: 'update',
+      })
+      expect(await result).toMatchObject({ isError: false, structuredContent: { outcome: 'finished' } })
+      expect(asked).toHaveLength(1)
+      const elicitation = received.find((message) => message.method === 'elicitation/create')
+      expect(elicitation?.id).toBeDefined()
+      expect(received).toContainEqual(
+        expect.objectContaining({
+          method: 'notifications/cancelled',
+          params: expect.objectContaining({ requestId: elicitation?.id }),
+        }),
+      )
+      const [recorded] = await audit.approvalAnswers({ runId: taskId })
+      expect(recorded?.answer).toMatchObject({ approver: 'alice', decision: 'approve' })
+      expect(recorded?.answer.signature).toBeTruthy()
+    } finally {
+      await client.close()
+      await ws.cleanup()
+    }
+  }, 240_000)
 
   it('works as start / follow / answer tools for a client without Tasks (the MCP Inspector CLI)', async () => {
     const { ws, model } = await scriptedWorkspace()
