@@ -2,7 +2,8 @@
  * tether consuming MCP servers: real third-party servers from the npm registry (server-filesystem and
  * server-everything over stdio inside the sandbox, server-everything over Streamable HTTP through the egress
  * judge) and the probe fixture, under the run's policy — allowed, asked and denied calls with their audit
- * rows, a definition changed mid-run withheld and asked about, a server that exits mid-call an observation,
+ * rows, a definition changed mid-run withheld and asked about, a server that exits mid-call or never answers
+ * an observation, a large result bounded like command output,
  * and the red-team checks: a result cannot smuggle a call past the policy, a server cannot reach the model,
  * the worker's secrets or the network.
  */
@@ -75,7 +76,8 @@ beforeAll(async () => {
       // biome-ignore lint/suspicious/noTemplateCurlyInString: the configuration's own placeholder
       stdioServer('fs', bundles, [bundles.filesystem, '${workspace}'], { workspace: 'read-write' }),
       stdioServer('ev', bundles, [bundles.everything]),
-      stdioServer('probe', bundles, [bundles.probe], { env: ['PROBE_TOKEN'] }),
+      // A short timeout, so probe.hang is stopped soon; its other tools answer at once.
+      stdioServer('probe', bundles, [bundles.probe], { env: ['PROBE_TOKEN'], timeout: 5_000 }),
       { name: 'web', kind: 'http', url: `http://127.0.0.1:${httpPort}/mcp`, headers: {}, timeout: 30_000 },
     ],
   })
@@ -244,6 +246,46 @@ describe('MCP servers under the policy', () => {
       await ws.cleanup()
     }
   }, 300_000)
+
+  it('stops a server that does not answer, and bounds a result like command output; the run goes on', async () => {
+    const ws = await npmWorkspace()
+    const turns = [
+      { toolCalls: [{ name: 'probe.hang', args: {} }] },
+      { toolCalls: [{ name: 'probe.flood', args: { characters: 100_000 } }] },
+      { toolCalls: [{ name: 'probe.note', args: { text: 'still here' } }] },
+      { text: 'done' },
+    ]
+    const model = `scripted:${await writeScript(ws.path, { turns } as never)}`
+    const handle = await startRun(
+      client,
+      worker.taskQueue,
+      { goal: 'g', workspace: ws.path, model, verification: null, mcp: ['probe'], outputCeiling: 4_000 },
+      Policy.tiered().layer('operator').allow('mcp', 'probe.*'),
+    )
+    try {
+      expect((await handle.result()).outcome).toBe('finished')
+      const calls = await audit.mcpCalls(handle.workflowId)
+      expect(calls.map((c) => [c.step, c.tool, c.status])).toEqual([
+        [1, 'probe.hang', 'timed-out'],
+        [2, 'probe.flood', 'ok'],
+        [3, 'probe.note', 'ok'],
+      ])
+      const flood = calls[1]!
+      expect(flood.resultBytes).toBe(100_000)
+      expect(flood.resultText.length).toBeLessThan(4_100)
+      const outputs = await transcript(handle.workflowId)
+      const find = (start: string) => outputs.find((output) => output.startsWith(start)) ?? ''
+      expect(find('[mcp probe.hang timed out]')).toContain('no answer within 5 s')
+      const bounded = find('[mcp probe.flood → ok;')
+      expect(bounded).toMatch(/characters elided from the middle/)
+      expect(bounded.length).toBeLessThan(5_000)
+      expect(bounded).toContain('<')
+      expect(bounded).toContain('>')
+      expect(find('[mcp probe.note → ok]')).toContain('noted: still here')
+    } finally {
+      await ws.cleanup()
+    }
+  }, 180_000)
 
   it('reaches an HTTP server only where a net rule names it, and a run goes on without it', async () => {
     const ws = await npmWorkspace()
