@@ -37,12 +37,14 @@ try {
         audit,
         floor,
         mcpServers,
+        deployment: config.deployment,
       })
       console.log(
         `tether worker: Temporal ${temporal.address} (namespace ${temporal.namespace}, ${temporal.security}), task queue ${taskQueue}, floor ${floor.source}` +
           (mcpServers.length > 0
             ? `, MCP servers ${mcpServers.map((server) => server.name).join(', ')}`
-            : ''),
+            : '') +
+          (config.deployment ? `, build ${config.deployment.name}/${config.deployment.buildId}` : ''),
       )
       await worker.run()
     } finally {

@@ -12,7 +12,7 @@ import { FAILURE, type TetherActivities } from '../run/index.js'
 import type { McpServerConfig } from '../stack/index.js'
 import { mcpActivities } from './mcp.js'
 import { modelActivities } from './model.js'
-import { policyActivities } from './policy.js'
+import { type NamespaceFacts, policyActivities } from './policy.js'
 import { projectionActivities } from './projections.js'
 import { RunConfigs } from './run-config.js'
 import { CommandSandbox, type SandboxDependencies } from './sandbox.js'
@@ -20,6 +20,7 @@ import { toolActivities } from './tools.js'
 
 export type { TetherActivities } from '../run/index.js'
 export { waitThroughOutages } from './outages.js'
+export { type NamespaceFacts, unknownNamespace } from './policy.js'
 export type { SandboxDependencies } from './sandbox.js'
 
 export interface ActivityDependencies {
@@ -40,6 +41,8 @@ export interface ActivityDependencies {
   floor?: Floor
   /** The operator's MCP servers, offered to runs (`TETHER_MCP_SERVERS`, read with `loadMcpServers`). */
   mcpServers?: readonly McpServerConfig[]
+  /** What this worker learned of its Temporal namespace when it started (the worker setup fills it in). */
+  namespace?: NamespaceFacts
 }
 
 export function createActivities(deps: ActivityDependencies): TetherActivities {
@@ -47,13 +50,13 @@ export function createActivities(deps: ActivityDependencies): TetherActivities {
   const floor = deps.floor ?? builtinFloor()
   const sandbox = new CommandSandbox({
     ...deps.sandbox,
-    blocked: [...(deps.sandbox?.blocked ?? []), deps.audit.target],
+    auditTarget: () => deps.audit.target,
     floor: floor.policy,
   })
   const runs = new RunConfigs(deps.audit, floor)
   const mcpServers = deps.mcpServers ?? []
   const activities: TetherActivities = {
-    ...policyActivities({ provider, sandbox, runs, mcpServers }),
+    ...policyActivities({ provider, sandbox, runs, mcpServers, namespace: deps.namespace }),
     ...modelActivities({ audit: deps.audit, provider, runs }),
     ...toolActivities({ audit: deps.audit, runs, sandbox }),
     ...mcpActivities({

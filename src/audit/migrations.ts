@@ -282,6 +282,14 @@ alter table runs add column floor text;
   },
   {
     version: 8,
+    name: 'worker builds',
+    sql: `
+-- The Worker Deployment build a run started on (Worker Versioning pins it there); null without versioning.
+alter table runs add column build_id text;
+`,
+  },
+  {
+    version: 9,
     name: 'mcp tools and calls',
     sql: `
 -- A call of an MCP server's tool is an act of its own.

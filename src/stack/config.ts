@@ -86,6 +86,16 @@ export interface TetherConfig {
   mcpServers: string | undefined
   /** tether as an MCP server: the folder of policies clients may name, and the workspace roots. */
   mcpServe: { policies: string | undefined; workspaceRoots: string[] }
+  /**
+   * The Worker Deployment this worker belongs to and its build (`TETHER_DEPLOYMENT` and `TETHER_BUILD_ID`):
+   * with them, runs are pinned to the build that started them. Undefined: no Worker Versioning.
+   */
+  deployment: WorkerDeployment | undefined
+}
+
+export interface WorkerDeployment {
+  name: string
+  buildId: string
 }
 
 /** What a running local stack (`tether dev`) offers when nothing is configured. */
@@ -124,7 +134,20 @@ export function readConfig(options: ReadConfigOptions = {}): TetherConfig {
       policies: env.TETHER_MCP_POLICIES,
       workspaceRoots: (env.TETHER_MCP_WORKSPACES ?? '').split(':').filter((root) => root !== ''),
     },
+    deployment: workerDeployment(env),
   }
+}
+
+function workerDeployment(env: Record<string, string>): WorkerDeployment | undefined {
+  const name = env.TETHER_DEPLOYMENT
+  const buildId = env.TETHER_BUILD_ID
+  if (name === undefined && buildId === undefined) return undefined
+  if (name === undefined || buildId === undefined) {
+    throw new ConfigError(
+      `${name === undefined ? 'TETHER_BUILD_ID' : 'TETHER_DEPLOYMENT'} is set without ${name === undefined ? 'TETHER_DEPLOYMENT' : 'TETHER_BUILD_ID'}: Worker Versioning needs both, the deployment's name and this build's id`,
+    )
+  }
+  return { name, buildId }
 }
 
 /** The audit database (`DATABASE_URL`); undefined: the embedded PostgreSQL in the state folder. */

@@ -32,6 +32,7 @@ export {
   type TemporalTarget,
   type TetherConfig,
   temporalAddress,
+  type WorkerDeployment,
 } from './config.js'
 export { expandVariables, loadMcpServers, type McpServerConfig } from './mcp-servers.js'
 export {
@@ -41,7 +42,13 @@ export {
   startEmbeddedPostgres,
 } from './postgres.js'
 export { isAlive } from './process.js'
-export { tetherStateDir, usualPort } from './state.js'
+export {
+  type DevStackRecord,
+  devStackFile,
+  runningDevStack,
+  tetherStateDir,
+  usualPort,
+} from './state.js'
 export {
   ensureTemporalCli,
   type TemporalCli,
@@ -54,6 +61,7 @@ export {
   LOCAL_TEMPORAL_TUNING,
   PENDING_APPROVAL_ATTRIBUTE,
   startDevServer,
+  TETHER_SEARCH_ATTRIBUTES,
 } from './temporal-server.js'
 export {
   checkClientPair,
