@@ -99,8 +99,14 @@ function startWorker(): Promise<ChildProcess> {
   })
 }
 
-/** An MCP client of the official SDK on a fresh `tether mcp`, answering elicitations with alice's signature. */
-async function connect(): Promise<{
+/**
+ * An MCP client of the official SDK on a fresh `tether mcp`, answering elicitations with `reply` (by default
+ * alice's signed approval).
+ */
+async function connect(
+  reply: (shown: ShownApproval) => Promise<ReturnType<typeof signed>> = async (shown) =>
+    signed(shown, 'approve'),
+): Promise<{
   client: McpClient
   transport: StdioClientTransport
   asked: ShownApproval[]
@@ -113,7 +119,7 @@ async function connect(): Promise<{
   client.setRequestHandler(ElicitRequestSchema, async (request) => {
     const shown = request.params._meta?.[APPROVAL_META_KEY] as ShownApproval
     asked.push(shown)
-    return { action: 'accept', content: signed(shown, 'approve') }
+    return { action: 'accept', content: await reply(shown) }
   })
   const transport = new StdioClientTransport({
     command: process.execPath,
@@ -130,6 +136,13 @@ function signed(shown: ShownApproval, decision: 'approve' | 'deny') {
   const issuedAt = Date.now()
   const { statement } = prepareAnswer(shown, { decision, approver: 'alice' }, issuedAt)
   return { decision, approver: 'alice', key: alice.publicKey, signature: alice.sign(statement!), issuedAt }
+}
+
+/** The run's one approval was answered by alice, signed, through an Update (`tether approve` and MCP alike). */
+async function expectSignedByAlice(runId: string) {
+  const [recorded] = await audit.approvalAnswers({ runId })
+  expect(recorded?.answer).toMatchObject({ approver: 'alice', decision: 'approve', channel: 'update' })
+  expect(recorded?.answer.signature).toBeTruthy()
 }
 
 async function scriptedWorkspace() {
@@ -180,9 +193,7 @@ describe('tether as an MCP server', () => {
         structuredContent: { status: 'completed', outcome: 'finished' },
       })
       expect(await readFile(join(ws.path, 'made-by-agent'), 'utf8')).toBe('')
-      const [recorded] = await audit.approvalAnswers({ runId: asked[0]!.runId })
-      expect(recorded?.answer).toMatchObject({ approver: 'alice', decision: 'approve', channel: 'update' })
-      expect(recorded?.answer.signature).toBeTruthy()
+      await expectSignedByAlice(asked[0]!.runId)
     } finally {
       await client.close()
       await ws.cleanup()
@@ -230,23 +241,8 @@ describe('tether as an MCP server', () => {
 
   it('withdraws the question and moves the task on when another channel (tether approve) answers', async () => {
     const { ws, model } = await scriptedWorkspace()
-    const client = new McpClient(
-      { name: 'slow-client', version: '1' },
-      { capabilities: { elicitation: { form: {} } } },
-    )
     // This client's person never answers: the question stays open until the server withdraws it.
-    const asked: ShownApproval[] = []
-    client.setRequestHandler(ElicitRequestSchema, (request) => {
-      asked.push(request.params._meta?.[APPROVAL_META_KEY] as ShownApproval)
-      return new Promise(() => {})
-    })
-    const transport = new StdioClientTransport({
-      command: process.execPath,
-      args: ['--import', TSX, BIN, 'mcp'],
-      env,
-      stderr: 'inherit',
-    })
-    await client.connect(transport)
+    const { client, transport, asked } = await connect(() => new Promise(() => {}))
     // The withdrawal is read off the wire: SDK 1.32's client ignores a cancellation of request id 0.
     const received: Array<{ id?: unknown; method?: string; params?: { requestId?: unknown } }> = []
     const deliver = transport.onmessage!
@@ -281,9 +277,7 @@ describe('tether as an MCP server', () => {
           params: expect.objectContaining({ requestId: elicitation?.id }),
         }),
       )
-      const [recorded] = await audit.approvalAnswers({ runId: taskId })
-      expect(recorded?.answer).toMatchObject({ approver: 'alice', decision: 'approve' })
-      expect(recorded?.answer.signature).toBeTruthy()
+      await expectSignedByAlice(taskId)
     } finally {
       await client.close()
       await ws.cleanup()
