@@ -5,7 +5,7 @@
  * question withdrawn when `tether approve` answers first; and the MCP
  * Inspector's CLI mode, which speaks no Tasks: start, follow, answer (signed) and read the outcome with tools.
  */
-import { type ChildProcess, execFile, spawn } from 'node:child_process'
+import { type ChildProcess, execFile } from 'node:child_process'
 import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
@@ -29,6 +29,7 @@ import { type ApproverKey, createKey, loadKey } from '../../src/identity/keyring
 import { startInbox } from '../../src/inbox/index.js'
 import { npmWorkspace, openTestAudit, writeScript } from '../support/agent.js'
 import { connectClient, uniqueTaskQueue } from '../support/temporal.js'
+import { startWorkerChild } from '../support/worker-child.js'
 
 const CHECKOUT = fileURLToPath(new URL('../../', import.meta.url))
 const BIN = join(CHECKOUT, 'src/cli/bin.ts')
@@ -82,21 +83,7 @@ afterAll(async () => {
 })
 
 function startWorker(): Promise<ChildProcess> {
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', join(CHECKOUT, 'test/support/worker-process.ts')],
-    {
-      env,
-      stdio: ['ignore', 'pipe', 'inherit'],
-    },
-  )
-  workers.push(child)
-  return new Promise((resolve, reject) => {
-    child.stdout?.on('data', (chunk: Buffer) => {
-      if (chunk.toString().includes('worker ready')) resolve(child)
-    })
-    child.on('exit', (code) => reject(new Error(`worker process exited with ${code} before it was ready`)))
-  })
+  return startWorkerChild(env, workers)
 }
 
 /**
