@@ -38,6 +38,7 @@ try {
         floor,
         mcpServers,
         deployment: config.deployment,
+        maxCachedWorkflows: config.workflowCache,
       })
       console.log(
         `tether worker: Temporal ${temporal.address} (namespace ${temporal.namespace}, ${temporal.security}), task queue ${taskQueue}, floor ${floor.source}` +

@@ -224,17 +224,30 @@ async function perStep() {
 }
 
 /** (c): steps per second for many runs at once, and where the machine's CPU went. */
-async function concurrentRuns() {
-  const concurrent = 20
+async function concurrentRuns(concurrent: number) {
   const each = 20
+  const rssBefore = process.memoryUsage().rss
+  let rssPeak = rssBefore
+  const sampler = setInterval(() => {
+    rssPeak = Math.max(rssPeak, process.memoryUsage().rss)
+  }, 200)
   const cpuBefore = readCpu()
   const started = performance.now()
-  await Promise.all(Array.from({ length: concurrent }, () => durableRun(stack, each)))
+  const runs = await Promise.all(Array.from({ length: concurrent }, () => durableRun(stack, each)))
   const seconds = (performance.now() - started) / 1000
   const cpuAfter = readCpu()
+  clearInterval(sampler)
   const stepsDone = concurrent * (each + 1)
+  const stepsPerSecond = stepsDone / seconds
+  // A workflow task that times out is a run that stalled (and replays): the cliff's signature.
+  let timeouts = 0
+  for (const run of runs) {
+    const history = await stack.client.workflow.getHandle(run.runId).fetchHistory()
+    timeouts += (history.events ?? []).filter((e) => e.workflowTaskTimedOutEventAttributes).length
+  }
   console.log(
-    `(c) ${concurrent} concurrent runs × ${each + 1} steps on one worker: ${(stepsDone / seconds).toFixed(1)} steps/s`,
+    `(c) ${concurrent} concurrent runs × ${each + 1} steps on one worker: ${stepsPerSecond.toFixed(1)} steps/s, ` +
+      `${timeouts} workflow-task timeouts, worker RSS +${((rssPeak - rssBefore) / concurrent / 2 ** 20).toFixed(2)} MiB per active run at the peak`,
   )
   // Where the machine's CPU went, per step: many concurrent steps are bound by it.
   const perStep = (cpuSeconds: number) => `${((cpuSeconds * 1000) / stepsDone).toFixed(1)} ms`
@@ -249,13 +262,22 @@ async function concurrentRuns() {
       `the rest (sandboxes, commands, kernel) ${perStep(machine - known)}; all ${perStep(machine)} ` +
       `on ${cores} cores, ${((machine / seconds / cores) * 100).toFixed(0)}% busy`,
   )
+  return stepsPerSecond
 }
 
 try {
-  // `--concurrent`: only (c).
-  if (process.argv[2] !== '--concurrent') await perStep()
+  // `--concurrent [N]`: only (c), at 20 runs and then at N beside it (the cliff test: target within 15%).
+  const only = process.argv[2] === '--concurrent'
+  const many = Number(process.argv[3] ?? 20)
+  if (!only) await perStep()
   else await durableRun(stack, 5) // warm-up
-  await concurrentRuns()
+  const twenty = await concurrentRuns(20)
+  if (many !== 20) {
+    const wide = await concurrentRuns(many)
+    console.log(
+      `    ${many} runs against 20: ${((wide / twenty) * 100).toFixed(0)}% of the throughput (target ≥ 85%)`,
+    )
+  }
 } finally {
   await floor.stop()
   await stack.stop()

@@ -19,12 +19,14 @@ import {
   type TranscriptMessage,
 } from '../model/index.js'
 import { clip } from '../present/index.js'
-import type { ModelTurn, TetherActivities } from '../run/index.js'
+import type { ActionVerdict, JudgeRequest, ModelTurn, TetherActivities } from '../run/index.js'
 import { MODEL_FAILURE } from '../run/index.js'
 import type { McpToolDefinition, ToolCall } from '../tools/index.js'
-import { mcpToolDigest, wellFormed } from '../tools/index.js'
+import { isMcpToolName, mcpToolDigest, validateToolCall, wellFormed } from '../tools/index.js'
 import { describeToolchain, detectToolchain } from '../workspace/index.js'
 import { heartbeating } from './heartbeat.js'
+import { judgeCalls } from './policy.js'
+import { recordStepRows } from './projections.js'
 import type { RunConfigs } from './run-config.js'
 import { appendInOrder } from './transcript.js'
 
@@ -45,11 +47,13 @@ interface StoredReply {
   modelId?: string
 }
 
-export function modelActivities(deps: {
+type ModelDeps = {
   audit: AuditStore
   provider: (choice: string | undefined) => ModelProvider
   runs: RunConfigs
-}): Pick<TetherActivities, 'tetherModelTurn'> {
+}
+
+export function modelActivities(deps: ModelDeps): Pick<TetherActivities, 'tetherModelTurn'> {
   return {
     // The provider call can take minutes; heartbeats from start to end let a dead worker be noticed in
     // seconds (the workflow's heartbeat timeout) all the same.
@@ -59,7 +63,39 @@ export function modelActivities(deps: {
 }
 
 async function modelTurn(
-  deps: { audit: AuditStore; provider: (choice: string | undefined) => ModelProvider; runs: RunConfigs },
+  deps: ModelDeps,
+  input: Parameters<TetherActivities['tetherModelTurn']>[0],
+  signal: AbortSignal,
+): Promise<ModelTurn> {
+  // The step before is recorded first, so it is in the audit while the model thinks.
+  if (input.previousStep) await recordStepRows(deps.audit, input.previousStep)
+  const turn = await reply(deps, input, signal)
+  return input.judge ? { ...turn, verdicts: await verdicts(deps.runs, input.runId, input.judge, turn) } : turn
+}
+
+/**
+ * The policy's verdict on each call of the reply, judged here because this worker holds the run's compiled
+ * policy: one activity per turn instead of a check per call. The same validation and judge as a separate
+ * check would apply; a call that is not valid gets none (the workflow turns it into an observation), and
+ * neither does a call of an MCP tool: whether the run offers it is the workflow's, which checks it itself.
+ */
+async function verdicts(
+  runs: RunConfigs,
+  runId: string,
+  request: JudgeRequest,
+  turn: ModelTurn,
+): Promise<Array<ActionVerdict | null>> {
+  const validated = turn.toolCalls.map((call) =>
+    isMcpToolName(call.name) ? undefined : validateToolCall(call),
+  )
+  const calls = validated.flatMap((v) => (v?.ok ? [v.call] : []))
+  const judged = calls.length > 0 ? await judgeCalls(runs, runId, request, calls) : []
+  let next = 0
+  return validated.map((v) => (v?.ok ? (judged[next++] as ActionVerdict) : null))
+}
+
+async function reply(
+  deps: ModelDeps,
   {
     runId,
     replySeq,
@@ -93,7 +129,7 @@ async function modelTurn(
     ...(toolchain ? { toolchain: describeToolchain(toolchain) } : {}),
     ...(contract.verification ? { verification: contract.verification.command.join(' ') } : {}),
   })
-  let reply: StoredReply
+  let stored: StoredReply
   try {
     const tools = await offeredTools(deps.audit, mcpTools ?? [])
     const response = await provider.generate({
@@ -104,7 +140,7 @@ async function modelTurn(
     })
     // Validated and bounded on the full arguments: what is stored and returned has a size, whatever the
     // model sent; a call over a limit carries its reason and becomes an observation in the workflow.
-    reply = {
+    stored = {
       role: 'assistant',
       ...boundReply(response),
       usage: response.usage,
@@ -114,7 +150,7 @@ async function modelTurn(
     throw toFailure(error)
   }
   try {
-    await deps.audit.appendMessages(runId, replySeq, [reply])
+    await deps.audit.appendMessages(runId, replySeq, [stored])
   } catch (error) {
     // Not a passing fault: the same reply would be refused again, so say so at once instead of retrying.
     if (error instanceof AuditInputError) {
@@ -125,7 +161,7 @@ async function modelTurn(
     }
     throw error
   }
-  return historyTurn(reply)
+  return historyTurn(stored)
 }
 
 /**

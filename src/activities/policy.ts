@@ -8,8 +8,17 @@ import { ApplicationFailure } from '@temporalio/common'
 import { judgeCall } from '../judge/index.js'
 import type { ModelProvider } from '../model/index.js'
 import { type Policy, PolicyError } from '../policy/index.js'
-import { FAILURE, gateRefusal, type McpServerRef, type TetherActivities } from '../run/index.js'
+import {
+  type ActionVerdict,
+  FAILURE,
+  gateRefusal,
+  type JudgeRequest,
+  type McpServerRef,
+  type McpToolState,
+  type TetherActivities,
+} from '../run/index.js'
 import type { McpServerConfig } from '../stack/index.js'
+import type { ValidatedCall } from '../tools/index.js'
 import { workspaceView } from '../workspace/index.js'
 import { contractProblems } from './preflight.js'
 import type { RunConfigs } from './run-config.js'
@@ -69,20 +78,29 @@ export function policyActivities(deps: {
       return problems.length > 0 ? { ...prepared, rejected: problems.join('; ') } : prepared
     },
 
-    async tetherCheckAction({
-      runId,
-      policy: spec,
-      policyDigest,
-      remembered,
-      workspace,
-      call,
-      noRetry,
-      mcp,
-    }) {
-      const policy = await deps.runs.policy(runId, spec, remembered, policyDigest)
-      return judgeCall(policy, workspaceView(workspace), call, noRetry, mcp)
-    },
+    tetherCheckAction: ({ runId, policy, call, mcp, ...request }) =>
+      judgeCalls(deps.runs, runId, request, [call], policy, mcp).then(
+        ([verdict]) => verdict as ActionVerdict,
+      ),
   }
+}
+
+/**
+ * The policy's verdicts on calls, each judged over the workspace as it is now, under the run's effective
+ * policy (by digest) with what the run remembered on top. `mcp`: for one call of an MCP tool, the run's
+ * state of that tool (without it, the judge takes the tool as not offered).
+ */
+export async function judgeCalls(
+  runs: RunConfigs,
+  runId: string | undefined,
+  { policyDigest, remembered, workspace, noRetry }: JudgeRequest,
+  calls: readonly ValidatedCall[],
+  spec?: unknown,
+  mcp?: McpToolState,
+): Promise<ActionVerdict[]> {
+  const policy = await runs.policy(runId, spec, remembered, policyDigest)
+  const view = workspaceView(workspace)
+  return calls.map((call) => judgeCall(policy, view, call, noRetry, mcp))
 }
 
 /** The worker's MCP servers a contract names (absent: all of them), or why a name is not one. */

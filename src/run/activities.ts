@@ -50,7 +50,11 @@ export interface TetherActivities {
     parentRunId?: string
     startedAt: number
   }): Promise<void>
-  /** Stores `pending`, loads the transcript, calls the model, stores the reply at `replySeq`. */
+  /**
+   * Records the previous step's row (when the workflow hands it over), stores `pending`, loads the
+   * transcript, calls the model, stores the reply at `replySeq`; with `judge`, also returns the policy's
+   * verdict on each of the reply's calls, so no separate check is needed before they run.
+   */
   tetherModelTurn(
     input: RunRef & {
       replySeq: number
@@ -58,22 +62,21 @@ export interface TetherActivities {
       contract?: TaskContract
       /** The MCP tools offered this turn, by the digest of the definition the run reviewed. */
       mcpTools?: Array<{ name: string; digest: string }>
+      previousStep?: StepRecord
+      judge?: JudgeRequest
     },
   ): Promise<ModelTurn>
   /** Local: the policy's verdict on one validated call (paths resolved on disk, commands analysed). */
-  tetherCheckAction(input: {
-    /** The run whose recorded policy judges (runs recorded before carried the spec itself). */
-    runId?: string
-    policy?: unknown
-    /** The effective policy, by the digest history recorded at the run's start (absent in old histories). */
-    policyDigest?: string
-    remembered: RememberedRule[]
-    workspace: string
-    call: ValidatedCall
-    noRetry: string[]
-    /** For a call of an MCP tool: whether the run offers it, and what its reviewed definition says. */
-    mcp?: McpToolState
-  }): Promise<ActionVerdict>
+  tetherCheckAction(
+    input: JudgeRequest & {
+      /** The run whose recorded policy judges (runs recorded before carried the spec itself). */
+      runId?: string
+      policy?: unknown
+      call: ValidatedCall
+      /** For a call of an MCP tool: whether the run offers it, and what its reviewed definition says. */
+      mcp?: McpToolState
+    },
+  ): Promise<ActionVerdict>
   /**
    * Runs one command; its observation goes to the transcript at `seq` (after `pending`, the observations
    * the workflow made itself since the last write: the transcript has no gaps) and its row to `exec_results`.
@@ -177,6 +180,15 @@ export interface TetherActivities {
     contract?: TaskContract
     reminder: number
   }): Promise<void>
+}
+
+/** What the policy judges a call with, besides the call: the run's policy and what the run remembered. */
+export interface JudgeRequest {
+  /** The effective policy, by the digest history recorded at the run's start (absent in old histories). */
+  policyDigest?: string
+  remembered: RememberedRule[]
+  workspace: string
+  noRetry: string[]
 }
 
 export interface StepRecord {

@@ -167,6 +167,8 @@ export interface ModelTurn {
   toolCalls: ToolCall[]
   usage: { inputTokens: number; outputTokens: number }
   modelId: string
+  /** The policy's verdict on each call, in order (null: not a valid call), when the turn was asked to judge. */
+  verdicts?: Array<ActionVerdict | null>
 }
 
 /** What a tool activity returns; its full (bounded) observation went straight into the transcript. */

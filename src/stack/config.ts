@@ -91,6 +91,8 @@ export interface TetherConfig {
    * with them, runs are pinned to the build that started them. Undefined: no Worker Versioning.
    */
   deployment: WorkerDeployment | undefined
+  /** Runs the worker keeps in memory between their tasks (`TETHER_WORKFLOW_CACHE`); undefined: sized from memory. */
+  workflowCache: number | undefined
 }
 
 export interface WorkerDeployment {
@@ -135,7 +137,20 @@ export function readConfig(options: ReadConfigOptions = {}): TetherConfig {
       workspaceRoots: (env.TETHER_MCP_WORKSPACES ?? '').split(':').filter((root) => root !== ''),
     },
     deployment: workerDeployment(env),
+    workflowCache: workflowCacheSetting(env),
   }
+}
+
+/** `TETHER_WORKFLOW_CACHE`: the runs a worker keeps in memory; undefined: sized from its memory. */
+export function workflowCacheSetting(env: NodeJS.ProcessEnv = process.env): number | undefined {
+  const value = presentVariables(env).TETHER_WORKFLOW_CACHE
+  if (value === undefined) return undefined
+  if (!/^[0-9]{1,6}$/.test(value) || Number(value) < 2) {
+    throw new ConfigError(
+      `TETHER_WORKFLOW_CACHE must be a whole number of runs, at least 2 (it is "${value.slice(0, 40)}"); unset it to size the cache from the worker's memory`,
+    )
+  }
+  return Number(value)
 }
 
 function workerDeployment(env: Record<string, string>): WorkerDeployment | undefined {

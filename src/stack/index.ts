@@ -33,6 +33,7 @@ export {
   type TetherConfig,
   temporalAddress,
   type WorkerDeployment,
+  workflowCacheSetting,
 } from './config.js'
 export { expandVariables, loadMcpServers, type McpServerConfig } from './mcp-servers.js'
 export {

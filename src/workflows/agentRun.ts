@@ -37,15 +37,17 @@ import type {
   ActionVerdict,
   AgentRunInput,
   AgentRunResult,
+  JudgeRequest,
   ModelTurn,
   Outcome,
   PendingApproval,
   RememberOffer,
   Resolution,
+  StepRecord,
   TetherActivities,
 } from '../run/index.js'
 import { FAILURE, MODEL_FAILURES_NOT_RETRIED, parseContract, type TaskContract } from '../run/index.js'
-import type { McpCall, ToolCall, ValidatedCall } from '../tools/index.js'
+import type { McpCall, ValidatedCall } from '../tools/index.js'
 import { ApprovalBook, type DecisionInput } from './approvals.js'
 import { DEFINITION_REVIEW_CALL, definitionReview, isMcpCall, McpBook, validateCall } from './mcp.js'
 import {
@@ -202,6 +204,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     legible: patched('legible-in-temporal'),
     trueDeadline: patched('true-deadline'),
     continueOnCurrentBuild: patched('continue-on-current-build'),
+    judgeWithTurn: patched('judge-with-turn'),
     mcpTools: patched('mcp-tools'),
   }
   const state: RunState = initialState(input.carried, Date.now())
@@ -210,6 +213,8 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
   let waitingForPeople = false
   /** The step in progress, until its row is recorded: what a run that ends mid-step still records. */
   let inStep: { step: number; startedAt: number; turn?: StepTurn } | undefined
+  /** A finished step's row that the next model turn records (judge-with-turn), or any other path flushes. */
+  let unrecordedStep: StepRecord | undefined
   let phase: RunStatus['phase'] = 'starting'
   let outcome: Outcome | undefined
 
@@ -269,6 +274,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
   }
 
   const finish = async (result: { outcome: Outcome; reason?: string }): Promise<AgentRunResult> => {
+    await flushStep()
     outcome = result.outcome
     setPhase('done', result.reason ? clip(result.reason, 200) : undefined)
     if (legible) {
@@ -367,6 +373,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
       if (workflowInfo().continueAsNewSuggested) {
         // Safe point: nothing in flight, no approval pending, every handler done.
         await condition(allHandlersFinished)
+        await flushStep()
         const next = {
           contract,
           policy: input.policy,
@@ -391,8 +398,16 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
       setPhase('model')
       const replySeq = state.nextSeq
       const turn = await model.tetherModelTurn.executeWithOptions(meta(`model turn ${step}`), [
-        { runId, step, replySeq, pending: state.pending, ...(mcp.active ? { mcpTools: mcp.offer() } : {}) },
+        {
+          runId,
+          step,
+          replySeq,
+          pending: state.pending,
+          ...handedToTurn(),
+          ...(mcp.active ? { mcpTools: mcp.offer() } : {}),
+        },
       ])
+      unrecordedStep = undefined
       inStep.turn = turn
       state.pending = []
       recordUsage(state, turn)
@@ -414,10 +429,13 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
       }
 
       setPhase('tools')
-      const { lines, refusals } = await runCalls(step, turn.toolCalls, seqs.reply, seqs.results)
-      await recordStep(runId, step, turn, lines, stepDecision(lines, turn), stepStarted, refusals)
+      const { lines, refusals } = await runCalls(step, turn, seqs.reply, seqs.results)
+      await recordStep(runId, step, turn, lines, stepDecision(lines, turn), stepStarted, refusals, {
+        handOver: changes.judgeWithTurn,
+      })
 
       if (contract.verifyWhen === 'every-step' && contract.verification) {
+        await flushStep()
         setPhase('verifying')
         const gate = await verify(step, null)
         if (gate.passed) return await finish({ outcome: 'verified', reason: gate.summary })
@@ -427,6 +445,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     if (error instanceof ContinueAsNew) throw error
     if (isCancellation(error)) {
       await CancellationScope.nonCancellable(async () => {
+        await flushStep()
         for (const request of book.pending()) {
           const resolution = book.expire(request.approvalId, 'cancelled', Date.now()) as Resolution
           await projections.tetherApprovalDecided({ runId, request, resolution })
@@ -438,6 +457,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     }
     const reason = failureReason(error)
     const result = await CancellationScope.nonCancellable(async () => {
+      await flushStep()
       await recordInterruptedStep(`failed during this step: ${reason}`)
       return finish({ outcome: 'failed', reason })
     })
@@ -467,7 +487,8 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
   }
 
   /** Judges every call, asks humans for the asks (all at once), then runs what may run, in call order. */
-  async function runCalls(step: number, calls: ToolCall[], replySeq: number, resultSeqs: number[]) {
+  async function runCalls(step: number, turn: ModelTurn, replySeq: number, resultSeqs: number[]) {
+    const calls = turn.toolCalls
     const lines: string[] = []
     const refusals: Array<{ call: number; verdict: ActionVerdict }> = []
     const judged: Array<{ index: number; call: ValidatedCall; verdict: ActionVerdict; approval?: string }> =
@@ -480,7 +501,11 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
         lines.push(`${raw.name}: invalid call`)
         continue
       }
-      const verdict = await checkAction(validated.call)
+      // Judged with the turn where the worker did (judge-with-turn); else by a check of its own.
+      // A call of an MCP tool is always checked here: only the workflow knows whether the run offers it.
+      const verdict =
+        (isMcpCall(validated.call) ? undefined : turn.verdicts?.[index]) ??
+        (await checkAction(validated.call))
       judged.push({ index, call: validated.call, verdict })
     }
 
@@ -608,6 +633,8 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     const note = mcp.note(() => reserveSeq(state))
     if (note) state.pending.push(note)
     if (changed.length === 0) return
+    // The step before is in the audit while the run waits for people, as when a call is asked about.
+    await flushStep()
     setPhase(
       'approval',
       `waiting for a person: changed MCP tool definitions ${clip(changed.map((change) => change.name).join(', '), 300)}`,
@@ -755,25 +782,52 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     decision: string,
     startedAt: number,
     refusals: Array<{ call: number; verdict: ActionVerdict }>,
+    { handOver = false } = {},
   ) {
     inStep = undefined
-    const recorder = patched('record-step-locally') ? localProjections : projections
-    await recorder.tetherRecordStep.executeWithOptions(meta(`record step ${step}`), [
-      {
-        runId: id,
-        step,
-        toolCalls: turn.toolCalls,
-        decision: clip(decision, OBSERVATION_LIMIT),
-        observation: clip(lines.length > 0 ? lines.join('\n') : turn.text, OBSERVATION_LIMIT),
-        inputTokens: turn.usage.inputTokens,
-        outputTokens: turn.usage.outputTokens,
-        startedAt,
-        finishedAt: Date.now(),
-        refusals,
-      },
-    ])
+    const record: StepRecord = {
+      runId: id,
+      step,
+      toolCalls: turn.toolCalls,
+      decision: clip(decision, OBSERVATION_LIMIT),
+      observation: clip(lines.length > 0 ? lines.join('\n') : turn.text, OBSERVATION_LIMIT),
+      inputTokens: turn.usage.inputTokens,
+      outputTokens: turn.usage.outputTokens,
+      startedAt,
+      finishedAt: Date.now(),
+      refusals,
+    }
+    // Handed to the next model turn, which records it before it calls the model: no activity of its own.
+    if (handOver) unrecordedStep = record
+    else await writeStep(record)
     // Answers that were refused (a bad signal) are recorded, never applied.
     await recordRejectedAnswers(step)
+  }
+
+  async function writeStep(record: StepRecord): Promise<void> {
+    const recorder = patched('record-step-locally') ? localProjections : projections
+    await recorder.tetherRecordStep.executeWithOptions(meta(`record step ${record.step}`), [record])
+  }
+
+  /** Records the step row no model turn took over (the run ends, continues as new or verifies first). */
+  async function flushStep(): Promise<void> {
+    const record = unrecordedStep
+    unrecordedStep = undefined
+    if (record) await writeStep(record)
+  }
+
+  /** What the model turn takes over from separate activities (judge-with-turn): the verdicts, the step row. */
+  function handedToTurn(): { judge?: JudgeRequest; previousStep?: StepRecord } {
+    if (!changes.judgeWithTurn) return {}
+    return {
+      judge: {
+        ...policyDigest,
+        remembered: state.remembered,
+        workspace: contract.workspace,
+        noRetry: contract.noRetry,
+      },
+      ...(unrecordedStep ? { previousStep: unrecordedStep } : {}),
+    }
   }
 
   async function recordRejectedAnswers(step: number): Promise<void> {
