@@ -72,6 +72,7 @@ export {
   type StoredMessage,
   type StoredRunRows,
   type TimelineEntry,
+  tellsSomethingNew,
 } from './queries.js'
 export {
   approvalDecisionRecords,

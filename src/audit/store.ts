@@ -199,6 +199,14 @@ export class AuditStore {
   listRuns(options?: Parameters<typeof queries.listRuns>[1]): ReturnType<typeof queries.listRuns> {
     return queries.listRuns(this.db, options)
   }
+  /** The approver names recorded effective policies give a public key. */
+  approverNames(publicKey: string): Promise<string[]> {
+    return queries.approverNames(this.db, publicKey)
+  }
+  /** Run or approval ids starting with `prefix` (at most `limit`), for ids typed in part. */
+  idsStartingWith(kind: 'run' | 'approval', prefix: string, limit?: number): Promise<string[]> {
+    return queries.idsStartingWith(this.db, kind, prefix, limit)
+  }
   /** Runs on a task queue the audit holds as running, oldest first. */
   runningRuns(options: Parameters<typeof queries.runningRuns>[1]): ReturnType<typeof queries.runningRuns> {
     return queries.runningRuns(this.db, options)

@@ -21,4 +21,5 @@ export {
 } from './decision.js'
 export { FAILURE, MODEL_FAILURE, MODEL_FAILURES_NOT_RETRIED } from './failures.js'
 export { gateFailureMessage } from './messages.js'
+export { type Flight, type FlightKind, inFlight, type PendingActivityView } from './progress.js'
 export type * from './types.js'

@@ -1,11 +1,7 @@
 /** `tether mcp`: tether as an MCP server on stdin and stdout (docs/mcp.md). */
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import type { Client } from '@temporalio/client'
 import type { Command } from 'commander'
 import type { AuditStore } from '../../audit/index.js'
-import { createTetherMcpServer, loadMcpPolicies, mcpHttpHandler } from '../../embed/index.js'
-import { PolicyError } from '../../policy/index.js'
-import { cliConfig, withAudit, withTemporal } from '../context.js'
 import { CliError } from '../errors.js'
 
 export function registerMcp(program: Command): void {
@@ -24,6 +20,9 @@ export function registerMcp(program: Command): void {
       "folders a run's workspace must lie in (default: TETHER_MCP_WORKSPACES, colon-separated; none: no run starts)",
     )
     .action(async (options: { policies?: string; workspaceRoot?: string[] }) => {
+      const { cliConfig, withAudit, withTemporal } = await import('../connect.js')
+      const { createTetherMcpServer } = await import('../../embed/index.js')
+      const { StdioServerTransport } = await import('@modelcontextprotocol/sdk/server/stdio.js')
       const config = cliConfig()
       const policies = await allowedPolicies(options.policies ?? config.mcpServe.policies)
       const workspaceRoots = options.workspaceRoot ?? config.mcpServe.workspaceRoots
@@ -53,6 +52,8 @@ export function registerMcp(program: Command): void {
 
 /** The operator's allowlist of policies, or one line saying which file does not load. */
 async function allowedPolicies(folder: string | undefined) {
+  const { loadMcpPolicies } = await import('../../embed/index.js')
+  const { PolicyError } = await import('../../policy/index.js')
   try {
     return await loadMcpPolicies(folder)
   } catch (error) {
@@ -64,6 +65,8 @@ async function allowedPolicies(folder: string | undefined) {
 
 /** tether's MCP server for the inbox's `/mcp` (TETHER_MCP_POLICIES, TETHER_MCP_WORKSPACES). */
 export async function mcpEndpoint(client: Client, audit: AuditStore, taskQueue: string) {
+  const { cliConfig } = await import('../connect.js')
+  const { mcpHttpHandler } = await import('../../embed/index.js')
   const { mcpServe } = cliConfig()
   return mcpHttpHandler({
     client,
