@@ -52,6 +52,7 @@ export {
   type StepRecord,
   type Timestamp,
 } from './inputs.js'
+export type { McpCallRecord, McpCallRow, McpCallStatus, McpSighting } from './mcp.js'
 export { type Migration, type MigrationReport, migrations } from './migrations.js'
 export {
   type ApprovalAnswerRow,

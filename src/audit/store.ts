@@ -17,6 +17,7 @@ import type {
   RunStarted,
   StepRecord,
 } from './inputs.js'
+import * as mcp from './mcp.js'
 import { applyMigrations, type MigrationReport } from './migrations.js'
 import * as queries from './queries.js'
 import * as writers from './writers.js'
@@ -134,6 +135,21 @@ export class AuditStore {
   /** Every attempt of every command of a run, in order. */
   execAttempts(runId: string): Promise<queries.ExecAttemptRow[]> {
     return queries.execAttempts(this.db, runId)
+  }
+  /** Definitions an MCP listing saw, and which run saw them from which step. */
+  recordMcpSightings(sightings: readonly mcp.McpSighting[]): Promise<void> {
+    return mcp.recordMcpSightings(this.db, sightings)
+  }
+  /** Stored MCP tool definitions by digest (the caller checks each against its digest). */
+  mcpDefinitions(digests: readonly string[]): Promise<Map<string, Record<string, unknown>>> {
+    return mcp.mcpDefinitions(this.db, digests)
+  }
+  recordMcpCall(call: mcp.McpCallRecord): Promise<boolean> {
+    return mcp.recordMcpCall(this.db, call)
+  }
+  /** The MCP calls a run made, in order. */
+  mcpCalls(runId: string): Promise<mcp.McpCallRow[]> {
+    return mcp.mcpCalls(this.db, runId)
   }
   recordGateEvent(event: GateEvent): Promise<boolean> {
     return writers.recordGateEvent(this.db, event)

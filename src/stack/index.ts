@@ -23,6 +23,7 @@ export {
   databaseUrl,
   floorFile,
   localTarget,
+  mcpServersFile,
   type ReadConfigOptions,
   readAuditTarget,
   readConfig,
@@ -38,6 +39,7 @@ export {
   type WorkerDeployment,
   workflowCacheSetting,
 } from './config.js'
+export { expandVariables, loadMcpServers, type McpServerConfig } from './mcp-servers.js'
 export {
   type EmbeddedPostgres,
   EmbeddedPostgresError,
