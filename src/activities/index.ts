@@ -5,11 +5,13 @@
 import { ApplicationFailure } from '@temporalio/common'
 import { AuditConflictError, AuditConnectionError, AuditInputError, type AuditStore } from '../audit/index.js'
 import { SandboxUnavailableError } from '../exec/index.js'
+import { McpSessions } from '../mcp/index.js'
 import { type ModelProvider, providerFromEnv } from '../model/index.js'
 import { builtinFloor, type Floor } from '../policy/index.js'
 import { FAILURE, type TetherActivities } from '../run/index.js'
 import { type ObjectStore, openObjectStore, WorkspaceSnapshots } from '../snapshots/index.js'
-import { snapshotSettings } from '../stack/index.js'
+import { type McpServerConfig, snapshotSettings } from '../stack/index.js'
+import { mcpActivities } from './mcp.js'
 import { modelActivities } from './model.js'
 import { type NamespaceFacts, policyActivities } from './policy.js'
 import { projectionActivities } from './projections.js'
@@ -44,6 +46,8 @@ export interface ActivityDependencies {
    * and the folder where workspaces from a source are laid out (default `TETHER_WORKSPACES`).
    */
   snapshots?: { store?: ObjectStore | 'off'; workspaces?: string }
+  /** The operator's MCP servers, offered to runs (`TETHER_MCP_SERVERS`, read with `loadMcpServers`). */
+  mcpServers?: readonly McpServerConfig[]
   /** What this worker learned of its Temporal namespace when it started (the worker setup fills it in). */
   namespace?: NamespaceFacts
 }
@@ -73,10 +77,20 @@ export function createActivities(deps: ActivityDependencies): TetherActivities {
     workspaces: deps.snapshots?.workspaces ?? settings.workspaces,
     retentionDays: settings.retentionDays,
   })
+  const mcpServers = deps.mcpServers ?? []
   const activities: TetherActivities = {
-    ...policyActivities({ provider, sandbox, runs, snapshots, namespace: deps.namespace }),
+    ...policyActivities({ provider, sandbox, runs, snapshots, mcpServers, namespace: deps.namespace }),
     ...modelActivities({ audit: deps.audit, provider, runs, snapshots }),
     ...toolActivities({ audit: deps.audit, runs, sandbox, snapshots }),
+    ...mcpActivities({
+      audit: deps.audit,
+      runs,
+      sandbox,
+      servers: mcpServers,
+      sessions: new McpSessions(),
+      env: deps.sandbox?.env ?? process.env,
+      folder: (runId, workspace) => snapshots.folder(runId, workspace),
+    }),
     ...projectionActivities({ audit: deps.audit, runs, ...(deps.fetch ? { fetch: deps.fetch } : {}) }),
   }
   return Object.fromEntries(

@@ -13,8 +13,11 @@ import {
   FAILURE,
   gateRefusal,
   type JudgeRequest,
+  type McpServerRef,
+  type McpToolState,
   type TetherActivities,
 } from '../run/index.js'
+import type { McpServerConfig } from '../stack/index.js'
 import type { ValidatedCall } from '../tools/index.js'
 import { workspaceView } from '../workspace/index.js'
 import { heartbeating } from './heartbeat.js'
@@ -42,6 +45,7 @@ export function policyActivities(deps: {
   sandbox: CommandSandbox
   runs: RunConfigs
   snapshots: StepSnapshots
+  mcpServers?: readonly McpServerConfig[]
   namespace?: NamespaceFacts | undefined
 }): Pick<TetherActivities, 'tetherPrepareRun' | 'tetherCheckAction' | 'tetherLayOutWorkspace'> {
   return {
@@ -62,6 +66,8 @@ export function policyActivities(deps: {
       if (noSandbox) problems.push(noSandbox)
       const approvers = [...(policy?.approvers ?? [])]
       const identity = policy?.identity
+      const mcp = mcpServersOf(contract.mcp, deps.mcpServers ?? [])
+      if ('problem' in mcp) problems.push(mcp.problem)
       // The attributes a run sets besides TetherPendingApproval, where the namespace has them.
       const searchAttributes = RUN_ATTRIBUTES.filter((name) => deps.namespace?.searchAttributes.has(name))
       const prepared = {
@@ -69,13 +75,14 @@ export function policyActivities(deps: {
         ...(searchAttributes.length > 0 ? { searchAttributes } : {}),
         ...(identity ? { identity } : {}),
         ...(policy ? { policyDigest: policy.digest, floor: deps.runs.floor.source } : {}),
+        ...('servers' in mcp && mcp.servers.length > 0 ? { mcp: mcp.servers } : {}),
       }
       // All at once, so one correction fixes everything.
       return problems.length > 0 ? { ...prepared, rejected: problems.join('; ') } : prepared
     },
 
-    tetherCheckAction: ({ runId, policy, call, ...request }) =>
-      judgeCalls(deps, runId, request, [call], policy).then(([verdict]) => verdict as ActionVerdict),
+    tetherCheckAction: ({ runId, policy, call, mcp, ...request }) =>
+      judgeCalls(deps, runId, request, [call], policy, mcp).then(([verdict]) => verdict as ActionVerdict),
 
     tetherLayOutWorkspace: (input) => heartbeating(() => deps.snapshots.layOut(input)),
   }
@@ -83,7 +90,9 @@ export function policyActivities(deps: {
 
 /**
  * The policy's verdicts on calls, each judged over the workspace as it is now on this worker (restored first
- * when this worker lacks it), under the run's effective policy (by digest) with what the run remembered on top.
+ * when this worker lacks it), under the run's effective policy (by digest) with what the run remembered on
+ * top. `mcp`: for one call of an MCP tool, the run's state of that tool (without it, the judge takes the
+ * tool as not offered).
  */
 export async function judgeCalls(
   deps: { runs: RunConfigs; snapshots: StepSnapshots },
@@ -91,13 +100,35 @@ export async function judgeCalls(
   { policyDigest, remembered, workspace, noRetry, tree }: JudgeRequest,
   calls: readonly ValidatedCall[],
   spec?: unknown,
+  mcp?: McpToolState,
 ): Promise<ActionVerdict[]> {
   const policy = await deps.runs.policy(runId, spec, remembered, policyDigest)
   const { path } = runId
     ? await deps.snapshots.before({ runId, workspace, tree, policyDigest }, 'read')
     : { path: workspace }
   const view = workspaceView(path)
-  return calls.map((call) => judgeCall(policy, view, call, noRetry))
+  return calls.map((call) => judgeCall(policy, view, call, noRetry, mcp))
+}
+
+/** The worker's MCP servers a contract names (absent: all of them), or why a name is not one. */
+function mcpServersOf(
+  names: readonly string[] | undefined,
+  servers: readonly McpServerConfig[],
+): { servers: McpServerRef[] } | { problem: string } {
+  const chosen =
+    names === undefined ? servers : names.map((name) => servers.find((server) => server.name === name))
+  const missing = names?.filter((_, index) => chosen[index] === undefined) ?? []
+  if (missing.length > 0) {
+    const have =
+      servers.length > 0 ? `it has ${servers.map((server) => server.name).join(', ')}` : 'it has none'
+    return { problem: `mcp: this worker has no MCP server ${missing.join(', ')} (${have}); name one it has` }
+  }
+  return {
+    servers: (chosen as McpServerConfig[]).map((server) => ({
+      name: server.name,
+      timeoutMs: server.timeout,
+    })),
+  }
 }
 
 /** A policy refused on this worker, as RunConfigs reports it to Temporal. */

@@ -20,8 +20,10 @@ import type { RunConfigs } from './run-config.js'
 /** A finished step's row and its refusals (idempotent): by tetherRecordStep, or with the next model turn. */
 export async function recordStepRows(audit: AuditStore, record: StepRecord): Promise<void> {
   const { step, refusals } = stepRecords(record)
-  await audit.recordStep(step)
-  if (refusals.length > 0) await audit.recordPolicyEvents(refusals)
+  await audit.together('recordStep', async (writes) => {
+    await writes.recordStep(step)
+    if (refusals.length > 0) await writes.recordPolicyEvents(refusals)
+  })
 }
 
 /** Inside the projection activities' 10 s start-to-close (agentRun), so a slow webhook is retried, not cut. */

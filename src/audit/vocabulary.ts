@@ -4,7 +4,7 @@
  * the readers use them without loading the schemas.
  */
 
-export const acts = ['read', 'write', 'exec', 'net'] as const
+export const acts = ['read', 'write', 'exec', 'net', 'mcp'] as const
 export const effects = ['allow', 'ask', 'deny'] as const
 export const execStatuses = ['exited', 'signalled', 'timed-out', 'cancelled', 'unavailable'] as const
 export const gateKinds = ['gate_output', 'gate_phase_failed', 'gate_passed'] as const

@@ -18,7 +18,9 @@ import {
   connectTemporalWorker,
   type LocalStack,
   type LocalStackOptions,
+  loadMcpServers,
   localTarget,
+  type McpServerConfig,
   startLocalStack,
   type TemporalTarget,
   type WorkerDeployment,
@@ -70,6 +72,20 @@ export interface TetherWorkerOptions {
    * every command like the default is.
    */
   stateDir?: string
+  /** The operator's MCP servers (see `workerMcpServers`); default: none. */
+  mcpServers?: WorkerMcpServers
+}
+
+/** MCP servers as a worker's configuration gives them: a servers file's path, or the servers. */
+export type WorkerMcpServers = readonly McpServerConfig[] | string | undefined
+
+/**
+ * The MCP servers this worker offers its runs (docs/mcp.md): a path is read once, here; nothing given is
+ * none. Throws ConfigError with one line naming the file and field.
+ */
+export function workerMcpServers(servers: WorkerMcpServers): readonly McpServerConfig[] {
+  if (servers === undefined || servers === '') return []
+  return typeof servers === 'string' ? loadMcpServers(servers) : servers
 }
 
 /** A floor as a worker's configuration gives it: a floor file's path, a policy, or a loaded floor. */
@@ -123,6 +139,7 @@ export function createTetherWorker(options: TetherWorkerOptions): Promise<Worker
       audit: options.audit,
       namespace,
       floor: workerFloor(options.floor),
+      mcpServers: workerMcpServers(options.mcpServers),
       ...(options.provider ? { provider: options.provider } : {}),
       ...(options.stateDir ? { sandbox: { hide: [options.stateDir] } } : {}),
     }),
@@ -170,6 +187,7 @@ export async function startLocalTether(
     taskQueue: string
     temporal?: TemporalTarget | undefined
     floor?: WorkerFloor
+    mcpServers?: WorkerMcpServers
   },
 ): Promise<LocalTether> {
   const stack = await startLocalStack({
@@ -201,6 +219,7 @@ export async function startLocalTether(
       stateDir: options.stateDir,
       maxCachedWorkflows: workflowCacheSetting(),
       ...(options.floor !== undefined ? { floor: options.floor } : {}),
+      ...(options.mcpServers !== undefined ? { mcpServers: options.mcpServers } : {}),
     })
     const running = worker.run()
     closers.push(async () => {

@@ -28,8 +28,9 @@ export function stricterPolicy(base: Policy, extra?: Policy): Policy {
       }),
   ]
   const defaults = { ...a.defaults }
-  for (const act of Object.keys(defaults) as Array<keyof typeof defaults>) {
-    if (RANK[b.defaults[act]] > RANK[defaults[act]]) defaults[act] = b.defaults[act]
+  for (const act of Object.keys({ ...a.defaults, ...b.defaults }) as Array<keyof typeof defaults>) {
+    const [ours, theirs] = [defaults[act], b.defaults[act]]
+    if (theirs !== undefined && (ours === undefined || RANK[theirs] > RANK[ours])) defaults[act] = theirs
   }
   const spec: PolicySpec = { ...a, defaults, layers }
   return Policy.fromSpec(spec)

@@ -10,6 +10,7 @@ export {
   describeWorkspace,
   gateRefusal,
   parseContract,
+  parseDuration,
   type TaskContract,
   type TaskContractInput,
   taskContractSchema,

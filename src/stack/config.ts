@@ -80,6 +80,10 @@ export interface TetherConfig {
   stateDir: string
   /** The operator's floor file (`TETHER_FLOOR`); undefined means the built-in floor. */
   floor: string | undefined
+  /** The operator's MCP servers file (`TETHER_MCP_SERVERS`); undefined: no MCP servers. */
+  mcpServers: string | undefined
+  /** tether as an MCP server: the folder of policies clients may name, and the workspace roots. */
+  mcpServe: { policies: string | undefined; workspaceRoots: string[] }
   /**
    * The Worker Deployment this worker belongs to and its build (`TETHER_DEPLOYMENT` and `TETHER_BUILD_ID`):
    * with them, runs are pinned to the build that started them. Undefined: no Worker Versioning.
@@ -129,6 +133,11 @@ export function readConfig(options: ReadConfigOptions = {}): TetherConfig {
     taskQueue: env.TETHER_TASK_QUEUE ?? fallback?.taskQueue ?? DEFAULT_TASK_QUEUE,
     ...readAuditTarget(options),
     floor: floorFile(env),
+    mcpServers: mcpServersFile(env),
+    mcpServe: {
+      policies: env.TETHER_MCP_POLICIES,
+      workspaceRoots: (env.TETHER_MCP_WORKSPACES ?? '').split(':').filter((root) => root !== ''),
+    },
     deployment: workerDeployment(env),
     workflowCache: workflowCacheSetting(env),
   }
@@ -233,6 +242,11 @@ export function snapshotSettings(env: NodeJS.ProcessEnv = process.env): Snapshot
     ? resolve(present.TETHER_WORKSPACES)
     : join(tetherStateDir(env), 'workspaces')
   return { store, retentionDays, workspaces }
+}
+
+/** The operator's MCP servers file a worker offers its runs (`TETHER_MCP_SERVERS`); undefined: none. */
+export function mcpServersFile(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  return presentVariables(env).TETHER_MCP_SERVERS
 }
 
 /** What a person sets once instead of on every command, each from a flag, a variable or their config file. */

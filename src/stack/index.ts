@@ -23,6 +23,7 @@ export {
   databaseUrl,
   floorFile,
   localTarget,
+  mcpServersFile,
   type ReadConfigOptions,
   readAuditTarget,
   readConfig,
@@ -41,6 +42,7 @@ export {
   type WorkerDeployment,
   workflowCacheSetting,
 } from './config.js'
+export { expandVariables, loadMcpServers, type McpServerConfig } from './mcp-servers.js'
 export {
   type EmbeddedPostgres,
   EmbeddedPostgresError,
@@ -106,6 +108,8 @@ export interface LocalStack {
   temporalCliRoute?: string
   /** What a person should know, e.g. that a preferred port was taken and which one was used instead. */
   notices: string[]
+  /** The servers this stack started, by pid (none for one it was given or found running): benches read their CPU. */
+  pids: { temporal?: number; postgres?: number }
   stop(): Promise<void>
 }
 
@@ -121,6 +125,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   // What an ephemeral stack deletes once stopped: its state folder, and what the database keeps elsewhere.
   const folders = options.ephemeral ? [options.stateDir] : []
   const processes: Array<{ pid: number; signal: NodeJS.Signals; group: boolean }> = []
+  const pids: LocalStack['pids'] = {}
   const stopAll = async () => {
     for (const stop of stops.reverse()) await stop()
   }
@@ -140,6 +145,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
         moved('PostgreSQL', options.postgresPort, postgres.port)
         stops.push(postgres.stop)
         processes.push({ pid: postgres.pid, signal: 'SIGINT', group: false })
+        pids.postgres = postgres.pid
       }
     }
     let temporalAddress = options.temporalAddress
@@ -165,6 +171,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       uiUrl = server.uiUrl
       stops.push(server.stop)
       processes.push({ pid: server.pid, signal: 'SIGTERM', group: true })
+      pids.temporal = server.pid
     }
     const dismissReaper = startReaper({ processes, folders })
     return {
@@ -174,6 +181,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       ...(uiUrl ? { uiUrl } : {}),
       ...(temporalCliRoute ? { temporalCliRoute } : {}),
       notices,
+      pids,
       stop: async () => {
         await stopAll()
         await removeAll(folders)

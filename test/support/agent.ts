@@ -19,6 +19,7 @@ import { type WorkerFloor, workerFloor } from '../../src/embed/worker.js'
 import type { ModelScript } from '../../src/model/index.js'
 import { Policy } from '../../src/policy/index.js'
 import type { TaskContractInput } from '../../src/run/contract.js'
+import type { McpServerConfig } from '../../src/stack/index.js'
 import { agentRun } from '../../src/workflows/index.js'
 import { connectClient, createWorker, uniqueTaskQueue } from './temporal.js'
 
@@ -58,6 +59,7 @@ export async function startAgentWorker(
     sandbox?: SandboxDependencies
     floor?: WorkerFloor
     snapshots?: ActivityDependencies['snapshots']
+    mcpServers?: McpServerConfig[]
   } = {},
 ) {
   const taskQueue = options.taskQueue ?? uniqueTaskQueue('agent')
@@ -66,6 +68,7 @@ export async function startAgentWorker(
     floor: workerFloor(options.floor),
     ...(options.sandbox ? { sandbox: options.sandbox } : {}),
     ...(options.snapshots ? { snapshots: options.snapshots } : {}),
+    ...(options.mcpServers ? { mcpServers: options.mcpServers } : {}),
   })
   const { worker, connection } = await createWorker({ taskQueue, activities })
   const running = worker.run()
