@@ -8,6 +8,7 @@
  * programs' code (shells, interpreters, wrappers, `sudo`, bare `git`) are approved one call at a time.
  */
 import { basename, runsOtherCommands, runsProgramText } from '../commands/index.js'
+import { overLimit, POLICY_LIMITS } from './limits.js'
 import { normalisePath } from './policy.js'
 import type { Act } from './types.js'
 
@@ -47,6 +48,18 @@ const GIT_WIDER = new Set(['diff', 'log', 'show', 'status'])
 const GLOB = /[*?]/
 
 export function rememberRule(act: Act, target: string | readonly string[]): RememberedRule {
+  const rule = exactRule(act, target)
+  // A remembered rule is a pattern like any other, and travels in the run's state (continue-as-new) too.
+  if (rule.ok && rule.exact.length > POLICY_LIMITS.patternChars) {
+    return {
+      ok: false,
+      reason: `the rule would be ${overLimit(rule.exact.length, 'characters', POLICY_LIMITS.patternChars, 'pattern')}`,
+    }
+  }
+  return rule
+}
+
+function exactRule(act: Act, target: string | readonly string[]): RememberedRule {
   if (act !== 'exec') {
     if (typeof target !== 'string' || target === '')
       return { ok: false, reason: `a ${act} target must be a non-empty string` }

@@ -4,7 +4,7 @@
  * which rule decided and what "remember" would add. Pure; one way each.
  */
 export { type ApprovalNotice, approvalMessage, type NoticedApproval, slackText } from './approval-message.js'
-export { INVISIBLE_CHARACTER, INVISIBLE_CLASS, invisibleCharacters } from './invisible.js'
+export { INVISIBLE_CHARACTER, INVISIBLE_CLASS, invisibleCharacters, nameProblem } from './invisible.js'
 export { escapeText, formatArgv, isPlainWord, quoteWord, renderCommand, renderExecVerdict } from './render.js'
 export {
   backticks,
