@@ -10,7 +10,6 @@ import { ApplicationFailure } from '@temporalio/common'
 import { AuditInputError, type AuditStore } from '../audit/index.js'
 import {
   boundReply,
-  boundValue,
   buildSystemPrompt,
   ModelConfigError,
   ModelError,
@@ -21,7 +20,7 @@ import { clip } from '../present/index.js'
 import type { ModelTurn, TetherActivities } from '../run/index.js'
 import { MODEL_FAILURE } from '../run/index.js'
 import type { ToolCall } from '../tools/index.js'
-import { wellFormed } from '../tools/index.js'
+import { boundValue, wellFormed } from '../tools/index.js'
 import { describeToolchain, detectToolchain } from '../workspace/index.js'
 import { heartbeating } from './heartbeat.js'
 import type { RunConfigs } from './run-config.js'

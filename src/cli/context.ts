@@ -138,4 +138,15 @@ export function printTable(header: string[], rows: string[][]): void {
   for (const row of rows) print(line(row))
 }
 
+/**
+ * A flag's positive whole number, written in decimal digits only: `0x10`, `1e3`, `16.0` and ` 16` are
+ * refused rather than read as something the person may not have meant.
+ */
+export function wholeNumber(value: string, flag: string): number {
+  const n = /^\d+$/.test(value) ? Number(value) : Number.NaN
+  if (!Number.isSafeInteger(n) || n < 1)
+    throw new CliError(`${flag} must be a positive whole number (digits only), not ${JSON.stringify(value)}`)
+  return n
+}
+
 export { visible } from '../present/index.js'

@@ -15,8 +15,15 @@ import {
 import type { ApprovalRow } from '../audit/index.js'
 import { type AnswerDraft, AnswerError, prepareAnswer } from '../identity/index.js'
 import type { ApproverKey } from '../identity/keyring.js'
-import type { Policy } from '../policy/index.js'
-import { ContractError, gateRefusal, parseContract, type TaskContractInput } from '../run/index.js'
+import { type Policy, PolicyError } from '../policy/index.js'
+import {
+  ContractError,
+  gateRefusal,
+  parseContract,
+  runIdProblem,
+  startProblem,
+  type TaskContractInput,
+} from '../run/index.js'
 import {
   agentRun,
   type DecideResult,
@@ -36,24 +43,32 @@ export interface StartRunOptions {
 }
 
 /**
- * Starts `agentRun`; an invalid contract, or one whose gate the policy would not allow, is refused before
- * it starts. The contract travels as given (durations as text), and the run validates it again.
+ * Starts `agentRun`; a run id that cannot name a run, a goal, contract or policy over its size limit
+ * (START_LIMITS), an invalid contract, or one whose gate the policy would not allow, is refused before
+ * anything reaches Temporal: `InvalidRunIdError`, `ContractError`, `PolicyError`, each one line naming the
+ * limit. The contract travels as given (durations as text), and the run validates it again.
  */
 export async function startAgentRun(
   client: Client,
   options: StartRunOptions,
 ): Promise<WorkflowHandle<typeof agentRun>> {
+  const runId = options.runId ?? newRunId()
+  const badId = typeof runId === 'string' ? runIdProblem(runId) : 'the run id is not a string'
+  if (badId) throw new InvalidRunIdError(badId)
+  const spec = options.policy.toSpec()
+  const tooBig = startProblem({ contract: options.contract, policy: spec })
+  if (tooBig?.field === 'policy') throw new PolicyError(tooBig.message)
+  if (tooBig) throw new ContractError(tooBig.message)
   const contract = parseContract(options.contract)
   const refused = gateRefusal(contract, options.policy)
   if (refused) throw new ContractError(refused)
-  const runId = options.runId ?? newRunId()
   try {
     return await client.workflow.start(agentRun, {
       taskQueue: options.taskQueue,
       workflowId: runId,
       // A run id names one run forever: its audit, its transcript, its approvals.
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
-      args: [{ contract: options.contract, policy: options.policy.toSpec() }],
+      args: [{ contract: options.contract, policy: spec }],
     })
   } catch (error) {
     if (error instanceof WorkflowExecutionAlreadyStartedError) {
@@ -69,6 +84,11 @@ export class RunIdTakenError extends Error {
   constructor(readonly runId: string) {
     super(`run id ${runId} is taken (an earlier run used it); a run id is never reused: choose another`)
   }
+}
+
+/** A run id that cannot name a run: empty, too long, or holding characters that break a line or hide. */
+export class InvalidRunIdError extends Error {
+  override name = 'InvalidRunIdError'
 }
 
 /** A run that failed before it started working: its contract does not fit the worker's world. */

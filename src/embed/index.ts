@@ -35,6 +35,7 @@ export {
   AnswerError,
   answerApproval,
   draftAnswer,
+  InvalidRunIdError,
   newRunId,
   RunIdTakenError,
   RunRejectedError,

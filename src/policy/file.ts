@@ -4,9 +4,9 @@
  * a Temporal workflow bundle, where there is no file system and node modules cannot be imported.
  */
 import { parseDocument, parse as parseYaml } from 'yaml'
-import { formatCount } from '../present/index.js'
+import { formatCount, overLimit } from '../present/index.js'
 import { PolicyError } from './errors.js'
-import { overLimit, POLICY_LIMITS } from './limits.js'
+import { POLICY_LIMITS } from './limits.js'
 import { Policy } from './policy.js'
 
 /** Reads, parses and validates a policy file; every error names the file (and the field, when it is one). */

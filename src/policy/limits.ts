@@ -4,7 +4,7 @@
  * worker's memory and seconds of its time. Each limit sits far above what a person writes and is named in
  * the one-line PolicyError that refuses a policy over it.
  */
-import { formatBytes, formatCount } from '../present/index.js'
+import { formatBytes, overLimit } from '../present/index.js'
 
 export const POLICY_LIMITS = {
   /** Characters of one pattern (and of one `match` / `not_match` example): a path's length on Linux. */
@@ -66,9 +66,4 @@ export function sizeProblem(layers: unknown): string | undefined {
   const bytes = compiledSize(rules as Array<{ pattern?: unknown }>)
   if (bytes <= POLICY_LIMITS.compiledBytes) return undefined
   return `the rules would take about ${formatBytes(bytes)} compiled, more than the compiled-size limit of ${formatBytes(POLICY_LIMITS.compiledBytes)}; use fewer or shorter patterns`
-}
-
-/** `12,345 characters; the pattern limit is 4,096`: one clause naming a count and its limit. */
-export function overLimit(count: number, unit: string, limit: number, name: string): string {
-  return `${formatCount(count)} ${unit}; the ${name} limit is ${formatCount(limit)}`
 }

@@ -8,7 +8,8 @@
  * programs' code (shells, interpreters, wrappers, `sudo`, bare `git`) are approved one call at a time.
  */
 import { basename, runsOtherCommands, runsProgramText } from '../commands/index.js'
-import { overLimit, POLICY_LIMITS } from './limits.js'
+import { overLimit } from '../present/index.js'
+import { POLICY_LIMITS } from './limits.js'
 import { normalisePath } from './policy.js'
 import type { Act } from './types.js'
 

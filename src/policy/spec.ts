@@ -3,10 +3,10 @@
  * what travels through Temporal history). Validated with zod; errors name the field's path.
  */
 import { z } from 'zod'
-import { nameProblem } from '../present/index.js'
+import { nameProblem, overLimit } from '../present/index.js'
 import { PolicyError } from './errors.js'
 import { type ApproverSpec, approverSchema, IDENTITY_MODES, type IdentityMode } from './identity.js'
-import { overLimit, POLICY_LIMITS, sizeProblem } from './limits.js'
+import { POLICY_LIMITS, sizeProblem } from './limits.js'
 import { netPatternProblem } from './net.js'
 import { sandboxSettingsSchema } from './sandbox.js'
 import { ACTS, EFFECTS } from './types.js'

@@ -24,5 +24,6 @@ export {
   formatBytes,
   formatCount,
   formatDuration,
+  overLimit,
   seconds,
 } from './words.js'

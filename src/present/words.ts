@@ -18,6 +18,11 @@ export function formatCount(value: number): string {
   return value.toLocaleString('en-US')
 }
 
+/** `12,345 characters; the pattern limit is 4,096`: a count and the limit it passes, for a one-line refusal. */
+export function overLimit(count: number, unit: string, limit: number, name: string): string {
+  return `${formatCount(count)} ${unit}; the ${name} limit is ${formatCount(limit)}`
+}
+
 /** `1 call`, `2 calls`, `0 steps`; `plural` when adding an s is wrong. */
 export function counted(count: number, noun: string, plural = `${noun}s`): string {
   return `${formatCount(count)} ${count === 1 ? noun : plural}`

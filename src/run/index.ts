@@ -13,11 +13,14 @@ export {
   taskContractSchema,
 } from './contract.js'
 export {
+  DECISION_LIMITS,
   type DecisionInput,
   type DecisionRejection,
   decisionSchema,
+  legacyDecisionSchema,
   SIGNATURE_SKEW_MS,
 } from './decision.js'
 export { FAILURE, MODEL_FAILURE, MODEL_FAILURES_NOT_RETRIED } from './failures.js'
+export { runIdProblem, START_LIMITS, type StartProblem, startProblem } from './limits.js'
 export { gateFailureMessage } from './messages.js'
 export type * from './types.js'

@@ -41,7 +41,13 @@ import type {
   Resolution,
   TetherActivities,
 } from '../run/index.js'
-import { FAILURE, MODEL_FAILURES_NOT_RETRIED, parseContract, type TaskContract } from '../run/index.js'
+import {
+  FAILURE,
+  MODEL_FAILURES_NOT_RETRIED,
+  parseContract,
+  startProblem,
+  type TaskContract,
+} from '../run/index.js'
 import { type ToolCall, type ValidatedCall, validateToolCall } from '../tools/index.js'
 import { ApprovalBook, type DecisionInput } from './approvals.js'
 import {
@@ -165,9 +171,12 @@ const OBSERVATION_LIMIT = 2_000
 export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
   const info = workflowInfo()
   const runId = info.workflowId
-  const contract = parseInput(input)
+  // What crosses into the run is bounded before it is stored, echoed or passed on (runs recorded before
+  // replay unbounded, as they ran).
+  const bounded = patched('bounded-inputs')
+  const contract = parseInput(input, bounded)
   const state: RunState = initialState(input.carried, Date.now())
-  const book = new ApprovalBook(runId)
+  const book = new ApprovalBook(runId, bounded)
   /** Whether the TetherPendingApproval search attribute says this run waits for a person. */
   let waitingForPeople = false
   /** The step in progress, until its row is recorded: what a run that ends mid-step still records. */
@@ -613,12 +622,16 @@ function rememberOffer(remember: NonNullable<ActionVerdict['remember']>): Rememb
   return { exact: remember.exact, ...(remember.wider ? { wider: remember.wider } : {}) }
 }
 
-function parseInput(input: AgentRunInput): TaskContract {
+function parseInput(input: AgentRunInput, bounded: boolean): TaskContract {
   // Runs started before durations needed a unit read numbers as milliseconds; so does a continuation,
   // whose contract the first run already validated (and passes on in milliseconds).
   const legacyDurations = input.carried !== undefined || !patched('contract-durations-with-units')
+  // A client other than tether's may not have checked the sizes: over one, the run ends here, before it
+  // schedules anything Temporal would refuse.
+  const problem = bounded && input.carried === undefined ? startProblem(input) : undefined
+  if (problem) throw ApplicationFailure.nonRetryable(problem.message, FAILURE.contractError)
   try {
-    return parseContract(input.contract, { legacyDurations })
+    return parseContract(input.contract, { legacyDurations, spacedDurations: !bounded })
   } catch (error) {
     throw ApplicationFailure.nonRetryable((error as Error).message, FAILURE.contractError)
   }

@@ -12,7 +12,16 @@ import {
   loadKey,
 } from '../../identity/keyring.js'
 import { formatDeadline, ruleWords, words } from '../../present/index.js'
-import { colour, print, printJson, printTable, visible, withAudit, withTemporal } from '../context.js'
+import {
+  colour,
+  print,
+  printJson,
+  printTable,
+  visible,
+  wholeNumber,
+  withAudit,
+  withTemporal,
+} from '../context.js'
 import { CliError } from '../errors.js'
 import { rememberText } from '../follow.js'
 
@@ -37,10 +46,8 @@ export function registerApprovals(program: Command): void {
     .option('--limit <n>', 'at most this many (default: all of them, read a page at a time)')
     .option('--json', 'print JSON')
     .action(async (options: { approver?: string; run?: string; limit?: string; json?: boolean }) => {
-      const limit = options.limit === undefined ? Number.POSITIVE_INFINITY : Number(options.limit)
-      if (!(limit >= 1) || (Number.isFinite(limit) && !Number.isInteger(limit))) {
-        throw new CliError(`--limit must be a positive whole number, not ${options.limit}`)
-      }
+      const limit =
+        options.limit === undefined ? Number.POSITIVE_INFINITY : wholeNumber(options.limit, '--limit')
       const pending = await withAudit(async (audit) => {
         const all: Awaited<ReturnType<typeof audit.pendingApprovals>> = []
         for (;;) {

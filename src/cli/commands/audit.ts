@@ -17,7 +17,7 @@ import {
   verifyRunHistory,
 } from '../../audit/index.js'
 import { formatBytes, ruleWords, seconds, words } from '../../present/index.js'
-import { print, printJson, printTable, visible, withAudit, withTemporal } from '../context.js'
+import { print, printJson, printTable, visible, wholeNumber, withAudit, withTemporal } from '../context.js'
 import { CliError } from '../errors.js'
 
 export function registerAudit(program: Command): void {
@@ -30,7 +30,10 @@ export function registerAudit(program: Command): void {
     .option('--json', 'print JSON')
     .action(async (options: { run?: string; limit: string; json?: boolean }) => {
       const page = await withAudit((store) =>
-        store.refusedActions({ limit: limit(options.limit), ...(options.run ? { runId: options.run } : {}) }),
+        store.refusedActions({
+          limit: wholeNumber(options.limit, '--limit'),
+          ...(options.run ? { runId: options.run } : {}),
+        }),
       )
       if (options.json) return printJson(page.items)
       if (page.items.length === 0) return print('nothing was refused')
@@ -59,7 +62,7 @@ export function registerAudit(program: Command): void {
       const commands = await withAudit(async (store) => {
         const runs = options.run
           ? [options.run]
-          : (await store.listRuns({ limit: limit(options.limit) })).items.map((r) => r.runId)
+          : (await store.listRuns({ limit: wholeNumber(options.limit, '--limit') })).items.map((r) => r.runId)
         const all = []
         for (const runId of runs) all.push(...(await store.executedCommands({ runId })))
         return all
@@ -95,7 +98,7 @@ export function registerAudit(program: Command): void {
     .action(async (options: { run?: string; limit: string; verify?: boolean; json?: boolean }) => {
       const { records, anchored } = await withAudit(async (store) => {
         const records = await store.approvalAnswers({
-          limit: limit(options.limit),
+          limit: wholeNumber(options.limit, '--limit'),
           ...(options.run ? { runId: options.run } : {}),
         })
         const runs = options.run ? [options.run] : [...new Set(records.map((r) => r.approval.runId))]
@@ -307,11 +310,4 @@ async function quietReplays(): Promise<void> {
   } catch {
     // Installed already (a runtime is per process).
   }
-}
-
-function limit(value: string): number {
-  const n = Number(value)
-  if (!Number.isInteger(n) || n < 1)
-    throw new CliError(`--limit must be a positive whole number, not ${value}`)
-  return n
 }

@@ -3,6 +3,7 @@ import { resolve } from 'node:path'
 import { WorkflowNotFoundError } from '@temporalio/client'
 import type { Command } from 'commander'
 import {
+  InvalidRunIdError,
   newRunId,
   RunIdTakenError,
   RunRejectedError,
@@ -13,7 +14,16 @@ import { loadPolicyFile, Policy, PolicyError } from '../../policy/index.js'
 import { formatArgv } from '../../present/index.js'
 import { ContractError, FAILURE, type TaskContractInput } from '../../run/index.js'
 import { detectToolchain } from '../../workspace/index.js'
-import { colour, print, printJson, printTable, visible, withAudit, withTemporal } from '../context.js'
+import {
+  colour,
+  print,
+  printJson,
+  printTable,
+  visible,
+  wholeNumber,
+  withAudit,
+  withTemporal,
+} from '../context.js'
 import { CliError } from '../errors.js'
 import { followRun, printTimeline } from '../follow.js'
 
@@ -63,7 +73,12 @@ export function registerRuns(program: Command): void {
             runId: options.id ?? newRunId(),
           })
         } catch (error) {
-          if (error instanceof ContractError || error instanceof RunIdTakenError)
+          if (
+            error instanceof ContractError ||
+            error instanceof PolicyError ||
+            error instanceof InvalidRunIdError ||
+            error instanceof RunIdTakenError
+          )
             throw new CliError(error.message)
           throw error
         }
@@ -113,7 +128,7 @@ export function registerRuns(program: Command): void {
       }
       const page = await withAudit((audit) =>
         audit.listRuns({
-          limit: positive(options.limit, '--limit'),
+          limit: wholeNumber(options.limit, '--limit'),
           ...(options.status ? { status: options.status as 'running' | 'finished' } : {}),
         }),
       )
@@ -183,8 +198,8 @@ async function buildContract(options: RunOptions): Promise<TaskContractInput> {
     verification,
     ...(options.model ? { model: options.model } : {}),
     budgets: {
-      ...(options.maxSteps ? { maxSteps: positive(options.maxSteps, '--max-steps') } : {}),
-      ...(options.maxTokens ? { maxTokens: positive(options.maxTokens, '--max-tokens') } : {}),
+      ...(options.maxSteps ? { maxSteps: wholeNumber(options.maxSteps, '--max-steps') } : {}),
+      ...(options.maxTokens ? { maxTokens: wholeNumber(options.maxTokens, '--max-tokens') } : {}),
       ...(options.maxTime ? { maxWallTime: options.maxTime } : {}),
     },
   }
@@ -256,11 +271,4 @@ export function splitCommand(line: string): string[] {
 function oneLine(text: string, limit: number): string {
   const line = visible(text.split('\n')[0] ?? '')
   return line.length <= limit ? line : `${line.slice(0, limit - 1)}…`
-}
-
-function positive(value: string, flag: string): number {
-  const n = Number(value)
-  if (!Number.isInteger(n) || n < 1)
-    throw new CliError(`${flag} must be a positive whole number, not ${value}`)
-  return n
 }
