@@ -280,6 +280,17 @@ alter table runs add column policy_digest text references policies (digest);
 alter table runs add column floor text;
 `,
   },
+  {
+    version: 8,
+    name: 'commands cut off',
+    sql: `
+-- A command a lost or stopping worker cut off, and which was not run again (it is on the run's noRetry list),
+-- is in "what ran" too: status 'unknown', started when the attempt that ran it started.
+alter table exec_results drop constraint exec_results_status_check;
+alter table exec_results add constraint exec_results_status_check
+  check (status in ('exited', 'signalled', 'timed-out', 'cancelled', 'unavailable', 'unknown'));
+`,
+  },
 ]
 
 export interface MigrationReport {

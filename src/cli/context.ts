@@ -149,4 +149,10 @@ export function wholeNumber(value: string, flag: string): number {
   return n
 }
 
+/** A run id given on the command line (commander's parser for `<run>` and `--run`): never empty. */
+export function runArgument(value: string): string {
+  if (value.trim() === '') throw new CliError('the run id is empty; name a run (`tether ls` lists them)')
+  return value
+}
+
 export { visible } from '../present/index.js'

@@ -10,6 +10,7 @@ import {
 } from '../audit/index.js'
 import {
   backticks,
+  commandStatus,
   formatBytes,
   formatDeadline,
   rememberWords,
@@ -93,7 +94,7 @@ export function entryLine(entry: TimelineEntry): string {
           )}`
         : `  ${entry.effect === 'allow' ? colour.green('decided') : colour.yellow('decided')}   ${entry.act} ${visible(entry.target)}  ${colour.dim(`${entry.decidedBy ?? ''} via ${entry.source}: ${entry.reason}`)}`
     case 'exec': {
-      const status = entry.status === 'exited' ? `exit ${entry.exitCode}` : entry.status
+      const status = commandStatus(entry)
       const bytes = entry.stdout.bytes + entry.stderr.bytes
       return `  ${colour.dim('ran')}       ${visible(entry.argv.join(' '))}  → ${entry.exitCode === 0 ? colour.green(status) : colour.yellow(status)}  ${colour.dim(`${seconds(entry.durationMs)}, ${formatBytes(bytes)}`)}`
     }

@@ -14,6 +14,7 @@ import type {
 import { renderCommand } from '../policy/index.js'
 import {
   clipNoted,
+  commandStatus,
   type Decider,
   formatBytes,
   formatDeadline,
@@ -150,12 +151,6 @@ export function transcript(messages: StoredMessage[]): Html {
   })}</ol>`
 }
 
-export function exitText(command: Pick<ExecutedCommand, 'status' | 'exitCode' | 'signal'>): string {
-  if (command.status === 'exited') return `exit ${command.exitCode}`
-  if (command.status === 'signalled') return `killed by ${command.signal ?? 'a signal'}`
-  return command.status
-}
-
 function stream(name: string, capture: ExecutedCommand['stdout']): Html {
   return html`<div class="stream"><span class="who">${name}</span> ${formatBytes(capture.bytes)}, ${capture.lines}
     lines, sha256 <code class="hash">${capture.sha256}</code>${capture.elided ? html`, ${capture.elided} characters elided` : ''}
@@ -166,7 +161,7 @@ function stream(name: string, capture: ExecutedCommand['stdout']): Html {
 export function commandResult(command: ExecutedCommand, key: string): Html {
   const ok = command.status === 'exited' && command.exitCode === 0
   return html`<div class="command">
-    ${code(renderCommand(command.argv))} → <strong class="${ok ? 'ok' : 'bad'}">${exitText(command)}</strong>
+    ${code(renderCommand(command.argv))} → <strong class="${ok ? 'ok' : 'bad'}">${commandStatus(command)}</strong>
     in ${seconds(command.durationMs)}, ${formatBytes(command.stdout.bytes + command.stderr.bytes)} of output
     <details data-key="${key}"><summary>Output and hashes</summary>${stream('stdout', command.stdout)}${stream('stderr', command.stderr)}</details>
   </div>`

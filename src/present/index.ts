@@ -19,6 +19,7 @@ export { visible } from './visible.js'
 export {
   clip,
   clipNoted,
+  commandStatus,
   counted,
   exactBytes,
   formatBytes,

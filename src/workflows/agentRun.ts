@@ -139,15 +139,23 @@ const files = proxyActivities<TetherActivities>({
   retry: { maximumAttempts: 3 },
 })
 
+/**
+ * How a command (and the gate) is retried: without limit, because a lost or stopping worker is not the
+ * command's fault — the activity itself ends the retries once the command's own failures reach their limit
+ * (activities/attempts.ts). A retry after a lost worker comes within seconds of its heartbeat timeout.
+ */
+const COMMAND_RETRY = {
+  initialInterval: '1 second',
+  maximumInterval: '10 seconds',
+  maximumAttempts: Number.POSITIVE_INFINITY,
+}
+
 function execActivities(timeoutMs: number): TetherActivities {
   // One attempt's cap is the command's own timeout plus slack for drain and kill; a worker crash is noticed
   // by the heartbeat timeout, and the retry re-runs the command — unless it is on the contract's noRetry
   // list, in which case the retry tells the model the outcome is unknown instead (see tetherExec).
   const options = execActivityOptions(timeoutMs)
-  return proxyActivities<TetherActivities>({
-    ...options,
-    retry: { ...options.retry, initialInterval: '1 second', maximumAttempts: 3 },
-  })
+  return proxyActivities<TetherActivities>({ ...options, retry: { ...options.retry, ...COMMAND_RETRY } })
 }
 
 /** What a step's row keeps of the model's turn. */
@@ -158,11 +166,7 @@ type StepTurn = Pick<ModelTurn, 'text' | 'toolCalls' | 'usage'>
  */
 function gateActivities(timeoutMs: number): TetherActivities {
   const { startToCloseTimeout, heartbeatTimeout } = execActivityOptions(timeoutMs)
-  return proxyActivities<TetherActivities>({
-    startToCloseTimeout,
-    heartbeatTimeout,
-    retry: { maximumAttempts: 3 },
-  })
+  return proxyActivities<TetherActivities>({ startToCloseTimeout, heartbeatTimeout, retry: COMMAND_RETRY })
 }
 
 /** Cap for the bounded texts that travel through history (the transcript keeps the full text). */

@@ -17,6 +17,7 @@ import {
   print,
   printJson,
   printTable,
+  runArgument,
   visible,
   wholeNumber,
   withAudit,
@@ -42,7 +43,7 @@ export function registerApprovals(program: Command): void {
     .command('approvals')
     .description('List approvals waiting for an answer, oldest first, with what "remember" would add.')
     .option('--approver <name>', 'only those this approver may answer')
-    .option('--run <run>', 'only those of one run')
+    .option('--run <run>', 'only those of one run', runArgument)
     .option('--limit <n>', 'at most this many (default: all of them, read a page at a time)')
     .option('--json', 'print JSON')
     .action(async (options: { approver?: string; run?: string; limit?: string; json?: boolean }) => {

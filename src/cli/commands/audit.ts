@@ -16,8 +16,17 @@ import {
   verifyRecordedAnswer,
   verifyRunHistory,
 } from '../../audit/index.js'
-import { formatBytes, ruleWords, seconds, words } from '../../present/index.js'
-import { print, printJson, printTable, visible, wholeNumber, withAudit, withTemporal } from '../context.js'
+import { commandStatus, formatBytes, ruleWords, seconds, words } from '../../present/index.js'
+import {
+  print,
+  printJson,
+  printTable,
+  runArgument,
+  visible,
+  wholeNumber,
+  withAudit,
+  withTemporal,
+} from '../context.js'
 import { CliError } from '../errors.js'
 
 export function registerAudit(program: Command): void {
@@ -25,7 +34,7 @@ export function registerAudit(program: Command): void {
   audit
     .command('refused')
     .description('What the policy or an approver refused, newest first.')
-    .option('--run <run>', 'only one run')
+    .option('--run <run>', 'only one run', runArgument)
     .option('--limit <n>', 'how many', '50')
     .option('--json', 'print JSON')
     .action(async (options: { run?: string; limit: string; json?: boolean }) => {
@@ -55,11 +64,14 @@ export function registerAudit(program: Command): void {
   audit
     .command('ran')
     .description('The commands that actually ran, with status, exit code and duration.')
-    .option('--run <run>', 'only one run (default: the most recent runs)')
+    .option('--run <run>', 'only one run (default: the most recent runs)', runArgument)
     .option('--limit <n>', 'how many runs to look at without --run', '10')
     .option('--json', 'print JSON')
     .action(async (options: { run?: string; limit: string; json?: boolean }) => {
       const commands = await withAudit(async (store) => {
+        if (options.run && !(await store.runSummary(options.run))) {
+          throw new CliError(`no run ${visible(options.run)} in the audit; list runs with \`tether ls\``)
+        }
         const runs = options.run
           ? [options.run]
           : (await store.listRuns({ limit: wholeNumber(options.limit, '--limit') })).items.map((r) => r.runId)
@@ -75,7 +87,7 @@ export function registerAudit(program: Command): void {
           c.runId,
           c.kind === 'gate' ? `${c.step} gate` : String(c.step),
           visible(c.argv.join(' ')).slice(0, 60),
-          c.status === 'exited' ? `exit ${c.exitCode}` : c.status,
+          commandStatus(c),
           `${seconds(c.durationMs)}`,
           formatBytes(c.stdout.bytes + c.stderr.bytes),
           c.stdout.sha256.slice(0, 12),
@@ -87,7 +99,7 @@ export function registerAudit(program: Command): void {
     .description(
       'Who answered which approval, how, and (with --verify) whether each signature still proves it.',
     )
-    .option('--run <run>', 'only one run')
+    .option('--run <run>', 'only one run', runArgument)
     .option('--limit <n>', 'how many answers', '1000')
     .option(
       '--verify',
@@ -195,7 +207,7 @@ export function registerAudit(program: Command): void {
     .description(
       "Check a run's audit rows against its Temporal history: every row deleted, added or edited, and every answer's proof.",
     )
-    .argument('<run>', 'the run id')
+    .argument('<run>', 'the run id', runArgument)
     .option('--json', 'print JSON')
     .action(async (runId: string, options: { json?: boolean }) => {
       await quietReplays()

@@ -19,6 +19,7 @@ import {
   print,
   printJson,
   printTable,
+  runArgument,
   visible,
   wholeNumber,
   withAudit,
@@ -150,7 +151,7 @@ export function registerRuns(program: Command): void {
   program
     .command('show')
     .description("A run's summary and timeline: steps, decisions, commands, approvals and gate results.")
-    .argument('<run>', 'the run id')
+    .argument('<run>', 'the run id', runArgument)
     .option('--follow', 'keep showing new entries until the run ends')
     .option('--json', 'print JSON')
     .action(async (runId: string, options: { follow?: boolean; json?: boolean }) => {
@@ -173,7 +174,7 @@ export function registerRuns(program: Command): void {
   program
     .command('cancel')
     .description('Cancel a run: its running command is killed, pending approvals are resolved as cancelled.')
-    .argument('<run>', 'the run id')
+    .argument('<run>', 'the run id', runArgument)
     .action(async (runId: string) => {
       await withTemporal(async (client) => {
         try {
