@@ -3,7 +3,7 @@
  * takes the run over. Each test prints its time to resume (from the kill to the retry starting on the new
  * worker); docs/durability.md lists them per activity kind.
  */
-import { type ChildProcess, spawn } from 'node:child_process'
+import { type ChildProcess, execFile, spawn } from 'node:child_process'
 import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -55,6 +55,18 @@ function startWorkerProcess(taskQueue: string, env: Record<string, string> = {})
       if (chunk.toString().includes('worker ready')) resolve(child)
     })
     child.on('exit', (code) => reject(new Error(`worker process exited with ${code} before it was ready`)))
+  })
+}
+
+/** `tether` (the sources) against the test stack; its exit code and output. */
+function tether(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', fileURLToPath(new URL('../../src/cli/bin.ts', import.meta.url)), ...args],
+      { env: { ...process.env, DATABASE_URL: inject('databaseUrl'), NO_COLOR: '1' } },
+      (error, stdout, stderr) => resolve({ code: error ? (error.code as number) : 0, stdout, stderr }),
+    )
   })
 }
 
@@ -114,15 +126,78 @@ describe('crash-resume', () => {
           [1, 0, 2, 'exited', 0],
         ])
       } else {
-        expect(commands).toEqual([])
         const observation = JSON.stringify(transcript[2]?.content)
         expect(observation).toContain('[exec interrupted]')
         expect(observation).toContain('outcome is unknown')
+        // What ran shows it, from the start of the attempt that ran it.
+        const [first] = await audit.execAttempts(handle.workflowId)
+        expect(commands.map((c) => [c.step, c.call, c.attempt, c.status, c.argv.join(' ')])).toEqual([
+          [1, 0, 2, 'unknown', 'node slow.cjs'],
+        ])
+        expect(commands[0]?.startedAt).toEqual(first?.startedAt)
+        const ran = await tether(['audit', 'ran', '--run', handle.workflowId])
+        expect(ran.stdout).toMatch(/ 1 +node slow\.cjs +unknown \(worker lost\) /)
       }
     } finally {
       await ws.cleanup()
     }
   })
+})
+
+// Records each start, then works for 8 s: long enough to be cut off, short enough to finish at last.
+const LONG = `require('node:fs').appendFileSync('starts.log', Date.now() + '\\n'); setTimeout(() => console.log('long done'), 8000)`
+
+describe('rolling restarts', () => {
+  it('finish a command cut off by three SIGKILLs and three SIGTERMs: six attempts cut off, one that ended', async () => {
+    const taskQueue = uniqueTaskQueue('rolling')
+    const ws = await npmWorkspace()
+    // A stopping worker gives its command a grace time before handing it over: 30 s in production.
+    const env = { SHUTDOWN_GRACE: '1 second' }
+    try {
+      await writeFile(join(ws.path, 'long.cjs'), LONG)
+      const model = `scripted:${await writeScript(ws.path, {
+        turns: [{ toolCalls: [{ name: 'exec', args: { argv: ['node', 'long.cjs'] } }] }, { text: 'done' }],
+      })}`
+      let worker = await startWorkerProcess(taskQueue, env)
+      const handle = await startRun(
+        client.client,
+        taskQueue,
+        { goal: 'survive a rolling restart', workspace: ws.path, model },
+        testPolicy().allowExec('node long.cjs'),
+      )
+      const signals = ['SIGKILL', 'SIGKILL', 'SIGKILL', 'SIGTERM', 'SIGTERM', 'SIGTERM'] as const
+      for (const [i, signal] of signals.entries()) {
+        await expect.poll(() => starts(ws.path), { timeout: 120_000, interval: 200 }).toHaveLength(i + 1)
+        // As a rolling restart does it: the next worker is up before this one goes.
+        const next = await startWorkerProcess(taskQueue, env)
+        const gone = new Promise((resolve) => worker.once('exit', resolve))
+        worker.kill(signal)
+        await gone
+        worker = next
+      }
+      const result = await handle.result()
+      expect(result).toMatchObject({ outcome: 'finished', steps: 2 })
+      expect(await starts(ws.path)).toHaveLength(7)
+
+      const attempts = await audit.execAttempts(handle.workflowId)
+      expect(attempts.map((a) => [a.step, a.call, a.attempt, a.outcome])).toEqual([
+        [1, 0, 1, 'lost'],
+        [1, 0, 2, 'lost'],
+        [1, 0, 3, 'lost'],
+        [1, 0, 4, 'handed over'],
+        [1, 0, 5, 'handed over'],
+        [1, 0, 6, 'handed over'],
+        [1, 0, 7, 'exited'],
+      ])
+      expect(attempts.every((a) => a.endedAt !== undefined)).toBe(true)
+      const commands = await audit.executedCommands({ runId: handle.workflowId })
+      expect(commands.map((c) => [c.step, c.call, c.attempt, c.status, c.exitCode])).toEqual([
+        [1, 0, 7, 'exited', 0],
+      ])
+    } finally {
+      await ws.cleanup()
+    }
+  }, 600_000)
 })
 
 /** The attempt of `activity` running now and when it started, if one is. */
