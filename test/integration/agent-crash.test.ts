@@ -3,7 +3,7 @@
  * takes the run over. Each test prints its time to resume (from the kill to the retry starting on the new
  * worker); docs/durability.md lists them per activity kind.
  */
-import { type ChildProcess, execFile, spawn } from 'node:child_process'
+import { type ChildProcess, spawn } from 'node:child_process'
 import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -11,9 +11,10 @@ import type { WorkflowHandle } from '@temporalio/client'
 import { tsToMs } from '@temporalio/common/lib/time.js'
 import { temporal } from '@temporalio/proto'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
-import type { AuditStore } from '../../src/audit/index.js'
+import { type AuditStore, verifyRunHistory } from '../../src/audit/index.js'
 import type { agentRun } from '../../src/workflows/index.js'
 import { npmWorkspace, openTestAudit, startRun, testPolicy, writeScript } from '../support/agent.js'
+import { tether } from '../support/cli.js'
 import { type LlmServer, openAiChat, startLlmServer } from '../support/llm-server.js'
 import { connectClient, uniqueTaskQueue } from '../support/temporal.js'
 
@@ -55,18 +56,6 @@ function startWorkerProcess(taskQueue: string, env: Record<string, string> = {})
       if (chunk.toString().includes('worker ready')) resolve(child)
     })
     child.on('exit', (code) => reject(new Error(`worker process exited with ${code} before it was ready`)))
-  })
-}
-
-/** `tether` (the sources) against the test stack; its exit code and output. */
-function tether(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      ['--import', 'tsx', fileURLToPath(new URL('../../src/cli/bin.ts', import.meta.url)), ...args],
-      { env: { ...process.env, DATABASE_URL: inject('databaseUrl'), NO_COLOR: '1' } },
-      (error, stdout, stderr) => resolve({ code: error ? (error.code as number) : 0, stdout, stderr }),
-    )
   })
 }
 
@@ -137,6 +126,10 @@ describe('crash-resume', () => {
         expect(commands[0]?.startedAt).toEqual(first?.startedAt)
         const ran = await tether(['audit', 'ran', '--run', handle.workflowId])
         expect(ran.stdout).toMatch(/ 1 +node slow\.cjs +unknown \(worker lost\) /)
+        // The audit still agrees with the run's history, the cut-off row included.
+        const report = await verifyRunHistory(client.client, audit, handle.workflowId)
+        expect(report.findings).toEqual([])
+        expect(report.checked.exec_results).toBe(1)
       }
     } finally {
       await ws.cleanup()

@@ -9,7 +9,8 @@ import { type Inbox, startInbox } from '../../src/inbox/index.js'
 import { Policy } from '../../src/policy/index.js'
 import type { PendingApproval } from '../../src/run/index.js'
 import { agentRun, decideSignal, decideUpdate, pendingApprovalsQuery } from '../../src/workflows/index.js'
-import { startScriptedRun, useAgentHarness } from '../support/agent.js'
+import { npmWorkspace, startScriptedRun, useAgentHarness } from '../support/agent.js'
+import { tether } from '../support/cli.js'
 
 const harness = useAgentHarness()
 const exec = (...argv: string[]) => ({ name: 'exec', args: { argv } })
@@ -142,5 +143,43 @@ describe('the inbox, asked for what it has not', () => {
       type: 'InvalidDecision',
       message: 'the body is over 256 KiB; an answer is far smaller',
     })
+  })
+})
+
+describe('the tether command, given what it must refuse', () => {
+  it('refuses --max-tokens 0x10, --max-time "30 m" and a run id with a line break, each in one line', async () => {
+    const ws = await npmWorkspace()
+    try {
+      const run = ['run', '--goal', 'g', '--workspace', ws.path, '--verify', 'none']
+      for (const [flags, line] of [
+        [
+          ['--max-tokens', '0x10'],
+          'error: --max-tokens must be a positive whole number (digits only), not "0x10"',
+        ],
+        [
+          ['--max-time', '30 m'],
+          'error: invalid task contract: budgets.maxWallTime: expected a duration such as "1500ms", "30s", "15m", "2h" or "1d", got "30 m"',
+        ],
+        [
+          ['--id', 'run-1\nrun-2'],
+          'error: the run id holds U+000A at character 6; write it without control, invisible, bidirectional or unusual space characters',
+        ],
+      ] as const) {
+        const ran = await tether([...run, ...flags], { TETHER_TASK_QUEUE: harness.taskQueue })
+        expect(ran.code, flags.join(' ')).toBe(1)
+        expect(ran.stderr.trim().split('\n')).toEqual([line])
+      }
+    } finally {
+      await ws.cleanup()
+    }
+  })
+
+  it('exits 1 for a run the audit does not have, and names no function of its own', async () => {
+    const missing = await tether(['audit', 'ran', '--run', 'no-such-run'])
+    expect(missing.code).toBe(1)
+    expect(missing.stderr.trim()).toBe('error: no run no-such-run in the audit; list runs with `tether ls`')
+    const empty = await tether(['show', ''])
+    expect(empty.code).toBe(1)
+    expect(empty.stderr.trim()).toBe('error: the run id is empty; name a run (`tether ls` lists them)')
   })
 })
