@@ -35,9 +35,10 @@ try {
         taskQueue,
         audit,
         floor,
+        deployment: config.deployment,
       })
       console.log(
-        `tether worker: Temporal ${temporal.address} (namespace ${temporal.namespace}, ${temporal.security}), task queue ${taskQueue}, floor ${floor.source}`,
+        `tether worker: Temporal ${temporal.address} (namespace ${temporal.namespace}, ${temporal.security}), task queue ${taskQueue}, floor ${floor.source}${config.deployment ? `, build ${config.deployment.name}/${config.deployment.buildId}` : ''}`,
       )
       await worker.run()
     } finally {

@@ -9,7 +9,7 @@ import { type ModelProvider, providerFromEnv } from '../model/index.js'
 import { builtinFloor, type Floor } from '../policy/index.js'
 import { FAILURE, type TetherActivities } from '../run/index.js'
 import { modelActivities } from './model.js'
-import { policyActivities } from './policy.js'
+import { type NamespaceFacts, policyActivities } from './policy.js'
 import { projectionActivities } from './projections.js'
 import { RunConfigs } from './run-config.js'
 import { CommandSandbox, type SandboxDependencies } from './sandbox.js'
@@ -17,6 +17,7 @@ import { toolActivities } from './tools.js'
 
 export type { TetherActivities } from '../run/index.js'
 export { waitThroughOutages } from './outages.js'
+export { type NamespaceFacts, unknownNamespace } from './policy.js'
 export type { SandboxDependencies } from './sandbox.js'
 
 export interface ActivityDependencies {
@@ -35,6 +36,8 @@ export interface ActivityDependencies {
    * approvers and identity are the floor's). Default: the built-in floor (sandbox enforced, secrets denied).
    */
   floor?: Floor
+  /** What this worker learned of its Temporal namespace when it started (the worker setup fills it in). */
+  namespace?: NamespaceFacts
 }
 
 export function createActivities(deps: ActivityDependencies): TetherActivities {
@@ -42,12 +45,12 @@ export function createActivities(deps: ActivityDependencies): TetherActivities {
   const floor = deps.floor ?? builtinFloor()
   const sandbox = new CommandSandbox({
     ...deps.sandbox,
-    blocked: [...(deps.sandbox?.blocked ?? []), deps.audit.target],
+    auditTarget: () => deps.audit.target,
     floor: floor.policy,
   })
   const runs = new RunConfigs(deps.audit, floor)
   const activities: TetherActivities = {
-    ...policyActivities({ provider, sandbox, runs }),
+    ...policyActivities({ provider, sandbox, runs, namespace: deps.namespace }),
     ...modelActivities({ audit: deps.audit, provider, runs }),
     ...toolActivities({ audit: deps.audit, runs, sandbox }),
     ...projectionActivities({ audit: deps.audit, runs, ...(deps.fetch ? { fetch: deps.fetch } : {}) }),

@@ -282,6 +282,14 @@ alter table runs add column floor text;
   },
   {
     version: 8,
+    name: 'worker builds',
+    sql: `
+-- The Worker Deployment build a run started on (Worker Versioning pins it there); null without versioning.
+alter table runs add column build_id text;
+`,
+  },
+  {
+    version: 9,
     name: 'commands cut off',
     sql: `
 -- A command a lost or stopping worker cut off, and which was not run again (it is on the run's noRetry list),

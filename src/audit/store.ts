@@ -183,6 +183,10 @@ export class AuditStore {
   listRuns(options?: Parameters<typeof queries.listRuns>[1]): ReturnType<typeof queries.listRuns> {
     return queries.listRuns(this.db, options)
   }
+  /** Runs on a task queue the audit holds as running, oldest first. */
+  runningRuns(options: Parameters<typeof queries.runningRuns>[1]): ReturnType<typeof queries.runningRuns> {
+    return queries.runningRuns(this.db, options)
+  }
 
   /** Ends the pool; stops the embedded server only if this store started it. Safe to call twice. */
   async close(): Promise<void> {

@@ -2,11 +2,12 @@
  * Building a Worker that serves tether: shared by `worker.ts`, `tether dev`, the demo and the plugin, so
  * they all load the same workflow code the same way.
  */
+
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { Client } from '@temporalio/client'
 import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker'
-import { createActivities, waitThroughOutages } from '../activities/index.js'
+import { createActivities, unknownNamespace, waitThroughOutages } from '../activities/index.js'
 import { type AuditStore, openAudit } from '../audit/index.js'
 import type { ModelProvider } from '../model/index.js'
 import { builtinFloor, type Floor, floorOf, loadFloor, type Policy } from '../policy/index.js'
@@ -18,7 +19,9 @@ import {
   localTarget,
   startLocalStack,
   type TemporalTarget,
+  type WorkerDeployment,
 } from '../stack/index.js'
+import { ReconcilePlugin } from './reconcile.js'
 
 /** tether's workflows module: the compiled `.js` in a build, the `.ts` source in a checkout. */
 export function tetherWorkflowsPath(): string {
@@ -58,6 +61,11 @@ export interface TetherWorkerOptions {
   /** The operator's floor (see `workerFloor`); default: the built-in one. */
   floor?: WorkerFloor
   /**
+   * Worker Versioning: the deployment this worker belongs to and its build. Each run is pinned to the build
+   * that started it; a new build takes new runs once it is the deployment's current version.
+   */
+  deployment?: WorkerDeployment | undefined
+  /**
    * The stack's own state folder when it is not the default one (a second stack, the demo): hidden from
    * every command like the default is.
    */
@@ -86,6 +94,7 @@ export function workerFloor(floor: WorkerFloor): Floor {
 export const WORKFLOW_CACHE_SIZE = 32
 
 export function createTetherWorker(options: TetherWorkerOptions): Promise<Worker> {
+  const namespace = unknownNamespace()
   return Worker.create({
     ...TETHER_WORKER_DEFAULTS,
     connection: options.connection,
@@ -94,11 +103,23 @@ export function createTetherWorker(options: TetherWorkerOptions): Promise<Worker
     ...workflowSource(),
     activities: createActivities({
       audit: options.audit,
+      namespace,
       floor: workerFloor(options.floor),
       ...(options.provider ? { provider: options.provider } : {}),
       ...(options.stateDir ? { sandbox: { hide: [options.stateDir] } } : {}),
     }),
     maxCachedWorkflows: options.maxCachedWorkflows ?? WORKFLOW_CACHE_SIZE,
+    ...(options.deployment
+      ? {
+          workerDeploymentOptions: {
+            version: { deploymentName: options.deployment.name, buildId: options.deployment.buildId },
+            useWorkerVersioning: true,
+            defaultVersioningBehavior: 'PINNED' as const,
+          },
+        }
+      : {}),
+    // While it runs, runs Temporal closed by paths the workflow never sees are closed in the audit too.
+    plugins: [new ReconcilePlugin(options.audit, namespace)],
   })
 }
 

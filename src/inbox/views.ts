@@ -16,6 +16,7 @@ import {
   clipNoted,
   commandStatus,
   type Decider,
+  deadlineSetBy,
   formatBytes,
   formatDeadline,
   rememberWords,
@@ -74,7 +75,7 @@ export function approvalFacts(
     <dt>Because of</dt><dd>${ruleText(row)}</dd>
     <dt>Remember would add</dt><dd>${rememberText(row.rememberOffer)}</dd>
     <dt>Needs</dt><dd>${needsText(row)}</dd>
-    <dt>Deadline</dt><dd>${deadline(row.deadline, clock)}</dd>
+    <dt>Deadline</dt><dd>${deadline(row.deadline, clock)} <small>(${deadlineSetBy(row.deadlineBy)})</small></dd>
   </dl>`
 }
 

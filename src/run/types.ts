@@ -97,6 +97,11 @@ export interface RunPreparation {
   policyDigest?: string
   /** The floor's source: its file on the worker, or `built-in`. */
   floor?: string
+  /**
+   * tether's search attributes the namespace has registered (besides TetherPendingApproval): the run sets
+   * only these, so a namespace without them still runs (recorded, so replay sets the same).
+   */
+  searchAttributes?: string[]
 }
 
 /** A transcript message the workflow made itself (a refusal, an invalid call, a gate failure). */
@@ -185,6 +190,11 @@ export interface PendingApproval {
   /** Whether answers must be signed (the policy's identity mode when the request was made). */
   identity?: 'signed' | 'unsigned'
   requestedAt: number
+  /** When the wait ends: the approval timeout, or the run's wall-time budget when that ends first. */
   deadline: number
+  /** Which of the two sets the deadline (absent in runs recorded before it was said). */
+  deadlineBy?: DeadlineBy
   approvers: string[]
 }
+
+export type DeadlineBy = 'approval timeout' | 'wall-time budget'

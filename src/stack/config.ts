@@ -82,6 +82,16 @@ export interface TetherConfig {
   stateDir: string
   /** The operator's floor file (`TETHER_FLOOR`); undefined means the built-in floor. */
   floor: string | undefined
+  /**
+   * The Worker Deployment this worker belongs to and its build (`TETHER_DEPLOYMENT` and `TETHER_BUILD_ID`):
+   * with them, runs are pinned to the build that started them. Undefined: no Worker Versioning.
+   */
+  deployment: WorkerDeployment | undefined
+}
+
+export interface WorkerDeployment {
+  name: string
+  buildId: string
 }
 
 /** What a running local stack (`tether dev`) offers when nothing is configured. */
@@ -115,7 +125,20 @@ export function readConfig(options: ReadConfigOptions = {}): TetherConfig {
     databaseUrl: databaseUrl(env) ?? (options.fallback?.databaseUrl || undefined),
     stateDir: tetherStateDir(env),
     floor: floorFile(env),
+    deployment: workerDeployment(env),
   }
+}
+
+function workerDeployment(env: Record<string, string>): WorkerDeployment | undefined {
+  const name = env.TETHER_DEPLOYMENT
+  const buildId = env.TETHER_BUILD_ID
+  if (name === undefined && buildId === undefined) return undefined
+  if (name === undefined || buildId === undefined) {
+    throw new ConfigError(
+      `${name === undefined ? 'TETHER_BUILD_ID' : 'TETHER_DEPLOYMENT'} is set without ${name === undefined ? 'TETHER_DEPLOYMENT' : 'TETHER_BUILD_ID'}: Worker Versioning needs both, the deployment's name and this build's id`,
+    )
+  }
+  return { name, buildId }
 }
 
 /** The audit database (`DATABASE_URL`); undefined: the embedded PostgreSQL in the state folder. */

@@ -31,6 +31,7 @@ export {
   type TemporalTarget,
   type TetherConfig,
   temporalAddress,
+  type WorkerDeployment,
 } from './config.js'
 export {
   type EmbeddedPostgres,
@@ -39,7 +40,13 @@ export {
   startEmbeddedPostgres,
 } from './postgres.js'
 export { isAlive } from './process.js'
-export { tetherStateDir, usualPort } from './state.js'
+export {
+  type DevStackRecord,
+  devStackFile,
+  runningDevStack,
+  tetherStateDir,
+  usualPort,
+} from './state.js'
 export {
   ensureTemporalCli,
   type TemporalCli,
@@ -52,6 +59,7 @@ export {
   LOCAL_TEMPORAL_TUNING,
   PENDING_APPROVAL_ATTRIBUTE,
   startDevServer,
+  TETHER_SEARCH_ATTRIBUTES,
 } from './temporal-server.js'
 export {
   checkClientPair,

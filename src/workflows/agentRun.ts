@@ -19,10 +19,13 @@ import {
   defineSignal,
   defineUpdate,
   isCancellation,
+  makeContinueAsNewFunc,
   patched,
   proxyActivities,
   proxyLocalActivities,
+  setCurrentDetails,
   setHandler,
+  upsertMemo,
   upsertSearchAttributes,
   uuid4,
   workflowInfo,
@@ -69,6 +72,9 @@ import {
 } from './run-state.js'
 
 export const PENDING_APPROVAL = defineSearchAttributeKey('TetherPendingApproval', SearchAttributeType.KEYWORD)
+/** How a run ended (`verified`, `failed`, …) and where it worked: to find runs with `temporal workflow list`. */
+export const OUTCOME_ATTRIBUTE = defineSearchAttributeKey('TetherOutcome', SearchAttributeType.KEYWORD)
+export const WORKSPACE_ATTRIBUTE = defineSearchAttributeKey('TetherWorkspace', SearchAttributeType.KEYWORD)
 
 export interface DecideResult {
   approvalId: string
@@ -150,7 +156,7 @@ const COMMAND_RETRY = {
   maximumAttempts: Number.POSITIVE_INFINITY,
 }
 
-function execActivities(timeoutMs: number): TetherActivities {
+function execActivities(timeoutMs: number) {
   // One attempt's cap is the command's own timeout plus slack for drain and kill; a worker crash is noticed
   // by the heartbeat timeout, and the retry re-runs the command — unless it is on the contract's noRetry
   // list, in which case the retry tells the model the outcome is unknown instead (see tetherExec).
@@ -164,7 +170,7 @@ type StepTurn = Pick<ModelTurn, 'text' | 'toolCalls' | 'usage'>
  * The verification gate runs a command too: the same timeouts and heartbeat as exec, so a long gate is not
  * cut off and a dead worker is noticed in seconds. (Cancellation stays as recorded runs had it.)
  */
-function gateActivities(timeoutMs: number): TetherActivities {
+function gateActivities(timeoutMs: number) {
   const { startToCloseTimeout, heartbeatTimeout } = execActivityOptions(timeoutMs)
   return proxyActivities<TetherActivities>({ startToCloseTimeout, heartbeatTimeout, retry: COMMAND_RETRY })
 }
@@ -175,12 +181,20 @@ const OBSERVATION_LIMIT = 2_000
 export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
   const info = workflowInfo()
   const runId = info.workflowId
-  // What crosses into the run is bounded before it is stored, echoed or passed on (runs recorded before
-  // replay unbounded, as they ran).
-  const bounded = patched('bounded-inputs')
-  const contract = parseInput(input, bounded)
+  const contract = parseInput(input)
+  // New changes to the command sequence are decided here, in the run's first task, before any await: a
+  // patch decided right after a local activity can fall into another workflow task on replay than it did
+  // when recorded, which Temporal reports as nondeterminism.
+  const changes = {
+    legible: patched('legible-in-temporal'),
+    trueDeadline: patched('true-deadline'),
+    continueOnCurrentBuild: patched('continue-on-current-build'),
+    // What crosses into the run is bounded before it is stored, echoed or passed on.
+    bounded: patched('bounded-inputs'),
+  }
+  if (changes.bounded) refuseOversizedStart(input)
   const state: RunState = initialState(input.carried, Date.now())
-  const book = new ApprovalBook(runId, bounded)
+  const book = new ApprovalBook(runId, changes.bounded)
   /** Whether the TetherPendingApproval search attribute says this run waits for a person. */
   let waitingForPeople = false
   /** The step in progress, until its row is recorded: what a run that ends mid-step still records. */
@@ -226,9 +240,32 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     ...(outcome ? { outcome } : {}),
   }))
 
+  /** What Temporal's UI shows of the run, and which of tether's search attributes the namespace has. */
+  let legible: { searchAttributes: Set<string> } | undefined
+  /** The run's current details in Temporal's UI and CLI: where it works, under what, and where it is. */
+  const showDetails = (now?: string) => {
+    const lines = [
+      `**workspace** \`${contract.workspace}\``,
+      ...(policyDigest.policyDigest ? [`**policy** \`${policyDigest.policyDigest.slice(0, 12)}\``] : []),
+      `**step** ${state.step} · **${phase}**${now ? ` — ${now}` : ''}`,
+      ...(outcome ? [`**outcome** ${outcome}`] : []),
+    ]
+    setCurrentDetails(lines.join('\n\n'))
+  }
+  const setPhase = (next: RunStatus['phase'], now?: string) => {
+    phase = next
+    showDetails(now)
+  }
+
   const finish = async (result: { outcome: Outcome; reason?: string }): Promise<AgentRunResult> => {
     outcome = result.outcome
-    phase = 'done'
+    setPhase('done', result.reason ? clip(result.reason, 200) : undefined)
+    if (legible) {
+      upsertMemo({ outcome: result.outcome, ...(result.reason ? { reason: clip(result.reason, 500) } : {}) })
+      if (legible.searchAttributes.has(OUTCOME_ATTRIBUTE.name)) {
+        upsertSearchAttributes([{ key: OUTCOME_ATTRIBUTE, value: result.outcome }])
+      }
+    }
     if (patched('tidy-exit')) {
       // Whatever path ends the run: a closed run is not waiting for anyone, and no handler is left
       // half-done (a refused answer still being recorded).
@@ -236,16 +273,18 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
       waitingForPeople = false
       await condition(allHandlersFinished)
     }
-    await projections.tetherFinishRun({
-      runId,
-      executionId: info.firstExecutionRunId,
-      outcome: result.outcome,
-      ...(result.reason ? { reason: result.reason } : {}),
-      steps: state.step,
-      inputTokens: state.inputTokens,
-      outputTokens: state.outputTokens,
-      finishedAt: Date.now(),
-    })
+    await projections.tetherFinishRun.executeWithOptions(meta(`record the outcome: ${result.outcome}`), [
+      {
+        runId,
+        executionId: info.firstExecutionRunId,
+        outcome: result.outcome,
+        ...(result.reason ? { reason: result.reason } : {}),
+        steps: state.step,
+        inputTokens: state.inputTokens,
+        outputTokens: state.outputTokens,
+        finishedAt: Date.now(),
+      },
+    ])
     return {
       runId,
       outcome: result.outcome,
@@ -260,22 +299,36 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
   let policyDigest: { policyDigest: string } | Record<string, never> = {}
   const recordStart = async () => {
     if (input.carried) return
-    await projections.tetherStartRun({
-      runId,
-      executionId: info.firstExecutionRunId,
-      contract,
-      policy: input.policy,
-      ...policyDigest,
-      taskQueue: info.taskQueue,
-      ...(info.parent ? { parentRunId: info.parent.workflowId } : {}),
-      startedAt: state.startedAt,
-    })
+    await projections.tetherStartRun.executeWithOptions(meta("record the run's start"), [
+      {
+        runId,
+        executionId: info.firstExecutionRunId,
+        contract,
+        policy: input.policy,
+        ...policyDigest,
+        taskQueue: info.taskQueue,
+        ...(info.currentDeploymentVersion ? { buildId: info.currentDeploymentVersion.buildId } : {}),
+        ...(info.parent ? { parentRunId: info.parent.workflowId } : {}),
+        startedAt: state.startedAt,
+      },
+    ])
   }
 
   // The contract against the worker's world (workspace, gate program, model) and the policy (the gate must
   // be allowed): a run that cannot work fails here, before anyone is asked anything.
-  const preparation = await local.tetherPrepareRun({ contract, policy: input.policy })
+  const preparation = await local.tetherPrepareRun.executeWithOptions(
+    meta('check the contract and the policy against this worker'),
+    [{ contract, policy: input.policy }],
+  )
   if (preparation.policyDigest) policyDigest = { policyDigest: preparation.policyDigest }
+  if (changes.legible) {
+    legible = { searchAttributes: new Set(preparation.searchAttributes ?? []) }
+    upsertMemo({ goal: clip(contract.goal, 500), workspace: contract.workspace, ...policyDigest })
+    if (legible.searchAttributes.has(WORKSPACE_ATTRIBUTE.name)) {
+      upsertSearchAttributes([{ key: WORKSPACE_ATTRIBUTE, value: clip(contract.workspace, 1_000) }])
+    }
+  }
+  showDetails()
   if (preparation.rejected) {
     // Recorded like any other run, so `tether ls` and `tether show` say why it never started.
     if (patched('record-rejected-run')) {
@@ -302,20 +355,27 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
       if (workflowInfo().continueAsNewSuggested) {
         // Safe point: nothing in flight, no approval pending, every handler done.
         await condition(allHandlersFinished)
-        await continueAsNew<typeof agentRun>({
+        const next = {
           contract,
           policy: input.policy,
           carried: { ...state, continuedAsNew: state.continuedAsNew + 1 },
-        })
+        }
+        // A run is pinned to the build that started it (Worker Versioning); the next run of its chain
+        // starts on the deployment's current build. Without versioned workers this changes nothing.
+        if (changes.continueOnCurrentBuild) {
+          await makeContinueAsNewFunc<typeof agentRun>({ initialVersioningBehavior: 'AUTO_UPGRADE' })(next)
+        } else await continueAsNew<typeof agentRun>(next)
       }
 
       const stepStarted = Date.now()
       state.step += 1
       const step = state.step
       inStep = { step, startedAt: stepStarted }
-      phase = 'model'
+      setPhase('model')
       const replySeq = state.nextSeq
-      const turn = await model.tetherModelTurn({ runId, step, replySeq, pending: state.pending })
+      const turn = await model.tetherModelTurn.executeWithOptions(meta(`model turn ${step}`), [
+        { runId, step, replySeq, pending: state.pending },
+      ])
       inStep.turn = turn
       state.pending = []
       recordUsage(state, turn)
@@ -330,18 +390,18 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
             reason: clip(turn.text || 'the model ended its turn', 300),
           })
         }
-        phase = 'verifying'
+        setPhase('verifying')
         const gate = await verify(step, reserveSeq(state))
         if (gate.passed) return await finish({ outcome: 'verified', reason: gate.summary })
         continue
       }
 
-      phase = 'tools'
+      setPhase('tools')
       const { lines, refusals } = await runCalls(step, turn.toolCalls, seqs.reply, seqs.results)
       await recordStep(runId, step, turn, lines, stepDecision(lines, turn), stepStarted, refusals)
 
       if (contract.verifyWhen === 'every-step' && contract.verification) {
-        phase = 'verifying'
+        setPhase('verifying')
         const gate = await verify(step, null)
         if (gate.passed) return await finish({ outcome: 'verified', reason: gate.summary })
       }
@@ -372,14 +432,19 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
 
   async function verify(step: number, seq: number | null) {
     const timeoutMs = commandTimeout(state, contract, Date.now())
-    const gate = await gateActivities(timeoutMs).tetherVerify({
-      runId,
-      step,
-      pending: seq === null ? [] : state.pending,
-      seq,
-      timeoutMs,
-      ...policyDigest,
-    })
+    const gate = await gateActivities(timeoutMs).tetherVerify.executeWithOptions(
+      meta(`gate: ${contract.verification?.command.join(' ') ?? ''}`),
+      [
+        {
+          runId,
+          step,
+          pending: seq === null ? [] : state.pending,
+          seq,
+          timeoutMs,
+          ...policyDigest,
+        },
+      ],
+    )
     if (seq !== null && !gate.passed) state.pending = []
     return gate
   }
@@ -404,14 +469,17 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
 
     const asks = judged.filter((entry) => entry.verdict.effect === 'ask')
     if (asks.length > 0) {
-      phase = 'approval'
+      setPhase(
+        'approval',
+        `waiting for a person: ${clip(asks.map((entry) => `${entry.verdict.act} ${entry.verdict.target}`).join('; '), 300)}`,
+      )
       for (const entry of asks) entry.approval = await requestApproval(step, entry.index, entry.verdict)
       upsertSearchAttributes([{ key: PENDING_APPROVAL, value: 'true' }])
       waitingForPeople = true
       await Promise.all(asks.map((entry) => waitForAnswer(entry.approval as string)))
       upsertSearchAttributes([{ key: PENDING_APPROVAL, value: null }])
       waitingForPeople = false
-      phase = 'tools'
+      setPhase('tools')
     }
 
     for (const entry of judged) {
@@ -457,34 +525,44 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
       const timeoutMs = commandTimeout(state, contract, Date.now())
       const summary =
         call.name === 'exec'
-          ? await execActivities(timeoutMs).tetherExec({
-              runId,
-              step,
-              pending: state.pending,
-              call: index,
-              seq,
-              callId: call.id,
-              argv: call.args.argv,
-              workspace: contract.workspace,
-              timeoutMs,
-              outputCeiling: contract.outputCeiling,
-              noRetry: verdict.noRetry === true,
-              ...(note ? { note } : {}),
-              ...policyDigest,
-            })
-          : await files.tetherFileTool({
-              runId,
-              step,
-              pending: state.pending,
-              call: index,
-              seq,
-              replySeq,
-              callId: call.id,
-              name: call.name,
-              workspace: contract.workspace,
-              remembered: state.remembered,
-              ...policyDigest,
-            })
+          ? await execActivities(timeoutMs).tetherExec.executeWithOptions(
+              meta(`exec: ${call.args.argv.join(' ')}`),
+              [
+                {
+                  runId,
+                  step,
+                  pending: state.pending,
+                  call: index,
+                  seq,
+                  callId: call.id,
+                  argv: call.args.argv,
+                  workspace: contract.workspace,
+                  timeoutMs,
+                  outputCeiling: contract.outputCeiling,
+                  noRetry: verdict.noRetry === true,
+                  ...(note ? { note } : {}),
+                  ...policyDigest,
+                },
+              ],
+            )
+          : await files.tetherFileTool.executeWithOptions(
+              meta(`${call.name} ${'path' in call.args ? call.args.path : call.args.pattern}`),
+              [
+                {
+                  runId,
+                  step,
+                  pending: state.pending,
+                  call: index,
+                  seq,
+                  replySeq,
+                  callId: call.id,
+                  name: call.name,
+                  workspace: contract.workspace,
+                  remembered: state.remembered,
+                  ...policyDigest,
+                },
+              ],
+            )
       // The activity wrote the workflow's own observations before its result.
       state.pending = []
       lines.push(clip(summary.summary, 300))
@@ -522,6 +600,14 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
 
   async function requestApproval(step: number, call: number, verdict: ActionVerdict): Promise<string> {
     const now = Date.now()
+    const requested = now + contract.approvals.timeout
+    const budgetEnd = state.startedAt + contract.budgets.maxWallTime
+    // The wait ends at the earlier of the two: approvers are told that time, and which limit sets it.
+    const deadline = changes.trueDeadline
+      ? budgetEnd < requested
+        ? { deadline: budgetEnd, deadlineBy: 'wall-time budget' as const }
+        : { deadline: requested, deadlineBy: 'approval timeout' as const }
+      : { deadline: requested }
     const request: PendingApproval = {
       approvalId: uuid4(),
       step,
@@ -536,12 +622,15 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
       ...(verdict.approvalsRequired ? { approvalsRequired: verdict.approvalsRequired } : {}),
       identity: book.identityMode,
       requestedAt: now,
-      deadline: now + contract.approvals.timeout,
+      ...deadline,
       approvers,
     }
     book.request(request)
     state.approvals += 1
-    await projections.tetherApprovalRequested({ runId, request, goal: contract.goal })
+    await projections.tetherApprovalRequested.executeWithOptions(
+      meta(`approval requested: ${request.act} ${request.target}`),
+      [{ runId, request, goal: contract.goal }],
+    )
     return request.approvalId
   }
 
@@ -588,18 +677,20 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
   ) {
     inStep = undefined
     const recorder = patched('record-step-locally') ? localProjections : projections
-    await recorder.tetherRecordStep({
-      runId: id,
-      step,
-      toolCalls: turn.toolCalls,
-      decision: clip(decision, OBSERVATION_LIMIT),
-      observation: clip(lines.length > 0 ? lines.join('\n') : turn.text, OBSERVATION_LIMIT),
-      inputTokens: turn.usage.inputTokens,
-      outputTokens: turn.usage.outputTokens,
-      startedAt,
-      finishedAt: Date.now(),
-      refusals,
-    })
+    await recorder.tetherRecordStep.executeWithOptions(meta(`record step ${step}`), [
+      {
+        runId: id,
+        step,
+        toolCalls: turn.toolCalls,
+        decision: clip(decision, OBSERVATION_LIMIT),
+        observation: clip(lines.length > 0 ? lines.join('\n') : turn.text, OBSERVATION_LIMIT),
+        inputTokens: turn.usage.inputTokens,
+        outputTokens: turn.usage.outputTokens,
+        startedAt,
+        finishedAt: Date.now(),
+        refusals,
+      },
+    ])
     // Answers that were refused (a bad signal) are recorded, never applied.
     await recordRejectedAnswers(step)
   }
@@ -619,6 +710,11 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
   }
 }
 
+/** What Temporal's UI and CLI show for an activity call: one line a person reads (`exec: npm test`). */
+function meta(text: string): { summary: string } {
+  return { summary: clip(text.replace(/\s+/g, ' '), 200) }
+}
+
 /** What a verdict lets an approver remember, as the request shows it (verdicts from before had one form). */
 function rememberOffer(remember: NonNullable<ActionVerdict['remember']>): RememberOffer {
   if (!remember.ok) return { refused: remember.reason }
@@ -626,19 +722,26 @@ function rememberOffer(remember: NonNullable<ActionVerdict['remember']>): Rememb
   return { exact: remember.exact, ...(remember.wider ? { wider: remember.wider } : {}) }
 }
 
-function parseInput(input: AgentRunInput, bounded: boolean): TaskContract {
+function parseInput(input: AgentRunInput): TaskContract {
   // Runs started before durations needed a unit read numbers as milliseconds; so does a continuation,
-  // whose contract the first run already validated (and passes on in milliseconds).
+  // whose contract the first run already validated (and passes on in milliseconds). Spaced durations
+  // (`30 m`) are read as runs recorded before clients refused them read them.
   const legacyDurations = input.carried !== undefined || !patched('contract-durations-with-units')
-  // A client other than tether's may not have checked the sizes: over one, the run ends here, before it
-  // schedules anything Temporal would refuse.
-  const problem = bounded && input.carried === undefined ? startProblem(input) : undefined
-  if (problem) throw ApplicationFailure.nonRetryable(problem.message, FAILURE.contractError)
   try {
-    return parseContract(input.contract, { legacyDurations, spacedDurations: !bounded })
+    return parseContract(input.contract, { legacyDurations, spacedDurations: true })
   } catch (error) {
-    throw ApplicationFailure.nonRetryable((error as Error).message, FAILURE.contractError)
+    // Clipped: the message may quote a field, and a failure over Temporal's limit would not be recorded.
+    throw ApplicationFailure.nonRetryable(clip((error as Error).message, 2_000), FAILURE.contractError)
   }
+}
+
+/**
+ * A client other than tether's may not have checked the sizes: over one, the run ends here, in its first
+ * task, before it schedules anything Temporal would refuse (a continuation's were checked when it started).
+ */
+function refuseOversizedStart(input: AgentRunInput): void {
+  const problem = input.carried === undefined ? startProblem(input) : undefined
+  if (problem) throw ApplicationFailure.nonRetryable(problem.message, FAILURE.contractError)
 }
 
 /**
