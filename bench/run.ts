@@ -5,17 +5,18 @@
  *     (no Temporal) as the step's own work; the activities and workflow tasks a step costs, counted in its
  *     history; and the ratio of tether's ms/step to (floor × activities per step + in-process work);
  * (b) Temporal history bytes per step at 10, 100 and 1,000 steps (summed over continue-as-new runs);
- * (c) steps/s for 20 concurrent runs on one worker, and the CPU each step cost where (`--concurrent`: only this).
+ * (c) steps/s for 20 concurrent runs on one worker, the CPU each step cost where, and p50 and p99 of the time
+ *     a step takes, without and with fairness keys side by side (`--concurrent [N]`: only this, N runs).
  * Rounds interleave the floor, tether and the in-process run, so machine noise hits them alike.
  */
 import { availableParallelism } from 'node:os'
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js'
 import { MockActivityEnvironment } from '@temporalio/testing'
 import { createActivities } from '../src/activities/index.js'
-import { newRunId, startAgentRun } from '../src/embed/client.js'
+import { newRunId, type StartRunOptions, startAgentRun } from '../src/embed/client.js'
 import { Policy } from '../src/policy/index.js'
 import { parseContract } from '../src/run/contract.js'
-import { type BenchStack, median, readCpu, startBenchStack, startFloorProbe } from './support.js'
+import { type BenchStack, median, percentile, readCpu, startBenchStack, startFloorProbe } from './support.js'
 
 const policy = Policy.tiered().layer('bench').allowExec('true')
 const turns = (steps: number) => ({
@@ -25,9 +26,10 @@ const turns = (steps: number) => ({
   ],
 })
 
-async function durableRun(stack: BenchStack, steps: number) {
+async function durableRun(stack: BenchStack, steps: number, scheduling?: StartRunOptions['scheduling']) {
   const ws = await stack.workspace(turns(steps))
   const started = performance.now()
+  const startedAt = Date.now()
   const handle = await startAgentRun(stack.client, {
     contract: {
       goal: 'bench',
@@ -38,10 +40,24 @@ async function durableRun(stack: BenchStack, steps: number) {
     policy,
     taskQueue: stack.taskQueue,
     runId: newRunId(),
+    ...(scheduling ? { scheduling } : {}),
   })
   const result = await handle.result()
   if (result.outcome !== 'finished') throw new Error(`bench run ended ${result.outcome}: ${result.reason}`)
-  return { ms: performance.now() - started, runId: handle.workflowId, steps: result.steps }
+  return { ms: performance.now() - started, startedAt, runId: handle.workflowId, steps: result.steps }
+}
+
+/** How long each step of a run took, from the run's start: the time between its steps' ends (ms). */
+async function stepTimes(stack: BenchStack, run: { runId: string; startedAt: number }) {
+  const times: number[] = []
+  let last = run.startedAt
+  for (const entry of await stack.audit.runTimeline(run.runId)) {
+    if (entry.type !== 'step') continue
+    const finished = (entry as { finishedAt: Date }).finishedAt.getTime()
+    times.push(finished - last)
+    last = finished
+  }
+  return times
 }
 
 /** The same steps, the same activities and the same Postgres writes, with no Temporal in between. */
@@ -223,39 +239,56 @@ async function perStep() {
   }
 }
 
-/** (c): steps per second for many runs at once, and where the machine's CPU went. */
-async function concurrentRuns() {
-  const concurrent = 20
-  const each = 20
-  const cpuBefore = readCpu()
-  const started = performance.now()
-  await Promise.all(Array.from({ length: concurrent }, () => durableRun(stack, each)))
-  const seconds = (performance.now() - started) / 1000
-  const cpuAfter = readCpu()
-  const stepsDone = concurrent * (each + 1)
-  console.log(
-    `(c) ${concurrent} concurrent runs × ${each + 1} steps on one worker: ${(stepsDone / seconds).toFixed(1)} steps/s`,
-  )
-  // Where the machine's CPU went, per step: many concurrent steps are bound by it.
-  const perStep = (cpuSeconds: number) => `${((cpuSeconds * 1000) / stepsDone).toFixed(1)} ms`
-  const program = (name: string) => (cpuAfter.programs.get(name) ?? 0) - (cpuBefore.programs.get(name) ?? 0)
-  const machine = cpuAfter.machine - cpuBefore.machine
-  const worker = cpuAfter.self - cpuBefore.self
-  const known = worker + program('node') + program('temporal') + program('postgres')
-  const cores = availableParallelism()
-  console.log(
-    `    CPU per step: worker ${perStep(worker)}, its launcher and guard ${perStep(program('node'))}, ` +
-      `Temporal ${perStep(program('temporal'))}, PostgreSQL ${perStep(program('postgres'))}, ` +
-      `the rest (sandboxes, commands, kernel) ${perStep(machine - known)}; all ${perStep(machine)} ` +
-      `on ${cores} cores, ${((machine / seconds / cores) * 100).toFixed(0)}% busy`,
-  )
+/**
+ * (c): steps per second for many runs at once, where the machine's CPU went, and how evenly the runs were
+ * served: p50 and p99 of a step's time, without fairness keys (first come, first served) and with one key
+ * per run (each run in turn), one after the other on the same stack.
+ */
+async function concurrentRuns(concurrent: number) {
+  const each = concurrent > 50 ? 8 : 20
+  const latency: string[] = []
+  for (const fair of [false, true]) {
+    const cpuBefore = readCpu()
+    const started = performance.now()
+    const runs = await Promise.all(
+      Array.from({ length: concurrent }, () => durableRun(stack, each, { fair })),
+    )
+    const seconds = (performance.now() - started) / 1000
+    const cpuAfter = readCpu()
+    const stepsDone = concurrent * (each + 1)
+    const label = fair ? 'with fairness keys' : 'without fairness'
+    console.log(
+      `(c) ${concurrent} concurrent runs × ${each + 1} steps on one worker, ${label}: ${(stepsDone / seconds).toFixed(1)} steps/s`,
+    )
+    // Where the machine's CPU went, per step: many concurrent steps are bound by it.
+    const perStep = (cpuSeconds: number) => `${((cpuSeconds * 1000) / stepsDone).toFixed(1)} ms`
+    const program = (name: string) => (cpuAfter.programs.get(name) ?? 0) - (cpuBefore.programs.get(name) ?? 0)
+    const machine = cpuAfter.machine - cpuBefore.machine
+    const worker = cpuAfter.self - cpuBefore.self
+    const known = worker + program('node') + program('temporal') + program('postgres')
+    const cores = availableParallelism()
+    console.log(
+      `    CPU per step: worker ${perStep(worker)}, its launcher and guard ${perStep(program('node'))}, ` +
+        `Temporal ${perStep(program('temporal'))}, PostgreSQL ${perStep(program('postgres'))}, ` +
+        `the rest (sandboxes, commands, kernel) ${perStep(machine - known)}; all ${perStep(machine)} ` +
+        `on ${cores} cores, ${((machine / seconds / cores) * 100).toFixed(0)}% busy`,
+    )
+    const times = (await Promise.all(runs.map((run) => stepTimes(stack, run)))).flat().sort((a, b) => a - b)
+    const [p50, p99] = [percentile(times, 50), percentile(times, 99)]
+    latency.push(
+      `    ${label.padEnd(20)} p50 ${p50} ms, p99 ${p99} ms, max ${times.at(-1)} ms: p99 / p50 ${(p99 / p50).toFixed(1)}`,
+    )
+  }
+  console.log(`(c) a step's time under ${concurrent} concurrent runs (target p99 ≤ 3 × p50)`)
+  for (const line of latency) console.log(line)
 }
 
 try {
-  // `--concurrent`: only (c).
-  if (process.argv[2] !== '--concurrent') await perStep()
+  // `--concurrent [N]`: only (c), with N runs (default 20).
+  const onlyConcurrent = process.argv[2] === '--concurrent'
+  if (!onlyConcurrent) await perStep()
   else await durableRun(stack, 5) // warm-up
-  await concurrentRuns()
+  await concurrentRuns(onlyConcurrent ? Number(process.argv[3] ?? 20) : 20)
 } finally {
   await floor.stop()
   await stack.stop()

@@ -3,7 +3,7 @@
  * tooling call. Bad input is refused here, before anything reaches Temporal.
  */
 
-import { randomBytes } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import {
   ApplicationFailure,
@@ -42,6 +42,35 @@ export interface StartRunOptions {
   taskQueue: string
   /** Default: `run-<utc date and time>-<random>`. */
   runId?: string
+  /**
+   * How the run shares its task queue under overload (Temporal's priority and fairness keys): `tenant` is
+   * its fairness key — runs of one tenant share one turn — and without it each run is its own; a run a
+   * person waits on (`interactive`, as `tether run` is) goes before batch runs. `fair: false` leaves the run
+   * without keys, as runs were started before (for comparison: `bench/run --concurrent`).
+   */
+  scheduling?: { tenant?: string; interactive?: boolean; fair?: boolean }
+}
+
+/** Temporal's priority keys: lower goes first; its default is 3. */
+const INTERACTIVE_PRIORITY = 2
+const BATCH_PRIORITY = 3
+/** A fairness key may take 64 bytes. */
+const FAIRNESS_KEY_BYTES = 64
+
+/** The Temporal priority of a run: its fairness key (its tenant, or itself) and whether a person waits. */
+export function runPriority(
+  runId: string,
+  scheduling: StartRunOptions['scheduling'] = {},
+): { priorityKey: number; fairnessKey?: string } {
+  const priorityKey = scheduling.interactive ? INTERACTIVE_PRIORITY : BATCH_PRIORITY
+  if (scheduling.fair === false) return { priorityKey }
+  const key = scheduling.tenant ? `tenant:${scheduling.tenant}` : `run:${runId}`
+  // A longer key is named by its digest: two keys never share a turn by being cut to the same prefix.
+  const fairnessKey =
+    Buffer.byteLength(key) <= FAIRNESS_KEY_BYTES
+      ? key
+      : `sha256:${createHash('sha256').update(key).digest('base64url')}`
+  return { priorityKey, fairnessKey }
 }
 
 /**
@@ -74,6 +103,8 @@ export async function startAgentRun(
       // What Temporal's UI and CLI show first: the goal, and where the run works.
       staticSummary: clip(contract.goal.replace(/\s+/g, ' '), 200),
       staticDetails: `workspace \`${contract.workspace}\``,
+      // Activities inherit it: every task of the run is ordered by it under overload.
+      priority: runPriority(runId, options.scheduling),
     })
   } catch (error) {
     if (error instanceof WorkflowExecutionAlreadyStartedError) {

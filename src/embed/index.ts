@@ -39,6 +39,7 @@ export {
   newRunId,
   RunIdTakenError,
   RunRejectedError,
+  runPriority,
   type StartRunOptions,
   startAgentRun,
   updateRejection,

@@ -4,12 +4,12 @@
  */
 import { ApplicationFailure, WorkflowFailedError } from '@temporalio/client'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
-import { updateRejection } from '../../src/embed/index.js'
+import { startAgentRun, updateRejection } from '../../src/embed/index.js'
 import { type Inbox, startInbox } from '../../src/inbox/index.js'
 import { Policy } from '../../src/policy/index.js'
 import type { PendingApproval } from '../../src/run/index.js'
 import { agentRun, decideSignal, decideUpdate, pendingApprovalsQuery } from '../../src/workflows/index.js'
-import { npmWorkspace, startScriptedRun, useAgentHarness } from '../support/agent.js'
+import { npmWorkspace, startScriptedRun, testPolicy, useAgentHarness, writeScript } from '../support/agent.js'
 import { tether } from '../support/cli.js'
 
 const harness = useAgentHarness()
@@ -99,6 +99,40 @@ describe('a start another client sent past the limits', () => {
     })
     const events = (await handle.fetchHistory()).events ?? []
     expect(events.filter((e) => e.activityTaskScheduledEventAttributes)).toEqual([])
+  })
+})
+
+describe('a run sharing a worker', () => {
+  it('carries its fairness key — its tenant, or itself — and goes first when a person waits on it', async () => {
+    const ws = await npmWorkspace()
+    try {
+      const model = `scripted:${await writeScript(ws.path, { turns: [{ text: 'done' }] } as never)}`
+      const start = (scheduling?: { tenant?: string; interactive?: boolean; fair?: boolean }) =>
+        startAgentRun(harness.client, {
+          contract: { goal: 'g', workspace: ws.path, model },
+          policy: testPolicy(),
+          taskQueue: harness.taskQueue,
+          runId: `run-fair-${Math.random().toString(36).slice(2)}`,
+          ...(scheduling ? { scheduling } : {}),
+        })
+      const priority = async (handle: Awaited<ReturnType<typeof start>>) => {
+        expect((await handle.result()).outcome).toBe('finished')
+        const { priorityKey, fairnessKey } =
+          (await handle.describe()).raw.workflowExecutionInfo?.priority ?? {}
+        return { priorityKey, fairnessKey }
+      }
+      const batch = await start()
+      expect(await priority(batch)).toEqual({ priorityKey: 3, fairnessKey: `run:${batch.workflowId}` })
+      expect(await priority(await start({ tenant: 'acme', interactive: true }))).toEqual({
+        priorityKey: 2,
+        fairnessKey: 'tenant:acme',
+      })
+      // A tenant too long for a key is named by its digest, whole: no two share a turn by a common prefix.
+      const long = await priority(await start({ tenant: 'a'.repeat(100) }))
+      expect(long.fairnessKey).toMatch(/^sha256:[\w-]{43}$/)
+    } finally {
+      await ws.cleanup()
+    }
   })
 })
 

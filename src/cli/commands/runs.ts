@@ -72,6 +72,8 @@ export function registerRuns(program: Command): void {
             policy,
             taskQueue: target.taskQueue,
             runId: options.id ?? newRunId(),
+            // Someone watching it go waits on each step: it goes before runs nobody watches.
+            scheduling: { interactive: options.follow === true },
           })
         } catch (error) {
           if (
