@@ -97,7 +97,8 @@ function pluginDatabase(options: TetherPluginOptions): string | undefined {
 }
 
 /**
- * The Worker also gets tether's defaults (a short sticky-queue timeout) where it sets none of its own; its
+ * The Worker also gets tether's defaults (a short sticky-queue timeout, a grace time for running commands,
+ * no more workflow tasks at once than it can finish in time) where it sets none of its own; its
  * connection, namespace and task queue serve to keep the audit in step with Temporal (reconcile.ts).
  */
 class TetherPlugin extends SimplePlugin {
@@ -105,7 +106,10 @@ class TetherPlugin extends SimplePlugin {
 
   override configureWorker(options: WorkerOptions): WorkerOptions {
     this.target = workerTarget(options)
-    return super.configureWorker({ ...TETHER_WORKER_DEFAULTS, ...options })
+    // A Worker with a tuner of its own sizes its slots by it: the SDK refuses a slot count beside a tuner.
+    const { maxConcurrentWorkflowTaskExecutions, ...unsized } = TETHER_WORKER_DEFAULTS
+    const defaults = options.tuner ? unsized : { ...unsized, maxConcurrentWorkflowTaskExecutions }
+    return super.configureWorker({ ...defaults, ...options })
   }
 }
 

@@ -48,6 +48,11 @@ export function workflowSource(): { workflowBundle: { codePath: string } } | { w
 export const TETHER_WORKER_DEFAULTS = {
   stickyQueueScheduleToStartTimeout: '3 seconds',
   shutdownGraceTime: '30 seconds',
+  // A worker takes no more workflow tasks than it can finish well within their 10 s timeout: under
+  // overload the rest wait in Temporal's queue, served by fairness key, instead of in the worker, where a
+  // task that times out is done again (SDK default 40: 200 runs on two cores timed out hundreds of tasks
+  // and some runs waited minutes for a step while others went on).
+  maxConcurrentWorkflowTaskExecutions: 8,
 } as const satisfies Partial<WorkerOptions>
 
 export interface TetherWorkerOptions {
