@@ -245,7 +245,7 @@ async function perStep() {
  * per run (each run in turn), one after the other on the same stack.
  */
 async function concurrentRuns(concurrent: number) {
-  const each = concurrent > 50 ? 8 : 20
+  const each = concurrent > 50 ? 5 : 20
   const latency: string[] = []
   for (const fair of [false, true]) {
     const cpuBefore = readCpu()

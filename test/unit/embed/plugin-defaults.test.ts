@@ -23,6 +23,7 @@ describe("tether's Worker defaults", () => {
         workflowTaskSlotSupplier: fixed,
         activityTaskSlotSupplier: fixed,
         localActivityTaskSlotSupplier: fixed,
+        nexusTaskSlotSupplier: fixed,
       },
     })
     expect(tuned).not.toHaveProperty('maxConcurrentWorkflowTaskExecutions')
