@@ -5,64 +5,44 @@
  *     (no Temporal) as the step's own work; the activities and workflow tasks a step costs, counted in its
  *     history; and the ratio of tether's ms/step to (floor × activities per step + in-process work);
  * (b) Temporal history bytes per step at 10, 100 and 1,000 steps (summed over continue-as-new runs);
- * (c) steps/s for 20 concurrent runs on one worker, the CPU each step cost where, and p50 and p99 of the time
- *     a step takes, without and with fairness keys side by side (`--concurrent [N]`: only this, N runs).
+ * (c) steps/s for 20 concurrent runs on one worker, and the CPU each step cost in each process tree the bench
+ *     started (worker, launcher and sandboxes, Temporal, PostgreSQL: support.ts `readCpu`), against the
+ *     machine's (`--concurrent`: only this); with `--concurrent N`, p50 and p99 of a step's time under N runs
+ *     at once, without and with fairness keys side by side.
  * Rounds interleave the floor, tether and the in-process run, so machine noise hits them alike.
  */
 import { availableParallelism } from 'node:os'
-import { historyToJSON } from '@temporalio/common/lib/proto-utils.js'
 import { MockActivityEnvironment } from '@temporalio/testing'
 import { createActivities } from '../src/activities/index.js'
-import { newRunId, type StartRunOptions, startAgentRun } from '../src/embed/client.js'
+import { newRunId, type StartRunOptions } from '../src/embed/client.js'
 import { Policy } from '../src/policy/index.js'
 import { parseContract } from '../src/run/contract.js'
-import { type BenchStack, median, percentile, readCpu, startBenchStack, startFloorProbe } from './support.js'
+import {
+  type BenchStack,
+  cpuSpent,
+  historyBytes,
+  LAUNCHER,
+  median,
+  POSTGRES,
+  percentile,
+  readCpu,
+  repeated,
+  scriptedRun,
+  scriptedTurns,
+  startBenchStack,
+  startFloorProbe,
+  stepTimes,
+  TEMPORAL,
+  WORKER,
+} from './support.js'
 
 const policy = Policy.tiered().layer('bench').allowExec('true')
-const turns = (steps: number) => ({
-  turns: [
-    ...Array.from({ length: steps }, () => ({ toolCalls: [{ name: 'exec', args: { argv: ['true'] } }] })),
-    { text: 'done' },
-  ],
-})
-
-async function durableRun(stack: BenchStack, steps: number, scheduling?: StartRunOptions['scheduling']) {
-  const ws = await stack.workspace(turns(steps))
-  const started = performance.now()
-  const startedAt = Date.now()
-  const handle = await startAgentRun(stack.client, {
-    contract: {
-      goal: 'bench',
-      workspace: ws.path,
-      model: ws.model,
-      budgets: { maxSteps: steps + 5, maxTokens: 1_000_000_000 },
-    },
-    policy,
-    taskQueue: stack.taskQueue,
-    runId: newRunId(),
-    ...(scheduling ? { scheduling } : {}),
-  })
-  const result = await handle.result()
-  if (result.outcome !== 'finished') throw new Error(`bench run ended ${result.outcome}: ${result.reason}`)
-  return { ms: performance.now() - started, startedAt, runId: handle.workflowId, steps: result.steps }
-}
-
-/** How long each step of a run took, from the run's start: the time between its steps' ends (ms). */
-async function stepTimes(stack: BenchStack, run: { runId: string; startedAt: number }) {
-  const times: number[] = []
-  let last = run.startedAt
-  for (const entry of await stack.audit.runTimeline(run.runId)) {
-    if (entry.type !== 'step') continue
-    const finished = (entry as { finishedAt: Date }).finishedAt.getTime()
-    times.push(finished - last)
-    last = finished
-  }
-  return times
-}
+const durableRun = (stack: BenchStack, steps: number, scheduling?: StartRunOptions['scheduling']) =>
+  scriptedRun(stack, repeated(['true'], steps), policy, scheduling)
 
 /** The same steps, the same activities and the same Postgres writes, with no Temporal in between. */
 async function inProcessRun(stack: BenchStack, steps: number) {
-  const ws = await stack.workspace(turns(steps))
+  const ws = await stack.workspace(scriptedTurns(repeated(['true'], steps)))
   const activities = createActivities({ audit: stack.audit })
   const env = new MockActivityEnvironment()
   const contract = parseContract({
@@ -138,27 +118,6 @@ async function runHistories(stack: BenchStack, runId: string) {
     histories.push(await stack.client.workflow.getHandle(runId, execution.runId).fetchHistory())
   }
   return histories
-}
-
-/**
- * A run's history size: as the server stores and counts it (`historySizeBytes`, the figure Temporal's
- * limits apply to), and as JSON (`temporal workflow show --output json`, base64 payloads: about twice that).
- */
-async function historyBytes(
-  stack: BenchStack,
-  runId: string,
-): Promise<{ bytes: number; json: number; runs: number }> {
-  let bytes = 0
-  let json = 0
-  let runs = 0
-  for await (const execution of stack.client.workflow.list({ query: `WorkflowId = '${runId}'` })) {
-    const handle = stack.client.workflow.getHandle(runId, execution.runId)
-    const info = (await handle.describe()).raw.workflowExecutionInfo
-    bytes += Number(info?.historySizeBytes ?? 0)
-    json += historyToJSON(await handle.fetchHistory()).length
-    runs += 1
-  }
-  return { bytes, json, runs }
 }
 
 /** Remote activities, local activities and workflow tasks per step, as the run's history records them. */
@@ -239,56 +198,97 @@ async function perStep() {
   }
 }
 
-/**
- * (c): steps per second for many runs at once, where the machine's CPU went, and how evenly the runs were
- * served: p50 and p99 of a step's time, without fairness keys (first come, first served) and with one key
- * per run (each run in turn), one after the other on the same stack.
- */
+/** (c): steps per second for many runs at once, and the CPU each process tree of the bench spent per step. */
 async function concurrentRuns(concurrent: number) {
-  const each = concurrent > 50 ? 5 : 20
-  const latency: string[] = []
+  const each = 20
+  const rssBefore = process.memoryUsage().rss
+  let rssPeak = rssBefore
+  const sampler = setInterval(() => {
+    rssPeak = Math.max(rssPeak, process.memoryUsage().rss)
+  }, 200)
+  const before = readCpu(stack.roots)
+  const started = performance.now()
+  const runs = await Promise.all(Array.from({ length: concurrent }, () => durableRun(stack, each)))
+  const seconds = (performance.now() - started) / 1000
+  const spent = cpuSpent(before, readCpu(stack.roots))
+  clearInterval(sampler)
+  const stepsDone = concurrent * (each + 1)
+  const stepsPerSecond = stepsDone / seconds
+  // A workflow task that times out is a run that stalled (and replays): the cliff's signature.
+  // (A sticky task not taken within its schedule-to-start timeout is one too: it goes to the shared queue.)
+  const timeoutKinds = new Map<string, number>()
+  for (const run of runs) {
+    const history = await stack.client.workflow.getHandle(run.runId).fetchHistory()
+    for (const event of history.events ?? []) {
+      const timedOut = event.workflowTaskTimedOutEventAttributes
+      if (!timedOut) continue
+      const kind = timedOut.timeoutType === 2 ? 'schedule-to-start' : 'start-to-close'
+      timeoutKinds.set(kind, (timeoutKinds.get(kind) ?? 0) + 1)
+    }
+  }
+  const timeouts =
+    timeoutKinds.size === 0 ? '0' : [...timeoutKinds].map(([kind, count]) => `${count} ${kind}`).join(', ')
+  console.log(
+    `(c) ${concurrent} concurrent runs × ${each + 1} steps on one worker: ${stepsPerSecond.toFixed(1)} steps/s, ` +
+      `${timeouts} workflow-task timeouts, worker RSS +${((rssPeak - rssBefore) / concurrent / 2 ** 20).toFixed(2)} MiB per active run at the peak`,
+  )
+  // Many concurrent steps are bound by the CPU: per step, by process tree of this bench.
+  const perStep = (seconds: number | undefined) =>
+    seconds === undefined
+      ? 'not measured (a server of your own)'
+      : `${((seconds * 1000) / stepsDone).toFixed(1)} ms`
+  const ours = [...spent.roles.values()].reduce((sum, value) => sum + value, 0)
+  const cores = availableParallelism()
+  console.log(
+    `    CPU per step, by process tree: worker ${perStep(spent.roles.get(WORKER))}, its launcher and ` +
+      `sandboxes ${perStep(spent.roles.get(LAUNCHER))}, Temporal ${perStep(spent.roles.get(TEMPORAL))}, ` +
+      `PostgreSQL ${perStep(spent.roles.get(POSTGRES))}; all ${perStep(ours)}`,
+  )
+  console.log(
+    `    the machine: ${perStep(spent.machine)} per step on ${cores} cores, ` +
+      `${((spent.machine / seconds / cores) * 100).toFixed(0)}% busy, ${perStep(spent.machine - ours)} of it ` +
+      'outside this bench (other tenants, and kernel work charged to no process)',
+  )
+  return stepsPerSecond
+}
+
+/**
+ * How evenly `concurrent` runs at once share the worker: p50 and p99 of a step's time (from the end of the
+ * run's previous step, or its start), without fairness keys (first come, first served) and with one key per
+ * run (each in turn), one after the other on the same stack. Target: p99 within 3× p50.
+ */
+async function fairness(concurrent: number) {
+  const each = 5
+  console.log(
+    `(c) a step's time under ${concurrent} concurrent runs of ${each + 1} steps (target p99 ≤ 3 × p50)`,
+  )
   for (const fair of [false, true]) {
-    const cpuBefore = readCpu()
-    const started = performance.now()
     const runs = await Promise.all(
       Array.from({ length: concurrent }, () => durableRun(stack, each, { fair })),
     )
-    const seconds = (performance.now() - started) / 1000
-    const cpuAfter = readCpu()
-    const stepsDone = concurrent * (each + 1)
-    const label = fair ? 'with fairness keys' : 'without fairness'
-    console.log(
-      `(c) ${concurrent} concurrent runs × ${each + 1} steps on one worker, ${label}: ${(stepsDone / seconds).toFixed(1)} steps/s`,
-    )
-    // Where the machine's CPU went, per step: many concurrent steps are bound by it.
-    const perStep = (cpuSeconds: number) => `${((cpuSeconds * 1000) / stepsDone).toFixed(1)} ms`
-    const program = (name: string) => (cpuAfter.programs.get(name) ?? 0) - (cpuBefore.programs.get(name) ?? 0)
-    const machine = cpuAfter.machine - cpuBefore.machine
-    const worker = cpuAfter.self - cpuBefore.self
-    const known = worker + program('node') + program('temporal') + program('postgres')
-    const cores = availableParallelism()
-    console.log(
-      `    CPU per step: worker ${perStep(worker)}, its launcher and guard ${perStep(program('node'))}, ` +
-        `Temporal ${perStep(program('temporal'))}, PostgreSQL ${perStep(program('postgres'))}, ` +
-        `the rest (sandboxes, commands, kernel) ${perStep(machine - known)}; all ${perStep(machine)} ` +
-        `on ${cores} cores, ${((machine / seconds / cores) * 100).toFixed(0)}% busy`,
-    )
     const times = (await Promise.all(runs.map((run) => stepTimes(stack, run)))).flat().sort((a, b) => a - b)
     const [p50, p99] = [percentile(times, 50), percentile(times, 99)]
-    latency.push(
-      `    ${label.padEnd(20)} p50 ${p50} ms, p99 ${p99} ms, max ${times.at(-1)} ms: p99 / p50 ${(p99 / p50).toFixed(1)}`,
+    console.log(
+      `    ${(fair ? 'with fairness keys' : 'without fairness').padEnd(20)} p50 ${p50} ms, p99 ${p99} ms, ` +
+        `max ${times.at(-1)} ms: p99 / p50 ${(p99 / p50).toFixed(1)}`,
     )
   }
-  console.log(`(c) a step's time under ${concurrent} concurrent runs (target p99 ≤ 3 × p50)`)
-  for (const line of latency) console.log(line)
 }
 
 try {
-  // `--concurrent [N]`: only (c), with N runs (default 20).
-  const onlyConcurrent = process.argv[2] === '--concurrent'
-  if (!onlyConcurrent) await perStep()
+  // `--concurrent [N]`: only (c), at 20 runs and then at N beside it (the cliff test: target within 15%).
+  const only = process.argv[2] === '--concurrent'
+  const many = Number(process.argv[3] ?? 20)
+  if (!only) await perStep()
   else await durableRun(stack, 5) // warm-up
-  await concurrentRuns(onlyConcurrent ? Number(process.argv[3] ?? 20) : 20)
+  const twenty = await concurrentRuns(20)
+  if (many !== 20) {
+    const wide = await concurrentRuns(many)
+    console.log(
+      `    ${many} runs against 20: ${((wide / twenty) * 100).toFixed(0)}% of the throughput (target ≥ 85%)`,
+    )
+    await fairness(many)
+  }
 } finally {
   await floor.stop()
   await stack.stop()

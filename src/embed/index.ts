@@ -45,6 +45,13 @@ export {
   updateRejection,
   waitForStart,
 } from './client.js'
+export {
+  APPROVAL_META_KEY,
+  createTetherMcpServer,
+  loadMcpPolicies,
+  mcpHttpHandler,
+  type TetherMcpServerOptions,
+} from './mcp-server.js'
 export { type TetherPluginOptions, tetherPlugin } from './plugin.js'
 export {
   createTetherWorker,
@@ -52,5 +59,7 @@ export {
   startLocalTether,
   type TetherWorkerOptions,
   type WorkerFloor,
+  type WorkerMcpServers,
   workerFloor,
+  workerMcpServers,
 } from './worker.js'

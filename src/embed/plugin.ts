@@ -19,9 +19,16 @@ import type { WorkerOptions } from '@temporalio/worker'
 import { createActivities, unknownNamespace, waitThroughOutages } from '../activities/index.js'
 import { type AuditStore, openAudit } from '../audit/index.js'
 import type { ModelProvider } from '../model/index.js'
-import { databaseUrl, floorFile, runningDevStack, tetherStateDir } from '../stack/index.js'
+import { databaseUrl, floorFile, mcpServersFile, runningDevStack, tetherStateDir } from '../stack/index.js'
 import { type WorkerTarget, whileReconciling, workerTarget } from './reconcile.js'
-import { TETHER_WORKER_DEFAULTS, tetherWorkflowsPath, type WorkerFloor, workerFloor } from './worker.js'
+import {
+  TETHER_WORKER_DEFAULTS,
+  tetherWorkflowsPath,
+  type WorkerFloor,
+  type WorkerMcpServers,
+  workerFloor,
+  workerMcpServers,
+} from './worker.js'
 
 export interface TetherPluginOptions {
   /**
@@ -44,6 +51,8 @@ export interface TetherPluginOptions {
    * tighten it.
    */
   floor?: WorkerFloor
+  /** The operator's MCP servers offered to runs: a servers file's path or the servers (default: TETHER_MCP_SERVERS, else none). */
+  mcpServers?: WorkerMcpServers
 }
 
 export function tetherPlugin(options: TetherPluginOptions = {}): SimplePlugin {
@@ -63,6 +72,7 @@ export function tetherPlugin(options: TetherPluginOptions = {}): SimplePlugin {
       audit,
       namespace,
       floor: workerFloor(options.floor ?? floorFile()),
+      mcpServers: workerMcpServers(options.mcpServers ?? mcpServersFile()),
       ...(options.provider ? { provider: options.provider } : {}),
     }),
     workflowsPath: (existing) => (existing ? combinedEntry(existing) : tetherWorkflowsPath()),
@@ -97,8 +107,7 @@ function pluginDatabase(options: TetherPluginOptions): string | undefined {
 }
 
 /**
- * The Worker also gets tether's defaults (a short sticky-queue timeout, a grace time for running commands,
- * no more workflow tasks at once than it can finish in time) where it sets none of its own; its
+ * The Worker also gets tether's defaults (a short sticky-queue timeout) where it sets none of its own; its
  * connection, namespace and task queue serve to keep the audit in step with Temporal (reconcile.ts).
  */
 class TetherPlugin extends SimplePlugin {
@@ -106,10 +115,7 @@ class TetherPlugin extends SimplePlugin {
 
   override configureWorker(options: WorkerOptions): WorkerOptions {
     this.target = workerTarget(options)
-    // A Worker with a tuner of its own sizes its slots by it: the SDK refuses a slot count beside a tuner.
-    const { maxConcurrentWorkflowTaskExecutions, ...unsized } = TETHER_WORKER_DEFAULTS
-    const defaults = options.tuner ? unsized : { ...unsized, maxConcurrentWorkflowTaskExecutions }
-    return super.configureWorker({ ...defaults, ...options })
+    return super.configureWorker({ ...TETHER_WORKER_DEFAULTS, ...options })
   }
 }
 

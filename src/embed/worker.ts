@@ -4,7 +4,9 @@
  */
 
 import { existsSync } from 'node:fs'
+import { totalmem } from 'node:os'
 import { fileURLToPath } from 'node:url'
+import { getHeapStatistics } from 'node:v8'
 import { Client } from '@temporalio/client'
 import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker'
 import { createActivities, unknownNamespace, waitThroughOutages } from '../activities/index.js'
@@ -16,10 +18,13 @@ import {
   connectTemporalWorker,
   type LocalStack,
   type LocalStackOptions,
+  loadMcpServers,
   localTarget,
+  type McpServerConfig,
   startLocalStack,
   type TemporalTarget,
   type WorkerDeployment,
+  workflowCacheSetting,
 } from '../stack/index.js'
 import { ReconcilePlugin } from './reconcile.js'
 
@@ -48,11 +53,6 @@ export function workflowSource(): { workflowBundle: { codePath: string } } | { w
 export const TETHER_WORKER_DEFAULTS = {
   stickyQueueScheduleToStartTimeout: '3 seconds',
   shutdownGraceTime: '30 seconds',
-  // A worker takes no more workflow tasks than it can finish well within their 10 s timeout: under
-  // overload the rest wait in Temporal's queue, served by fairness key, instead of in the worker, where a
-  // task that times out is done again (SDK default 40: 200 runs on two cores timed out hundreds of tasks
-  // and some runs waited minutes for a step while others went on).
-  maxConcurrentWorkflowTaskExecutions: 8,
   // A run's next task goes to the worker's own (sticky) queue, a new or evicted run's to the shared one; the
   // SDK's default (0.2) polls the first five times as often, so under overload the runs in the cache raced
   // ahead while the others waited minutes for a step (bench/run --concurrent 200, measured with a 256-run
@@ -66,8 +66,8 @@ export interface TetherWorkerOptions {
   taskQueue: string
   audit: AuditStore
   provider?: (choice: string | undefined) => ModelProvider
-  /** Runs kept in memory between their tasks (default WORKFLOW_CACHE_SIZE). */
-  maxCachedWorkflows?: number
+  /** Runs kept in memory between their tasks (default: `workflowCacheSize()`, from the worker's memory). */
+  maxCachedWorkflows?: number | undefined
   /** The operator's floor (see `workerFloor`); default: the built-in one. */
   floor?: WorkerFloor
   /**
@@ -80,6 +80,20 @@ export interface TetherWorkerOptions {
    * every command like the default is.
    */
   stateDir?: string
+  /** The operator's MCP servers (see `workerMcpServers`); default: none. */
+  mcpServers?: WorkerMcpServers
+}
+
+/** MCP servers as a worker's configuration gives them: a servers file's path, or the servers. */
+export type WorkerMcpServers = readonly McpServerConfig[] | string | undefined
+
+/**
+ * The MCP servers this worker offers its runs (docs/mcp.md): a path is read once, here; nothing given is
+ * none. Throws ConfigError with one line naming the file and field.
+ */
+export function workerMcpServers(servers: WorkerMcpServers): readonly McpServerConfig[] {
+  if (servers === undefined || servers === '') return []
+  return typeof servers === 'string' ? loadMcpServers(servers) : servers
 }
 
 /** A floor as a worker's configuration gives it: a floor file's path, a policy, or a loaded floor. */
@@ -96,12 +110,30 @@ export function workerFloor(floor: WorkerFloor): Floor {
   return 'source' in floor ? floor : floorOf(floor)
 }
 
+/** What one run kept in a worker's workflow cache holds, measured by `bench/run --concurrent` (RSS per active run). */
+export const CACHED_RUN_BYTES = 2 * 2 ** 20
+
 /**
- * Runs a worker keeps in memory. A cached run costs ~1.8 MB; a run that waits hours for a person needs
- * none of it: past this many, the least recently active runs are evicted and replayed from their (small)
- * history when their answer comes, so thousands of waiting runs cost a worker almost nothing.
+ * Runs a worker keeps in memory between their tasks: as many as a quarter of its memory holds (the V8 heap
+ * limit, or the machine's or container's memory when that is smaller), at least 64. Too small a cache is a
+ * cliff: past it every task of an active run evicts another active run, which then replays its whole
+ * history. Waiting runs still leave it: the least recently active are evicted first and replayed from their
+ * (small) history when their answer comes, so the memory waiting runs take is bounded whatever their number.
  */
-export const WORKFLOW_CACHE_SIZE = 32
+export function workflowCacheSize(
+  memory = {
+    heapLimit: getHeapStatistics().heap_size_limit,
+    available: process.constrainedMemory?.() || totalmem(),
+  },
+): number {
+  return Math.max(64, Math.floor(Math.min(memory.heapLimit, memory.available) / 4 / CACHED_RUN_BYTES))
+}
+
+/**
+ * Workflow tasks a worker runs at once: its workflow code runs on one thread, so more only queue inside the
+ * worker, where their timeout already runs; never more than the cache holds (the SDK's rule).
+ */
+export const WORKFLOW_TASK_SLOTS = 16
 
 export function createTetherWorker(options: TetherWorkerOptions): Promise<Worker> {
   const namespace = unknownNamespace()
@@ -115,10 +147,11 @@ export function createTetherWorker(options: TetherWorkerOptions): Promise<Worker
       audit: options.audit,
       namespace,
       floor: workerFloor(options.floor),
+      mcpServers: workerMcpServers(options.mcpServers),
       ...(options.provider ? { provider: options.provider } : {}),
       ...(options.stateDir ? { sandbox: { hide: [options.stateDir] } } : {}),
     }),
-    maxCachedWorkflows: options.maxCachedWorkflows ?? WORKFLOW_CACHE_SIZE,
+    ...workflowCapacity(options.maxCachedWorkflows ?? workflowCacheSize()),
     ...(options.deployment
       ? {
           workerDeploymentOptions: {
@@ -131,6 +164,13 @@ export function createTetherWorker(options: TetherWorkerOptions): Promise<Worker
     // While it runs, runs Temporal closed by paths the workflow never sees are closed in the audit too.
     plugins: [new ReconcilePlugin(options.audit, namespace)],
   })
+}
+
+function workflowCapacity(cached: number) {
+  return {
+    maxCachedWorkflows: cached,
+    maxConcurrentWorkflowTaskExecutions: Math.max(2, Math.min(WORKFLOW_TASK_SLOTS, cached)),
+  }
 }
 
 /** tether on one machine: the local stack, the audit store, a client and a running worker. */
@@ -153,6 +193,7 @@ export async function startLocalTether(
     taskQueue: string
     temporal?: TemporalTarget | undefined
     floor?: WorkerFloor
+    mcpServers?: WorkerMcpServers
   },
 ): Promise<LocalTether> {
   const stack = await startLocalStack({
@@ -182,7 +223,9 @@ export async function startLocalTether(
       taskQueue: options.taskQueue,
       audit,
       stateDir: options.stateDir,
+      maxCachedWorkflows: workflowCacheSetting(),
       ...(options.floor !== undefined ? { floor: options.floor } : {}),
+      ...(options.mcpServers !== undefined ? { mcpServers: options.mcpServers } : {}),
     })
     const running = worker.run()
     closers.push(async () => {

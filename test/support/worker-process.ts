@@ -1,12 +1,13 @@
 /**
  * A tether worker in its own process, so a test can SIGKILL it mid-command like a crashed machine.
- * Env: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, DATABASE_URL, TETHER_TASK_QUEUE, WORKFLOW_BUNDLE; optionally
- * SHUTDOWN_GRACE (e.g. `2 seconds`), so a test of a rolling restart need not wait 30 s per SIGTERM.
+ * Env: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, DATABASE_URL, TETHER_TASK_QUEUE, WORKFLOW_BUNDLE; TETHER_FLOOR
+ * (optional: the operator's floor file); SHUTDOWN_GRACE (optional, e.g. `2 seconds`), so a test of a rolling
+ * restart need not wait 30 s per SIGTERM.
  */
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker'
 import { createActivities, waitThroughOutages } from '../../src/activities/index.js'
 import { openAudit } from '../../src/audit/index.js'
-import { TETHER_WORKER_DEFAULTS } from '../../src/embed/worker.js'
+import { TETHER_WORKER_DEFAULTS, workerFloor } from '../../src/embed/worker.js'
 
 Runtime.install({ logger: new DefaultLogger('WARN') })
 const env = (name: string) => {
@@ -23,7 +24,7 @@ const worker = await Worker.create({
   namespace: env('TEMPORAL_NAMESPACE'),
   taskQueue: env('TETHER_TASK_QUEUE'),
   workflowBundle: { codePath: env('WORKFLOW_BUNDLE') },
-  activities: createActivities({ audit }),
+  activities: createActivities({ audit, floor: workerFloor(process.env.TETHER_FLOOR) }),
 })
 process.stdout.write('worker ready\n')
 await worker.run()

@@ -7,26 +7,14 @@ const configure = (options: WorkerOptions) =>
   (tetherPlugin() as unknown as { configureWorker(o: WorkerOptions): WorkerOptions }).configureWorker(options)
 
 describe("tether's Worker defaults", () => {
-  it('take no more workflow tasks at once than a worker finishes in time, unless the Worker says otherwise', () => {
-    expect(configure({ taskQueue: 'q' }).maxConcurrentWorkflowTaskExecutions).toBe(8)
-    expect(
-      configure({ taskQueue: 'q', maxConcurrentWorkflowTaskExecutions: 50 })
-        .maxConcurrentWorkflowTaskExecutions,
-    ).toBe(50)
+  it('poll the worker’s own queue and the shared one alike, so runs outside the cache are not starved', () => {
+    expect(configure({ taskQueue: 'q' }).nonStickyToStickyPollRatio).toBe(1)
+    expect(configure({ taskQueue: 'q', nonStickyToStickyPollRatio: 0.5 }).nonStickyToStickyPollRatio).toBe(
+      0.5,
+    )
   })
 
-  it('leave slot counts to a Worker with a tuner of its own (the SDK refuses both)', () => {
-    const fixed = { type: 'fixed-size' as const, numSlots: 4 }
-    const tuned = configure({
-      taskQueue: 'q',
-      tuner: {
-        workflowTaskSlotSupplier: fixed,
-        activityTaskSlotSupplier: fixed,
-        localActivityTaskSlotSupplier: fixed,
-        nexusTaskSlotSupplier: fixed,
-      },
-    })
-    expect(tuned).not.toHaveProperty('maxConcurrentWorkflowTaskExecutions')
-    expect(tuned.stickyQueueScheduleToStartTimeout).toBe('3 seconds')
+  it('give running commands a grace time when the worker stops, so they are handed over, not cut off', () => {
+    expect(configure({ taskQueue: 'q' }).shutdownGraceTime).toBe('30 seconds')
   })
 })
