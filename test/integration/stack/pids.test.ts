@@ -27,9 +27,13 @@ describe('the local stack’s pids', () => {
       // The postmaster is the parent of the backend serving this connection.
       const client = new pg.Client({ connectionString: stack.databaseUrl })
       await client.connect()
-      const backend = (await client.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]?.pid
-      await client.end()
-      expect(parentOf(backend as number)).toBe(postgres)
+      try {
+        const backend = (await client.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]?.pid
+        // Read while the connection is open: a closed connection's backend exits, and its pid may be reused.
+        expect(parentOf(backend as number)).toBe(postgres)
+      } finally {
+        await client.end()
+      }
     } finally {
       await stack.stop()
     }
