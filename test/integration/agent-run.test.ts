@@ -2,7 +2,14 @@
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { npmWorkspace, startRun, testPolicy, useAgentHarness, writeScript } from '../support/agent.js'
+import {
+  FIX_ADD,
+  npmWorkspace,
+  startRun,
+  testPolicy,
+  useAgentHarness,
+  writeScript,
+} from '../support/agent.js'
 import { recordHistory } from '../support/temporal.js'
 
 const harness = useAgentHarness()
@@ -17,9 +24,7 @@ describe('agentRun', () => {
           { toolCalls: [{ name: 'exec', args: { argv: ['rm', '-rf', 'test'] } }] },
           { toolCalls: [{ name: 'read_file', args: { path: 'src/math.js' } }] },
           {
-            toolCalls: [
-              { name: 'edit_file', args: { path: 'src/math.js', search: 'a - b', replace: 'a + b' } },
-            ],
+            toolCalls: [FIX_ADD],
           },
           { text: 'Fixed: add now adds.' },
         ],

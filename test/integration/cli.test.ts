@@ -13,7 +13,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 import { ApplicationFailure, WorkflowFailedError } from '@temporalio/client'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
 import type { AuditStore } from '../../src/audit/index.js'
-import { npmWorkspace, openTestAudit, startAgentWorker, writeScript } from '../support/agent.js'
+import { FIX_ADD, npmWorkspace, openTestAudit, startAgentWorker, writeScript } from '../support/agent.js'
 import { connectClient } from '../support/temporal.js'
 
 const CHECKOUT = fileURLToPath(new URL('../../', import.meta.url))
@@ -141,9 +141,7 @@ describe('tether CLI', () => {
         turns: [
           { toolCalls: [{ name: 'exec', args: { argv: ['rm', '-rf', 'src'] } }] },
           {
-            toolCalls: [
-              { name: 'edit_file', args: { path: 'src/math.js', search: 'a - b', replace: 'a + b' } },
-            ],
+            toolCalls: [FIX_ADD],
           },
           { text: 'fixed' },
         ],

@@ -12,7 +12,7 @@ import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
 import { openAudit } from '../../src/audit/index.js'
-import { npmWorkspace, writeScript } from '../support/agent.js'
+import { FIX_ADD, npmWorkspace, writeScript } from '../support/agent.js'
 import { type Certificates, makeCertificates, type Pair } from '../support/certificates.js'
 import { type GrpcProxy, startGrpcProxy } from '../support/nginx.js'
 import { uniqueTaskQueue } from '../support/temporal.js'
@@ -131,9 +131,7 @@ describe('Temporal behind a TLS terminator that requires a client certificate', 
         turns: [
           { toolCalls: [{ name: 'exec', args: { argv: ['cat', workerKey] } }] },
           {
-            toolCalls: [
-              { name: 'edit_file', args: { path: 'src/math.js', search: 'a - b', replace: 'a + b' } },
-            ],
+            toolCalls: [FIX_ADD],
           },
           { text: 'fixed' },
         ],

@@ -11,7 +11,14 @@ import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
 import type { AuditStore } from '../../src/audit/index.js'
-import { npmWorkspace, openTestAudit, startAgentWorker, testPolicy, writeScript } from '../support/agent.js'
+import {
+  FIX_ADD,
+  npmWorkspace,
+  openTestAudit,
+  startAgentWorker,
+  testPolicy,
+  writeScript,
+} from '../support/agent.js'
 import { pythonVenv } from '../support/python.js'
 import { uniqueTaskQueue } from '../support/temporal.js'
 
@@ -39,9 +46,7 @@ describe('tether from a Python workflow', () => {
         turns: [
           { toolCalls: [{ name: 'exec', args: { argv: ['touch', 'approved.txt'] } }] },
           {
-            toolCalls: [
-              { name: 'edit_file', args: { path: 'src/math.js', search: 'a - b', replace: 'a + b' } },
-            ],
+            toolCalls: [FIX_ADD],
           },
           { text: 'fixed' },
         ],

@@ -4,7 +4,7 @@ import { NativeConnection, Worker } from '@temporalio/worker'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
 import type { AuditStore } from '../../src/audit/index.js'
 import { tetherPlugin } from '../../src/embed/plugin.js'
-import { npmWorkspace, openTestAudit, testPolicy, writeScript } from '../support/agent.js'
+import { FIX_ADD, npmWorkspace, openTestAudit, testPolicy, writeScript } from '../support/agent.js'
 import { connectClient, uniqueTaskQueue } from '../support/temporal.js'
 
 let audit: AuditStore
@@ -36,9 +36,7 @@ describe('tether plugin', () => {
       const model = `scripted:${await writeScript(ws.path, {
         turns: [
           {
-            toolCalls: [
-              { name: 'edit_file', args: { path: 'src/math.js', search: 'a - b', replace: 'a + b' } },
-            ],
+            toolCalls: [FIX_ADD],
           },
           { text: 'fixed' },
         ],

@@ -20,7 +20,7 @@ import type { ApprovalRow } from '../../src/audit/index.js'
 import { createKey, loadKey } from '../../src/identity/keyring.js'
 import { addToken, type Inbox, readTokens, startInbox } from '../../src/inbox/index.js'
 import { Policy } from '../../src/policy/index.js'
-import { npmWorkspace, startRun, useAgentHarness, writeScript } from '../support/agent.js'
+import { FIX_ADD, npmWorkspace, startRun, useAgentHarness, writeScript } from '../support/agent.js'
 import { launchChromium, screenshot, VIEWPORTS, type ViewportName } from '../support/browser.js'
 
 const harness = useAgentHarness()
@@ -182,9 +182,7 @@ describe('the approvals inbox in a browser', () => {
       [
         { toolCalls: [exec('npm', 'test')] },
         {
-          toolCalls: [
-            { name: 'edit_file', args: { path: 'src/math.js', search: 'a - b', replace: 'a + b' } },
-          ],
+          toolCalls: [FIX_ADD],
         },
         { toolCalls: [exec('touch', 'approved.txt')] },
         { text: 'fixed' },

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest'
 import { RunIdTakenError, startAgentRun } from '../../src/embed/client.js'
 import { Policy } from '../../src/policy/index.js'
 import { agentRun, decideSignal, PENDING_APPROVAL, pendingApprovalsQuery } from '../../src/workflows/index.js'
-import { startScriptedRun, testPolicy, useAgentHarness, writeScript } from '../support/agent.js'
+import { FIX_ADD, startScriptedRun, testPolicy, useAgentHarness, writeScript } from '../support/agent.js'
 
 const harness = useAgentHarness()
 const exec = (...argv: string[]) => ({ name: 'exec', args: { argv } })
@@ -93,9 +93,7 @@ describe('records on every path', () => {
     const { ws, handle } = await run(
       [
         {
-          toolCalls: [
-            { name: 'edit_file', args: { path: 'src/math.js', search: 'a - b', replace: 'a + b' } },
-          ],
+          toolCalls: [FIX_ADD],
         },
         { text: 'fixed' },
       ],

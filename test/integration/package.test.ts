@@ -10,7 +10,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
-import { npmWorkspace, testPolicy, writeScript } from '../support/agent.js'
+import { FIX_ADD, npmWorkspace, testPolicy, writeScript } from '../support/agent.js'
 import { uniqueTaskQueue } from '../support/temporal.js'
 
 const run = promisify(execFile)
@@ -142,9 +142,7 @@ export async function nightlyFix(input: AgentRunInput): Promise<string> {
       const model = `scripted:${await writeScript(ws.path, {
         turns: [
           {
-            toolCalls: [
-              { name: 'edit_file', args: { path: 'src/math.js', search: 'a - b', replace: 'a + b' } },
-            ],
+            toolCalls: [FIX_ADD],
           },
           { text: 'fixed' },
         ],

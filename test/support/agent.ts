@@ -32,6 +32,12 @@ export async function npmWorkspace(): Promise<{ path: string; cleanup: () => Pro
   return { path, cleanup: () => rm(path, { recursive: true, force: true }) }
 }
 
+/** The one call that fixes the npm fixture's failing test (`add` subtracts): what a scripted model makes. */
+export const FIX_ADD = {
+  name: 'edit_file',
+  args: { path: 'src/math.js', search: 'a - b', replace: 'a + b' },
+} as const
+
 export async function writeScript(dir: string, script: ModelScript): Promise<string> {
   const path = join(dir, `.script-${Math.random().toString(36).slice(2)}.json`)
   await writeFile(path, JSON.stringify(script))
