@@ -75,7 +75,11 @@ export class AuditStore {
     /** The embedded server, when no DATABASE_URL was given. */
     readonly embedded: EmbeddedServer | undefined,
     private readonly stopEmbedded: (() => Promise<void>) | undefined,
-  ) {}
+  ) {
+    this.writes = writesOn(db)
+  }
+  /** The writes on the pool, each its own commit (built once: every write goes through it). */
+  private readonly writes: AuditWrites
 
   /** `host:port` of the server (no credentials), for logs and messages. */
   get target(): string {
@@ -112,9 +116,6 @@ export class AuditStore {
    */
   together<T>(operation: string, work: (writes: AuditWrites) => Promise<T>): Promise<T> {
     return this.db.together(operation, (tx) => work(writesOn(tx)))
-  }
-  private get writes(): AuditWrites {
-    return writesOn(this.db)
   }
   /** Command attempts: a retried command never starts before the attempt before it is gone. */
   beginExecAttempt(key: writers.AttemptKey, worker: string): Promise<void> {
