@@ -10,6 +10,9 @@
  *
  * The launcher connects to the worker's socket server once per stream and first writes a random token that
  * only it and the worker know, so nothing else that reaches the server can pose as a command's output.
+ *
+ * A sandbox started ahead of its command (sandbox/ahead.ts) also gets its stdin that way, a third stream
+ * the worker writes the command into, and does not keep the worker's event loop alive while it waits.
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
@@ -50,22 +53,26 @@ const stream = (token, fd) => new Promise((resolve, reject) => {
   socket.once('error', reject)
   socket.once('connect', () => socket.write(Buffer.concat([Buffer.from(token, 'hex'), Buffer.of(fd)]), (error) => error ? reject(error) : resolve(socket)))
 })
-process.on('message', async ({ token, program, args, cwd, env }) => {
-  let out, err
+process.on('message', async ({ token, program, args, cwd, env, stdin }) => {
+  // stdout, stderr and, when asked for, stdin (stream 2).
+  const opened = []
+  const connecting = (stdin ? [0, 1, 2] : [0, 1]).map((fd) => stream(token, fd).then((socket) => (opened[fd] = socket)))
   try {
-    ;[out, err] = await Promise.all([stream(token, 0), stream(token, 1)])
+    await Promise.all(connecting)
   } catch (error) {
-    out?.destroy(); err?.destroy()
+    await Promise.allSettled(connecting)
+    for (const socket of opened) socket?.destroy()
     return reply({ token, event: 'error', code: 'ELAUNCHER', message: 'the launcher could not reach the worker: ' + error.message })
   }
+  const [out, err, input] = opened
   let child
   try {
-    child = spawn(program, args, { cwd, env, stdio: ['ignore', out, err], shell: false, detached: true })
+    child = spawn(program, args, { cwd, env, stdio: [input ?? 'ignore', out, err], shell: false, detached: true })
   } catch (error) {
     return reply({ token, event: 'error', code: error.code, message: error.message })
   } finally {
     // The command holds its own copies now; ours must not keep the streams open.
-    out.destroy(); err.destroy()
+    for (const socket of opened) socket.destroy()
   }
   child.once('exit', (code, signal) => reply({ token, event: 'exit', code, signal }))
   // A pid means the program is running (an exec that failed gives none, and an error event instead): tell
@@ -93,6 +100,12 @@ interface LaunchEvent {
   signal?: NodeJS.Signals | null
 }
 
+/** How a launched process ended. */
+export interface LaunchExit {
+  code: number | null
+  signal: NodeJS.Signals | null
+}
+
 /**
  * A command started by the launcher, shaped as the part of `ChildProcess` the runner uses: `pid`, the two
  * output streams once started, and the events `spawn`, `error` (with an errno-style `code`) and `exit`.
@@ -101,20 +114,53 @@ export interface LaunchedProcess extends EventEmitter {
   pid?: number
   stdout: Socket
   stderr: Socket
+  /** Its stdin, when launched with one (else stdin is the null device). */
+  stdin?: Socket
+  /** How it ended, once the `exit` event has been emitted: for a listener that comes late. */
+  readonly ended: LaunchExit | undefined
+  /** From now on it keeps this process alive, as a running command does (see `background`). */
+  hold(): void
+}
+
+export interface LaunchOptions {
+  cwd: string
+  env: NodeJS.ProcessEnv
+  /** Give it a stdin stream (a socket, which it may also write to) instead of the null device. */
+  stdin?: boolean
+  /** It waits for work: until `hold()`, neither it nor its streams keep this process alive. */
+  background?: boolean
 }
 
 class Launched extends EventEmitter implements LaunchedProcess {
   pid?: number
   stdout!: Socket
   stderr!: Socket
-  private readonly streams: (Socket | undefined)[] = [undefined, undefined]
+  stdin?: Socket
+  private readonly streams: (Socket | undefined)[] = [undefined, undefined, undefined]
   private spawned = false
   private announced = false
   private failed = false
-  private exit: { code: number | null; signal: NodeJS.Signals | null } | undefined
+  private exit: LaunchExit | undefined
 
-  constructor(readonly token: string) {
+  constructor(
+    readonly token: string,
+    private readonly withStdin: boolean,
+    public keepsAlive: boolean,
+    /** Called when `keepsAlive` changes. */
+    private readonly kept: () => void,
+  ) {
     super()
+  }
+
+  get ended(): LaunchExit | undefined {
+    return this.announced ? this.exit : undefined
+  }
+
+  hold(): void {
+    if (this.keepsAlive) return
+    this.keepsAlive = true
+    for (const stream of this.streams) stream?.ref()
+    this.kept()
   }
 
   /** Started and ended as far as this process will hear, or failed to start: nothing more will come. */
@@ -122,12 +168,13 @@ class Launched extends EventEmitter implements LaunchedProcess {
     return this.failed || (this.announced && this.exit !== undefined)
   }
 
-  /** A stream arrived from the launcher; the command counts as started once it has both and its pid. */
+  /** A stream arrived from the launcher; the command counts as started once it has all and its pid. */
   attach(fd: number, socket: Socket): void {
-    if (this.streams[fd] || this.failed) {
+    if (fd > (this.withStdin ? 2 : 1) || this.streams[fd] || this.failed) {
       socket.destroy()
       return
     }
+    if (!this.keepsAlive) socket.unref()
     this.streams[fd] = socket
     this.announce()
   }
@@ -167,11 +214,12 @@ class Launched extends EventEmitter implements LaunchedProcess {
   }
 
   private announce(): void {
-    const [stdout, stderr] = this.streams
-    if (!this.spawned || !stdout || !stderr || this.announced) return
+    const [stdout, stderr, stdin] = this.streams
+    if (!this.spawned || !stdout || !stderr || (this.withStdin && !stdin) || this.announced) return
     this.announced = true
     this.stdout = stdout
     this.stderr = stderr
+    if (stdin) this.stdin = stdin
     this.emit('spawn')
     if (this.exit) this.emit('exit', this.exit.code, this.exit.signal)
   }
@@ -200,7 +248,7 @@ class Launcher {
     child.once('exit', () => this.close())
     child.once('error', () => this.close())
     server.on('connection', (socket) => this.identify(socket))
-    this.idle()
+    this.refresh()
   }
 
   static async start(): Promise<Launcher> {
@@ -235,12 +283,15 @@ class Launcher {
     return this.child.connected
   }
 
-  launch(program: string, args: string[], options: { cwd: string; env: NodeJS.ProcessEnv }): LaunchedProcess {
-    const launched = new Launched(randomBytes(TOKEN_BYTES).toString('hex'))
+  launch(program: string, args: string[], options: LaunchOptions): LaunchedProcess {
+    const stdin = options.stdin === true
+    const launched = new Launched(randomBytes(TOKEN_BYTES).toString('hex'), stdin, !options.background, () =>
+      this.refresh(),
+    )
     this.pending.set(launched.token, launched)
-    this.busy()
+    this.refresh()
     this.child.send(
-      { token: launched.token, program, args, cwd: options.cwd, env: options.env },
+      { token: launched.token, program, args, cwd: options.cwd, env: options.env, stdin },
       (error: Error | null) => {
         if (error) launched.lost()
       },
@@ -259,7 +310,7 @@ class Launcher {
       socket.setTimeout(0)
       const launched = this.pending.get(header.subarray(0, TOKEN_BYTES).toString('hex'))
       const fd = header[TOKEN_BYTES] as number
-      if (!launched || fd > 1) {
+      if (!launched) {
         socket.destroy()
         return
       }
@@ -271,19 +322,22 @@ class Launcher {
 
   private forget(launched: Launched): void {
     this.pending.delete(launched.token)
-    if (this.pending.size === 0) this.idle()
+    this.refresh()
   }
 
-  /** While commands are out, the channel keeps this process alive (their exits are still to come). */
-  private busy(): void {
-    this.child.channel?.ref()
-    this.server.ref()
-  }
-
-  private idle(): void {
-    this.child.unref()
-    this.child.channel?.unref()
-    this.server.unref()
+  /**
+   * While commands are out, the channel keeps this process alive (their exits are still to come); sandboxes
+   * waiting in the background for a command do not.
+   */
+  private refresh(): void {
+    if ([...this.pending.values()].some((launched) => launched.keepsAlive)) {
+      this.child.channel?.ref()
+      this.server.ref()
+    } else {
+      this.child.unref()
+      this.child.channel?.unref()
+      this.server.unref()
+    }
   }
 
   private close(): void {
@@ -300,12 +354,13 @@ let launcher: Promise<Launcher> | undefined
 
 /**
  * Starts `program` with `args` from the launcher (started on first use, and again if it died): in a new
- * session, stdin the null device, stdout and stderr streams back to this process.
+ * session, stdin the null device (or a stream, see `LaunchOptions`), stdout and stderr streams back to this
+ * process.
  */
 export async function launch(
   program: string,
   args: string[],
-  options: { cwd: string; env: NodeJS.ProcessEnv },
+  options: LaunchOptions,
 ): Promise<LaunchedProcess> {
   for (;;) {
     if (!launcher) {

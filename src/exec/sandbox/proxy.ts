@@ -181,7 +181,7 @@ export class EgressProxy {
   readonly decisions: NetworkDecision[] = []
   private dropped = 0
   private readonly sockets = new Set<Duplex>()
-  private readonly judge: EgressJudge
+  private judge: EgressJudge
 
   private constructor(
     private readonly server: Server,
@@ -207,6 +207,16 @@ export class EgressProxy {
       server.listen(path, () => resolve())
     })
     return proxy
+  }
+
+  /**
+   * From now on judges by `access`, and keeps only the decisions to come: a sandbox built ahead gets its
+   * proxy before its command, and the command's own policy when it starts.
+   */
+  serve(access: NetworkAccess): void {
+    this.judge = new EgressJudge(access)
+    this.decisions.length = 0
+    this.dropped = 0
   }
 
   /** How many decisions were not kept because of the cap. */

@@ -1,0 +1,395 @@
+/**
+ * Sandboxes built ahead of their command, so that a sandboxed command starts about as fast as a spawn.
+ *
+ * Building a command's sandbox (launch.ts) takes a shell that sets its limits and joins its cgroup, bwrap
+ * making its namespaces and mounts and, for a root worker, setpriv: milliseconds on a quiet machine, tens on
+ * a loaded one, where a bare spawn takes one. A run's commands come one after another in one workspace
+ * under one policy, with a model turn between them. So when a command ends, the sandbox for the next one is
+ * built at once — the same launch, with a cgroup and a proxy of its own — except that what it runs last is a
+ * small shell, the trampoline, waiting for the command on its stdin. The next command whose sandbox would be
+ * the same takes it: the trampoline goes to the command's folder, answers one byte and becomes the command
+ * (exec: the command is the process bwrap watches, as always).
+ *
+ * Why one sandbox per command built early, rather than one per run with a server inside forking each
+ * command: every property of the boundary stays what it was, by construction. Each command still has its
+ * own PID namespace (nothing it leaves running outlives it), its own /tmp, /run, /dev/shm and home, its own
+ * cgroup and rlimits, its own environment, its own proxy judging by its own policy; and nothing long-lived
+ * runs inside a sandbox for a command to tamper with (a server of the commands' own uid can be rewritten
+ * through /proc/PID/mem, no ptrace needed). A waiting sandbox is three small processes, not a Node process;
+ * it costs the CPU a sandbox always cost, spent while the model thinks.
+ *
+ * Failing closed: a waiting sandbox is taken only when the plan worked out for the command (identity, the
+ * disk's reserve, git's folders, what to hide) gives the very same launch and environment, and every path
+ * that launch names is still the same file or folder (one replaced since would leave a mount on the old).
+ * Otherwise it is thrown away and the command gets a sandbox built for it, as before. One that ends before
+ * it answers has run nothing: the command gets one built for it too. One that answers anything but its
+ * byte is killed, and the command fails with ExecSpawnError (the activity retries it). Nothing ever runs
+ * outside a sandbox on this path.
+ */
+import { lstatSync, realpathSync } from 'node:fs'
+import { resolve } from 'node:path'
+import { ExecSpawnError } from '../errors.js'
+import { type LaunchedProcess, launch } from '../launcher.js'
+import { guardProcessGroup } from '../orphan-guard.js'
+import {
+  coldLaunch,
+  launchArgv,
+  planSandbox,
+  type SandboxedLaunch,
+  type SandboxParts,
+  type SandboxPlan,
+  SandboxResources,
+} from './launch.js'
+import type { SandboxOptions } from './types.js'
+
+/** `$0` of the trampoline (and of the launch shell): what its complaints begin with. */
+const NAME = 'tether-sandbox'
+/**
+ * The trampoline. It reads two lines from its stdin: the command's environment (environmentLine), sent as
+ * soon as it starts, and kept in a variable that no process's environment shows; then, when a command takes
+ * the sandbox, the command (commandLine), which it runs. `NL` holds a newline, which a line cannot, for the
+ * values that do. Whatever fails before the exec ends it without its answer.
+ */
+const TRAMPOLINE = [
+  'IFS= read -r tether_env || exit 125',
+  'IFS= read -r tether_line || exit 125',
+  "NL='\n'",
+  'eval "$tether_line"',
+  'exit 125',
+].join('\n')
+/** The trampoline's answer, written to its stdin right before it becomes the command. */
+const ANSWER = 0x2e
+/** Longer command lines get a sandbox of their own: the shell reads its line a byte at a time. */
+const MOST_LINE_BYTES = 4096
+/** A larger environment is not sent ahead (it is read a byte at a time too, if while nobody waits). */
+const MOST_ENVIRONMENT_BYTES = 64 * 1024
+/** The names a shell can export. */
+const SHELL_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
+/** How long a sandbox waits for a command before it is taken down. */
+const IDLE_MS = 10 * 60_000
+/** Sandboxes waiting at once, in all workspaces (about 0.6 MB of memory each); the one waiting longest goes first. */
+const MOST_WAITING = 256
+/** How long a killed sandbox may take to end before its cgroup is given back all the same. */
+const END_MS = 2_000
+
+/** `text` as one shell word on one line. */
+function quote(text: string): string {
+  return `'${text.replaceAll("'", `'\\''`).replaceAll('\n', `'"$NL"'`)}'`
+}
+
+/**
+ * The environment as the line the trampoline keeps, or undefined when a shell cannot export it. `NL` comes
+ * last, should the command have one: its value is what the others' newlines are spelled with.
+ */
+function environmentLine(env: Record<string, string>): string | undefined {
+  const names = Object.keys(env).sort((a, b) => Number(a === 'NL') - Number(b === 'NL'))
+  if (!names.every((name) => SHELL_NAME.test(name))) return undefined
+  const line =
+    names.length === 0 ? ':\n' : `export ${names.map((name) => `${name}=${quote(env[name]!)}`).join(' ')}\n`
+  return Buffer.byteLength(line) <= MOST_ENVIRONMENT_BYTES ? line : undefined
+}
+
+/**
+ * What the trampoline runs: go to the folder, take the command's arguments and then its environment,
+ * answer, and become the command with stdin the null device. (`cd` sets OLDPWD, which a command started in
+ * its folder has only from its environment.)
+ */
+function commandLine(cwd: string, argv: readonly string[], env: Record<string, string>): string {
+  const words = argv.map(quote).join(' ')
+  const oldpwd = env.OLDPWD === undefined ? ' && unset OLDPWD' : ''
+  return `cd -P -- ${quote(cwd)} && set -- "$@" ${words} && eval "$tether_env"${oldpwd} && printf . >&0 && exec "$@" </dev/null\n`
+}
+
+/** What a waiting sandbox of `plan` runs inside: the trampoline, the bridge to the proxy as its arguments. */
+function trampoline(plan: SandboxPlan): string[] {
+  return ['/bin/sh', '-c', TRAMPOLINE, NAME, ...plan.bridge]
+}
+
+/** Stands for each sandbox's own cgroup files in a key. */
+const CGROUP = '<cgroup>'
+/** Stands for each sandbox's own proxy socket in a key. */
+const PROXY = '<proxy>'
+
+/** The launch of a waiting sandbox of `plan`, with stand-ins for what each one has of its own. */
+function anyLaunch(plan: SandboxPlan): string[] {
+  const { cgroups } = plan.runtime
+  const cgroup = cgroups && { procsFiles: [CGROUP], capsMemory: cgroups.memory !== undefined }
+  const parts = { cgroup, proxySocket: plan.network ? PROXY : undefined }
+  return launchArgv(plan, parts, plan.workspace, trampoline(plan))
+}
+
+/** `argv`, a waiting sandbox's launch, with stand-ins for its own cgroup files and proxy socket. */
+function anonymous(argv: string[], own: SandboxParts): string[] {
+  const cgroupFiles = new Set(own.cgroup?.procsFiles)
+  return argv
+    .map((arg) => (cgroupFiles.has(arg) ? CGROUP : arg === own.proxySocket ? PROXY : arg))
+    .filter((arg, index, all) => arg !== CGROUP || all[index - 1] !== CGROUP)
+}
+
+/**
+ * The key of a sandbox of `plan` launched by `argv` (with stand-ins): the launch, the environment and the
+ * limits; and what every path the launch names is now (device and inode, or missing).
+ */
+function keyOf(plan: SandboxPlan, argv: string[]): { key: string; files: string } {
+  const files = argv
+    .filter((arg) => arg.startsWith('/'))
+    .map((path) => {
+      try {
+        const stat = lstatSync(path, { throwIfNoEntry: false })
+        return stat ? `${stat.dev}:${stat.ino}` : '-'
+      } catch {
+        return '?'
+      }
+    })
+    .join(' ')
+  return { key: JSON.stringify([argv, plan.env, plan.limits]), files }
+}
+
+/** Sandboxes waiting for a command, by key. */
+const waiting = new Map<string, Waiting>()
+/** Sandboxes being built ahead, until they wait. */
+const building = new Set<Promise<void>>()
+let killedAtExit = false
+
+/** One sandbox built ahead: waiting for a command, then that command's. */
+class Waiting {
+  /** Its process once started; undefined when it could not be. */
+  readonly ready: Promise<LaunchedProcess | undefined>
+  private pid: number | undefined
+  private taken = false
+  private answered = false
+  private ended: Promise<void> | undefined
+  private idle: NodeJS.Timeout | undefined
+  private unguard: () => void = () => {}
+
+  constructor(
+    readonly key: string,
+    readonly files: string,
+    private readonly resources: SandboxResources,
+    argv: string[],
+    environment: string,
+  ) {
+    this.ready = this.start(argv, environment).catch(() => {
+      void this.discard()
+      return undefined
+    })
+  }
+
+  get workspace(): string {
+    return this.resources.plan.workspace
+  }
+
+  private async start(argv: string[], environment: string): Promise<LaunchedProcess> {
+    // Its processes' own environment is empty: the command's is only the trampoline's to keep.
+    const child = await launch(argv[0] as string, argv.slice(1), {
+      cwd: this.workspace,
+      env: {},
+      stdin: true,
+      background: true,
+    })
+    const failed = await new Promise<unknown>((resolve) => {
+      child.once('spawn', () => resolve(undefined))
+      child.once('error', (error) => resolve(error ?? new Error('not started')))
+    })
+    if (failed !== undefined) throw failed
+    this.pid = child.pid
+    // Should this process die, the guard kills the sandbox along with the commands.
+    this.unguard = guardProcessGroup(child.pid as number)
+    child.stdin?.on('error', () => child.stdin?.destroy())
+    child.stdin?.write(environment)
+    child.once('exit', () => {
+      if (!this.taken) void this.discard()
+    })
+    this.idle = setTimeout(() => void this.discard(), IDLE_MS).unref()
+    return child
+  }
+
+  /** Takes it for a command whose launch names `files` as they are now; undefined when it cannot serve. */
+  async take(files: string): Promise<LaunchedProcess | undefined> {
+    this.taken = true
+    clearTimeout(this.idle)
+    const child = files === this.files ? await this.ready : undefined
+    if (!child?.stdin || child.ended || child.stdin.readableEnded || child.stdin.destroyed) {
+      void this.discard()
+      return undefined
+    }
+    child.hold()
+    return child
+  }
+
+  /** What the runner gets for `line`, its command; `closed` runs once the command is over. */
+  launch(child: LaunchedProcess, line: string, closed: (() => void) | undefined): SandboxedLaunch {
+    const { resources } = this
+    return {
+      program: '',
+      args: [],
+      env: resources.plan.env,
+      ahead: { child, start: () => this.hand(child, line) },
+      watch: (stop) => resources.watch(stop),
+      report: (exit) => ({ ...resources.report(exit), warm: true }),
+      close: async () => {
+        this.unguard()
+        await resources.release()
+        // One that ended before its command leaves the next sandbox to the one built for the command now.
+        if (this.answered) closed?.()
+      },
+    }
+  }
+
+  /** Writes the command line; true once the trampoline answers, false when it ended without answering. */
+  private hand(child: LaunchedProcess, line: string): Promise<boolean> {
+    const stdin = child.stdin as NonNullable<LaunchedProcess['stdin']>
+    const { plan, proxy } = this.resources
+    // The command's own policy judges its destinations, from its first connection on.
+    if (plan.network) proxy?.serve(plan.network)
+    return new Promise<boolean>((resolve, reject) => {
+      const answered = (chunk: Buffer) => {
+        stop()
+        stdin.destroy()
+        if (chunk.length === 1 && chunk[0] === ANSWER) {
+          this.answered = true
+          resolve(true)
+          return
+        }
+        killGroup(this.pid)
+        reject(
+          new ExecSpawnError(
+            `the sandbox built for this command answered ${JSON.stringify(chunk.toString('latin1').slice(0, 40))} ` +
+              'instead of starting it, and was killed; run the command again',
+          ),
+        )
+      }
+      const ended = () => {
+        stop()
+        resolve(false)
+      }
+      const stop = () => {
+        stdin.off('data', answered)
+        stdin.off('end', ended)
+        stdin.off('close', ended)
+      }
+      stdin.once('data', answered)
+      stdin.once('end', ended)
+      stdin.once('close', ended)
+      stdin.write(line)
+    })
+  }
+
+  /** Takes it down, once: its processes, streams, cgroup and proxy. */
+  discard(): Promise<void> {
+    if (waiting.get(this.key) === this) waiting.delete(this.key)
+    clearTimeout(this.idle)
+    this.ended ??= (async () => {
+      const child = await this.ready
+      if (child && !child.ended) {
+        const exited = new Promise((resolve) => child.once('exit', resolve))
+        killGroup(this.pid)
+        await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, END_MS).unref())])
+      }
+      for (const stream of [child?.stdin, child?.stdout, child?.stderr]) stream?.destroy()
+      this.unguard()
+      await this.resources.release()
+    })()
+    return this.ended
+  }
+
+  /** At this process's exit, when nothing can be awaited any more. */
+  killNow(): void {
+    killGroup(this.pid)
+  }
+}
+
+function killGroup(pid: number | undefined): void {
+  try {
+    if (pid !== undefined) process.kill(-pid, 'SIGKILL')
+  } catch {
+    // Gone already.
+  }
+}
+
+/** Builds the next sandbox of `plan` and lets it wait, unless one with its key already does. */
+async function buildAhead(plan: SandboxPlan): Promise<void> {
+  const { key } = keyOf(plan, anyLaunch(plan))
+  const environment = environmentLine(plan.env)
+  if (waiting.has(key) || environment === undefined) return
+  const resources = await SandboxResources.acquire(plan)
+  let argv: string[]
+  let built: { key: string; files: string }
+  try {
+    argv = resources.argv(plan.workspace, trampoline(plan))
+    built = keyOf(plan, anonymous(argv, resources.parts))
+  } catch (error) {
+    await resources.release()
+    throw error
+  }
+  // A twin was quicker, or this one came out otherwise than a command's would (the cgroup refused, a
+  // folder appeared): no command would take it.
+  if (waiting.has(key) || built.key !== key) {
+    await resources.release()
+    return
+  }
+  if (!killedAtExit) {
+    killedAtExit = true
+    process.once('exit', () => {
+      for (const entry of waiting.values()) entry.killNow()
+    })
+  }
+  waiting.set(key, new Waiting(key, built.files, resources, argv, environment))
+  // The one waiting longest makes room.
+  if (waiting.size > MOST_WAITING) void waiting.values().next().value?.discard()
+}
+
+/** Builds the next sandbox of `plan` in the background; a failure only means the next command builds its own. */
+function ahead(plan: SandboxPlan): void {
+  const build = buildAhead(plan)
+    .catch(() => {})
+    .finally(() => building.delete(build))
+  building.add(build)
+}
+
+/**
+ * The sandbox for one command (see SandboxedLaunch): one built ahead for it when one waits with the same
+ * launch, else one built now. With `options.warm` (the default), the workspace's next sandbox is built as
+ * soon as this command is over. `takeWaiting: false` builds one now whatever waits.
+ */
+export async function prepareSandbox(
+  options: SandboxOptions,
+  argv: readonly string[],
+  env: Record<string, string>,
+  cwd: string,
+  takeWaiting = true,
+): Promise<SandboxedLaunch> {
+  const plan = await planSandbox(options, env)
+  const warm = options.warm ?? process.env.TETHER_SANDBOX_WARM !== '0'
+  const next = warm ? () => ahead(plan) : undefined
+  if (warm && takeWaiting) {
+    const line = commandLine(cwd, argv, plan.env)
+    const { key, files } = keyOf(plan, anyLaunch(plan))
+    const entry = Buffer.byteLength(line) <= MOST_LINE_BYTES ? waiting.get(key) : undefined
+    if (entry) {
+      waiting.delete(key)
+      const child = await entry.take(files)
+      if (child) return entry.launch(child, line, next)
+    }
+  }
+  return coldLaunch(plan, argv, cwd, next)
+}
+
+/**
+ * Takes down the sandboxes waiting for commands of `workspace` (all, without one), with their processes,
+ * cgroups and proxies; resolves once they are gone. Call it when a run ends; a sandbox nobody takes goes by
+ * itself after 10 minutes, and all of them when this process exits.
+ */
+export async function closeWarmSandboxes(workspace?: string): Promise<void> {
+  let folder: string | undefined
+  if (workspace !== undefined) {
+    try {
+      folder = realpathSync(workspace)
+    } catch {
+      folder = resolve(workspace)
+    }
+  }
+  await Promise.all(building)
+  const closing = [...waiting.values()].filter((entry) => folder === undefined || entry.workspace === folder)
+  await Promise.all(closing.map((entry) => entry.discard()))
+}
