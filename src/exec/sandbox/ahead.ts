@@ -19,14 +19,15 @@
  * it costs the CPU a sandbox always cost, spent while the model thinks.
  *
  * Failing closed: a waiting sandbox is taken only when the plan worked out for the command (identity, the
- * disk's reserve, git's folders, what to hide) gives the very same launch and environment, and every path
- * that launch names is still the same file or folder (one replaced since would leave a mount on the old).
- * Otherwise it is thrown away and the command gets a sandbox built for it, as before. One that ends before
+ * disk's reserve, git's folders, what to hide) gives the very same launch and environment, every path that
+ * launch names is still there or still missing as it was, and its mount table inside is what it was once
+ * bwrap had made it (a folder removed or replaced on the host since takes its mount with it, in every
+ * namespace). Otherwise it is thrown away and the command gets a sandbox built for it, as before. One that ends before
  * it answers has run nothing: the command gets one built for it too. One that answers anything but its
  * byte is killed, and the command fails with ExecSpawnError (the activity retries it). Nothing ever runs
  * outside a sandbox on this path.
  */
-import { lstatSync, realpathSync } from 'node:fs'
+import { lstatSync, readFileSync, realpathSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { ExecSpawnError } from '../errors.js'
 import { type LaunchedProcess, launch } from '../launcher.js'
@@ -46,17 +47,21 @@ import type { SandboxOptions } from './types.js'
 const NAME = 'tether-sandbox'
 /**
  * The trampoline. It reads two lines from its stdin: the command's environment (environmentLine), sent as
- * soon as it starts, and kept in a variable that no process's environment shows; then, when a command takes
- * the sandbox, the command (commandLine), which it runs. `NL` holds a newline, which a line cannot, for the
- * values that do. Whatever fails before the exec ends it without its answer.
+ * soon as it starts, and kept in a variable that no process's environment shows — after which it says it
+ * is ready —, then, when a command takes the sandbox, the command (commandLine), which it runs. `NL` holds
+ * a newline, which a line cannot, for the values that do. Whatever fails before the exec ends it without
+ * its answer.
  */
 const TRAMPOLINE = [
   'IFS= read -r tether_env || exit 125',
+  'printf r >&0 || exit 125',
   'IFS= read -r tether_line || exit 125',
   "NL='\n'",
   'eval "$tether_line"',
   'exit 125',
 ].join('\n')
+/** What the trampoline writes to its stdin once it is ready. */
+const READY = 0x72
 /** The trampoline's answer, written to its stdin right before it becomes the command. */
 const ANSWER = 0x2e
 /** Longer command lines get a sandbox of their own: the shell reads its line a byte at a time. */
@@ -126,12 +131,14 @@ function anonymous(argv: string[], own: SandboxParts): string[] {
     .filter((arg, index, all) => arg !== CGROUP || all[index - 1] !== CGROUP)
 }
 
-/**
- * The key of a sandbox of `plan` launched by `argv` (with stand-ins): the launch, the environment and the
- * limits; and what every path the launch names is now (device and inode, or missing).
- */
-function keyOf(plan: SandboxPlan, argv: string[]): { key: string; files: string } {
-  const files = argv
+/** The key of a sandbox of `plan` launched by `argv` (with stand-ins): the launch, the environment, the limits. */
+function keyOf(plan: SandboxPlan, argv: string[]): string {
+  return JSON.stringify([argv, plan.env, plan.limits])
+}
+
+/** What every path `argv` names is now: device and inode, or missing. */
+function filesOf(argv: string[]): string {
+  return argv
     .filter((arg) => arg.startsWith('/'))
     .map((path) => {
       try {
@@ -142,20 +149,21 @@ function keyOf(plan: SandboxPlan, argv: string[]): { key: string; files: string 
       }
     })
     .join(' ')
-  return { key: JSON.stringify([argv, plan.env, plan.limits]), files }
 }
 
 /** Sandboxes waiting for a command, by key. */
 const waiting = new Map<string, Waiting>()
 /** Sandboxes being built ahead, until they wait. */
 const building = new Set<Promise<void>>()
-let killedAtExit = false
+let killsAtExit = false
 
 /** One sandbox built ahead: waiting for a command, then that command's. */
 class Waiting {
   /** Its process once started; undefined when it could not be. */
   readonly ready: Promise<LaunchedProcess | undefined>
   private pid: number | undefined
+  /** The mount table inside once it was ready. */
+  private mounts: string | undefined
   private taken = false
   private answered = false
   private ended: Promise<void> | undefined
@@ -192,15 +200,22 @@ class Waiting {
       child.once('error', (error) => resolve(error ?? new Error('not started')))
     })
     if (failed !== undefined) throw failed
-    this.pid = child.pid
+    const pid = child.pid as number
+    this.pid = pid
     // Should this process die, the guard kills the sandbox along with the commands.
-    this.unguard = guardProcessGroup(child.pid as number)
-    child.stdin?.on('error', () => child.stdin?.destroy())
-    child.stdin?.write(environment)
+    this.unguard = guardProcessGroup(pid)
     child.once('exit', () => {
       if (!this.taken) void this.discard()
     })
     this.idle = setTimeout(() => void this.discard(), IDLE_MS).unref()
+    const stdin = child.stdin as NonNullable<LaunchedProcess['stdin']>
+    stdin.on('error', () => stdin.destroy())
+    stdin.write(environment)
+    if ((await nextByte(stdin)) !== READY) throw new Error('the sandbox built ahead did not become ready')
+    // What its mounts are once bwrap has made them all: a mount the host detaches later (its folder was
+    // removed or replaced there) shows as a change.
+    this.mounts = mountsInside(pid)
+    if (this.mounts === undefined) throw new Error('the mounts of the sandbox built ahead cannot be read')
     return child
   }
 
@@ -209,7 +224,13 @@ class Waiting {
     this.taken = true
     clearTimeout(this.idle)
     const child = files === this.files ? await this.ready : undefined
-    if (!child?.stdin || child.ended || child.stdin.readableEnded || child.stdin.destroyed) {
+    if (
+      !child?.stdin ||
+      child.ended ||
+      child.stdin.readableEnded ||
+      child.stdin.destroyed ||
+      mountsInside(child.pid as number) !== this.mounts
+    ) {
       void this.discard()
       return undefined
     }
@@ -217,31 +238,43 @@ class Waiting {
     return child
   }
 
-  /** What the runner gets for `line`, its command; `closed` runs once the command is over. */
-  launch(child: LaunchedProcess, line: string, closed: (() => void) | undefined): SandboxedLaunch {
+  /**
+   * What the runner gets for its command: `line`, and `network`, what the command's own policy says of its
+   * destinations. `closed` runs once the command is over.
+   */
+  launch(
+    child: LaunchedProcess,
+    line: string,
+    network: SandboxPlan['network'],
+    closed: (() => void) | undefined,
+  ): SandboxedLaunch {
     const { resources } = this
     return {
       program: '',
       args: [],
       env: resources.plan.env,
-      ahead: { child, start: () => this.hand(child, line) },
+      ahead: { child, start: () => this.hand(child, line, network) },
       watch: (stop) => resources.watch(stop),
       report: (exit) => ({ ...resources.report(exit), warm: true }),
       close: async () => {
+        // One that ended without starting its command (or said something else) goes, and leaves the next
+        // sandbox to the one built for the command now.
+        if (!this.answered) {
+          killGroup(this.pid)
+          for (const stream of [child.stdin, child.stdout, child.stderr]) stream?.destroy()
+        }
         this.unguard()
         await resources.release()
-        // One that ended before its command leaves the next sandbox to the one built for the command now.
         if (this.answered) closed?.()
       },
     }
   }
 
   /** Writes the command line; true once the trampoline answers, false when it ended without answering. */
-  private hand(child: LaunchedProcess, line: string): Promise<boolean> {
+  private hand(child: LaunchedProcess, line: string, network: SandboxPlan['network']): Promise<boolean> {
     const stdin = child.stdin as NonNullable<LaunchedProcess['stdin']>
-    const { plan, proxy } = this.resources
     // The command's own policy judges its destinations, from its first connection on.
-    if (plan.network) proxy?.serve(plan.network)
+    if (network) this.resources.proxy?.serve(network)
     return new Promise<boolean>((resolve, reject) => {
       const answered = (chunk: Buffer) => {
         stop()
@@ -271,6 +304,7 @@ class Waiting {
       stdin.once('data', answered)
       stdin.once('end', ended)
       stdin.once('close', ended)
+      stdin.resume()
       stdin.write(line)
     })
   }
@@ -299,6 +333,43 @@ class Waiting {
   }
 }
 
+/** The first byte that comes on `stream` (left paused after it), or undefined when it ends first. */
+function nextByte(stream: NonNullable<LaunchedProcess['stdin']>): Promise<number | undefined> {
+  return new Promise((resolve) => {
+    const data = (chunk: Buffer) => {
+      stop()
+      stream.pause()
+      resolve(chunk.length === 1 ? chunk[0] : undefined)
+    }
+    const ended = () => {
+      stop()
+      resolve(undefined)
+    }
+    const stop = () => {
+      stream.off('data', data)
+      stream.off('end', ended)
+      stream.off('close', ended)
+    }
+    stream.on('data', data)
+    stream.once('end', ended)
+    stream.once('close', ended)
+  })
+}
+
+/**
+ * The mount table inside the sandbox that `pid` launched (bwrap's one child is in its namespaces), or
+ * undefined when it cannot be read.
+ */
+function mountsInside(pid: number): string | undefined {
+  try {
+    const inside = readFileSync(`/proc/${pid}/task/${pid}/children`, 'latin1').trim().split(' ')
+    if (inside.length !== 1 || inside[0] === '') return undefined
+    return readFileSync(`/proc/${inside[0]}/mountinfo`, 'latin1')
+  } catch {
+    return undefined
+  }
+}
+
 function killGroup(pid: number | undefined): void {
   try {
     if (pid !== undefined) process.kill(-pid, 'SIGKILL')
@@ -309,32 +380,33 @@ function killGroup(pid: number | undefined): void {
 
 /** Builds the next sandbox of `plan` and lets it wait, unless one with its key already does. */
 async function buildAhead(plan: SandboxPlan): Promise<void> {
-  const { key } = keyOf(plan, anyLaunch(plan))
+  const key = keyOf(plan, anyLaunch(plan))
   const environment = environmentLine(plan.env)
   if (waiting.has(key) || environment === undefined) return
   const resources = await SandboxResources.acquire(plan)
   let argv: string[]
-  let built: { key: string; files: string }
+  let named: string[]
   try {
     argv = resources.argv(plan.workspace, trampoline(plan))
-    built = keyOf(plan, anonymous(argv, resources.parts))
+    named = anonymous(argv, resources.parts)
   } catch (error) {
     await resources.release()
     throw error
   }
   // A twin was quicker, or this one came out otherwise than a command's would (the cgroup refused, a
   // folder appeared): no command would take it.
-  if (waiting.has(key) || built.key !== key) {
+  if (waiting.has(key) || keyOf(plan, named) !== key) {
     await resources.release()
     return
   }
-  if (!killedAtExit) {
-    killedAtExit = true
+  if (!killsAtExit) {
+    killsAtExit = true
     process.once('exit', () => {
       for (const entry of waiting.values()) entry.killNow()
     })
   }
-  waiting.set(key, new Waiting(key, built.files, resources, argv, environment))
+  resources.proxy?.standBy()
+  waiting.set(key, new Waiting(key, filesOf(named), resources, argv, environment))
   // The one waiting longest makes room.
   if (waiting.size > MOST_WAITING) void waiting.values().next().value?.discard()
 }
@@ -362,14 +434,15 @@ export async function prepareSandbox(
   const plan = await planSandbox(options, env)
   const warm = options.warm ?? process.env.TETHER_SANDBOX_WARM !== '0'
   const next = warm ? () => ahead(plan) : undefined
-  if (warm && takeWaiting) {
-    const line = commandLine(cwd, argv, plan.env)
-    const { key, files } = keyOf(plan, anyLaunch(plan))
-    const entry = Buffer.byteLength(line) <= MOST_LINE_BYTES ? waiting.get(key) : undefined
+  const line = commandLine(cwd, argv, plan.env)
+  if (warm && takeWaiting && waiting.size > 0 && Buffer.byteLength(line) <= MOST_LINE_BYTES) {
+    const launch = anyLaunch(plan)
+    const key = keyOf(plan, launch)
+    const entry = waiting.get(key)
     if (entry) {
       waiting.delete(key)
-      const child = await entry.take(files)
-      if (child) return entry.launch(child, line, next)
+      const child = await entry.take(filesOf(launch))
+      if (child) return entry.launch(child, line, plan.network, next)
     }
   }
   return coldLaunch(plan, argv, cwd, next)

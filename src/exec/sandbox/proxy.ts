@@ -210,13 +210,19 @@ export class EgressProxy {
   }
 
   /**
-   * From now on judges by `access`, and keeps only the decisions to come: a sandbox built ahead gets its
-   * proxy before its command, and the command's own policy when it starts.
+   * A sandbox built ahead gets its proxy before its command: until the command comes, the proxy does not
+   * keep this process alive (nothing inside can reach it yet).
    */
+  standBy(): void {
+    this.server.unref()
+  }
+
+  /** From now on judges by `access` (the command's own policy), keeping only the decisions to come. */
   serve(access: NetworkAccess): void {
     this.judge = new EgressJudge(access)
     this.decisions.length = 0
     this.dropped = 0
+    this.server.ref()
   }
 
   /** How many decisions were not kept because of the cap. */
