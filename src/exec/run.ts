@@ -112,19 +112,22 @@ class Run {
   private async run(): Promise<ExecResult> {
     const { signal } = this.options
     if (signal?.aborted) return this.finish('cancelled')
-    // From here on the command's deadline runs, and its caller may stop it: while its sandbox starts, too.
     const stopped = new Promise<Stop>((resolve) => {
       this.requestStop = resolve
     })
-    const timer = setTimeout(() => this.requestStop('timed-out'), this.options.timeoutMs)
     const onAbort = () => this.requestStop('cancelled')
     signal?.addEventListener('abort', onAbort, { once: true })
+    // The deadline runs from the command's start: its launch, or its hand-over to a sandbox built ahead.
+    let timer: NodeJS.Timeout | undefined
+    const arm = () => {
+      timer ??= setTimeout(() => this.requestStop('timed-out'), this.options.timeoutMs)
+    }
     const disarm = () => {
       clearTimeout(timer)
       signal?.removeEventListener('abort', onAbort)
     }
     try {
-      const child = await this.start(stopped)
+      const child = await this.start(stopped, arm)
       return 'status' in child ? child : await this.supervise(child, stopped, disarm)
     } finally {
       disarm()
@@ -132,7 +135,7 @@ class Run {
   }
 
   /** Starts the command (in its sandbox, when it has one); an ExecResult when it never started. */
-  private async start(stopped: Promise<Stop>): Promise<LaunchedProcess | ExecResult> {
+  private async start(stopped: Promise<Stop>, arm: () => void): Promise<LaunchedProcess | ExecResult> {
     const { sandbox, cwd, argv } = this.options
     let [program, ...args] = argv as [string, ...string[]]
     let env = this.options.env
@@ -142,6 +145,7 @@ class Run {
       const ahead = this.sandbox?.ahead
       // A sandbox built ahead is already running: it is handed the command. Stopped meanwhile, it is
       // killed like any command; ended before it could start the command, nothing ran, and one is built now.
+      if (ahead) arm()
       if (ahead && (await Promise.race([ahead.start(), stopped.then(() => true)]))) return ahead.child
       if (ahead) {
         await this.sandbox?.close()
@@ -154,6 +158,7 @@ class Run {
       env = launched.env
     }
     let child: LaunchedProcess
+    arm()
     try {
       // From the launcher: a new session, so the child leads its own process group and no terminal
       // signals reach it; stdin the null device; stdout and stderr streams back to us.

@@ -76,6 +76,8 @@ const IDLE_MS = 10 * 60_000
 const MOST_WAITING = 256
 /** How long a killed sandbox may take to end before its cgroup is given back all the same. */
 const END_MS = 2_000
+/** How long a command waits for a sandbox still being built for it before it builds its own. */
+const READY_MS = 5_000
 
 /** `text` as one shell word on one line. */
 function quote(text: string): string {
@@ -160,7 +162,9 @@ let killsAtExit = false
 /** One sandbox built ahead: waiting for a command, then that command's. */
 class Waiting {
   /** Its process once started; undefined when it could not be. */
-  readonly ready: Promise<LaunchedProcess | undefined>
+  private readonly started: Promise<LaunchedProcess | undefined>
+  /** Its process once ready for a command; undefined when it will not be. */
+  private readonly ready: Promise<LaunchedProcess | undefined>
   private pid: number | undefined
   /** The mount table inside once it was ready. */
   private mounts: string | undefined
@@ -177,17 +181,21 @@ class Waiting {
     argv: string[],
     environment: string,
   ) {
-    this.ready = this.start(argv, environment).catch(() => {
-      void this.discard()
-      return undefined
-    })
+    this.started = this.start(argv).catch(() => undefined)
+    this.ready = this.started
+      .then((child) => child && this.prepare(child, environment))
+      .catch(() => undefined)
+      .then((child) => {
+        if (!child) void this.discard()
+        return child
+      })
   }
 
   get workspace(): string {
     return this.resources.plan.workspace
   }
 
-  private async start(argv: string[], environment: string): Promise<LaunchedProcess> {
+  private async start(argv: string[]): Promise<LaunchedProcess> {
     // Its processes' own environment is empty: the command's is only the trampoline's to keep.
     const child = await launch(argv[0] as string, argv.slice(1), {
       cwd: this.workspace,
@@ -208,13 +216,18 @@ class Waiting {
       if (!this.taken) void this.discard()
     })
     this.idle = setTimeout(() => void this.discard(), IDLE_MS).unref()
+    return child
+  }
+
+  /** Sends it the command's environment and waits until it is ready. */
+  private async prepare(child: LaunchedProcess, environment: string): Promise<LaunchedProcess> {
     const stdin = child.stdin as NonNullable<LaunchedProcess['stdin']>
     stdin.on('error', () => stdin.destroy())
     stdin.write(environment)
     if ((await nextByte(stdin)) !== READY) throw new Error('the sandbox built ahead did not become ready')
     // What its mounts are once bwrap has made them all: a mount the host detaches later (its folder was
     // removed or replaced there) shows as a change.
-    this.mounts = mountsInside(pid)
+    this.mounts = mountsInside(child.pid as number)
     if (this.mounts === undefined) throw new Error('the mounts of the sandbox built ahead cannot be read')
     return child
   }
@@ -223,7 +236,8 @@ class Waiting {
   async take(files: string): Promise<LaunchedProcess | undefined> {
     this.taken = true
     clearTimeout(this.idle)
-    const child = files === this.files ? await this.ready : undefined
+    // One still being built is on its way; one that takes too long is not waited for.
+    const child = files === this.files ? await Promise.race([this.ready, after(READY_MS)]) : undefined
     if (
       !child?.stdin ||
       child.ended ||
@@ -314,11 +328,11 @@ class Waiting {
     if (waiting.get(this.key) === this) waiting.delete(this.key)
     clearTimeout(this.idle)
     this.ended ??= (async () => {
-      const child = await this.ready
+      const child = await this.started
       if (child && !child.ended) {
         const exited = new Promise((resolve) => child.once('exit', resolve))
         killGroup(this.pid)
-        await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, END_MS).unref())])
+        await Promise.race([exited, after(END_MS)])
       }
       for (const stream of [child?.stdin, child?.stdout, child?.stderr]) stream?.destroy()
       this.unguard()
@@ -368,6 +382,11 @@ function mountsInside(pid: number): string | undefined {
   } catch {
     return undefined
   }
+}
+
+/** Undefined, after `ms`; a timer that keeps nothing alive. */
+function after(ms: number): Promise<undefined> {
+  return new Promise((resolve) => setTimeout(() => resolve(undefined), ms).unref())
 }
 
 function killGroup(pid: number | undefined): void {
