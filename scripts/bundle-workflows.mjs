@@ -2,7 +2,7 @@
 // replayer `tether audit verify` checks histories with (the same workflows, plus the interceptor that
 // reports each activity call: src/audit/replay-interceptor.ts).
 import { writeFile } from 'node:fs/promises'
-import { bundleWorkflowCode } from '@temporalio/worker'
+import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker'
 
 const workflowsPath = new URL('../dist/src/workflows/index.js', import.meta.url).pathname
 const bundles = [
@@ -17,7 +17,8 @@ const bundles = [
   },
 ]
 for (const { file, options } of bundles) {
-  const { code } = await bundleWorkflowCode({ workflowsPath, ...options })
+  // Warnings only: webpack's statistics are for whoever debugs the bundle, not for every install.
+  const { code } = await bundleWorkflowCode({ workflowsPath, logger: new DefaultLogger('WARN'), ...options })
   await writeFile(new URL(`../dist/${file}`, import.meta.url), code)
   console.log(`dist/${file}: ${(code.length / 1024).toFixed(0)} KiB`)
 }

@@ -5,9 +5,12 @@
 import { ApplicationFailure } from '@temporalio/common'
 import { AuditConflictError, AuditConnectionError, AuditInputError, type AuditStore } from '../audit/index.js'
 import { SandboxUnavailableError } from '../exec/index.js'
+import { McpSessions } from '../mcp/index.js'
 import { type ModelProvider, providerFromEnv } from '../model/index.js'
 import { builtinFloor, type Floor } from '../policy/index.js'
 import { FAILURE, type TetherActivities } from '../run/index.js'
+import type { McpServerConfig } from '../stack/index.js'
+import { mcpActivities } from './mcp.js'
 import { modelActivities } from './model.js'
 import { type NamespaceFacts, policyActivities } from './policy.js'
 import { projectionActivities } from './projections.js'
@@ -36,6 +39,8 @@ export interface ActivityDependencies {
    * approvers and identity are the floor's). Default: the built-in floor (sandbox enforced, secrets denied).
    */
   floor?: Floor
+  /** The operator's MCP servers, offered to runs (`TETHER_MCP_SERVERS`, read with `loadMcpServers`). */
+  mcpServers?: readonly McpServerConfig[]
   /** What this worker learned of its Temporal namespace when it started (the worker setup fills it in). */
   namespace?: NamespaceFacts
 }
@@ -49,10 +54,19 @@ export function createActivities(deps: ActivityDependencies): TetherActivities {
     floor: floor.policy,
   })
   const runs = new RunConfigs(deps.audit, floor)
+  const mcpServers = deps.mcpServers ?? []
   const activities: TetherActivities = {
-    ...policyActivities({ provider, sandbox, runs, namespace: deps.namespace }),
+    ...policyActivities({ provider, sandbox, runs, mcpServers, namespace: deps.namespace }),
     ...modelActivities({ audit: deps.audit, provider, runs }),
     ...toolActivities({ audit: deps.audit, runs, sandbox }),
+    ...mcpActivities({
+      audit: deps.audit,
+      runs,
+      sandbox,
+      servers: mcpServers,
+      sessions: new McpSessions(),
+      env: deps.sandbox?.env ?? process.env,
+    }),
     ...projectionActivities({ audit: deps.audit, runs, ...(deps.fetch ? { fetch: deps.fetch } : {}) }),
   }
   return Object.fromEntries(

@@ -12,24 +12,29 @@ import {
   boundReply,
   boundValue,
   buildSystemPrompt,
+  type ExtraTool,
   ModelConfigError,
   ModelError,
   type ModelProvider,
   type TranscriptMessage,
 } from '../model/index.js'
 import { clip } from '../present/index.js'
-import type { ModelTurn, TetherActivities } from '../run/index.js'
+import type { ActionVerdict, JudgeRequest, ModelTurn, TetherActivities } from '../run/index.js'
 import { MODEL_FAILURE } from '../run/index.js'
-import type { ToolCall } from '../tools/index.js'
-import { wellFormed } from '../tools/index.js'
+import type { McpToolDefinition, ToolCall } from '../tools/index.js'
+import { isMcpToolName, mcpToolDigest, validateToolCall, wellFormed } from '../tools/index.js'
 import { describeToolchain, detectToolchain } from '../workspace/index.js'
 import { heartbeating } from './heartbeat.js'
+import { judgeCalls } from './policy.js'
+import { recordStepRows } from './projections.js'
 import type { RunConfigs } from './run-config.js'
 import { appendInOrder } from './transcript.js'
 
 /** Strings longer than this in a file tool's contents stay in the transcript; history gets a marker. */
 const ARGUMENT_HISTORY_LIMIT = 2_000
 const TEXT_HISTORY_LIMIT = 2_000
+/** Characters of an MCP tool's description offered to the model (the full one is in the audit). */
+const TOOL_DESCRIPTION_LIMIT = 4_000
 /** How much of a refused call's arguments history keeps (the transcript keeps more, see boundReply). */
 const REFUSED_HISTORY_BOUNDS = { chars: 200, entries: 20, depth: 3 }
 
@@ -42,11 +47,13 @@ interface StoredReply {
   modelId?: string
 }
 
-export function modelActivities(deps: {
+type ModelDeps = {
   audit: AuditStore
   provider: (choice: string | undefined) => ModelProvider
   runs: RunConfigs
-}): Pick<TetherActivities, 'tetherModelTurn'> {
+}
+
+export function modelActivities(deps: ModelDeps): Pick<TetherActivities, 'tetherModelTurn'> {
   return {
     // The provider call can take minutes; heartbeats from start to end let a dead worker be noticed in
     // seconds (the workflow's heartbeat timeout) all the same.
@@ -56,8 +63,46 @@ export function modelActivities(deps: {
 }
 
 async function modelTurn(
-  deps: { audit: AuditStore; provider: (choice: string | undefined) => ModelProvider; runs: RunConfigs },
-  { runId, replySeq, pending, contract: carried }: Parameters<TetherActivities['tetherModelTurn']>[0],
+  deps: ModelDeps,
+  input: Parameters<TetherActivities['tetherModelTurn']>[0],
+  signal: AbortSignal,
+): Promise<ModelTurn> {
+  // The step before is recorded first, so it is in the audit while the model thinks.
+  if (input.previousStep) await recordStepRows(deps.audit, input.previousStep)
+  const turn = await reply(deps, input, signal)
+  return input.judge ? { ...turn, verdicts: await verdicts(deps.runs, input.runId, input.judge, turn) } : turn
+}
+
+/**
+ * The policy's verdict on each call of the reply, judged here because this worker holds the run's compiled
+ * policy: one activity per turn instead of a check per call. The same validation and judge as a separate
+ * check would apply; a call that is not valid gets none (the workflow turns it into an observation), and
+ * neither does a call of an MCP tool: whether the run offers it is the workflow's, which checks it itself.
+ */
+async function verdicts(
+  runs: RunConfigs,
+  runId: string,
+  request: JudgeRequest,
+  turn: ModelTurn,
+): Promise<Array<ActionVerdict | null>> {
+  const validated = turn.toolCalls.map((call) =>
+    isMcpToolName(call.name) ? undefined : validateToolCall(call),
+  )
+  const calls = validated.flatMap((v) => (v?.ok ? [v.call] : []))
+  const judged = calls.length > 0 ? await judgeCalls(runs, runId, request, calls) : []
+  let next = 0
+  return validated.map((v) => (v?.ok ? (judged[next++] as ActionVerdict) : null))
+}
+
+async function reply(
+  deps: ModelDeps,
+  {
+    runId,
+    replySeq,
+    pending,
+    contract: carried,
+    mcpTools,
+  }: Parameters<TetherActivities['tetherModelTurn']>[0],
   signal: AbortSignal,
 ): Promise<ModelTurn> {
   // A previous attempt may have stored the reply and died before returning it: replay that reply rather
@@ -66,7 +111,8 @@ async function modelTurn(
   const [existing] = await deps.audit.loadMessages(runId, { fromSeq: replySeq, limit: 1 })
   if (existing) return historyTurn(existing.content as StoredReply)
 
-  await appendInOrder(deps.audit, runId, pending)
+  if (pending.length > 0)
+    await deps.audit.together('appendMessages', (writes) => appendInOrder(writes, runId, pending))
   const transcript = (await deps.audit.loadMessages(runId, { limit: replySeq })).map((message) =>
     toTranscript(message.content as TranscriptMessage),
   )
@@ -84,12 +130,18 @@ async function modelTurn(
     ...(toolchain ? { toolchain: describeToolchain(toolchain) } : {}),
     ...(contract.verification ? { verification: contract.verification.command.join(' ') } : {}),
   })
-  let reply: StoredReply
+  let stored: StoredReply
   try {
-    const response = await provider.generate({ system, messages: transcript, signal })
+    const tools = await offeredTools(deps.audit, mcpTools ?? [])
+    const response = await provider.generate({
+      system,
+      messages: transcript,
+      signal,
+      ...(tools.length > 0 ? { tools } : {}),
+    })
     // Validated and bounded on the full arguments: what is stored and returned has a size, whatever the
     // model sent; a call over a limit carries its reason and becomes an observation in the workflow.
-    reply = {
+    stored = {
       role: 'assistant',
       ...boundReply(response),
       usage: response.usage,
@@ -99,7 +151,7 @@ async function modelTurn(
     throw toFailure(error)
   }
   try {
-    await deps.audit.appendMessages(runId, replySeq, [reply])
+    await deps.audit.appendMessages(runId, replySeq, [stored])
   } catch (error) {
     // Not a passing fault: the same reply would be refused again, so say so at once instead of retrying.
     if (error instanceof AuditInputError) {
@@ -110,7 +162,25 @@ async function modelTurn(
     }
     throw error
   }
-  return historyTurn(reply)
+  return historyTurn(stored)
+}
+
+/**
+ * The MCP tools offered this turn, as their reviewed definitions say (read from the audit by digest). A
+ * stored definition that no longer hashes to its digest was edited: that tool is not offered.
+ */
+async function offeredTools(
+  audit: AuditStore,
+  offered: ReadonlyArray<{ name: string; digest: string }>,
+): Promise<ExtraTool[]> {
+  if (offered.length === 0) return []
+  const stored = await audit.mcpDefinitions(offered.map((tool) => tool.digest))
+  return offered.flatMap(({ name, digest }) => {
+    const definition = stored.get(digest) as McpToolDefinition | undefined
+    if (!definition || definition.name !== name || mcpToolDigest(definition) !== digest) return []
+    const parameters = (definition.inputSchema ?? { type: 'object' }) as Record<string, unknown>
+    return [{ name, description: clip(definition.description || name, TOOL_DESCRIPTION_LIMIT), parameters }]
+  })
 }
 
 /** The stored reply without the bookkeeping fields the providers do not know. */

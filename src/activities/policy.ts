@@ -8,7 +8,17 @@ import { ApplicationFailure } from '@temporalio/common'
 import { judgeCall } from '../judge/index.js'
 import type { ModelProvider } from '../model/index.js'
 import { type Policy, PolicyError } from '../policy/index.js'
-import { FAILURE, gateRefusal, type TetherActivities } from '../run/index.js'
+import {
+  type ActionVerdict,
+  FAILURE,
+  gateRefusal,
+  type JudgeRequest,
+  type McpServerRef,
+  type McpToolState,
+  type TetherActivities,
+} from '../run/index.js'
+import type { McpServerConfig } from '../stack/index.js'
+import type { ValidatedCall } from '../tools/index.js'
 import { workspaceView } from '../workspace/index.js'
 import { contractProblems } from './preflight.js'
 import type { RunConfigs } from './run-config.js'
@@ -32,6 +42,7 @@ export function policyActivities(deps: {
   provider: (choice: string | undefined) => ModelProvider
   sandbox: CommandSandbox
   runs: RunConfigs
+  mcpServers?: readonly McpServerConfig[]
   namespace?: NamespaceFacts | undefined
 }): Pick<TetherActivities, 'tetherPrepareRun' | 'tetherCheckAction'> {
   return {
@@ -52,6 +63,8 @@ export function policyActivities(deps: {
       if (noSandbox) problems.push(noSandbox)
       const approvers = [...(policy?.approvers ?? [])]
       const identity = policy?.identity
+      const mcp = mcpServersOf(contract.mcp, deps.mcpServers ?? [])
+      if ('problem' in mcp) problems.push(mcp.problem)
       // The attributes a run sets besides TetherPendingApproval, where the namespace has them.
       const searchAttributes = RUN_ATTRIBUTES.filter((name) => deps.namespace?.searchAttributes.has(name))
       const prepared = {
@@ -59,15 +72,55 @@ export function policyActivities(deps: {
         ...(searchAttributes.length > 0 ? { searchAttributes } : {}),
         ...(identity ? { identity } : {}),
         ...(policy ? { policyDigest: policy.digest, floor: deps.runs.floor.source } : {}),
+        ...('servers' in mcp && mcp.servers.length > 0 ? { mcp: mcp.servers } : {}),
       }
       // All at once, so one correction fixes everything.
       return problems.length > 0 ? { ...prepared, rejected: problems.join('; ') } : prepared
     },
 
-    async tetherCheckAction({ runId, policy: spec, policyDigest, remembered, workspace, call, noRetry }) {
-      const policy = await deps.runs.policy(runId, spec, remembered, policyDigest)
-      return judgeCall(policy, workspaceView(workspace), call, noRetry)
-    },
+    tetherCheckAction: ({ runId, policy, call, mcp, ...request }) =>
+      judgeCalls(deps.runs, runId, request, [call], policy, mcp).then(
+        ([verdict]) => verdict as ActionVerdict,
+      ),
+  }
+}
+
+/**
+ * The policy's verdicts on calls, each judged over the workspace as it is now, under the run's effective
+ * policy (by digest) with what the run remembered on top. `mcp`: for one call of an MCP tool, the run's
+ * state of that tool (without it, the judge takes the tool as not offered).
+ */
+export async function judgeCalls(
+  runs: RunConfigs,
+  runId: string | undefined,
+  { policyDigest, remembered, workspace, noRetry }: JudgeRequest,
+  calls: readonly ValidatedCall[],
+  spec?: unknown,
+  mcp?: McpToolState,
+): Promise<ActionVerdict[]> {
+  const policy = await runs.policy(runId, spec, remembered, policyDigest)
+  const view = workspaceView(workspace)
+  return calls.map((call) => judgeCall(policy, view, call, noRetry, mcp))
+}
+
+/** The worker's MCP servers a contract names (absent: all of them), or why a name is not one. */
+function mcpServersOf(
+  names: readonly string[] | undefined,
+  servers: readonly McpServerConfig[],
+): { servers: McpServerRef[] } | { problem: string } {
+  const chosen =
+    names === undefined ? servers : names.map((name) => servers.find((server) => server.name === name))
+  const missing = names?.filter((_, index) => chosen[index] === undefined) ?? []
+  if (missing.length > 0) {
+    const have =
+      servers.length > 0 ? `it has ${servers.map((server) => server.name).join(', ')}` : 'it has none'
+    return { problem: `mcp: this worker has no MCP server ${missing.join(', ')} (${have}); name one it has` }
+  }
+  return {
+    servers: (chosen as McpServerConfig[]).map((server) => ({
+      name: server.name,
+      timeoutMs: server.timeout,
+    })),
   }
 }
 

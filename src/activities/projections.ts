@@ -14,8 +14,17 @@ import {
   stepRecords,
 } from '../audit/index.js'
 import { approvalMessage } from '../present/index.js'
-import type { PendingApproval, TaskContract, TetherActivities } from '../run/index.js'
+import type { PendingApproval, StepRecord, TaskContract, TetherActivities } from '../run/index.js'
 import type { RunConfigs } from './run-config.js'
+
+/** A finished step's row and its refusals (idempotent): by tetherRecordStep, or with the next model turn. */
+export async function recordStepRows(audit: AuditStore, record: StepRecord): Promise<void> {
+  const { step, refusals } = stepRecords(record)
+  await audit.together('recordStep', async (writes) => {
+    await writes.recordStep(step)
+    if (refusals.length > 0) await writes.recordPolicyEvents(refusals)
+  })
+}
 
 /** Inside the projection activities' 10 s start-to-close (agentRun), so a slow webhook is retried, not cut. */
 const WEBHOOK_TIMEOUT_MS = 8_000
@@ -55,11 +64,7 @@ export function projectionActivities(deps: {
       await audit.recordRunFinished(runFinishedRecord(input))
     },
 
-    async tetherRecordStep(record) {
-      const { step, refusals } = stepRecords(record)
-      await audit.recordStep(step)
-      if (refusals.length > 0) await audit.recordPolicyEvents(refusals)
-    },
+    tetherRecordStep: (record) => recordStepRows(audit, record),
 
     async tetherApprovalRequested({ runId, request, contract }) {
       await audit.recordApprovalRequested(approvalRequestRecord(runId, request))

@@ -52,6 +52,7 @@ export {
   type StepRecord,
   type Timestamp,
 } from './inputs.js'
+export type { McpCallRecord, McpCallRow, McpCallStatus, McpSighting } from './mcp.js'
 export { type Migration, type MigrationReport, migrations } from './migrations.js'
 export {
   type ApprovalAnswerRow,
@@ -71,6 +72,7 @@ export {
   type StoredMessage,
   type StoredRunRows,
   type TimelineEntry,
+  tellsSomethingNew,
 } from './queries.js'
 export {
   approvalDecisionRecords,
@@ -80,7 +82,14 @@ export {
   runStartedRecord,
   stepRecords,
 } from './records.js'
-export { AuditStore, type EmbeddedServer, migrate, type OpenAuditOptions, openAudit } from './store.js'
+export {
+  AuditStore,
+  type AuditWrites,
+  type EmbeddedServer,
+  migrate,
+  type OpenAuditOptions,
+  openAudit,
+} from './store.js'
 export { boundedText, TEXT_LIMIT } from './text.js'
 export { type PostgresTls, postgresTls, type SslMode } from './tls.js'
 export {

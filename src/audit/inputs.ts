@@ -11,16 +11,16 @@ import { boundedText } from './text.js'
 /** Longest read/write target accepted: a path, never file contents (PATH_MAX on Linux). */
 export const PATH_TARGET_LIMIT = 4096
 
-const id = z.string().min(1, 'must not be empty').max(512)
-const index = z.number().int().min(0)
-const count = z.number().int().min(0)
-const text = z.string().transform((value) => boundedText(value))
+export const id = z.string().min(1, 'must not be empty').max(512)
+export const index = z.number().int().min(0)
+export const count = z.number().int().min(0)
+export const text = z.string().transform((value) => boundedText(value))
 
 /**
  * Workflow time, as a Date or the ISO string a Date becomes when it crosses an activity boundary. Callers
  * pass it (never the database's clock), so a replayed write is byte-identical.
  */
-const timestamp = z
+export const timestamp = z
   .union([z.date(), z.iso.datetime({ offset: true })], 'expected a Date or an ISO-8601 timestamp')
   .transform((value) => (value instanceof Date ? value : new Date(value)))
 
@@ -46,29 +46,23 @@ function serialise(value: unknown, ctx: z.RefinementCtx): string {
 /** Any JSON value, serialised once; stored in a `json` column, which keeps the text exactly. */
 const json = z.unknown().transform(serialise)
 
-export const acts = ['read', 'write', 'exec', 'net'] as const
-export const effects = ['allow', 'ask', 'deny'] as const
-export const execStatuses = ['exited', 'signalled', 'timed-out', 'cancelled', 'unavailable'] as const
-export const gateKinds = ['gate_output', 'gate_phase_failed', 'gate_passed'] as const
-export const approvalDecisions = ['approved', 'denied', 'timeout', 'cancelled'] as const
-export const decisionChannels = ['update', 'signal', 'timeout', 'cancel'] as const
+import { acts, approvalDecisions, decisionChannels, effects, execStatuses, gateKinds } from './vocabulary.js'
 
-export type Act = (typeof acts)[number]
-export type Effect = (typeof effects)[number]
-export type ExecStatus = (typeof execStatuses)[number]
-export type GateKind = (typeof gateKinds)[number]
-export type ApprovalDecision = (typeof approvalDecisions)[number]
-export type DecisionChannel = (typeof decisionChannels)[number]
-/** Where a policy event came from. Open-ended: these are the ones tether writes today. */
-export type PolicyEventSource =
-  | 'policy'
-  | 'update'
-  | 'signal'
-  | 'timeout'
-  | 'cancel'
-  | 'remembered'
-  | 'gate'
-  | (string & {})
+export {
+  type Act,
+  type ApprovalDecision,
+  acts,
+  approvalDecisions,
+  type DecisionChannel,
+  decisionChannels,
+  type Effect,
+  type ExecStatus,
+  effects,
+  execStatuses,
+  type GateKind,
+  gateKinds,
+  type PolicyEventSource,
+} from './vocabulary.js'
 
 export const runStarted = z.object({
   runId: id,
@@ -145,6 +139,9 @@ export const policyEvent = z
       ? { ...event, target: boundedText(event.target, PATH_TARGET_LIMIT) }
       : event,
   )
+
+/** A batch of policy events, as `recordPolicyEvents` takes them. */
+export const policyEvents = policyEvent.array()
 
 const streamCapture = z.object({
   text,

@@ -288,6 +288,63 @@ alter table runs add column floor text;
 alter table runs add column build_id text;
 `,
   },
+  {
+    version: 9,
+    name: 'mcp tools and calls',
+    sql: `
+-- A call of an MCP server's tool is an act of its own.
+alter table policy_events drop constraint policy_events_act_check;
+alter table policy_events add constraint policy_events_act_check
+  check (act in ('read', 'write', 'exec', 'net', 'mcp'));
+alter table approvals drop constraint approvals_act_check;
+alter table approvals add constraint approvals_act_check
+  check (act in ('read', 'write', 'exec', 'net', 'mcp'));
+
+-- MCP tool definitions (name, description, input schema, annotations) by the digest runs pin them with.
+-- Content-addressed like policies: a row edited after the fact no longer matches its name, and is refused.
+create table mcp_definitions (
+  digest      text primary key check (digest ~ '^[0-9a-f]{64}$'),
+  definition  jsonb not null,
+  recorded_at timestamptz not null default now()
+);
+-- Every definition each run's listings saw, from the step it was first seen.
+create table mcp_tools (
+  run_id  text not null references runs (run_id) on delete cascade,
+  name    text not null,
+  digest  text not null references mcp_definitions (digest),
+  step    integer not null,
+  seen_at timestamptz not null,
+  primary key (run_id, name, digest)
+);
+-- Every MCP call that was made: which tool of which server, a digest of its arguments (the arguments
+-- themselves are in the transcript and, for refusals and approvals, in policy_events and approvals), the
+-- verdict that let it run, and its result bounded like a command's output.
+create table mcp_calls (
+  run_id           text not null references runs (run_id) on delete cascade,
+  step             integer not null,
+  call             integer not null,
+  attempt          integer not null default 1 check (attempt >= 1),
+  server           text not null,
+  tool             text not null,
+  digest           text not null,
+  arguments_sha256 text not null check (arguments_sha256 ~ '^[0-9a-f]{64}$'),
+  arguments_bytes  integer not null,
+  effect           text not null check (effect in ('allow', 'ask')),
+  rule             text,
+  layer            text,
+  status           text not null
+                   check (status in ('ok', 'error', 'withheld', 'unavailable', 'timed-out', 'cancelled')),
+  result_bytes     bigint not null,
+  result_sha256    text not null check (result_sha256 ~ '^[0-9a-f]{64}$'),
+  result_text      text not null,
+  result_elided    integer not null,
+  duration_ms      integer not null,
+  started_at       timestamptz not null,
+  finished_at      timestamptz not null,
+  primary key (run_id, step, call)
+);
+`,
+  },
 ]
 
 export interface MigrationReport {
@@ -319,6 +376,10 @@ export async function applyMigrations(
   client: pg.ClientBase,
   known: readonly Migration[] = migrations,
 ): Promise<MigrationReport> {
+  // Every CLI command and worker start opens the audit: a database already at this build's schema is one
+  // read, without the transaction and the lock (five round trips a person waits for on each command).
+  const current = await alreadyApplied(client, known)
+  if (current) return current
   await client.query('begin')
   try {
     await client.query('select pg_advisory_xact_lock($1, $2)', [...LOCK_KEYS])
@@ -355,12 +416,42 @@ export async function applyMigrations(
       applied.push({ version: migration.version, name: migration.name })
     }
     await client.query('commit')
-    const knownVersions = new Set(known.map((m) => m.version))
-    const newer = rows.map((row) => row.version).filter((version) => !knownVersions.has(version))
-    const version = Math.max(0, ...rows.map((row) => row.version), ...known.map((m) => m.version))
-    return { applied, version, newer }
+    return report(applied, rows, known)
   } catch (error) {
     await client.query('rollback').catch(() => {})
     throw error
   }
+}
+
+/**
+ * The report when every migration this build knows is recorded with its checksum; undefined otherwise (no
+ * ledger yet, one pending, one that differs), for the locked path to apply them or say what is wrong.
+ */
+async function alreadyApplied(
+  client: pg.ClientBase,
+  known: readonly Migration[],
+): Promise<MigrationReport | undefined> {
+  let rows: Array<{ version: number; checksum: string }>
+  try {
+    ;({ rows } = await client.query<{ version: number; checksum: string }>(
+      `select version, checksum from ${LEDGER} order by version`,
+    ))
+  } catch {
+    return undefined
+  }
+  const recorded = new Map(rows.map((row) => [row.version, row.checksum]))
+  return known.every((migration) => recorded.get(migration.version) === checksum(migration))
+    ? report([], rows, known)
+    : undefined
+}
+
+function report(
+  applied: MigrationReport['applied'],
+  rows: ReadonlyArray<{ version: number }>,
+  known: readonly Migration[],
+): MigrationReport {
+  const knownVersions = new Set(known.map((m) => m.version))
+  const newer = rows.map((row) => row.version).filter((version) => !knownVersions.has(version))
+  const version = Math.max(0, ...rows.map((row) => row.version), ...known.map((m) => m.version))
+  return { applied, version, newer }
 }

@@ -43,6 +43,13 @@ export {
   updateRejection,
   waitForStart,
 } from './client.js'
+export {
+  APPROVAL_META_KEY,
+  createTetherMcpServer,
+  loadMcpPolicies,
+  mcpHttpHandler,
+  type TetherMcpServerOptions,
+} from './mcp-server.js'
 export { type TetherPluginOptions, tetherPlugin } from './plugin.js'
 export {
   createTetherWorker,
@@ -50,5 +57,7 @@ export {
   startLocalTether,
   type TetherWorkerOptions,
   type WorkerFloor,
+  type WorkerMcpServers,
   workerFloor,
+  workerMcpServers,
 } from './worker.js'

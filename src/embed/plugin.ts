@@ -19,9 +19,16 @@ import type { WorkerOptions } from '@temporalio/worker'
 import { createActivities, unknownNamespace, waitThroughOutages } from '../activities/index.js'
 import { type AuditStore, openAudit } from '../audit/index.js'
 import type { ModelProvider } from '../model/index.js'
-import { databaseUrl, floorFile, runningDevStack, tetherStateDir } from '../stack/index.js'
+import { databaseUrl, floorFile, mcpServersFile, runningDevStack, tetherStateDir } from '../stack/index.js'
 import { type WorkerTarget, whileReconciling, workerTarget } from './reconcile.js'
-import { TETHER_WORKER_DEFAULTS, tetherWorkflowsPath, type WorkerFloor, workerFloor } from './worker.js'
+import {
+  TETHER_WORKER_DEFAULTS,
+  tetherWorkflowsPath,
+  type WorkerFloor,
+  type WorkerMcpServers,
+  workerFloor,
+  workerMcpServers,
+} from './worker.js'
 
 export interface TetherPluginOptions {
   /**
@@ -44,6 +51,8 @@ export interface TetherPluginOptions {
    * tighten it.
    */
   floor?: WorkerFloor
+  /** The operator's MCP servers offered to runs: a servers file's path or the servers (default: TETHER_MCP_SERVERS, else none). */
+  mcpServers?: WorkerMcpServers
 }
 
 export function tetherPlugin(options: TetherPluginOptions = {}): SimplePlugin {
@@ -63,6 +72,7 @@ export function tetherPlugin(options: TetherPluginOptions = {}): SimplePlugin {
       audit,
       namespace,
       floor: workerFloor(options.floor ?? floorFile()),
+      mcpServers: workerMcpServers(options.mcpServers ?? mcpServersFile()),
       ...(options.provider ? { provider: options.provider } : {}),
     }),
     workflowsPath: (existing) => (existing ? combinedEntry(existing) : tetherWorkflowsPath()),

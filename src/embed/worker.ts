@@ -4,7 +4,9 @@
  */
 
 import { existsSync } from 'node:fs'
+import { totalmem } from 'node:os'
 import { fileURLToPath } from 'node:url'
+import { getHeapStatistics } from 'node:v8'
 import { Client } from '@temporalio/client'
 import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker'
 import { createActivities, unknownNamespace, waitThroughOutages } from '../activities/index.js'
@@ -16,10 +18,13 @@ import {
   connectTemporalWorker,
   type LocalStack,
   type LocalStackOptions,
+  loadMcpServers,
   localTarget,
+  type McpServerConfig,
   startLocalStack,
   type TemporalTarget,
   type WorkerDeployment,
+  workflowCacheSetting,
 } from '../stack/index.js'
 import { ReconcilePlugin } from './reconcile.js'
 
@@ -53,8 +58,8 @@ export interface TetherWorkerOptions {
   taskQueue: string
   audit: AuditStore
   provider?: (choice: string | undefined) => ModelProvider
-  /** Runs kept in memory between their tasks (default WORKFLOW_CACHE_SIZE). */
-  maxCachedWorkflows?: number
+  /** Runs kept in memory between their tasks (default: `workflowCacheSize()`, from the worker's memory). */
+  maxCachedWorkflows?: number | undefined
   /** The operator's floor (see `workerFloor`); default: the built-in one. */
   floor?: WorkerFloor
   /**
@@ -67,6 +72,20 @@ export interface TetherWorkerOptions {
    * every command like the default is.
    */
   stateDir?: string
+  /** The operator's MCP servers (see `workerMcpServers`); default: none. */
+  mcpServers?: WorkerMcpServers
+}
+
+/** MCP servers as a worker's configuration gives them: a servers file's path, or the servers. */
+export type WorkerMcpServers = readonly McpServerConfig[] | string | undefined
+
+/**
+ * The MCP servers this worker offers its runs (docs/mcp.md): a path is read once, here; nothing given is
+ * none. Throws ConfigError with one line naming the file and field.
+ */
+export function workerMcpServers(servers: WorkerMcpServers): readonly McpServerConfig[] {
+  if (servers === undefined || servers === '') return []
+  return typeof servers === 'string' ? loadMcpServers(servers) : servers
 }
 
 /** A floor as a worker's configuration gives it: a floor file's path, a policy, or a loaded floor. */
@@ -83,12 +102,30 @@ export function workerFloor(floor: WorkerFloor): Floor {
   return 'source' in floor ? floor : floorOf(floor)
 }
 
+/** What one run kept in a worker's workflow cache holds, measured by `bench/run --concurrent` (RSS per active run). */
+export const CACHED_RUN_BYTES = 2 * 2 ** 20
+
 /**
- * Runs a worker keeps in memory. A cached run costs ~1.8 MB; a run that waits hours for a person needs
- * none of it: past this many, the least recently active runs are evicted and replayed from their (small)
- * history when their answer comes, so thousands of waiting runs cost a worker almost nothing.
+ * Runs a worker keeps in memory between their tasks: as many as a quarter of its memory holds (the V8 heap
+ * limit, or the machine's or container's memory when that is smaller), at least 64. Too small a cache is a
+ * cliff: past it every task of an active run evicts another active run, which then replays its whole
+ * history. Waiting runs still leave it: the least recently active are evicted first and replayed from their
+ * (small) history when their answer comes, so the memory waiting runs take is bounded whatever their number.
  */
-export const WORKFLOW_CACHE_SIZE = 32
+export function workflowCacheSize(
+  memory = {
+    heapLimit: getHeapStatistics().heap_size_limit,
+    available: process.constrainedMemory?.() || totalmem(),
+  },
+): number {
+  return Math.max(64, Math.floor(Math.min(memory.heapLimit, memory.available) / 4 / CACHED_RUN_BYTES))
+}
+
+/**
+ * Workflow tasks a worker runs at once: its workflow code runs on one thread, so more only queue inside the
+ * worker, where their timeout already runs; never more than the cache holds (the SDK's rule).
+ */
+export const WORKFLOW_TASK_SLOTS = 16
 
 export function createTetherWorker(options: TetherWorkerOptions): Promise<Worker> {
   const namespace = unknownNamespace()
@@ -102,12 +139,13 @@ export function createTetherWorker(options: TetherWorkerOptions): Promise<Worker
       audit: options.audit,
       namespace,
       floor: workerFloor(options.floor),
+      mcpServers: workerMcpServers(options.mcpServers),
       ...(options.provider ? { provider: options.provider } : {}),
       ...(options.stateDir ? { sandbox: { hide: [options.stateDir] } } : {}),
     }),
     // Running commands get this long to finish on shutdown before they are cancelled and retried elsewhere.
     shutdownGraceTime: '30 seconds',
-    maxCachedWorkflows: options.maxCachedWorkflows ?? WORKFLOW_CACHE_SIZE,
+    ...workflowCapacity(options.maxCachedWorkflows ?? workflowCacheSize()),
     ...(options.deployment
       ? {
           workerDeploymentOptions: {
@@ -120,6 +158,13 @@ export function createTetherWorker(options: TetherWorkerOptions): Promise<Worker
     // While it runs, runs Temporal closed by paths the workflow never sees are closed in the audit too.
     plugins: [new ReconcilePlugin(options.audit, namespace)],
   })
+}
+
+function workflowCapacity(cached: number) {
+  return {
+    maxCachedWorkflows: cached,
+    maxConcurrentWorkflowTaskExecutions: Math.max(2, Math.min(WORKFLOW_TASK_SLOTS, cached)),
+  }
 }
 
 /** tether on one machine: the local stack, the audit store, a client and a running worker. */
@@ -142,6 +187,7 @@ export async function startLocalTether(
     taskQueue: string
     temporal?: TemporalTarget | undefined
     floor?: WorkerFloor
+    mcpServers?: WorkerMcpServers
   },
 ): Promise<LocalTether> {
   const stack = await startLocalStack({
@@ -171,7 +217,9 @@ export async function startLocalTether(
       taskQueue: options.taskQueue,
       audit,
       stateDir: options.stateDir,
+      maxCachedWorkflows: workflowCacheSetting(),
       ...(options.floor !== undefined ? { floor: options.floor } : {}),
+      ...(options.mcpServers !== undefined ? { mcpServers: options.mcpServers } : {}),
     })
     const running = worker.run()
     closers.push(async () => {

@@ -34,6 +34,7 @@ export {
   closeWarmSandboxes,
   DEFAULT_SANDBOX_LIMITS,
   diskShortfall,
+  EgressJudge,
   type FilterArch,
   filterArch,
   IDENTITY_COUNT,
@@ -49,6 +50,7 @@ export {
   seccompFilter,
   toolchainBinds,
 } from './sandbox/index.js'
+export { type Service, type ServiceExit, type ServiceOptions, startService } from './service.js'
 export type {
   ExecEnv,
   ExecProgress,

@@ -9,10 +9,10 @@
  * holding one has closed it), and the output never passes through the launcher.
  *
  * The launcher connects to the worker's socket server once per stream and first writes a random token that
- * only it and the worker know, so nothing else that reaches the server can pose as a command's output.
- *
- * A sandbox started ahead of its command (sandbox/ahead.ts) also gets its stdin that way, a third stream
- * the worker writes the command into, and does not keep the worker's event loop alive while it waits.
+ * only it and the worker know, so nothing else that reaches the server can pose as a command's output. A
+ * long-lived process that is spoken to (an MCP server, a sandbox built ahead of its command) gets a third
+ * stream as its stdin. One that waits for work in the background (a sandbox built ahead) does not keep the
+ * worker's event loop alive until it is given some.
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
@@ -22,7 +22,7 @@ import { createServer, type Server, type Socket } from 'node:net'
 import { join } from 'node:path'
 import { socketFolder, socketRoot } from './sockets.js'
 
-/** The token opening each stream: who it is for, then which stream (0 stdout, 1 stderr). */
+/** The token opening each stream: who it is for, then which stream (0 stdout, 1 stderr, 2 stdin). */
 const TOKEN_BYTES = 16
 const HEADER_BYTES = TOKEN_BYTES + 1
 /** How long a connection may take to say whose stream it is. */
@@ -54,17 +54,13 @@ const stream = (token, fd) => new Promise((resolve, reject) => {
   socket.once('connect', () => socket.write(Buffer.concat([Buffer.from(token, 'hex'), Buffer.of(fd)]), (error) => error ? reject(error) : resolve(socket)))
 })
 process.on('message', async ({ token, program, args, cwd, env, stdin }) => {
-  // stdout, stderr and, when asked for, stdin (stream 2).
-  const opened = []
-  const connecting = (stdin ? [0, 1, 2] : [0, 1]).map((fd) => stream(token, fd).then((socket) => (opened[fd] = socket)))
+  let out, err, input
   try {
-    await Promise.all(connecting)
+    ;[out, err, input] = await Promise.all([stream(token, 0), stream(token, 1), stdin ? stream(token, 2) : undefined])
   } catch (error) {
-    await Promise.allSettled(connecting)
-    for (const socket of opened) socket?.destroy()
+    out?.destroy(); err?.destroy(); input?.destroy()
     return reply({ token, event: 'error', code: 'ELAUNCHER', message: 'the launcher could not reach the worker: ' + error.message })
   }
-  const [out, err, input] = opened
   let child
   try {
     child = spawn(program, args, { cwd, env, stdio: [input ?? 'ignore', out, err], shell: false, detached: true })
@@ -72,7 +68,7 @@ process.on('message', async ({ token, program, args, cwd, env, stdin }) => {
     return reply({ token, event: 'error', code: error.code, message: error.message })
   } finally {
     // The command holds its own copies now; ours must not keep the streams open.
-    for (const socket of opened) socket.destroy()
+    out.destroy(); err.destroy(); input?.destroy()
   }
   child.once('exit', (code, signal) => reply({ token, event: 'exit', code, signal }))
   // A pid means the program is running (an exec that failed gives none, and an error event instead): tell
@@ -114,7 +110,7 @@ export interface LaunchedProcess extends EventEmitter {
   pid?: number
   stdout: Socket
   stderr: Socket
-  /** Its stdin, when launched with one (else stdin is the null device). */
+  /** The process's stdin, when it was started with one (`stdin: true`). */
   stdin?: Socket
   /** How it ended, once the `exit` event has been emitted: for a listener that comes late. */
   readonly ended: LaunchExit | undefined
@@ -122,21 +118,12 @@ export interface LaunchedProcess extends EventEmitter {
   hold(): void
 }
 
-export interface LaunchOptions {
-  cwd: string
-  env: NodeJS.ProcessEnv
-  /** Give it a stdin stream (a socket, which it may also write to) instead of the null device. */
-  stdin?: boolean
-  /** It waits for work: until `hold()`, neither it nor its streams keep this process alive. */
-  background?: boolean
-}
-
 class Launched extends EventEmitter implements LaunchedProcess {
   pid?: number
   stdout!: Socket
   stderr!: Socket
   stdin?: Socket
-  private readonly streams: (Socket | undefined)[] = [undefined, undefined, undefined]
+  private readonly streams: (Socket | undefined)[]
   private spawned = false
   private announced = false
   private failed = false
@@ -144,12 +131,13 @@ class Launched extends EventEmitter implements LaunchedProcess {
 
   constructor(
     readonly token: string,
-    private readonly withStdin: boolean,
+    withStdin: boolean,
     public keepsAlive: boolean,
     /** Called when `keepsAlive` changes. */
     private readonly kept: () => void,
   ) {
     super()
+    this.streams = withStdin ? [undefined, undefined, undefined] : [undefined, undefined]
   }
 
   get ended(): LaunchExit | undefined {
@@ -170,7 +158,7 @@ class Launched extends EventEmitter implements LaunchedProcess {
 
   /** A stream arrived from the launcher; the command counts as started once it has all and its pid. */
   attach(fd: number, socket: Socket): void {
-    if (fd > (this.withStdin ? 2 : 1) || this.streams[fd] || this.failed) {
+    if (fd >= this.streams.length || this.streams[fd] || this.failed) {
       socket.destroy()
       return
     }
@@ -215,10 +203,10 @@ class Launched extends EventEmitter implements LaunchedProcess {
 
   private announce(): void {
     const [stdout, stderr, stdin] = this.streams
-    if (!this.spawned || !stdout || !stderr || (this.withStdin && !stdin) || this.announced) return
+    if (!this.spawned || this.streams.includes(undefined) || this.announced) return
     this.announced = true
-    this.stdout = stdout
-    this.stderr = stderr
+    this.stdout = stdout as Socket
+    this.stderr = stderr as Socket
     if (stdin) this.stdin = stdin
     this.emit('spawn')
     if (this.exit) this.emit('exit', this.exit.code, this.exit.signal)
@@ -284,14 +272,23 @@ class Launcher {
   }
 
   launch(program: string, args: string[], options: LaunchOptions): LaunchedProcess {
-    const stdin = options.stdin === true
-    const launched = new Launched(randomBytes(TOKEN_BYTES).toString('hex'), stdin, !options.background, () =>
-      this.refresh(),
+    const launched = new Launched(
+      randomBytes(TOKEN_BYTES).toString('hex'),
+      options.stdin === true,
+      !options.background,
+      () => this.refresh(),
     )
     this.pending.set(launched.token, launched)
     this.refresh()
     this.child.send(
-      { token: launched.token, program, args, cwd: options.cwd, env: options.env, stdin },
+      {
+        token: launched.token,
+        program,
+        args,
+        cwd: options.cwd,
+        env: options.env,
+        stdin: options.stdin === true,
+      },
       (error: Error | null) => {
         if (error) launched.lost()
       },
@@ -310,7 +307,7 @@ class Launcher {
       socket.setTimeout(0)
       const launched = this.pending.get(header.subarray(0, TOKEN_BYTES).toString('hex'))
       const fd = header[TOKEN_BYTES] as number
-      if (!launched) {
+      if (!launched || fd > 2) {
         socket.destroy()
         return
       }
@@ -326,8 +323,8 @@ class Launcher {
   }
 
   /**
-   * While commands are out, the channel keeps this process alive (their exits are still to come); sandboxes
-   * waiting in the background for a command do not.
+   * While commands are out, the channel keeps this process alive (their exits are still to come); processes
+   * waiting in the background for work do not.
    */
   private refresh(): void {
     if ([...this.pending.values()].some((launched) => launched.keepsAlive)) {
@@ -352,10 +349,18 @@ class Launcher {
 
 let launcher: Promise<Launcher> | undefined
 
+export interface LaunchOptions {
+  cwd: string
+  env: NodeJS.ProcessEnv
+  /** Give the process a stdin stream of ours (`LaunchedProcess.stdin`) instead of the null device. */
+  stdin?: boolean
+  /** It waits for work: until `hold()`, neither it nor its streams keep this process alive. */
+  background?: boolean
+}
+
 /**
  * Starts `program` with `args` from the launcher (started on first use, and again if it died): in a new
- * session, stdin the null device (or a stream, see `LaunchOptions`), stdout and stderr streams back to this
- * process.
+ * session, stdin the null device (or a stream, `stdin: true`), stdout and stderr streams back to this process.
  */
 export async function launch(
   program: string,

@@ -49,6 +49,8 @@ export interface InboxOptions {
   temporalUi?: string | undefined
   /** How often live regions are re-rendered (default 1 s). */
   liveIntervalMs?: number
+  /** tether's MCP server over Streamable HTTP at `/mcp`, behind the inbox's access (`mcpHttpHandler`). */
+  mcp?: { handle(request: IncomingMessage, response: ServerResponse): Promise<void>; close(): Promise<void> }
   log?: (line: string) => void
 }
 
@@ -126,6 +128,12 @@ export async function startInbox(options: InboxOptions): Promise<Inbox> {
         ? sendJson(response, visitor.status, { ok: false, type: 'Unauthorised', message: visitor.message })
         : send(response, visitor.status, 'text/html', messagePage('Not signed in', visitor.message))
     }
+    // MCP clients are programs, not pages: the endpoint has the inbox's access, and speaks only MCP.
+    if (path === '/mcp') {
+      if (!options.mcp)
+        return sendJson(response, 404, { ok: false, type: 'NotFound', message: 'no MCP endpoint here' })
+      return options.mcp.handle(request, response)
+    }
     const viewerName = cookies.get('tether_viewer')
     const viewer: Viewer = {
       name: viewerName && APPROVER_NAME.test(viewerName) ? viewerName : visitor.user,
@@ -157,6 +165,14 @@ export async function startInbox(options: InboxOptions): Promise<Inbox> {
       return send(response, 405, 'text/plain', 'method not allowed')
     }
 
+    if (path === '/api/approvers') {
+      // Who a public key is, by the recorded policies: the name an imported key signs as is never typed.
+      const key = url.searchParams.get('key') ?? ''
+      if (!/^ed25519:[A-Za-z0-9+/_-]{20,64}={0,2}$/.test(key)) {
+        return sendJson(response, 400, { ok: false, type: 'InvalidKey', message: 'key=ed25519:… expected' })
+      }
+      return sendJson(response, 200, { ok: true, names: await options.audit.approverNames(key) })
+    }
     if (path === '/assets/app.js') return send(response, 200, 'text/javascript', await browserScript(), true)
     if (path === '/assets/app.css') return send(response, 200, 'text/css', STYLE, true)
     if (path === '/healthz') return send(response, 200, 'text/plain', 'ok')
@@ -174,7 +190,7 @@ export async function startInbox(options: InboxOptions): Promise<Inbox> {
         response,
         200,
         'text/html',
-        runsPage({ runs: runs.items, next: runs.next }, filters, viewer),
+        runsPage({ runs: runs.items, next: runs.next }, filters, viewer, clock),
       )
     }
     const approvalPath = /^\/approvals\/([^/]+)$/.exec(path)
@@ -289,6 +305,7 @@ export async function startInbox(options: InboxOptions): Promise<Inbox> {
     port,
     close: async () => {
       for (const response of live) response.end()
+      await options.mcp?.close()
       const closed = new Promise<void>((resolve) => server.close(() => resolve()))
       // Kept-alive connections would hold the close open until they time out.
       server.closeAllConnections()

@@ -4,7 +4,9 @@
  * which rule decided and what "remember" would add. Pure; one way each.
  */
 export { type ApprovalNotice, approvalMessage, type NoticedApproval, slackText } from './approval-message.js'
+export { definitionText, lineDiff } from './diff.js'
 export { INVISIBLE_CHARACTER, INVISIBLE_CLASS, invisibleCharacters } from './invisible.js'
+export { elapsedText, type InFlight, inFlightWords } from './progress.js'
 export { escapeText, formatArgv, isPlainWord, quoteWord, renderCommand, renderExecVerdict } from './render.js'
 export {
   backticks,
@@ -14,7 +16,7 @@ export {
   ruleWords,
   words,
 } from './rules.js'
-export { deadlineSetBy, formatDeadline, span, untilText, utcText } from './time.js'
+export { deadlineSetBy, formatDeadline, localText, span, untilText, utcText } from './time.js'
 export { visible } from './visible.js'
 export {
   clip,

@@ -4,7 +4,7 @@
  * rename one; add a new name behind `patched()` instead.
  */
 
-import type { ValidatedCall } from '../tools/index.js'
+import type { OwnToolCall, ValidatedCall } from '../tools/index.js'
 import type { TaskContract } from './contract.js'
 import type {
   ActionVerdict,
@@ -12,6 +12,8 @@ import type {
   Channel,
   GateSummary,
   InlineMessage,
+  McpListing,
+  McpToolState,
   ModelTurn,
   PendingApproval,
   RememberedRule,
@@ -48,22 +50,33 @@ export interface TetherActivities {
     parentRunId?: string
     startedAt: number
   }): Promise<void>
-  /** Stores `pending`, loads the transcript, calls the model, stores the reply at `replySeq`. */
+  /**
+   * Records the previous step's row (when the workflow hands it over), stores `pending`, loads the
+   * transcript, calls the model, stores the reply at `replySeq`; with `judge`, also returns the policy's
+   * verdict on each of the reply's calls, so no separate check is needed before they run.
+   */
   tetherModelTurn(
-    input: RunRef & { replySeq: number; pending: InlineMessage[]; contract?: TaskContract },
+    input: RunRef & {
+      replySeq: number
+      pending: InlineMessage[]
+      contract?: TaskContract
+      /** The MCP tools offered this turn, by the digest of the definition the run reviewed. */
+      mcpTools?: Array<{ name: string; digest: string }>
+      previousStep?: StepRecord
+      judge?: JudgeRequest
+    },
   ): Promise<ModelTurn>
   /** Local: the policy's verdict on one validated call (paths resolved on disk, commands analysed). */
-  tetherCheckAction(input: {
-    /** The run whose recorded policy judges (runs recorded before carried the spec itself). */
-    runId?: string
-    policy?: unknown
-    /** The effective policy, by the digest history recorded at the run's start (absent in old histories). */
-    policyDigest?: string
-    remembered: RememberedRule[]
-    workspace: string
-    call: ValidatedCall
-    noRetry: string[]
-  }): Promise<ActionVerdict>
+  tetherCheckAction(
+    input: JudgeRequest & {
+      /** The run whose recorded policy judges (runs recorded before carried the spec itself). */
+      runId?: string
+      policy?: unknown
+      call: ValidatedCall
+      /** For a call of an MCP tool: whether the run offers it, and what its reviewed definition says. */
+      mcp?: McpToolState
+    },
+  ): Promise<ActionVerdict>
   /**
    * Runs one command; its observation goes to the transcript at `seq` (after `pending`, the observations
    * the workflow made itself since the last write: the transcript has no gaps) and its row to `exec_results`.
@@ -92,11 +105,35 @@ export interface TetherActivities {
       seq: number
       replySeq: number
       callId: string
-      name: Exclude<ValidatedCall['name'], 'exec'>
+      name: Exclude<OwnToolCall['name'], 'exec'>
       workspace: string
       policy?: unknown
       policyDigest?: string
       remembered: RememberedRule[]
+    },
+  ): Promise<ToolSummary>
+  /**
+   * Lists the tools of the run's MCP servers (starting them where this worker has not), records every
+   * definition it sees, and compares each with its pin: the run's (`pinned`, name → digest) or the policy's.
+   */
+  tetherMcpTools(input: RunRef & { servers: string[]; pinned: Record<string, string> }): Promise<McpListing>
+  /**
+   * Calls one MCP tool; the result, bounded like a command's output, goes to the transcript at `seq` and
+   * its row to `mcp_calls`. A tool whose definition is no longer `digest` is not called.
+   */
+  tetherMcpCall(
+    input: RunRef & {
+      pending: InlineMessage[]
+      call: number
+      seq: number
+      callId: string
+      tool: string
+      arguments: Record<string, unknown>
+      digest: string
+      timeoutMs: number
+      outputCeiling: number
+      /** The verdict that let it run, for the audit row. */
+      verdict: Pick<ActionVerdict, 'effect' | 'rule' | 'layer'>
     },
   ): Promise<ToolSummary>
   /** Runs the contract's verification command (allow-only) and records the gate events. */
@@ -143,6 +180,15 @@ export interface TetherActivities {
     contract?: TaskContract
     reminder: number
   }): Promise<void>
+}
+
+/** What the policy judges a call with, besides the call: the run's policy and what the run remembered. */
+export interface JudgeRequest {
+  /** The effective policy, by the digest history recorded at the run's start (absent in old histories). */
+  policyDigest?: string
+  remembered: RememberedRule[]
+  workspace: string
+  noRetry: string[]
 }
 
 export interface StepRecord {

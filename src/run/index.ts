@@ -3,11 +3,12 @@
  * both write. Pure (no Temporal, no Node), so it is part of the workflow bundle as well as the worker.
  */
 
-export type { StepRecord, TetherActivities } from './activities.js'
+export type { JudgeRequest, StepRecord, TetherActivities } from './activities.js'
 export {
   ContractError,
   gateRefusal,
   parseContract,
+  parseDuration,
   type TaskContract,
   type TaskContractInput,
   taskContractSchema,
@@ -20,4 +21,5 @@ export {
 } from './decision.js'
 export { FAILURE, MODEL_FAILURE, MODEL_FAILURES_NOT_RETRIED } from './failures.js'
 export { gateFailureMessage } from './messages.js'
+export { type Flight, type FlightKind, inFlight, type PendingActivityView } from './progress.js'
 export type * from './types.js'

@@ -37,16 +37,19 @@ import type {
   ActionVerdict,
   AgentRunInput,
   AgentRunResult,
+  JudgeRequest,
   ModelTurn,
   Outcome,
   PendingApproval,
   RememberOffer,
   Resolution,
+  StepRecord,
   TetherActivities,
 } from '../run/index.js'
 import { FAILURE, MODEL_FAILURES_NOT_RETRIED, parseContract, type TaskContract } from '../run/index.js'
-import { type ToolCall, type ValidatedCall, validateToolCall } from '../tools/index.js'
+import type { McpCall, ValidatedCall } from '../tools/index.js'
 import { ApprovalBook, type DecisionInput } from './approvals.js'
+import { DEFINITION_REVIEW_CALL, definitionReview, isMcpCall, McpBook, validateCall } from './mcp.js'
 import {
   budgetOutcome,
   commandTimeout,
@@ -139,6 +142,28 @@ const files = proxyActivities<TetherActivities>({
   retry: { maximumAttempts: 3 },
 })
 
+// Listing a run's MCP servers may start them (a package to load, a handshake); a server that fails is an
+// observation the activity returns, so what is retried here is this worker's own trouble (the audit).
+const mcpListings = proxyActivities<TetherActivities>({
+  startToCloseTimeout: '3 minutes',
+  heartbeatTimeout: '10 seconds',
+  retry: {
+    initialInterval: '1 second',
+    backoffCoefficient: 2,
+    maximumInterval: '1 minute',
+    maximumAttempts: 10,
+  },
+})
+
+/** One MCP call: its server's timeout, plus slack to start the server and list its tools first. */
+function mcpCalls(timeoutMs: number) {
+  return proxyActivities<TetherActivities>({
+    startToCloseTimeout: timeoutMs + 120_000,
+    heartbeatTimeout: '10 seconds',
+    retry: { initialInterval: '1 second', maximumAttempts: 3 },
+  })
+}
+
 function execActivities(timeoutMs: number) {
   // One attempt's cap is the command's own timeout plus slack for drain and kill; a worker crash is noticed
   // by the heartbeat timeout, and the retry re-runs the command — unless it is on the contract's noRetry
@@ -179,6 +204,8 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     legible: patched('legible-in-temporal'),
     trueDeadline: patched('true-deadline'),
     continueOnCurrentBuild: patched('continue-on-current-build'),
+    judgeWithTurn: patched('judge-with-turn'),
+    mcpTools: patched('mcp-tools'),
   }
   const state: RunState = initialState(input.carried, Date.now())
   const book = new ApprovalBook(runId)
@@ -186,6 +213,8 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
   let waitingForPeople = false
   /** The step in progress, until its row is recorded: what a run that ends mid-step still records. */
   let inStep: { step: number; startedAt: number; turn?: StepTurn } | undefined
+  /** A finished step's row that the next model turn records (judge-with-turn), or any other path flushes. */
+  let unrecordedStep: StepRecord | undefined
   let phase: RunStatus['phase'] = 'starting'
   let outcome: Outcome | undefined
 
@@ -245,6 +274,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
   }
 
   const finish = async (result: { outcome: Outcome; reason?: string }): Promise<AgentRunResult> => {
+    await flushStep()
     outcome = result.outcome
     setPhase('done', result.reason ? clip(result.reason, 200) : undefined)
     if (legible) {
@@ -328,6 +358,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     throw ApplicationFailure.nonRetryable(preparation.rejected, FAILURE.contractRejected)
   }
   const { approvers } = preparation
+  const mcp = new McpBook(preparation.mcp ?? [], input.carried?.mcp)
   // Runs recorded before identity existed trusted the names their policy listed.
   book.setIdentity(
     preparation.identity ?? { mode: 'unsigned', approvers: approvers.map((name) => ({ name, keys: [] })) },
@@ -342,10 +373,15 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
       if (workflowInfo().continueAsNewSuggested) {
         // Safe point: nothing in flight, no approval pending, every handler done.
         await condition(allHandlersFinished)
+        await flushStep()
         const next = {
           contract,
           policy: input.policy,
-          carried: { ...state, continuedAsNew: state.continuedAsNew + 1 },
+          carried: {
+            ...state,
+            continuedAsNew: state.continuedAsNew + 1,
+            ...(mcp.active ? { mcp: mcp.carry() } : {}),
+          },
         }
         // A run is pinned to the build that started it (Worker Versioning); the next run of its chain
         // starts on the deployment's current build. Without versioned workers this changes nothing.
@@ -358,11 +394,20 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
       state.step += 1
       const step = state.step
       inStep = { step, startedAt: stepStarted }
+      if (mcp.active && changes.mcpTools) await reviewMcpTools(step)
       setPhase('model')
       const replySeq = state.nextSeq
       const turn = await model.tetherModelTurn.executeWithOptions(meta(`model turn ${step}`), [
-        { runId, step, replySeq, pending: state.pending },
+        {
+          runId,
+          step,
+          replySeq,
+          pending: state.pending,
+          ...handedToTurn(),
+          ...(mcp.active ? { mcpTools: mcp.offer() } : {}),
+        },
       ])
+      unrecordedStep = undefined
       inStep.turn = turn
       state.pending = []
       recordUsage(state, turn)
@@ -384,10 +429,13 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
       }
 
       setPhase('tools')
-      const { lines, refusals } = await runCalls(step, turn.toolCalls, seqs.reply, seqs.results)
-      await recordStep(runId, step, turn, lines, stepDecision(lines, turn), stepStarted, refusals)
+      const { lines, refusals } = await runCalls(step, turn, seqs.reply, seqs.results)
+      await recordStep(runId, step, turn, lines, stepDecision(lines, turn), stepStarted, refusals, {
+        handOver: changes.judgeWithTurn,
+      })
 
       if (contract.verifyWhen === 'every-step' && contract.verification) {
+        await flushStep()
         setPhase('verifying')
         const gate = await verify(step, null)
         if (gate.passed) return await finish({ outcome: 'verified', reason: gate.summary })
@@ -397,6 +445,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     if (error instanceof ContinueAsNew) throw error
     if (isCancellation(error)) {
       await CancellationScope.nonCancellable(async () => {
+        await flushStep()
         for (const request of book.pending()) {
           const resolution = book.expire(request.approvalId, 'cancelled', Date.now()) as Resolution
           await projections.tetherApprovalDecided({ runId, request, resolution })
@@ -408,6 +457,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     }
     const reason = failureReason(error)
     const result = await CancellationScope.nonCancellable(async () => {
+      await flushStep()
       await recordInterruptedStep(`failed during this step: ${reason}`)
       return finish({ outcome: 'failed', reason })
     })
@@ -437,20 +487,25 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
   }
 
   /** Judges every call, asks humans for the asks (all at once), then runs what may run, in call order. */
-  async function runCalls(step: number, calls: ToolCall[], replySeq: number, resultSeqs: number[]) {
+  async function runCalls(step: number, turn: ModelTurn, replySeq: number, resultSeqs: number[]) {
+    const calls = turn.toolCalls
     const lines: string[] = []
     const refusals: Array<{ call: number; verdict: ActionVerdict }> = []
     const judged: Array<{ index: number; call: ValidatedCall; verdict: ActionVerdict; approval?: string }> =
       []
 
     for (const [index, raw] of calls.entries()) {
-      const validated = validateToolCall(raw)
+      const validated = validateCall(raw, mcp)
       if (!validated.ok) {
         state.pending.push(invalidCallObservation(resultSeqs[index] as number, raw, validated.error))
         lines.push(`${raw.name}: invalid call`)
         continue
       }
-      const verdict = await checkAction(validated.call)
+      // Judged with the turn where the worker did (judge-with-turn); else by a check of its own.
+      // A call of an MCP tool is always checked here: only the workflow knows whether the run offers it.
+      const verdict =
+        (isMcpCall(validated.call) ? undefined : turn.verdicts?.[index]) ??
+        (await checkAction(validated.call))
       judged.push({ index, call: validated.call, verdict })
     }
 
@@ -461,11 +516,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
         `waiting for a person: ${clip(asks.map((entry) => `${entry.verdict.act} ${entry.verdict.target}`).join('; '), 300)}`,
       )
       for (const entry of asks) entry.approval = await requestApproval(step, entry.index, entry.verdict)
-      upsertSearchAttributes([{ key: PENDING_APPROVAL, value: 'true' }])
-      waitingForPeople = true
-      await Promise.all(asks.map((entry) => waitForAnswer(entry.approval as string)))
-      upsertSearchAttributes([{ key: PENDING_APPROVAL, value: null }])
-      waitingForPeople = false
+      await waitForPeople(asks.map((entry) => entry.approval as string))
       setPhase('tools')
     }
 
@@ -532,29 +583,98 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
                 },
               ],
             )
-          : await files.tetherFileTool.executeWithOptions(
-              meta(`${call.name} ${'path' in call.args ? call.args.path : call.args.pattern}`),
-              [
-                {
-                  runId,
-                  step,
-                  pending: state.pending,
-                  call: index,
-                  seq,
-                  replySeq,
-                  callId: call.id,
-                  name: call.name,
-                  workspace: contract.workspace,
-                  remembered: state.remembered,
-                  ...policyDigest,
-                },
-              ],
-            )
+          : isMcpCall(call)
+            ? await callMcp(step, index, seq, call, verdict)
+            : await files.tetherFileTool.executeWithOptions(
+                meta(`${call.name} ${'path' in call.args ? call.args.path : call.args.pattern}`),
+                [
+                  {
+                    runId,
+                    step,
+                    pending: state.pending,
+                    call: index,
+                    seq,
+                    replySeq,
+                    callId: call.id,
+                    name: call.name,
+                    workspace: contract.workspace,
+                    remembered: state.remembered,
+                    ...policyDigest,
+                  },
+                ],
+              )
       // The activity wrote the workflow's own observations before its result.
       state.pending = []
       lines.push(clip(summary.summary, 300))
     }
     return { lines, refusals }
+  }
+
+  /** Marks the run as waiting for people (the search attribute) while the approvals are answered. */
+  async function waitForPeople(approvalIds: string[]): Promise<void> {
+    upsertSearchAttributes([{ key: PENDING_APPROVAL, value: 'true' }])
+    waitingForPeople = true
+    await Promise.all(approvalIds.map((approvalId) => waitForAnswer(approvalId)))
+    upsertSearchAttributes([{ key: PENDING_APPROVAL, value: null }])
+    waitingForPeople = false
+  }
+
+  /**
+   * The run's MCP tools before the model's turn: listed (a server that cannot be reached is an observation),
+   * new ones pinned, and each definition that is not the reviewed one asked about, the step waiting for the
+   * answers: approved, it is offered from now on; refused or unanswered, it stays withheld.
+   */
+  async function reviewMcpTools(step: number): Promise<void> {
+    const listing = await mcpListings.tetherMcpTools.executeWithOptions(
+      meta(`list MCP tools (step ${step})`),
+      [{ runId, step, servers: mcp.servers.map((server) => server.name), pinned: mcp.pinned() }],
+    )
+    const changed = mcp.take(listing)
+    const note = mcp.note(() => reserveSeq(state))
+    if (note) state.pending.push(note)
+    if (changed.length === 0) return
+    // The step before is in the audit while the run waits for people, as when a call is asked about.
+    await flushStep()
+    setPhase(
+      'approval',
+      `waiting for a person: changed MCP tool definitions ${clip(changed.map((change) => change.name).join(', '), 300)}`,
+    )
+    const asked: string[] = []
+    for (const [i, change] of changed.entries())
+      asked.push(await requestApproval(step, DEFINITION_REVIEW_CALL + i, definitionReview(change)))
+    await waitForPeople(asked)
+    for (const [i, change] of changed.entries()) {
+      const request = book.get(asked[i] as string) as PendingApproval
+      const resolution = book.resolution(asked[i] as string) as Resolution
+      if (resolution.decision === 'approved') mcp.accept(change)
+      else mcp.refuse(change)
+      await decisionRecorder().tetherApprovalDecided({ runId, request, resolution })
+    }
+  }
+
+  /** One call of an MCP tool the policy let through, against the definition the run reviewed. */
+  function callMcp(step: number, index: number, seq: number, call: McpCall, verdict: ActionVerdict) {
+    const timeoutMs = mcp.timeoutMs(call.name)
+    return mcpCalls(timeoutMs).tetherMcpCall.executeWithOptions(meta(`mcp ${call.name}`), [
+      {
+        runId,
+        step,
+        pending: state.pending,
+        call: index,
+        seq,
+        callId: call.id,
+        tool: call.name,
+        arguments: call.args,
+        digest: mcp.digest(call.name),
+        timeoutMs,
+        outputCeiling: contract.outputCeiling,
+        verdict: {
+          effect: verdict.effect,
+          ...(verdict.rule !== undefined ? { rule: verdict.rule } : {}),
+          ...(verdict.layer !== undefined ? { layer: verdict.layer } : {}),
+        },
+      },
+    ])
   }
 
   /**
@@ -575,6 +695,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
       workspace: contract.workspace,
       call,
       noRetry: contract.noRetry,
+      ...(isMcpCall(call) ? { mcp: mcp.state(call.name) } : {}),
     })
   }
 
@@ -644,7 +765,8 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
         await projections.tetherRemindApprover({ runId, request, reminder })
       }
     }
-    const outOfBudget = end < request.deadline
+    // With true deadlines the request's deadline may be the budget's own end: then it is the budget that ran out.
+    const outOfBudget = end < request.deadline || request.deadlineBy === 'wall-time budget'
     book.expire(
       approvalId,
       'timeout',
@@ -661,25 +783,52 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     decision: string,
     startedAt: number,
     refusals: Array<{ call: number; verdict: ActionVerdict }>,
+    { handOver = false } = {},
   ) {
     inStep = undefined
-    const recorder = patched('record-step-locally') ? localProjections : projections
-    await recorder.tetherRecordStep.executeWithOptions(meta(`record step ${step}`), [
-      {
-        runId: id,
-        step,
-        toolCalls: turn.toolCalls,
-        decision: clip(decision, OBSERVATION_LIMIT),
-        observation: clip(lines.length > 0 ? lines.join('\n') : turn.text, OBSERVATION_LIMIT),
-        inputTokens: turn.usage.inputTokens,
-        outputTokens: turn.usage.outputTokens,
-        startedAt,
-        finishedAt: Date.now(),
-        refusals,
-      },
-    ])
+    const record: StepRecord = {
+      runId: id,
+      step,
+      toolCalls: turn.toolCalls,
+      decision: clip(decision, OBSERVATION_LIMIT),
+      observation: clip(lines.length > 0 ? lines.join('\n') : turn.text, OBSERVATION_LIMIT),
+      inputTokens: turn.usage.inputTokens,
+      outputTokens: turn.usage.outputTokens,
+      startedAt,
+      finishedAt: Date.now(),
+      refusals,
+    }
+    // Handed to the next model turn, which records it before it calls the model: no activity of its own.
+    if (handOver) unrecordedStep = record
+    else await writeStep(record)
     // Answers that were refused (a bad signal) are recorded, never applied.
     await recordRejectedAnswers(step)
+  }
+
+  async function writeStep(record: StepRecord): Promise<void> {
+    const recorder = patched('record-step-locally') ? localProjections : projections
+    await recorder.tetherRecordStep.executeWithOptions(meta(`record step ${record.step}`), [record])
+  }
+
+  /** Records the step row no model turn took over (the run ends, continues as new or verifies first). */
+  async function flushStep(): Promise<void> {
+    const record = unrecordedStep
+    unrecordedStep = undefined
+    if (record) await writeStep(record)
+  }
+
+  /** What the model turn takes over from separate activities (judge-with-turn): the verdicts, the step row. */
+  function handedToTurn(): { judge?: JudgeRequest; previousStep?: StepRecord } {
+    if (!changes.judgeWithTurn) return {}
+    return {
+      judge: {
+        ...policyDigest,
+        remembered: state.remembered,
+        workspace: contract.workspace,
+        noRetry: contract.noRetry,
+      },
+      ...(unrecordedStep ? { previousStep: unrecordedStep } : {}),
+    }
   }
 
   async function recordRejectedAnswers(step: number): Promise<void> {

@@ -14,6 +14,7 @@ import { type WorkerFloor, workerFloor } from '../../src/embed/worker.js'
 import type { ModelScript } from '../../src/model/index.js'
 import { Policy } from '../../src/policy/index.js'
 import type { TaskContractInput } from '../../src/run/contract.js'
+import type { McpServerConfig } from '../../src/stack/index.js'
 import { agentRun } from '../../src/workflows/index.js'
 import { connectClient, createWorker, uniqueTaskQueue } from './temporal.js'
 
@@ -48,13 +49,19 @@ export function testPolicy(): Policy {
 
 export async function startAgentWorker(
   audit: AuditStore,
-  options: { taskQueue?: string; sandbox?: SandboxDependencies; floor?: WorkerFloor } = {},
+  options: {
+    taskQueue?: string
+    sandbox?: SandboxDependencies
+    floor?: WorkerFloor
+    mcpServers?: McpServerConfig[]
+  } = {},
 ) {
   const taskQueue = options.taskQueue ?? uniqueTaskQueue('agent')
   const activities = createActivities({
     audit,
     floor: workerFloor(options.floor),
     ...(options.sandbox ? { sandbox: options.sandbox } : {}),
+    ...(options.mcpServers ? { mcpServers: options.mcpServers } : {}),
   })
   const { worker, connection } = await createWorker({ taskQueue, activities })
   const running = worker.run()

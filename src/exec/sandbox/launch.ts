@@ -159,7 +159,8 @@ export interface SandboxPlan {
   readOnly: string[]
   writable: Array<[source: string, target: string]>
   hidden: string[]
-  /** Git's configuration read-only (git.ts): bwrap arguments. */
+  workspaceAccess: NonNullable<SandboxOptions['workspaceAccess']>
+  /** Git's configuration read-only (git.ts): bwrap arguments, for a workspace bound read-write. */
   gitArgs: string[]
 }
 
@@ -212,6 +213,7 @@ export async function planSandbox(
     })
     bridge = [process.execPath, '-e', BRIDGE, '--', String(PROXY_PORT), PROXY_SOCKET_INSIDE, '--']
   }
+  const workspaceAccess = options.workspaceAccess ?? 'read-write'
   return {
     runtime,
     limits,
@@ -225,7 +227,8 @@ export async function planSandbox(
     readOnly: byDepth(options.readOnly ?? []),
     writable,
     hidden,
-    gitArgs: gitBinds(workspace),
+    workspaceAccess,
+    gitArgs: workspaceAccess === 'read-write' ? gitBinds(workspace) : [],
   }
 }
 
@@ -272,9 +275,13 @@ export function launchArgv(
   // every other one is hidden last, so it covers whatever the binds above brought back.
   const { workspace, hidden } = plan
   for (const path of hidden.filter((path) => within(workspace, path))) mounts.hide(path)
-  mounts.bind('--bind', workspace, workspace)
-  // Git's configuration, hooks and info inside it read-only (git.ts): bound on the workspace's own content.
-  args.push(...plan.gitArgs)
+  if (plan.workspaceAccess === 'none') mounts.hide(workspace)
+  else if (plan.workspaceAccess === 'read-only') mounts.bind('--ro-bind', workspace, workspace)
+  else {
+    mounts.bind('--bind', workspace, workspace)
+    // Git's configuration, hooks and info inside it read-only (git.ts): bound on the workspace's own content.
+    args.push(...plan.gitArgs)
+  }
   for (const path of hidden.filter((path) => !within(workspace, path))) mounts.hide(path)
   // The empty folders that hide, and /dev, are bwrap's own tmpfs: read-only, or a command could fill them.
   for (const path of hidden.filter((path) => isDirectory(path))) args.push('--remount-ro', path)
