@@ -32,6 +32,7 @@ import { resolve } from 'node:path'
 import { ExecSpawnError } from '../errors.js'
 import { type LaunchedProcess, launch } from '../launcher.js'
 import { guardProcessGroup } from '../orphan-guard.js'
+import { ProcessTree } from '../process-tree.js'
 import {
   coldLaunch,
   launchArgv,
@@ -74,7 +75,7 @@ const SHELL_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
 const IDLE_MS = 10 * 60_000
 /** Sandboxes waiting at once, in all workspaces (about 0.6 MB of memory each); the one waiting longest goes first. */
 const MOST_WAITING = 256
-/** How long a killed sandbox may take to end before its cgroup is given back all the same. */
+/** How long a killed sandbox's processes may take to go before its cgroup is given back all the same. */
 const END_MS = 2_000
 /** How long a command waits for a sandbox still being built for it before it builds its own. */
 const READY_MS = 5_000
@@ -329,10 +330,11 @@ class Waiting {
     clearTimeout(this.idle)
     this.ended ??= (async () => {
       const child = await this.started
-      if (child && !child.ended) {
-        const exited = new Promise((resolve) => child.once('exit', resolve))
-        killGroup(this.pid)
-        await Promise.race([exited, after(END_MS)])
+      if (child?.pid !== undefined) {
+        // Every process of it, bwrap's child and the shell in a session of its own too, found while bwrap lives.
+        const tree = new ProcessTree(child.pid)
+        tree.signal('SIGKILL', child.ended === undefined)
+        await tree.waitUntilGone(END_MS)
       }
       for (const stream of [child?.stdin, child?.stdout, child?.stderr]) stream?.destroy()
       this.unguard()
@@ -397,11 +399,29 @@ function killGroup(pid: number | undefined): void {
   }
 }
 
+/**
+ * Whether `argv` has bwrap put an empty folder or file over a path in the workspace (a hidden path there, a
+ * planted `commondir`): bwrap makes such a mount point when it is missing, so built while nobody waits —
+ * the workspace being removed, say — it could leave one behind.
+ */
+function makesMountPoints(plan: SandboxPlan, argv: string[]): boolean {
+  return argv.some((arg, index) => {
+    const target =
+      arg === '--tmpfs'
+        ? argv[index + 1]
+        : arg === '--ro-bind' && argv[index + 1] === '/dev/null'
+          ? argv[index + 2]
+          : undefined
+    return target !== undefined && (target === plan.workspace || target.startsWith(`${plan.workspace}/`))
+  })
+}
+
 /** Builds the next sandbox of `plan` and lets it wait, unless one with its key already does. */
 async function buildAhead(plan: SandboxPlan): Promise<void> {
-  const key = keyOf(plan, anyLaunch(plan))
+  const shape = anyLaunch(plan)
+  const key = keyOf(plan, shape)
   const environment = environmentLine(plan.env)
-  if (waiting.has(key) || environment === undefined) return
+  if (waiting.has(key) || environment === undefined || makesMountPoints(plan, shape)) return
   const resources = await SandboxResources.acquire(plan)
   let argv: string[]
   let named: string[]
@@ -455,12 +475,12 @@ export async function prepareSandbox(
   const next = warm ? () => ahead(plan) : undefined
   const line = commandLine(cwd, argv, plan.env)
   if (warm && takeWaiting && waiting.size > 0 && Buffer.byteLength(line) <= MOST_LINE_BYTES) {
-    const launch = anyLaunch(plan)
-    const key = keyOf(plan, launch)
+    const shape = anyLaunch(plan)
+    const key = keyOf(plan, shape)
     const entry = waiting.get(key)
     if (entry) {
       waiting.delete(key)
-      const child = await entry.take(filesOf(launch))
+      const child = await entry.take(filesOf(shape))
       if (child) return entry.launch(child, line, plan.network, next)
     }
   }
