@@ -20,14 +20,15 @@
  *
  * Failing closed: a waiting sandbox is taken only when the plan worked out for the command (identity, the
  * disk's reserve, git's folders, what to hide) gives the very same launch and environment, every path that
- * launch names is still there or still missing as it was, and its mount table inside is what it was once
- * bwrap had made it (a folder removed or replaced on the host since takes its mount with it, in every
- * namespace). Otherwise it is thrown away and the command gets a sandbox built for it, as before. One that ends before
+ * launch names is still there or still missing as it was, and every mount the launch makes is still in its
+ * mount table (a folder removed or replaced on the host takes its mount with it, in every namespace, and
+ * the new one may even get the old inode number). Otherwise it is thrown away and the command gets a
+ * sandbox built for it, as before. One that ends before
  * it answers has run nothing: the command gets one built for it too. One that answers anything but its
  * byte is killed, and the command fails with ExecSpawnError (the activity retries it). Nothing ever runs
  * outside a sandbox on this path.
  */
-import { lstatSync, readFileSync, realpathSync } from 'node:fs'
+import { existsSync, lstatSync, readFileSync, realpathSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { ExecSpawnError } from '../errors.js'
 import { type LaunchedProcess, launch } from '../launcher.js'
@@ -167,8 +168,6 @@ class Waiting {
   /** Its process once ready for a command; undefined when it will not be. */
   private readonly ready: Promise<LaunchedProcess | undefined>
   private pid: number | undefined
-  /** The mount table inside once it was ready. */
-  private mounts: string | undefined
   private taken = false
   private answered = false
   private ended: Promise<void> | undefined
@@ -179,7 +178,7 @@ class Waiting {
     readonly key: string,
     readonly files: string,
     private readonly resources: SandboxResources,
-    argv: string[],
+    private readonly argv: string[],
     environment: string,
   ) {
     this.started = this.start(argv).catch(() => undefined)
@@ -226,10 +225,6 @@ class Waiting {
     stdin.on('error', () => stdin.destroy())
     stdin.write(environment)
     if ((await nextByte(stdin)) !== READY) throw new Error('the sandbox built ahead did not become ready')
-    // What its mounts are once bwrap has made them all: a mount the host detaches later (its folder was
-    // removed or replaced there) shows as a change.
-    this.mounts = mountsInside(child.pid as number)
-    if (this.mounts === undefined) throw new Error('the mounts of the sandbox built ahead cannot be read')
     return child
   }
 
@@ -244,7 +239,7 @@ class Waiting {
       child.ended ||
       child.stdin.readableEnded ||
       child.stdin.destroyed ||
-      mountsInside(child.pid as number) !== this.mounts
+      !mountsIntact(child.pid as number, this.argv, this.resources.plan.runtime.bwrap)
     ) {
       void this.discard()
       return undefined
@@ -372,17 +367,61 @@ function nextByte(stream: NonNullable<LaunchedProcess['stdin']>): Promise<number
   })
 }
 
+/** bwrap's options that mount something at their last argument, and how many arguments they take. */
+const MOUNTS = new Map([
+  ['--bind', 2],
+  ['--ro-bind', 2],
+  ['--dev-bind', 2],
+  ['--bind-try', 2],
+  ['--ro-bind-try', 2],
+  ['--dev-bind-try', 2],
+  ['--tmpfs', 1],
+  ['--proc', 1],
+  ['--dev', 1],
+  ['--mqueue', 1],
+])
+
+/** Where the bwrap of `argv` mounts something: each `-try` one whose source is there. */
+function mountPoints(argv: string[], bwrap: string): string[] {
+  const points: string[] = []
+  for (
+    let index = argv.indexOf(bwrap) + 1;
+    index > 0 && index < argv.length && argv[index] !== '--';
+    index++
+  ) {
+    const taken = MOUNTS.get(argv[index] as string)
+    if (taken === undefined) continue
+    const source = argv[index + 1] as string
+    if (!argv[index]!.endsWith('-try') || existsSync(source)) points.push(argv[index + taken] as string)
+    index += taken
+  }
+  return points
+}
+
 /**
- * The mount table inside the sandbox that `pid` launched (bwrap's one child is in its namespaces), or
- * undefined when it cannot be read.
+ * Whether every mount the bwrap of `argv`, launched as `pid`, makes is in the mount table inside (bwrap's
+ * one child is in its namespaces); false when that cannot be read.
  */
-function mountsInside(pid: number): string | undefined {
+function mountsIntact(pid: number, argv: string[], bwrap: string): boolean {
   try {
     const inside = readFileSync(`/proc/${pid}/task/${pid}/children`, 'latin1').trim().split(' ')
-    if (inside.length !== 1 || inside[0] === '') return undefined
-    return readFileSync(`/proc/${inside[0]}/mountinfo`, 'latin1')
+    if (inside.length !== 1 || inside[0] === '') return false
+    const table = readFileSync(`/proc/${inside[0]}/mountinfo`, 'latin1')
+    // The fifth field is the mount point, with space, tab, newline and backslash written in octal.
+    const mounted = new Set(
+      table
+        .split('\n')
+        .map((line) => line.split(' ')[4])
+        .filter((point) => point !== undefined)
+        .map((point) =>
+          point.replace(/\\([0-7]{3})/g, (_, octal: string) =>
+            String.fromCharCode(Number.parseInt(octal, 8)),
+          ),
+        ),
+    )
+    return mountPoints(argv, bwrap).every((point) => mounted.has(point))
   } catch {
-    return undefined
+    return false
   }
 }
 

@@ -3,7 +3,7 @@
  * is built and waits, and the next command with the same sandbox starts in it. Every test runs real
  * commands and checks that each one still has a sandbox of its own, and that nothing waits when it should not.
  */
-import { spawn } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { once } from 'node:events'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
@@ -243,6 +243,26 @@ describe('a sandbox built ahead is not taken', () => {
     expect(result.stdout.text).toBe('')
   })
 
+  it.runIf(isRoot)(
+    'when one of its mounts is gone since it was built, whatever the files look like',
+    async () => {
+      // What a folder removed on the host does to a mount on it in every namespace, made here by hand (a
+      // folder made again may get the old inode number, so its path looks the same).
+      const ws = await workspace()
+      const secrets = await mkdtemp('/var/tmp/tether-warm-state-')
+      cleanups.push(() => rm(secrets, { recursive: true, force: true }))
+      await writeFile(join(secrets, 'key'), 'secret\n')
+      await sandboxed(['true'], ws, { sandbox: { hide: [secrets] } })
+      await expect.poll(() => readyShells(ws).length, { timeout: 30_000 }).toBeGreaterThan(0)
+      const [shell] = readyShells(ws)
+      execFileSync('nsenter', ['-t', String(shell!.pid), '-m', 'umount', secrets])
+      const result = await sandboxed(['ls', '-A', secrets], ws, { sandbox: { hide: [secrets] } })
+      expect(result).toMatchObject({ status: 'exited', exitCode: 0 })
+      expect(result.sandbox?.warm).toBeUndefined()
+      expect(result.stdout.text).toBe('')
+    },
+  )
+
   it('when a nested repository appeared since it was built: its configuration is read-only all the same', async () => {
     const ws = await workspace()
     await sandboxed(['git', 'init', '-q', '.'], ws)
@@ -273,7 +293,7 @@ describe('a sandbox built ahead is not taken', () => {
     // A planted commondir is hidden by an empty file bound over it; bwrap makes that file if it is gone.
     for (let round = 0; round < 3; round++) {
       const ws = await workspace()
-      await sandboxed(['git', 'init', '-q', '.'], ws)
+      await sandboxed(['git', 'init', '-q', '.'], ws, { sandbox: { warm: false } })
       await writeFile(join(ws, '.git', 'commondir'), '../elsewhere\n')
       const result = await sandboxed(['true'], ws)
       expect(result.sandbox?.warm).toBeUndefined()
