@@ -223,8 +223,9 @@ class Waiting {
   private async prepare(child: LaunchedProcess, environment: string): Promise<LaunchedProcess> {
     const stdin = child.stdin as NonNullable<LaunchedProcess['stdin']>
     stdin.on('error', () => stdin.destroy())
+    const said = nextChunk(stdin)
     stdin.write(environment)
-    if ((await nextByte(stdin)) !== READY) throw new Error('the sandbox built ahead did not become ready')
+    if (!isByte(await said, READY)) throw new Error('the sandbox built ahead did not become ready')
     return child
   }
 
@@ -281,42 +282,28 @@ class Waiting {
   }
 
   /** Writes the command line; true once the trampoline answers, false when it ended without answering. */
-  private hand(child: LaunchedProcess, line: string, network: SandboxPlan['network']): Promise<boolean> {
+  private async hand(
+    child: LaunchedProcess,
+    line: string,
+    network: SandboxPlan['network'],
+  ): Promise<boolean> {
     const stdin = child.stdin as NonNullable<LaunchedProcess['stdin']>
     // The command's own policy judges its destinations, from its first connection on.
     if (network) this.resources.proxy?.serve(network)
-    return new Promise<boolean>((resolve, reject) => {
-      const answered = (chunk: Buffer) => {
-        stop()
-        stdin.destroy()
-        if (chunk.length === 1 && chunk[0] === ANSWER) {
-          this.answered = true
-          resolve(true)
-          return
-        }
-        killGroup(this.pid)
-        reject(
-          new ExecSpawnError(
-            `the sandbox built for this command answered ${JSON.stringify(chunk.toString('latin1').slice(0, 40))} ` +
-              'instead of starting it, and was killed; run the command again',
-          ),
-        )
-      }
-      const ended = () => {
-        stop()
-        resolve(false)
-      }
-      const stop = () => {
-        stdin.off('data', answered)
-        stdin.off('end', ended)
-        stdin.off('close', ended)
-      }
-      stdin.once('data', answered)
-      stdin.once('end', ended)
-      stdin.once('close', ended)
-      stdin.resume()
-      stdin.write(line)
-    })
+    const said = nextChunk(stdin)
+    stdin.write(line)
+    const answer = await said
+    stdin.destroy()
+    if (answer === undefined) return false
+    if (isByte(answer, ANSWER)) {
+      this.answered = true
+      return true
+    }
+    killGroup(this.pid)
+    throw new ExecSpawnError(
+      `the sandbox built for this command answered ${JSON.stringify(answer.toString('latin1').slice(0, 40))} ` +
+        'instead of starting it, and was killed; run the command again',
+    )
   }
 
   /** Takes it down, once: its processes, streams, cgroup and proxy. */
@@ -344,13 +331,13 @@ class Waiting {
   }
 }
 
-/** The first byte that comes on `stream` (left paused after it), or undefined when it ends first. */
-function nextByte(stream: NonNullable<LaunchedProcess['stdin']>): Promise<number | undefined> {
+/** What comes next on `stream` (left paused after it), or undefined when it ends first. */
+function nextChunk(stream: NonNullable<LaunchedProcess['stdin']>): Promise<Buffer | undefined> {
   return new Promise((resolve) => {
     const data = (chunk: Buffer) => {
       stop()
       stream.pause()
-      resolve(chunk.length === 1 ? chunk[0] : undefined)
+      resolve(chunk)
     }
     const ended = () => {
       stop()
@@ -364,7 +351,12 @@ function nextByte(stream: NonNullable<LaunchedProcess['stdin']>): Promise<number
     stream.on('data', data)
     stream.once('end', ended)
     stream.once('close', ended)
+    stream.resume()
   })
+}
+
+function isByte(chunk: Buffer | undefined, byte: number): boolean {
+  return chunk?.length === 1 && chunk[0] === byte
 }
 
 /** bwrap's options that mount something at their last argument, and how many arguments they take. */

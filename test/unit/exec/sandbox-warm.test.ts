@@ -227,40 +227,37 @@ describe('a sandbox built ahead is not taken', () => {
     expect(result.stdout.text).toBe('')
   })
 
-  it('when a hidden folder was replaced since it was built (its mount went with the old one)', async () => {
+  /**
+   * Builds a sandbox ahead that hides a folder where the read-only root shows it (not under /tmp, which every
+   * sandbox replaces), lets `change` act once it is ready, and expects the next command not to take it.
+   */
+  async function notTakenAfter(change: (hidden: string, shell: LiveProcess) => Promise<void>): Promise<void> {
     const ws = await workspace()
-    // Where the read-only root shows it (not under /tmp, which every sandbox replaces).
-    const secrets = await mkdtemp('/var/tmp/tether-warm-state-')
-    cleanups.push(() => rm(secrets, { recursive: true, force: true }))
-    await sandboxed(['true'], ws, { sandbox: { hide: [secrets] } })
-    await aSandboxWaits(ws)
-    await rm(secrets, { recursive: true })
-    await mkdir(secrets)
-    await writeFile(join(secrets, 'key'), 'secret\n')
-    const result = await sandboxed(['ls', '-A', secrets], ws, { sandbox: { hide: [secrets] } })
+    const hidden = await mkdtemp('/var/tmp/tether-warm-state-')
+    cleanups.push(() => rm(hidden, { recursive: true, force: true }))
+    await sandboxed(['true'], ws, { sandbox: { hide: [hidden] } })
+    await expect.poll(() => readyShells(ws).length, { timeout: 30_000 }).toBeGreaterThan(0)
+    await change(hidden, readyShells(ws)[0]!)
+    const result = await sandboxed(['ls', '-A', hidden], ws, { sandbox: { hide: [hidden] } })
     expect(result).toMatchObject({ status: 'exited', exitCode: 0 })
     expect(result.sandbox?.warm).toBeUndefined()
     expect(result.stdout.text).toBe('')
-  })
+  }
 
-  it.runIf(isRoot)(
-    'when one of its mounts is gone since it was built, whatever the files look like',
-    async () => {
-      // What a folder removed on the host does to a mount on it in every namespace, made here by hand (a
-      // folder made again may get the old inode number, so its path looks the same).
-      const ws = await workspace()
-      const secrets = await mkdtemp('/var/tmp/tether-warm-state-')
-      cleanups.push(() => rm(secrets, { recursive: true, force: true }))
-      await writeFile(join(secrets, 'key'), 'secret\n')
-      await sandboxed(['true'], ws, { sandbox: { hide: [secrets] } })
-      await expect.poll(() => readyShells(ws).length, { timeout: 30_000 }).toBeGreaterThan(0)
-      const [shell] = readyShells(ws)
-      execFileSync('nsenter', ['-t', String(shell!.pid), '-m', 'umount', secrets])
-      const result = await sandboxed(['ls', '-A', secrets], ws, { sandbox: { hide: [secrets] } })
-      expect(result).toMatchObject({ status: 'exited', exitCode: 0 })
-      expect(result.sandbox?.warm).toBeUndefined()
-      expect(result.stdout.text).toBe('')
-    },
+  it('when a hidden folder was replaced since it was built (its mount went with the old one)', () =>
+    notTakenAfter(async (hidden) => {
+      await rm(hidden, { recursive: true })
+      await mkdir(hidden)
+      await writeFile(join(hidden, 'key'), 'secret\n')
+    }))
+
+  // What a folder removed on the host does to a mount on it in every namespace, made here by hand: a
+  // folder made again may get the old inode number, so its path looks the same.
+  it.runIf(isRoot)('when one of its mounts is gone since it was built, whatever the files look like', () =>
+    notTakenAfter(async (hidden, shell) => {
+      await writeFile(join(hidden, 'key'), 'secret\n')
+      execFileSync('nsenter', ['-t', String(shell.pid), '-m', 'umount', hidden])
+    }),
   )
 
   it('when a nested repository appeared since it was built: its configuration is read-only all the same', async () => {
