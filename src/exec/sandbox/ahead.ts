@@ -23,10 +23,9 @@
  * launch names is still there or still missing as it was, and every mount the launch makes is still in its
  * mount table (a folder removed or replaced on the host takes its mount with it, in every namespace, and
  * the new one may even get the old inode number). Otherwise it is thrown away and the command gets a
- * sandbox built for it, as before. One that ends before
- * it answers has run nothing: the command gets one built for it too. One that answers anything but its
- * byte is killed, and the command fails with ExecSpawnError (the activity retries it). Nothing ever runs
- * outside a sandbox on this path.
+ * sandbox built for it, as before. One that ends before it answers has run nothing: the command gets one
+ * built for it too. One that answers anything but its byte is killed, and the command fails with
+ * ExecSpawnError (the activity retries it). Nothing ever runs outside a sandbox on this path.
  */
 import { existsSync, lstatSync, readFileSync, realpathSync } from 'node:fs'
 import { resolve } from 'node:path'
