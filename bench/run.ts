@@ -7,13 +7,15 @@
  * (b) Temporal history bytes per step at 10, 100 and 1,000 steps (summed over continue-as-new runs);
  * (c) steps/s for 20 concurrent runs on one worker, and the CPU each step cost in each process tree the bench
  *     started (worker, launcher and sandboxes, Temporal, PostgreSQL: support.ts `readCpu`), against the
- *     machine's (`--concurrent`: only this).
+ *     machine's (`--concurrent`: only this); with `--concurrent N`, p50 and p99 of a step's time under N runs
+ *     at once, without and with fairness keys side by side;
+ * (e) the audit's write transactions per step (`--audit`: only this).
  * Rounds interleave the floor, tether and the in-process run, so machine noise hits them alike.
  */
 import { availableParallelism } from 'node:os'
 import { MockActivityEnvironment } from '@temporalio/testing'
 import { createActivities } from '../src/activities/index.js'
-import { newRunId } from '../src/embed/client.js'
+import { newRunId, type StartRunOptions } from '../src/embed/client.js'
 import { Policy } from '../src/policy/index.js'
 import { parseContract } from '../src/run/contract.js'
 import {
@@ -23,18 +25,21 @@ import {
   LAUNCHER,
   median,
   POSTGRES,
+  percentile,
   readCpu,
   repeated,
   scriptedRun,
   scriptedTurns,
   startBenchStack,
   startFloorProbe,
+  stepTimes,
   TEMPORAL,
   WORKER,
 } from './support.js'
 
 const policy = Policy.tiered().layer('bench').allowExec('true')
-const durableRun = (stack: BenchStack, steps: number) => scriptedRun(stack, repeated(['true'], steps), policy)
+const durableRun = (stack: BenchStack, steps: number, scheduling?: StartRunOptions['scheduling']) =>
+  scriptedRun(stack, repeated(['true'], steps), policy, scheduling)
 
 /** The same steps, the same activities and the same Postgres writes, with no Temporal in between. */
 async function inProcessRun(stack: BenchStack, steps: number) {
@@ -194,6 +199,19 @@ async function perStep() {
   }
 }
 
+/** (e): the audit's write transactions per step (each takes a transaction id; reads take none). */
+async function auditCommitsPerStep(steps = 20) {
+  const txid = async () =>
+    Number((await stack.audit.pool.query<{ t: string }>('select txid_current() as t')).rows[0]?.t)
+  const before = await txid()
+  const run = await durableRun(stack, steps)
+  // The reading itself takes one.
+  const commits = (await txid()) - before - 1
+  console.log(
+    `(e) audit write transactions: ${(commits / run.steps).toFixed(2)} per step (${commits} over a ${run.steps}-step run, start and finish included)`,
+  )
+}
+
 /** (c): steps per second for many runs at once, and the CPU each process tree of the bench spent per step. */
 async function concurrentRuns(concurrent: number) {
   const each = 20
@@ -248,18 +266,49 @@ async function concurrentRuns(concurrent: number) {
   return stepsPerSecond
 }
 
+/**
+ * How evenly `concurrent` runs at once share the worker: p50 and p99 of a step's time (from the end of the
+ * run's previous step, or its start), without fairness keys (first come, first served) and with one key per
+ * run (each in turn), one after the other on the same stack. Target: p99 within 3× p50.
+ */
+async function fairness(concurrent: number) {
+  const each = 5
+  console.log(
+    `(c) a step's time under ${concurrent} concurrent runs of ${each + 1} steps (target p99 ≤ 3 × p50)`,
+  )
+  for (const fair of [false, true]) {
+    const runs = await Promise.all(
+      Array.from({ length: concurrent }, () => durableRun(stack, each, { fair })),
+    )
+    const times = (await Promise.all(runs.map((run) => stepTimes(stack, run)))).flat().sort((a, b) => a - b)
+    const [p50, p99] = [percentile(times, 50), percentile(times, 99)]
+    console.log(
+      `    ${(fair ? 'with fairness keys' : 'without fairness').padEnd(20)} p50 ${p50} ms, p99 ${p99} ms, ` +
+        `max ${times.at(-1)} ms: p99 / p50 ${(p99 / p50).toFixed(1)}`,
+    )
+  }
+}
+
 try {
   // `--concurrent [N]`: only (c), at 20 runs and then at N beside it (the cliff test: target within 15%).
+  if (process.argv[2] === '--audit') {
+    await durableRun(stack, 2) // warm-up
+    await auditCommitsPerStep()
+    process.exit(0)
+  }
   const only = process.argv[2] === '--concurrent'
   const many = Number(process.argv[3] ?? 20)
-  if (!only) await perStep()
-  else await durableRun(stack, 5) // warm-up
+  if (!only) {
+    await perStep()
+    await auditCommitsPerStep()
+  } else await durableRun(stack, 5) // warm-up
   const twenty = await concurrentRuns(20)
   if (many !== 20) {
     const wide = await concurrentRuns(many)
     console.log(
       `    ${many} runs against 20: ${((wide / twenty) * 100).toFixed(0)}% of the throughput (target ≥ 85%)`,
     )
+    await fairness(many)
   }
 } finally {
   await floor.stop()

@@ -9,13 +9,15 @@ import { McpSessions } from '../mcp/index.js'
 import { type ModelProvider, providerFromEnv } from '../model/index.js'
 import { builtinFloor, type Floor } from '../policy/index.js'
 import { FAILURE, type TetherActivities } from '../run/index.js'
-import type { McpServerConfig } from '../stack/index.js'
+import { type ObjectStore, openObjectStore, WorkspaceSnapshots } from '../snapshots/index.js'
+import { type McpServerConfig, snapshotSettings } from '../stack/index.js'
 import { mcpActivities } from './mcp.js'
 import { modelActivities } from './model.js'
 import { type NamespaceFacts, policyActivities } from './policy.js'
 import { projectionActivities } from './projections.js'
 import { RunConfigs } from './run-config.js'
 import { CommandSandbox, type SandboxDependencies } from './sandbox.js'
+import { StepSnapshots } from './snapshots.js'
 import { toolActivities } from './tools.js'
 
 export type { TetherActivities } from '../run/index.js'
@@ -39,6 +41,11 @@ export interface ActivityDependencies {
    * approvers and identity are the floor's). Default: the built-in floor (sandbox enforced, secrets denied).
    */
   floor?: Floor
+  /**
+   * Workspace snapshots: the store (default from `TETHER_SNAPSHOTS`: the audit database; `off` for none)
+   * and the folder where workspaces from a source are laid out (default `TETHER_WORKSPACES`).
+   */
+  snapshots?: { store?: ObjectStore | 'off'; workspaces?: string }
   /** The operator's MCP servers, offered to runs (`TETHER_MCP_SERVERS`, read with `loadMcpServers`). */
   mcpServers?: readonly McpServerConfig[]
   /** What this worker learned of its Temporal namespace when it started (the worker setup fills it in). */
@@ -54,11 +61,27 @@ export function createActivities(deps: ActivityDependencies): TetherActivities {
     floor: floor.policy,
   })
   const runs = new RunConfigs(deps.audit, floor)
+  const settings = snapshotSettings()
+  let service: WorkspaceSnapshots | undefined | null = null
+  const snapshots = new StepSnapshots({
+    // Made at first use: a plugin's audit store opens only when its Worker runs.
+    service: () => {
+      if (service !== null) return service
+      const store = deps.snapshots?.store ?? openObjectStore(settings.store, deps.audit.pool)
+      service = store && store !== 'off' ? new WorkspaceSnapshots(store, deps.audit.pool) : undefined
+      return service
+    },
+    audit: deps.audit,
+    runs,
+    sandbox,
+    workspaces: deps.snapshots?.workspaces ?? settings.workspaces,
+    retentionDays: settings.retentionDays,
+  })
   const mcpServers = deps.mcpServers ?? []
   const activities: TetherActivities = {
-    ...policyActivities({ provider, sandbox, runs, mcpServers, namespace: deps.namespace }),
-    ...modelActivities({ audit: deps.audit, provider, runs }),
-    ...toolActivities({ audit: deps.audit, runs, sandbox }),
+    ...policyActivities({ provider, sandbox, runs, snapshots, mcpServers, namespace: deps.namespace }),
+    ...modelActivities({ audit: deps.audit, provider, runs, snapshots }),
+    ...toolActivities({ audit: deps.audit, runs, sandbox, snapshots }),
     ...mcpActivities({
       audit: deps.audit,
       runs,
@@ -66,6 +89,7 @@ export function createActivities(deps: ActivityDependencies): TetherActivities {
       servers: mcpServers,
       sessions: new McpSessions(),
       env: deps.sandbox?.env ?? process.env,
+      folder: (runId, workspace) => snapshots.folder(runId, workspace),
     }),
     ...projectionActivities({ audit: deps.audit, runs, ...(deps.fetch ? { fetch: deps.fetch } : {}) }),
   }

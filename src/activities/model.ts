@@ -10,7 +10,6 @@ import { ApplicationFailure } from '@temporalio/common'
 import { AuditInputError, type AuditStore } from '../audit/index.js'
 import {
   boundReply,
-  boundValue,
   buildSystemPrompt,
   type ExtraTool,
   ModelConfigError,
@@ -20,14 +19,15 @@ import {
 } from '../model/index.js'
 import { clip } from '../present/index.js'
 import type { ActionVerdict, JudgeRequest, ModelTurn, TetherActivities } from '../run/index.js'
-import { MODEL_FAILURE } from '../run/index.js'
+import { MODEL_FAILURE, workspaceOf } from '../run/index.js'
 import type { McpToolDefinition, ToolCall } from '../tools/index.js'
-import { isMcpToolName, mcpToolDigest, validateToolCall, wellFormed } from '../tools/index.js'
+import { boundValue, isMcpToolName, mcpToolDigest, validateToolCall, wellFormed } from '../tools/index.js'
 import { describeToolchain, detectToolchain } from '../workspace/index.js'
 import { heartbeating } from './heartbeat.js'
 import { judgeCalls } from './policy.js'
 import { recordStepRows } from './projections.js'
 import type { RunConfigs } from './run-config.js'
+import type { StepSnapshots } from './snapshots.js'
 import { appendInOrder } from './transcript.js'
 
 /** Strings longer than this in a file tool's contents stay in the transcript; history gets a marker. */
@@ -51,6 +51,7 @@ type ModelDeps = {
   audit: AuditStore
   provider: (choice: string | undefined) => ModelProvider
   runs: RunConfigs
+  snapshots: StepSnapshots
 }
 
 export function modelActivities(deps: ModelDeps): Pick<TetherActivities, 'tetherModelTurn'> {
@@ -70,7 +71,7 @@ async function modelTurn(
   // The step before is recorded first, so it is in the audit while the model thinks.
   if (input.previousStep) await recordStepRows(deps.audit, input.previousStep)
   const turn = await reply(deps, input, signal)
-  return input.judge ? { ...turn, verdicts: await verdicts(deps.runs, input.runId, input.judge, turn) } : turn
+  return input.judge ? { ...turn, verdicts: await verdicts(deps, input.runId, input.judge, turn) } : turn
 }
 
 /**
@@ -80,7 +81,7 @@ async function modelTurn(
  * neither does a call of an MCP tool: whether the run offers it is the workflow's, which checks it itself.
  */
 async function verdicts(
-  runs: RunConfigs,
+  deps: ModelDeps,
   runId: string,
   request: JudgeRequest,
   turn: ModelTurn,
@@ -89,7 +90,7 @@ async function verdicts(
     isMcpToolName(call.name) ? undefined : validateToolCall(call),
   )
   const calls = validated.flatMap((v) => (v?.ok ? [v.call] : []))
-  const judged = calls.length > 0 ? await judgeCalls(runs, runId, request, calls) : []
+  const judged = calls.length > 0 ? await judgeCalls(deps, runId, request, calls) : []
   let next = 0
   return validated.map((v) => (v?.ok ? (judged[next++] as ActionVerdict) : null))
 }
@@ -124,7 +125,7 @@ async function reply(
   } catch (error) {
     throw ApplicationFailure.nonRetryable((error as Error).message, 'ModelConfigError')
   }
-  const toolchain = await detectToolchain(contract.workspace)
+  const toolchain = await detectToolchain(deps.snapshots.folder(runId, workspaceOf(contract)))
   const system = buildSystemPrompt({
     goal: contract.goal,
     ...(toolchain ? { toolchain: describeToolchain(toolchain) } : {}),

@@ -4,14 +4,15 @@
  * audit, then returns one summary line — command output never travels through Temporal history.
  */
 
+import { createHash } from 'node:crypto'
 import { Context } from '@temporalio/activity'
 import { ApplicationFailure } from '@temporalio/common'
-import type { AuditStore } from '../audit/index.js'
-import { ExecInputError, type ExecResult, type RunCommandOptions, type SandboxReport } from '../exec/index.js'
+import type { AuditStore, AuditWrites, ExecResultRecord } from '../audit/index.js'
+import { ExecInputError, type ExecResult, type SandboxReport } from '../exec/index.js'
 import { judge } from '../judge/index.js'
 import { clip, formatBytes } from '../present/index.js'
 import type { TetherActivities } from '../run/index.js'
-import { FAILURE, gateFailureMessage, type InlineMessage } from '../run/index.js'
+import { FAILURE, gateFailureMessage, type InlineMessage, workspaceOf } from '../run/index.js'
 import { type ValidatedCall, validateToolCall } from '../tools/index.js'
 import {
   adviceFor,
@@ -23,35 +24,40 @@ import {
   workspaceView,
   writeFile,
 } from '../workspace/index.js'
-import { CommandAttempts } from './attempts.js'
+import { CommandAttempts, workerStopping } from './attempts.js'
 import { runCommandWithHeartbeats } from './exec.js'
 import { heartbeating } from './heartbeat.js'
 import type { RunConfigs } from './run-config.js'
-import type { CommandSandbox, CommandSetup } from './sandbox.js'
+import { type CommandSandbox, commandOptions, resultRecord } from './sandbox.js'
+import type { StepSnapshots } from './snapshots.js'
 import { appendInOrder } from './transcript.js'
 
 export function toolActivities(deps: {
   audit: AuditStore
   runs: RunConfigs
   sandbox: CommandSandbox
+  snapshots: StepSnapshots
 }): Pick<TetherActivities, 'tetherExec' | 'tetherFileTool' | 'tetherVerify'> {
-  const { audit, runs, sandbox } = deps
+  const { audit, runs, sandbox, snapshots } = deps
   const attempts = new CommandAttempts(audit)
   /** Writes the observations the workflow made since the last write, then this call's own. */
   const writeObservation = (
     input: { runId: string; seq: number; callId: string; pending: InlineMessage[] },
     name: string,
     output: string,
+    writes: Pick<AuditWrites, 'appendMessages'> = audit,
   ) =>
-    appendInOrder(audit, input.runId, [
+    appendInOrder(writes, input.runId, [
       ...input.pending,
       { seq: input.seq, message: { role: 'tool', results: [{ callId: input.callId, name, output }] } },
     ])
 
   async function fileTool(input: Parameters<TetherActivities['tetherFileTool']>[0]) {
-    const { runId, name, workspace } = input
+    const { runId, name } = input
+    const changes = name === 'write_file' || name === 'edit_file'
     const recorded = await recordedObservation(audit, input)
-    if (recorded) return recorded
+    if (recorded) return { ...recorded, ...(changes ? await snapshots.recorded(input, 'tool') : {}) }
+    const { path: workspace, note } = await snapshots.before(input, changes ? 'change' : 'read')
     const call = await callFromTranscript(audit, runId, input.replySeq, input.call, name)
     // Judged again at execution: a symlink swapped since the policy check must not slip through.
     const policy = await runs.policy(runId, input.policy, input.remembered, input.policyDigest)
@@ -77,8 +83,9 @@ export function toolActivities(deps: {
         canRead: (path) => policy.check('read', path).effect !== 'deny',
       })
     }
-    await writeObservation(input, name, outcome.output)
-    return { ok: outcome.ok, summary: clip(outcome.summary, 300) }
+    await writeObservation(input, name, noted(note, outcome.output))
+    const tree = changes ? await snapshots.after(input, 'tool') : {}
+    return { ok: outcome.ok, summary: clip(outcome.summary, 300), ...tree }
   }
 
   return {
@@ -86,22 +93,27 @@ export function toolActivities(deps: {
       const { runId, step, call, argv } = input
       const context = Context.current()
       const recorded = await recordedObservation(audit, input)
-      if (recorded) return recorded
+      if (recorded) return { ...recorded, ...(await snapshots.recorded(input, 'tool')) }
       // Never two attempts of one command at once: an earlier one still running is stopped first.
-      const attempt = await attempts.begin({ runId, step, call, attempt: context.info.attempt }, context)
+      const key = { runId, step, call, attempt: context.info.attempt }
+      const attempt = await attempts.begin(key, context)
       let outcome = 'failed'
+      /** Whether the attempt's end was committed with the command's result. */
+      let ended = false
       try {
         // An earlier attempt may have finished (and recorded its result) while this one waited for it.
         const finished = context.info.attempt > 1 ? await recordedObservation(audit, input) : undefined
         if (finished) {
           outcome = 'recorded by an earlier attempt'
-          return finished
+          return { ...finished, ...(await snapshots.recorded(input, 'tool')) }
         }
         // A retry after a crash re-runs the command, unless re-running it could do harm twice.
         if (context.info.attempt > 1 && input.noRetry) {
           const output =
             `[exec interrupted] \`${argv.join(' ')}\` was cut off by a worker failure and was not run again ` +
             '(it is on the no-retry list); its outcome is unknown. Check its effect before you repeat it.'
+          // In "what ran" too, from when it started: a cut-off push or deploy is what an auditor most needs.
+          await audit.recordExecResult(await cutOffRecord(audit, key, argv, input.workspace))
           await writeObservation(input, 'exec', noted(input.note, output))
           outcome = 'not re-run'
           return {
@@ -110,18 +122,20 @@ export function toolActivities(deps: {
             status: 'interrupted',
           }
         }
+        const { path: workspace, note: workspaceNote } = await snapshots.before(input, 'change')
+        const note = [workspaceNote, input.note].filter(Boolean).join('\n') || undefined
         const [run, policy] = await Promise.all([
           runs.get(runId),
           runs.policy(runId, undefined, [], input.policyDigest),
         ])
-        const setup = sandbox.setup(policy, { workspace: input.workspace, env: run.contract.env })
+        const setup = sandbox.setup(policy, { workspace, env: run.contract.env })
         const startedAt = new Date()
         let result: ExecResult
         try {
           result = await runCommandWithHeartbeats({
             argv,
-            cwd: input.workspace,
-            workspace: input.workspace,
+            cwd: workspace,
+            workspace,
             timeoutMs: input.timeoutMs,
             outputCeiling: input.outputCeiling,
             signal: attempt.superseded,
@@ -138,6 +152,8 @@ export function toolActivities(deps: {
             status: 'refused',
           }
         }
+        // A stopping worker hands the command over (see attempts.ts): nothing is recorded of it here.
+        if (workerStopping(context)) throw context.cancellationSignal.reason
         // A later attempt took over: it runs the command; this one records nothing.
         if (attempt.superseded.aborted && !context.cancellationSignal.aborted) {
           outcome = 'superseded'
@@ -147,7 +163,7 @@ export function toolActivities(deps: {
           )
         }
         outcome = result.status
-        await audit.recordExecResult({
+        const record = {
           runId,
           step,
           call,
@@ -155,19 +171,38 @@ export function toolActivities(deps: {
           cwd: input.workspace,
           ...resultRecord(setup, result, startedAt),
           attempt: context.info.attempt,
-        })
-        // The partial result is recorded above; a cancelled activity still reports as cancelled.
-        if (result.status === 'cancelled' && context.cancellationSignal.aborted)
+        }
+        // The partial result is recorded; a cancelled activity still reports as cancelled.
+        if (result.status === 'cancelled' && context.cancellationSignal.aborted) {
+          await audit.recordExecResult(record)
           throw context.cancellationSignal.reason
-        await writeObservation(input, 'exec', noted(input.note, execObservation(argv, result)))
+        }
+        // What ran, what the model is told and the attempt's end: one commit.
+        await audit.together('finishCommand', async (writes) => {
+          await writes.recordExecResult(record)
+          await writeObservation(input, 'exec', noted(note, execObservation(argv, result)), writes)
+          await attempt.end(outcome, writes)
+        })
+        ended = true
         return {
           ok: result.status === 'exited' && result.exitCode === 0,
           summary: `exec ${clip(argv.join(' '), 120)} → ${statusText(result)}`,
           status: result.status,
           ...(result.exitCode !== undefined ? { exitCode: result.exitCode } : {}),
+          ...(await snapshots.after(input, 'tool')),
         }
+      } catch (error) {
+        const failed = await attempts.failure(
+          key,
+          error,
+          outcome,
+          context,
+          `\`${clip(argv.join(' '), 120)}\``,
+        )
+        outcome = failed.outcome
+        throw failed.error
       } finally {
-        await attempt.end(outcome)
+        if (!ended) await attempt.end(outcome)
       }
     },
 
@@ -184,6 +219,7 @@ export function toolActivities(deps: {
       policy: spec,
       policyDigest,
       timeoutMs,
+      tree,
     }) {
       const contract = await runs.contract(runId, carried)
       const policy = await runs.policy(runId, spec, [], policyDigest)
@@ -199,25 +235,35 @@ export function toolActivities(deps: {
         await audit.recordGateEvent({ runId, step, kind: 'gate_phase_failed', detail, at: at() })
         return { passed: false, summary: detail, status: 'refused' }
       }
-      const setup = sandbox.setup(policy, contract)
+      const ref = { runId, step, call: -1, workspace: workspaceOf(contract), tree, policyDigest }
+      const { path: workspace } = await snapshots.before(ref, 'change')
+      const setup = sandbox.setup(policy, { workspace, env: contract.env })
       const context = Context.current()
       // The gate is call -1 of its step: fenced and recorded in "what ran" like any command.
       const key = { runId, step, call: -1, attempt: context.info.attempt }
       const attempt = await attempts.begin(key, context)
       const startedAt = new Date()
       let result: ExecResult
+      let outcome = 'failed'
       try {
         result = await runCommandWithHeartbeats({
           argv: command,
-          cwd: contract.workspace,
-          workspace: contract.workspace,
+          cwd: workspace,
+          workspace,
           timeoutMs,
           outputCeiling: contract.outputCeiling,
           signal: attempt.superseded,
           ...commandOptions(setup),
         })
+        outcome = result.status
+        // A stopping worker hands the gate over, like any command.
+        if (workerStopping(context)) throw context.cancellationSignal.reason
+      } catch (error) {
+        const failed = await attempts.failure(key, error, outcome, context, 'the verification command')
+        outcome = failed.outcome
+        throw failed.error
       } finally {
-        await attempt.end('ended')
+        await attempt.end(outcome)
       }
       if (attempt.superseded.aborted && !context.cancellationSignal.aborted) {
         throw ApplicationFailure.nonRetryable('a later attempt of the gate took over', FAILURE.superseded)
@@ -226,7 +272,7 @@ export function toolActivities(deps: {
         ...key,
         kind: 'gate',
         argv: command,
-        cwd: contract.workspace,
+        cwd: workspaceOf(contract),
         ...resultRecord(setup, result, startedAt),
       })
       if (result.status === 'cancelled' && context.cancellationSignal.aborted) {
@@ -254,13 +300,54 @@ export function toolActivities(deps: {
           gateFailureMessage(seq, `${summary}\n${execObservation(command, result)}`),
         ])
       }
+      const verified = await snapshots.after(ref, 'gate')
+      if (passed) await snapshots.branch(ref, verified.tree, `verified: ${summary}`)
       return {
         passed,
         summary,
         status: result.status,
         ...(result.exitCode !== undefined ? { exitCode: result.exitCode } : {}),
+        ...verified,
       }
     },
+  }
+}
+
+/** Nothing captured: what a cut-off command's streams are recorded as. */
+const NOT_CAPTURED = {
+  text: '',
+  elided: 0,
+  bytes: 0,
+  lines: 0,
+  sha256: createHash('sha256').update('').digest('hex'),
+}
+
+/**
+ * The "what ran" row of a command a lost or stopping worker cut off and that is not run again: `unknown`,
+ * from the start of the attempt that ran it to when that attempt was found cut off.
+ */
+async function cutOffRecord(
+  audit: AuditStore,
+  key: { runId: string; step: number; call: number; attempt: number },
+  argv: string[],
+  cwd: string,
+): Promise<ExecResultRecord> {
+  const earlier = (await audit.execAttempts(key.runId)).filter(
+    (a) => a.step === key.step && a.call === key.call && a.attempt < key.attempt,
+  )
+  const ran = earlier.find((a) => a.outcome === 'lost' || a.outcome === 'handed over') ?? earlier[0]
+  const finishedAt = ran?.endedAt ?? new Date()
+  const startedAt = ran?.startedAt ?? finishedAt
+  return {
+    ...key,
+    argv,
+    cwd,
+    status: 'unknown',
+    durationMs: Math.max(0, finishedAt.getTime() - startedAt.getTime()),
+    stdout: NOT_CAPTURED,
+    stderr: NOT_CAPTURED,
+    startedAt,
+    finishedAt,
   }
 }
 
@@ -324,28 +411,6 @@ function runFileTool(
       return searchFiles(root, call.args, { ...options, canRead: checks.canRead })
     default:
       throw ApplicationFailure.nonRetryable(`${call.name} is not a file tool`, 'InvalidToolCall')
-  }
-}
-
-function commandOptions(setup: CommandSetup): Pick<RunCommandOptions, 'env' | 'sandbox'> {
-  return { env: setup.env, ...(setup.sandbox ? { sandbox: setup.sandbox } : {}) }
-}
-
-/**
- * What the audit keeps of a finished command, the same for an agent's command and the gate; of the boundary,
- * the names of the variables passed (never values) and the sandbox report.
- */
-function resultRecord(setup: CommandSetup, result: ExecResult, startedAt: Date) {
-  return {
-    status: result.status,
-    ...(result.exitCode !== undefined ? { exitCode: result.exitCode } : {}),
-    ...(result.signal !== undefined ? { signal: result.signal } : {}),
-    durationMs: Math.round(result.durationMs),
-    stdout: result.stdout,
-    stderr: result.stderr,
-    startedAt,
-    finishedAt: new Date(),
-    sandbox: { mode: setup.sandbox ? 'enforce' : 'off', envNames: setup.envNames, ...result.sandbox },
   }
 }
 

@@ -3,7 +3,7 @@
  * tooling call. Bad input is refused here, before anything reaches Temporal.
  */
 
-import { randomBytes } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import {
   ApplicationFailure,
@@ -13,12 +13,23 @@ import {
   type WorkflowHandle,
   WorkflowUpdateFailedError,
 } from '@temporalio/client'
-import type { ApprovalRow } from '../audit/index.js'
+import type { ApprovalRow, AuditStore } from '../audit/index.js'
 import { type AnswerDraft, AnswerError, prepareAnswer } from '../identity/index.js'
 import type { ApproverKey } from '../identity/keyring.js'
-import type { Policy } from '../policy/index.js'
+import { Policy, PolicyError, stricterPolicy } from '../policy/index.js'
 import { clip } from '../present/index.js'
-import { ContractError, gateRefusal, parseContract, type TaskContractInput } from '../run/index.js'
+import {
+  ContractError,
+  contractInput,
+  describeWorkspace,
+  gateRefusal,
+  parseContract,
+  runIdProblem,
+  startProblem,
+  type TaskContract,
+  type TaskContractInput,
+} from '../run/index.js'
+import { treeAtStep } from '../snapshots/index.js'
 import {
   agentRun,
   type DecideResult,
@@ -35,30 +46,69 @@ export interface StartRunOptions {
   taskQueue: string
   /** Default: `run-<utc date and time>-<random>`. */
   runId?: string
+  /**
+   * How the run shares its task queue under overload (Temporal's priority and fairness keys): `tenant` is
+   * its fairness key — runs of one tenant share one turn — and without it each run is its own; a run a
+   * person waits on (`interactive`, as `tether run` is) goes before batch runs. `fair: false` leaves the run
+   * without keys, as runs were started before (for comparison: `bench/run --concurrent`).
+   */
+  scheduling?: { tenant?: string; interactive?: boolean; fair?: boolean }
+}
+
+/** Temporal's priority keys: lower goes first; its default is 3. */
+const INTERACTIVE_PRIORITY = 2
+const BATCH_PRIORITY = 3
+/** A fairness key may take 64 bytes. */
+const FAIRNESS_KEY_BYTES = 64
+
+/** The Temporal priority of a run: its fairness key (its tenant, or itself) and whether a person waits. */
+export function runPriority(
+  runId: string,
+  scheduling: StartRunOptions['scheduling'] = {},
+): { priorityKey: number; fairnessKey?: string } {
+  const priorityKey = scheduling.interactive ? INTERACTIVE_PRIORITY : BATCH_PRIORITY
+  if (scheduling.fair === false) return { priorityKey }
+  const key = scheduling.tenant ? `tenant:${scheduling.tenant}` : `run:${runId}`
+  // A longer key is named by its digest: two keys never share a turn by being cut to the same prefix.
+  const fairnessKey =
+    Buffer.byteLength(key) <= FAIRNESS_KEY_BYTES
+      ? key
+      : `sha256:${createHash('sha256').update(key).digest('base64url')}`
+  return { priorityKey, fairnessKey }
 }
 
 /**
- * Starts `agentRun`; an invalid contract, or one whose gate the policy would not allow, is refused before
- * it starts. The contract travels as given (durations as text), and the run validates it again.
+ * Starts `agentRun`; a run id that cannot name a run, a goal, contract or policy over its size limit
+ * (START_LIMITS), an invalid contract, or one whose gate the policy would not allow, is refused before
+ * anything reaches Temporal: `InvalidRunIdError`, `ContractError`, `PolicyError`, each one line naming the
+ * limit. The contract travels as given (durations as text), and the run validates it again.
  */
 export async function startAgentRun(
   client: Client,
   options: StartRunOptions,
 ): Promise<WorkflowHandle<typeof agentRun>> {
+  const runId = options.runId ?? newRunId()
+  const badId = typeof runId === 'string' ? runIdProblem(runId) : 'the run id is not a string'
+  if (badId) throw new InvalidRunIdError(badId)
+  const spec = options.policy.toSpec()
+  const tooBig = startProblem({ contract: options.contract, policy: spec })
+  if (tooBig?.field === 'policy') throw new PolicyError(tooBig.message)
+  if (tooBig) throw new ContractError(tooBig.message)
   const contract = parseContract(options.contract)
   const refused = gateRefusal(contract, options.policy)
   if (refused) throw new ContractError(refused)
-  const runId = options.runId ?? newRunId()
   try {
     return await client.workflow.start(agentRun, {
       taskQueue: options.taskQueue,
       workflowId: runId,
       // A run id names one run forever: its audit, its transcript, its approvals.
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
-      args: [{ contract: options.contract, policy: options.policy.toSpec() }],
+      args: [{ contract: options.contract, policy: spec }],
       // What Temporal's UI and CLI show first: the goal, and where the run works.
       staticSummary: clip(contract.goal.replace(/\s+/g, ' '), 200),
-      staticDetails: `workspace \`${contract.workspace}\``,
+      staticDetails: `workspace \`${describeWorkspace(contract)}\``,
+      // Activities inherit it: every task of the run is ordered by it under overload.
+      priority: runPriority(runId, options.scheduling),
     })
   } catch (error) {
     if (error instanceof WorkflowExecutionAlreadyStartedError) {
@@ -68,12 +118,71 @@ export async function startAgentRun(
   }
 }
 
+export interface RewindOptions {
+  /** The run to go back in. */
+  run: string
+  /** The step whose tree and transcript the new run starts from (0: the workspace as the run found it). */
+  toStep: number
+  taskQueue: string
+  /**
+   * Layers stacked on the earlier run's own policy: the new run works under the same policy or a stricter
+   * one, never a looser (see `stricterPolicy`).
+   */
+  policy?: Policy
+  /** Default: `run-<utc date and time>-<random>`. */
+  runId?: string
+}
+
+/**
+ * Starts a new run linked to `run`, from its step `toStep`: the workspace tree that step ended with and the
+ * transcript up to there, the same contract (goal, gate, budgets) and the same or a stricter policy. The
+ * earlier run's audit is never touched; `tether show` of either names the other.
+ */
+export async function rewindRun(
+  client: Client,
+  audit: AuditStore,
+  options: RewindOptions,
+): Promise<WorkflowHandle<typeof agentRun>> {
+  const config = await audit.runConfig(options.run)
+  if (!config) throw new ContractError(`no run ${options.run} in the audit; list runs with \`tether ls\``)
+  const summary = await audit.runSummary(options.run)
+  const steps = summary?.steps ?? Number.POSITIVE_INFINITY
+  if (!Number.isInteger(options.toStep) || options.toStep < 0 || options.toStep > steps) {
+    throw new ContractError(
+      `run ${options.run} has steps 0 to ${steps}; --to-step ${options.toStep} is not one of them`,
+    )
+  }
+  const tree = await treeAtStep(audit.pool, options.run, options.toStep)
+  if (!tree) {
+    throw new ContractError(
+      `run ${options.run} has no workspace snapshot at or before step ${options.toStep} (it ran before snapshots, or with them off)`,
+    )
+  }
+  if (tree.collectedAt) {
+    throw new ContractError(
+      `the snapshots of run ${options.run} were collected on ${tree.collectedAt.toISOString()} (retention)`,
+    )
+  }
+  const { workspace: _folder, source: _source, ...contract } = contractInput(config.contract as TaskContract)
+  return startAgentRun(client, {
+    contract: { ...contract, source: { run: options.run, step: options.toStep, transcript: true } },
+    policy: stricterPolicy(Policy.fromSpec(config.policy), options.policy),
+    taskQueue: options.taskQueue,
+    ...(options.runId ? { runId: options.runId } : {}),
+  })
+}
+
 /** A run id that an earlier run already used: run ids are never reused. */
 export class RunIdTakenError extends Error {
   override name = 'RunIdTakenError'
   constructor(readonly runId: string) {
     super(`run id ${runId} is taken (an earlier run used it); a run id is never reused: choose another`)
   }
+}
+
+/** A run id that cannot name a run: empty, too long, or holding characters that break a line or hide. */
+export class InvalidRunIdError extends Error {
+  override name = 'InvalidRunIdError'
 }
 
 /** A run that failed before it started working: its contract does not fit the worker's world. */

@@ -13,12 +13,18 @@ const UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000
 export const MAX_DURATION_MS = 365 * UNITS.d!
 const MAX_DURATION_TEXT = '365d'
 
-/** Parses `15m`, `2h`, `30s`, `1d`, `500ms` to milliseconds; anything else is undefined. */
-export function parseDuration(value: string): number | undefined {
-  const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$/.exec(value)
+/**
+ * Parses `15m`, `2h`, `30s`, `1d`, `500ms` to milliseconds; anything else (`30 m` too: one word, as a flag
+ * takes it) is undefined. `spaced` reads a space between number and unit, as runs recorded before did.
+ */
+export function parseDuration(value: string, options: { spaced?: boolean } = {}): number | undefined {
+  const match = (options.spaced ? SPACED_DURATION : DURATION).exec(value)
   if (!match) return undefined
   return Math.round(Number(match[1]) * (UNITS[match[2] as string] as number))
 }
+
+const DURATION = /^\s*(\d+(?:\.\d+)?)(ms|s|m|h|d)\s*$/
+const SPACED_DURATION = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$/
 
 /** `1800` read as seconds, written the way a person would: `30m`, `4h`, `90s`. */
 function asSeconds(n: number): string {
@@ -41,30 +47,32 @@ function unitHint(n: number): string {
  * A contract duration: text with a unit, more than zero and at most a year. A bare number is refused with
  * the fix, because nobody can tell whether `1800` meant seconds or milliseconds.
  */
-const toMilliseconds = (value: unknown, ctx: z.RefinementCtx): number => {
-  const fail = (message: string) => {
-    ctx.addIssue({ code: 'custom', message })
-    return z.NEVER
+const durationReader =
+  (spaced: boolean) =>
+  (value: unknown, ctx: z.RefinementCtx): number => {
+    const fail = (message: string) => {
+      ctx.addIssue({ code: 'custom', message })
+      return z.NEVER
+    }
+    if (typeof value === 'number' || (typeof value === 'string' && /^\s*\d+(\.\d+)?\s*$/.test(value))) {
+      const n = Number(value)
+      return fail(
+        `${JSON.stringify(value)} ${typeof value === 'number' ? 'is a number' : 'has no unit'}; write a duration with a unit, ${unitHint(n)}`,
+      )
+    }
+    if (typeof value !== 'string')
+      return fail(`expected a duration such as "15m", got ${JSON.stringify(value)}`)
+    const ms = parseDuration(value, { spaced })
+    if (ms === undefined) {
+      return fail(
+        `expected a duration such as "1500ms", "30s", "15m", "2h" or "1d", got ${JSON.stringify(value)}`,
+      )
+    }
+    if (ms <= 0) return fail(`${JSON.stringify(value)} must be longer than zero`)
+    if (ms > MAX_DURATION_MS)
+      return fail(`${JSON.stringify(value)} is longer than the limit of ${MAX_DURATION_TEXT}`)
+    return ms
   }
-  if (typeof value === 'number' || (typeof value === 'string' && /^\s*\d+(\.\d+)?\s*$/.test(value))) {
-    const n = Number(value)
-    return fail(
-      `${JSON.stringify(value)} ${typeof value === 'number' ? 'is a number' : 'has no unit'}; write a duration with a unit, ${unitHint(n)}`,
-    )
-  }
-  if (typeof value !== 'string')
-    return fail(`expected a duration such as "15m", got ${JSON.stringify(value)}`)
-  const ms = parseDuration(value)
-  if (ms === undefined) {
-    return fail(
-      `expected a duration such as "1500ms", "30s", "15m", "2h" or "1d", got ${JSON.stringify(value)}`,
-    )
-  }
-  if (ms <= 0) return fail(`${JSON.stringify(value)} must be longer than zero`)
-  if (ms > MAX_DURATION_MS)
-    return fail(`${JSON.stringify(value)} is longer than the limit of ${MAX_DURATION_TEXT}`)
-  return ms
-}
 
 /**
  * How runs recorded before durations needed units read them: a number is milliseconds, no upper bound.
@@ -77,7 +85,7 @@ const toMillisecondsLegacy = (value: unknown, ctx: z.RefinementCtx): number => {
         ? value
         : undefined
       : typeof value === 'string'
-        ? parseDuration(value)
+        ? parseDuration(value, { spaced: true })
         : undefined
   if (ms === undefined || ms <= 0) {
     ctx.addIssue({
@@ -106,6 +114,36 @@ export const verificationSchema = z
   })
   .strict()
 
+/**
+ * Where a workspace comes from when it is not a folder on the worker: a git repository and ref, cloned by
+ * the worker under the run's policy, or the tree an earlier run had at the end of a step (with that run's
+ * transcript up to there, for a rewind).
+ */
+export const sourceSchema = z.union([
+  z
+    .object({
+      git: z.string().min(1, 'the git source needs a repository URL or path'),
+      ref: z.string().min(1).optional(),
+    })
+    .strict(),
+  z
+    .object({
+      run: z.string().min(1),
+      step: z.number().int().min(0),
+      transcript: z.boolean().default(false),
+    })
+    .strict(),
+])
+export type WorkspaceSource = z.output<typeof sourceSchema>
+
+const cachePath = z
+  .string()
+  .min(1)
+  .refine(
+    (path) => !path.split('/').some((part) => part === '..') && !path.startsWith('/'),
+    'a cache is a workspace-relative path without ..',
+  )
+
 type ReadDuration = (value: unknown, ctx: z.RefinementCtx) => number
 
 /** The contract schema with durations read by `read`; written as text, so typed as strings. */
@@ -116,10 +154,20 @@ function contractSchema(read: ReadDuration) {
   return z
     .object({
       goal: z.string().trim().min(1, 'the goal must say what the run should achieve'),
+      /** The project's folder on the worker; or, with `source`, absent: the worker lays it out in its own. */
       workspace: z
         .string()
         .min(1)
-        .refine((path) => path.startsWith('/'), 'the workspace must be an absolute path'),
+        .refine((path) => path.startsWith('/'), 'the workspace must be an absolute path')
+        .optional(),
+      source: sourceSchema.optional(),
+      /** Paths that are caches (left out of snapshots, rebuilt on a new worker), beyond the toolchain's. */
+      caches: z
+        .object({ add: z.array(cachePath).default([]), remove: z.array(cachePath).default([]) })
+        .strict()
+        .prefault({}),
+      /** When the workspace is a git repository: its verified tree becomes a commit on `tether/<run id>`. */
+      branch: z.boolean().default(true),
       verification: verificationSchema.nullable().default(null),
       verifyWhen: z.enum(['on-finish', 'every-step']).default('on-finish'),
       budgets: z
@@ -170,9 +218,16 @@ function contractSchema(read: ReadDuration) {
         .prefault({}),
     })
     .strict()
+    .refine((contract) => (contract.workspace === undefined) !== (contract.source === undefined), {
+      message:
+        'name either a workspace (a folder on the worker) or a source (a git repository, or a step of an earlier run), not both',
+      path: ['workspace'],
+    })
 }
 
-export const taskContractSchema = contractSchema(toMilliseconds)
+export const taskContractSchema = contractSchema(durationReader(false))
+/** Runs recorded before inputs were bounded also read `30 m`. */
+const spacedContractSchema = contractSchema(durationReader(true))
 const legacyContractSchema = contractSchema(toMillisecondsLegacy)
 
 /** A contract as written by a person (defaults optional, durations as text). */
@@ -197,16 +252,57 @@ export function gateRefusal(
   )
 }
 
+/**
+ * The workspace as activities are given it: the contract's folder, or `''` when the workspace comes from a
+ * source — then each worker lays it out in a folder of its own, which the activities find by run id.
+ */
+export function workspaceOf(contract: Pick<TaskContract, 'workspace'>): string {
+  return contract.workspace ?? ''
+}
+
+/** Where a run's workspace is, in words for the audit and people: the folder, or its source. */
+export function describeWorkspace(contract: Pick<TaskContract, 'workspace' | 'source'>): string {
+  const { source } = contract
+  if (contract.workspace !== undefined || !source) return contract.workspace ?? ''
+  if ('git' in source) return `git ${source.git}${source.ref ? ` at ${source.ref}` : ''}`
+  return `run ${source.run} at step ${source.step}`
+}
+
+/** A validated contract written back as input (durations as text again): what a new run from it is given. */
+export function contractInput(contract: TaskContract): TaskContractInput {
+  const ms = (value: number) => `${value}ms`
+  const { reminderEvery, ...approvals } = contract.approvals
+  return {
+    ...contract,
+    budgets: { ...contract.budgets, maxWallTime: ms(contract.budgets.maxWallTime) },
+    execTimeout: ms(contract.execTimeout),
+    approvals: {
+      ...approvals,
+      timeout: ms(approvals.timeout),
+      ...(reminderEvery !== undefined ? { reminderEvery: ms(reminderEvery) } : {}),
+    },
+  }
+}
+
 export class ContractError extends Error {
   override name = 'ContractError'
 }
 
 /**
  * Validates a contract; the error names each bad field and what was expected. `legacyDurations` reads
- * durations as runs recorded before units were required did (numbers are milliseconds): for those only.
+ * durations as runs recorded before units were required did (numbers are milliseconds), `spacedDurations`
+ * as runs recorded before inputs were bounded did (`30 m`): for those only.
  */
-export function parseContract(input: unknown, options: { legacyDurations?: boolean } = {}): TaskContract {
-  const parsed = (options.legacyDurations ? legacyContractSchema : taskContractSchema).safeParse(input)
+export function parseContract(
+  input: unknown,
+  options: { legacyDurations?: boolean; spacedDurations?: boolean } = {},
+): TaskContract {
+  const schema = options.legacyDurations
+    ? legacyContractSchema
+    : options.spacedDurations
+      ? spacedContractSchema
+      : taskContractSchema
+  const parsed = schema.safeParse(input)
   if (parsed.success) return parsed.data
   const issues = parsed.error.issues.map(
     (issue) => `${issue.path.join('.') || '(contract)'}: ${issue.message}`,

@@ -6,20 +6,27 @@
 export type { JudgeRequest, StepRecord, TetherActivities } from './activities.js'
 export {
   ContractError,
+  contractInput,
+  describeWorkspace,
   gateRefusal,
   parseContract,
   parseDuration,
   type TaskContract,
   type TaskContractInput,
   taskContractSchema,
+  type WorkspaceSource,
+  workspaceOf,
 } from './contract.js'
 export {
+  DECISION_LIMITS,
   type DecisionInput,
   type DecisionRejection,
   decisionSchema,
+  legacyDecisionSchema,
   SIGNATURE_SKEW_MS,
 } from './decision.js'
 export { FAILURE, MODEL_FAILURE, MODEL_FAILURES_NOT_RETRIED } from './failures.js'
+export { runIdProblem, START_LIMITS, type StartProblem, startProblem } from './limits.js'
 export { gateFailureMessage } from './messages.js'
 export { type Flight, type FlightKind, inFlight, type PendingActivityView } from './progress.js'
 export type * from './types.js'

@@ -45,6 +45,8 @@ export interface CarriedState {
   pending: InlineMessage[]
   approvals: number
   continuedAsNew: number
+  /** The workspace's root hash history recorded last (absent in runs from before snapshots). */
+  tree?: string
   /** The MCP tools the run reviewed and refused (absent: none, or a run from before MCP). */
   mcp?: McpCarried
 }
@@ -178,6 +180,8 @@ export interface ToolSummary {
   summary: string
   status?: string
   exitCode?: number
+  /** The workspace's root hash after a tool that can change it (its snapshot). */
+  tree?: string
 }
 
 export interface GateSummary {
@@ -185,6 +189,14 @@ export interface GateSummary {
   summary: string
   exitCode?: number
   status: string
+  /** The workspace's root hash after the gate. */
+  tree?: string
+}
+
+/** The workspace at a run's start: its first snapshot, and the next message seq when a transcript came along. */
+export interface WorkspaceLaidOut {
+  tree?: string
+  nextSeq?: number
 }
 
 /** How an approval was answered: by an approver (Update or Signal), by its deadline, or by cancellation. */

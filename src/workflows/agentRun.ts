@@ -46,7 +46,15 @@ import type {
   StepRecord,
   TetherActivities,
 } from '../run/index.js'
-import { FAILURE, MODEL_FAILURES_NOT_RETRIED, parseContract, type TaskContract } from '../run/index.js'
+import {
+  describeWorkspace,
+  FAILURE,
+  MODEL_FAILURES_NOT_RETRIED,
+  parseContract,
+  startProblem,
+  type TaskContract,
+  workspaceOf,
+} from '../run/index.js'
 import type { McpCall, ValidatedCall } from '../tools/index.js'
 import { ApprovalBook, type DecisionInput } from './approvals.js'
 import { DEFINITION_REVIEW_CALL, definitionReview, isMcpCall, McpBook, validateCall } from './mcp.js'
@@ -142,6 +150,24 @@ const files = proxyActivities<TetherActivities>({
   retry: { maximumAttempts: 3 },
 })
 
+// Laying out a workspace may clone a repository or restore a large tree: long, so it heartbeats.
+const workspaceSetup = proxyActivities<TetherActivities>({
+  startToCloseTimeout: '30 minutes',
+  heartbeatTimeout: '10 seconds',
+  retry: { initialInterval: '1 second', maximumAttempts: 3 },
+})
+
+/**
+ * How a command (and the gate) is retried: without limit, because a lost or stopping worker is not the
+ * command's fault — the activity itself ends the retries once the command's own failures reach their limit
+ * (activities/attempts.ts). A retry after a lost worker comes within seconds of its heartbeat timeout.
+ */
+const COMMAND_RETRY = {
+  initialInterval: '1 second',
+  maximumInterval: '10 seconds',
+  maximumAttempts: Number.POSITIVE_INFINITY,
+}
+
 // Listing a run's MCP servers may start them (a package to load, a handshake); a server that fails is an
 // observation the activity returns, so what is retried here is this worker's own trouble (the audit).
 const mcpListings = proxyActivities<TetherActivities>({
@@ -169,10 +195,7 @@ function execActivities(timeoutMs: number) {
   // by the heartbeat timeout, and the retry re-runs the command — unless it is on the contract's noRetry
   // list, in which case the retry tells the model the outcome is unknown instead (see tetherExec).
   const options = execActivityOptions(timeoutMs)
-  return proxyActivities<TetherActivities>({
-    ...options,
-    retry: { ...options.retry, initialInterval: '1 second', maximumAttempts: 3 },
-  })
+  return proxyActivities<TetherActivities>({ ...options, retry: { ...options.retry, ...COMMAND_RETRY } })
 }
 
 /** What a step's row keeps of the model's turn. */
@@ -183,11 +206,7 @@ type StepTurn = Pick<ModelTurn, 'text' | 'toolCalls' | 'usage'>
  */
 function gateActivities(timeoutMs: number) {
   const { startToCloseTimeout, heartbeatTimeout } = execActivityOptions(timeoutMs)
-  return proxyActivities<TetherActivities>({
-    startToCloseTimeout,
-    heartbeatTimeout,
-    retry: { maximumAttempts: 3 },
-  })
+  return proxyActivities<TetherActivities>({ startToCloseTimeout, heartbeatTimeout, retry: COMMAND_RETRY })
 }
 
 /** Cap for the bounded texts that travel through history (the transcript keeps the full text). */
@@ -206,9 +225,13 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     continueOnCurrentBuild: patched('continue-on-current-build'),
     judgeWithTurn: patched('judge-with-turn'),
     mcpTools: patched('mcp-tools'),
+    snapshots: patched('workspace-snapshots'),
+    // What crosses into the run is bounded before it is stored, echoed or passed on.
+    bounded: patched('bounded-inputs'),
   }
+  if (changes.bounded) refuseOversizedStart(input)
   const state: RunState = initialState(input.carried, Date.now())
-  const book = new ApprovalBook(runId)
+  const book = new ApprovalBook(runId, changes.bounded)
   /** Whether the TetherPendingApproval search attribute says this run waits for a person. */
   let waitingForPeople = false
   /** The step in progress, until its row is recorded: what a run that ends mid-step still records. */
@@ -261,7 +284,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
   /** The run's current details in Temporal's UI and CLI: where it works, under what, and where it is. */
   const showDetails = (now?: string) => {
     const lines = [
-      `**workspace** \`${contract.workspace}\``,
+      `**workspace** \`${describeWorkspace(contract)}\``,
       ...(policyDigest.policyDigest ? [`**policy** \`${policyDigest.policyDigest.slice(0, 12)}\``] : []),
       `**step** ${state.step} · **${phase}**${now ? ` — ${now}` : ''}`,
       ...(outcome ? [`**outcome** ${outcome}`] : []),
@@ -340,9 +363,9 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
   if (preparation.policyDigest) policyDigest = { policyDigest: preparation.policyDigest }
   if (changes.legible) {
     legible = { searchAttributes: new Set(preparation.searchAttributes ?? []) }
-    upsertMemo({ goal: clip(contract.goal, 500), workspace: contract.workspace, ...policyDigest })
+    upsertMemo({ goal: clip(contract.goal, 500), workspace: describeWorkspace(contract), ...policyDigest })
     if (legible.searchAttributes.has(WORKSPACE_ATTRIBUTE.name)) {
-      upsertSearchAttributes([{ key: WORKSPACE_ATTRIBUTE, value: clip(contract.workspace, 1_000) }])
+      upsertSearchAttributes([{ key: WORKSPACE_ATTRIBUTE, value: clip(describeWorkspace(contract), 1_000) }])
     }
   }
   showDetails()
@@ -366,6 +389,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
 
   try {
     await recordStart()
+    await layOutWorkspace()
 
     for (;;) {
       const budget = budgetOutcome(state, contract, Date.now())
@@ -479,11 +503,32 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
           seq,
           timeoutMs,
           ...policyDigest,
+          ...tree(),
         },
       ],
     )
     if (seq !== null && !gate.passed) state.pending = []
+    if (gate.tree) state.tree = gate.tree
     return gate
+  }
+
+  /**
+   * The workspace as state: laid out from the contract's source (or taken as it is) and snapshotted before
+   * the first step, so every tool after it is given the root hash history recorded last (`tree`), and each
+   * one that can change the workspace returns the next. A continuation carries the tree on.
+   */
+  async function layOutWorkspace(): Promise<void> {
+    if (input.carried || !changes.snapshots) return
+    const laid = await workspaceSetup.tetherLayOutWorkspace.executeWithOptions(
+      meta('lay out the workspace and take its first snapshot'),
+      [{ runId, ...policyDigest }],
+    )
+    if (laid.tree) state.tree = laid.tree
+    if (laid.nextSeq !== undefined) state.nextSeq = laid.nextSeq
+  }
+
+  function tree(): { tree: string } | Record<string, never> {
+    return state.tree ? { tree: state.tree } : {}
   }
 
   /** Judges every call, asks humans for the asks (all at once), then runs what may run, in call order. */
@@ -574,12 +619,13 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
                   seq,
                   callId: call.id,
                   argv: call.args.argv,
-                  workspace: contract.workspace,
+                  workspace: workspaceOf(contract),
                   timeoutMs,
                   outputCeiling: contract.outputCeiling,
                   noRetry: verdict.noRetry === true,
                   ...(note ? { note } : {}),
                   ...policyDigest,
+                  ...tree(),
                 },
               ],
             )
@@ -597,14 +643,16 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
                     replySeq,
                     callId: call.id,
                     name: call.name,
-                    workspace: contract.workspace,
+                    workspace: workspaceOf(contract),
                     remembered: state.remembered,
                     ...policyDigest,
+                    ...tree(),
                   },
                 ],
               )
       // The activity wrote the workflow's own observations before its result.
       state.pending = []
+      if (summary.tree) state.tree = summary.tree
       lines.push(clip(summary.summary, 300))
     }
     return { lines, refusals }
@@ -692,9 +740,10 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
       runId,
       ...policyDigest,
       remembered: state.remembered,
-      workspace: contract.workspace,
+      workspace: workspaceOf(contract),
       call,
       noRetry: contract.noRetry,
+      ...tree(),
       ...(isMcpCall(call) ? { mcp: mcp.state(call.name) } : {}),
     })
   }
@@ -824,8 +873,9 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
       judge: {
         ...policyDigest,
         remembered: state.remembered,
-        workspace: contract.workspace,
+        workspace: workspaceOf(contract),
         noRetry: contract.noRetry,
+        ...tree(),
       },
       ...(unrecordedStep ? { previousStep: unrecordedStep } : {}),
     }
@@ -860,13 +910,24 @@ function rememberOffer(remember: NonNullable<ActionVerdict['remember']>): Rememb
 
 function parseInput(input: AgentRunInput): TaskContract {
   // Runs started before durations needed a unit read numbers as milliseconds; so does a continuation,
-  // whose contract the first run already validated (and passes on in milliseconds).
+  // whose contract the first run already validated (and passes on in milliseconds). Spaced durations
+  // (`30 m`) are read as runs recorded before clients refused them read them.
   const legacyDurations = input.carried !== undefined || !patched('contract-durations-with-units')
   try {
-    return parseContract(input.contract, { legacyDurations })
+    return parseContract(input.contract, { legacyDurations, spacedDurations: true })
   } catch (error) {
-    throw ApplicationFailure.nonRetryable((error as Error).message, FAILURE.contractError)
+    // Clipped: the message may quote a field, and a failure over Temporal's limit would not be recorded.
+    throw ApplicationFailure.nonRetryable(clip((error as Error).message, 2_000), FAILURE.contractError)
   }
+}
+
+/**
+ * A client other than tether's may not have checked the sizes: over one, the run ends here, in its first
+ * task, before it schedules anything Temporal would refuse (a continuation's were checked when it started).
+ */
+function refuseOversizedStart(input: AgentRunInput): void {
+  const problem = input.carried === undefined ? startProblem(input) : undefined
+  if (problem) throw ApplicationFailure.nonRetryable(problem.message, FAILURE.contractError)
 }
 
 /**

@@ -8,7 +8,12 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { Client } from '@temporalio/client'
 import { afterAll, beforeAll, inject } from 'vitest'
-import { createActivities, type SandboxDependencies, waitThroughOutages } from '../../src/activities/index.js'
+import {
+  type ActivityDependencies,
+  createActivities,
+  type SandboxDependencies,
+  waitThroughOutages,
+} from '../../src/activities/index.js'
 import { type AuditStore, openAudit } from '../../src/audit/index.js'
 import { type WorkerFloor, workerFloor } from '../../src/embed/worker.js'
 import type { ModelScript } from '../../src/model/index.js'
@@ -53,6 +58,7 @@ export async function startAgentWorker(
     taskQueue?: string
     sandbox?: SandboxDependencies
     floor?: WorkerFloor
+    snapshots?: ActivityDependencies['snapshots']
     mcpServers?: McpServerConfig[]
   } = {},
 ) {
@@ -61,6 +67,7 @@ export async function startAgentWorker(
     audit,
     floor: workerFloor(options.floor),
     ...(options.sandbox ? { sandbox: options.sandbox } : {}),
+    ...(options.snapshots ? { snapshots: options.snapshots } : {}),
     ...(options.mcpServers ? { mcpServers: options.mcpServers } : {}),
   })
   const { worker, connection } = await createWorker({ taskQueue, activities })
@@ -101,6 +108,8 @@ export async function startScriptedRun(
     contract?: Record<string, unknown>
     policy?: Policy
     files?: Record<string, string>
+    /** Runs on the workspace after `files` are written, before the run starts. */
+    prepare?: (path: string) => void
     taskQueue?: string
   } = {},
 ) {
@@ -108,6 +117,7 @@ export async function startScriptedRun(
   for (const [name, content] of Object.entries(options.files ?? {})) {
     await writeFile(join(ws.path, name), content)
   }
+  options.prepare?.(ws.path)
   const model = `scripted:${await writeScript(ws.path, { turns } as never)}`
   const handle = await startRun(
     on.client,

@@ -3,12 +3,23 @@ import type { Client } from '@temporalio/client'
 import type { Command } from 'commander'
 import type { Policy } from '../../policy/index.js'
 import type { TaskContractInput } from '../../run/index.js'
-import { colour, print, printJson, printJsonLine, printTable, visible } from '../context.js'
+import {
+  colour,
+  print,
+  printJson,
+  printJsonLine,
+  printTable,
+  runArgument,
+  visible,
+  wholeNumber,
+} from '../context.js'
 import { CliError, EXIT } from '../errors.js'
 
 interface RunOptions {
   goal: string
-  workspace: string
+  workspace?: string
+  git?: string
+  ref?: string
   verify?: string
   policy?: string
   model?: string
@@ -25,7 +36,12 @@ export function registerRuns(program: Command): void {
     .command('run')
     .description('Start an agent run on a workspace; with --follow, watch it until it ends.')
     .requiredOption('--goal <text>', 'what the run should achieve')
-    .requiredOption('--workspace <dir>', 'the project folder the agent works in')
+    .option('--workspace <dir>', 'the project folder the agent works in')
+    .option(
+      '--git <url>',
+      'instead of --workspace: a git repository the worker clones, under the run policy, into a folder of its own',
+    )
+    .option('--ref <ref>', 'with --git: the branch, tag or commit to check out')
     .option(
       '--verify <command>',
       'the command whose success ends the run, e.g. "npm test" (quotes group words); default: the test ' +
@@ -47,9 +63,9 @@ export function registerRuns(program: Command): void {
     .option('--json', 'print the run id as JSON; with --follow, one JSON object per event, a line each')
     .action(async (options: RunOptions) => {
       const { withTemporal } = await import('../connect.js')
-      const { newRunId, RunIdTakenError, RunRejectedError, startAgentRun, waitForStart } = await import(
-        '../../embed/index.js'
-      )
+      const { InvalidRunIdError, newRunId, RunIdTakenError, RunRejectedError, startAgentRun, waitForStart } =
+        await import('../../embed/index.js')
+      const { PolicyError } = await import('../../policy/index.js')
       const { ContractError, FAILURE } = await import('../../run/index.js')
       const contract = await buildContract(options)
       const policy = await runPolicy(options.policy, contract)
@@ -61,9 +77,16 @@ export function registerRuns(program: Command): void {
             policy,
             taskQueue: target.taskQueue,
             runId: options.id ?? newRunId(),
+            // Someone watching it go waits on each step: it goes before runs nobody watches.
+            scheduling: { interactive: options.follow === true },
           })
         } catch (error) {
-          if (error instanceof ContractError || error instanceof RunIdTakenError)
+          if (
+            error instanceof ContractError ||
+            error instanceof PolicyError ||
+            error instanceof InvalidRunIdError ||
+            error instanceof RunIdTakenError
+          )
             throw new CliError(error.message)
           throw error
         }
@@ -112,7 +135,7 @@ export function registerRuns(program: Command): void {
       const { withAudit } = await import('../connect.js')
       const page = await withAudit((audit) =>
         audit.listRuns({
-          limit: positive(options.limit, '--limit'),
+          limit: wholeNumber(options.limit, '--limit'),
           ...(options.status ? { status: options.status as 'running' | 'finished' } : {}),
         }),
       )
@@ -134,7 +157,7 @@ export function registerRuns(program: Command): void {
   program
     .command('show')
     .description("A run's summary and timeline: steps, decisions, commands, approvals and gate results.")
-    .argument('<run>', 'the run id, or the start of one no other run id starts with')
+    .argument('<run>', 'the run id, or the start of one no other run id starts with', runArgument)
     .option('--follow', 'keep showing new entries until the run ends (exit 3 unless it succeeds)')
     .option('--json', 'print JSON; with --follow, one JSON object per event, a line each')
     .action(async (given: string, options: { follow?: boolean; json?: boolean }) => {
@@ -149,16 +172,20 @@ export function registerRuns(program: Command): void {
         const summary = await audit.runSummary(runId)
         if (!summary) throw new CliError(`no run ${runId} in the audit; list runs with \`tether ls\``)
         const timeline = await audit.runTimeline(runId)
-        if (options.json) return printJson({ summary, timeline })
+        const { runLinks } = await import('../../snapshots/index.js')
+        const links = await runLinks(audit.pool, runId)
+        if (options.json) return printJson({ summary, timeline, links })
         const { printTimeline } = await import('../timeline.js')
+        const { linkLines } = await import('./snapshots.js')
         printTimeline(summary, timeline)
+        for (const line of linkLines(links)) print(line)
       })
     })
 
   program
     .command('cancel')
     .description('Cancel a run: its running command is killed, pending approvals are resolved as cancelled.')
-    .argument('<run>', 'the run id, or the start of one no other run id starts with')
+    .argument('<run>', 'the run id, or the start of one no other run id starts with', runArgument)
     .action(async (given: string) => {
       const { resolveId, withAudit, withTemporal } = await import('../connect.js')
       const { WorkflowNotFoundError } = await import('@temporalio/client')
@@ -197,18 +224,29 @@ async function follow(client: Client, runId: string, json: boolean): Promise<voi
 }
 
 async function buildContract(options: RunOptions): Promise<TaskContractInput> {
+  if ((options.workspace === undefined) === (options.git === undefined)) {
+    throw new CliError('give the project as --workspace DIR or as --git URL (with --ref), one of the two')
+  }
+  if (options.ref !== undefined && options.git === undefined) throw new CliError('--ref goes with --git')
   const { resolve } = await import('node:path')
-  const workspace = resolve(options.workspace)
-  const command = options.verify === undefined ? await detectedTest(workspace) : options.verify
+  const workspace = options.workspace === undefined ? undefined : resolve(options.workspace)
+  if (!workspace && options.verify === undefined) {
+    throw new CliError(
+      'with --git, name the gate: --verify "npm test" (or --verify none); there is no folder here to detect it from',
+    )
+  }
+  const command = options.verify === undefined ? await detectedTest(workspace as string) : options.verify
   const verification = command && command !== 'none' ? { command: splitCommand(command) } : null
   return {
     goal: options.goal,
-    workspace,
+    ...(workspace
+      ? { workspace }
+      : { source: { git: options.git as string, ...(options.ref ? { ref: options.ref } : {}) } }),
     verification,
     ...(options.model ? { model: options.model } : {}),
     budgets: {
-      ...(options.maxSteps ? { maxSteps: positive(options.maxSteps, '--max-steps') } : {}),
-      ...(options.maxTokens ? { maxTokens: positive(options.maxTokens, '--max-tokens') } : {}),
+      ...(options.maxSteps ? { maxSteps: wholeNumber(options.maxSteps, '--max-steps') } : {}),
+      ...(options.maxTokens ? { maxTokens: wholeNumber(options.maxTokens, '--max-tokens') } : {}),
       ...(options.maxTime ? { maxWallTime: options.maxTime } : {}),
     },
   }
@@ -279,11 +317,4 @@ export function splitCommand(line: string): string[] {
 function oneLine(text: string, limit: number): string {
   const line = visible(text.split('\n')[0] ?? '')
   return line.length <= limit ? line : `${line.slice(0, limit - 1)}…`
-}
-
-function positive(value: string, flag: string): number {
-  const n = Number(value)
-  if (!Number.isInteger(n) || n < 1)
-    throw new CliError(`${flag} must be a positive whole number, not ${value}`)
-  return n
 }
