@@ -233,7 +233,8 @@ class Waiting {
     this.taken = true
     clearTimeout(this.idle)
     // One still being built is on its way; one that takes too long is not waited for.
-    const child = files === this.files ? await Promise.race([this.ready, after(READY_MS)]) : undefined
+    const child =
+      files === this.files ? await awaited(Promise.race([this.ready, after(READY_MS)])) : undefined
     if (
       !child?.stdin ||
       child.ended ||
@@ -310,7 +311,7 @@ class Waiting {
     if (waiting.get(this.key) === this) waiting.delete(this.key)
     clearTimeout(this.idle)
     this.ended ??= (async () => {
-      const child = await this.started
+      const child = await awaited(this.started)
       if (child?.pid !== undefined) {
         // Every process of it, bwrap's child and the shell in a session of its own too, found while bwrap lives.
         const tree = new ProcessTree(child.pid)
@@ -413,6 +414,19 @@ function mountsIntact(pid: number, argv: string[], bwrap: string): boolean {
     return mountPoints(argv, bwrap).every((point) => mounted.has(point))
   } catch {
     return false
+  }
+}
+
+/**
+ * `promise`, keeping this process alive until it settles: what it waits for (a sandbox built in the
+ * background) does not.
+ */
+async function awaited<T>(promise: Promise<T>): Promise<T> {
+  const alive = setInterval(() => {}, 60_000)
+  try {
+    return await promise
+  } finally {
+    clearInterval(alive)
   }
 }
 

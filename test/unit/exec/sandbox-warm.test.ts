@@ -383,13 +383,22 @@ describe('taking them down', () => {
 
   const worker = fileURLToPath(new URL('../../support/warm-worker.ts', import.meta.url))
   for (const ending of ['its own end', 'SIGKILL'] as const) {
-    it(`when the worker goes (${ending}): nothing keeps it alive, nothing is left`, async () => {
+    it(`when the worker goes (${ending}): a command waiting for its sandbox keeps it alive, a waiting sandbox does not, and nothing is left`, async () => {
       const ws = await workspace()
       const child = spawn(process.execPath, ['--import', 'tsx', worker, ws], {
         stdio: ['pipe', 'pipe', 'inherit'],
       })
       const exited = once(child, 'exit')
-      await once(child.stdout, 'data')
+      // Its first line; all it said, should it end before one.
+      const said = new Promise<string>((resolve) => {
+        let text = ''
+        child.stdout.on('data', (chunk: Buffer) => {
+          text += chunk
+          if (text.endsWith('\n')) resolve(text)
+        })
+        child.once('exit', () => resolve(text))
+      })
+      expect(await said).toBe('ran exited exited\n')
       await aSandboxWaits(ws)
       // Told to end, it only stops listening: what is left to keep it alive is the waiting sandbox's.
       if (ending === 'SIGKILL') child.kill('SIGKILL')
