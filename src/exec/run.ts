@@ -143,11 +143,11 @@ class Run {
       const prepared = await this.prepare(true)
       if (prepared) return prepared
       const ahead = this.sandbox?.ahead
-      // A sandbox built ahead is already running: it is handed the command. Stopped meanwhile, it is
-      // killed like any command; ended before it could start the command, nothing ran, and one is built now.
-      if (ahead) arm()
-      if (ahead && (await Promise.race([ahead.start(), stopped.then(() => true)]))) return ahead.child
       if (ahead) {
+        // A sandbox built ahead is already running: it is handed the command. Stopped meanwhile, it is
+        // killed like any command; ended before it could start the command, nothing ran: one is built now.
+        arm()
+        if (await Promise.race([ahead.start(), stopped.then(() => true)])) return ahead.child
         await this.sandbox?.close()
         const rebuilt = await this.prepare(false)
         if (rebuilt) return rebuilt
