@@ -594,7 +594,8 @@ const TIMELINE = `
          '' as tiebreak
     from steps s where run_id = $1
   union all
-  select 'approval', to_json(a), step, 1, call, requested_at, 0, '' from approvals a where run_id = $1
+  select 'approval', (select to_json(a) from (select ${APPROVAL_COLUMNS}) a), step, 1, call, requested_at, 0, ''
+    from approvals where run_id = $1
   union all
   select 'policy', to_json(p), step, 1, call, at, 1, kind || source from policy_events p where run_id = $1
   union all
