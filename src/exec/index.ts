@@ -31,6 +31,7 @@ export { ExecInputError, ExecSpawnError } from './errors.js'
 export { runCommand } from './run.js'
 export {
   type CacheAccess,
+  closeWarmSandboxes,
   DEFAULT_SANDBOX_LIMITS,
   diskShortfall,
   EgressJudge,

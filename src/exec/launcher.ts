@@ -10,7 +10,9 @@
  *
  * The launcher connects to the worker's socket server once per stream and first writes a random token that
  * only it and the worker know, so nothing else that reaches the server can pose as a command's output. A
- * long-lived process that is spoken to (an MCP server) gets a third stream as its stdin.
+ * long-lived process that is spoken to (an MCP server, a sandbox built ahead of its command) gets a third
+ * stream as its stdin. One that waits for work in the background (a sandbox built ahead) does not keep the
+ * worker's event loop alive until it is given some.
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
@@ -94,6 +96,12 @@ interface LaunchEvent {
   signal?: NodeJS.Signals | null
 }
 
+/** How a launched process ended. */
+export interface LaunchExit {
+  code: number | null
+  signal: NodeJS.Signals | null
+}
+
 /**
  * A command started by the launcher, shaped as the part of `ChildProcess` the runner uses: `pid`, the two
  * output streams once started, and the events `spawn`, `error` (with an errno-style `code`) and `exit`.
@@ -104,6 +112,10 @@ export interface LaunchedProcess extends EventEmitter {
   stderr: Socket
   /** The process's stdin, when it was started with one (`stdin: true`). */
   stdin?: Socket
+  /** How it ended, once the `exit` event has been emitted: for a listener that comes late. */
+  readonly ended: LaunchExit | undefined
+  /** From now on it keeps this process alive, as a running command does (see `background`). */
+  hold(): void
 }
 
 class Launched extends EventEmitter implements LaunchedProcess {
@@ -115,14 +127,28 @@ class Launched extends EventEmitter implements LaunchedProcess {
   private spawned = false
   private announced = false
   private failed = false
-  private exit: { code: number | null; signal: NodeJS.Signals | null } | undefined
+  private exit: LaunchExit | undefined
 
   constructor(
     readonly token: string,
     withStdin: boolean,
+    public keepsAlive: boolean,
+    /** Called when `keepsAlive` changes. */
+    private readonly kept: () => void,
   ) {
     super()
     this.streams = withStdin ? [undefined, undefined, undefined] : [undefined, undefined]
+  }
+
+  get ended(): LaunchExit | undefined {
+    return this.announced ? this.exit : undefined
+  }
+
+  hold(): void {
+    if (this.keepsAlive) return
+    this.keepsAlive = true
+    for (const stream of this.streams) stream?.ref()
+    this.kept()
   }
 
   /** Started and ended as far as this process will hear, or failed to start: nothing more will come. */
@@ -136,6 +162,7 @@ class Launched extends EventEmitter implements LaunchedProcess {
       socket.destroy()
       return
     }
+    if (!this.keepsAlive) socket.unref()
     this.streams[fd] = socket
     this.announce()
   }
@@ -209,7 +236,7 @@ class Launcher {
     child.once('exit', () => this.close())
     child.once('error', () => this.close())
     server.on('connection', (socket) => this.identify(socket))
-    this.idle()
+    this.refresh()
   }
 
   static async start(): Promise<Launcher> {
@@ -245,9 +272,14 @@ class Launcher {
   }
 
   launch(program: string, args: string[], options: LaunchOptions): LaunchedProcess {
-    const launched = new Launched(randomBytes(TOKEN_BYTES).toString('hex'), options.stdin === true)
+    const launched = new Launched(
+      randomBytes(TOKEN_BYTES).toString('hex'),
+      options.stdin === true,
+      !options.background,
+      () => this.refresh(),
+    )
     this.pending.set(launched.token, launched)
-    this.busy()
+    this.refresh()
     this.child.send(
       {
         token: launched.token,
@@ -287,19 +319,22 @@ class Launcher {
 
   private forget(launched: Launched): void {
     this.pending.delete(launched.token)
-    if (this.pending.size === 0) this.idle()
+    this.refresh()
   }
 
-  /** While commands are out, the channel keeps this process alive (their exits are still to come). */
-  private busy(): void {
-    this.child.channel?.ref()
-    this.server.ref()
-  }
-
-  private idle(): void {
-    this.child.unref()
-    this.child.channel?.unref()
-    this.server.unref()
+  /**
+   * While commands are out, the channel keeps this process alive (their exits are still to come); processes
+   * waiting in the background for work do not.
+   */
+  private refresh(): void {
+    if ([...this.pending.values()].some((launched) => launched.keepsAlive)) {
+      this.child.channel?.ref()
+      this.server.ref()
+    } else {
+      this.child.unref()
+      this.child.channel?.unref()
+      this.server.unref()
+    }
   }
 
   private close(): void {
@@ -319,6 +354,8 @@ export interface LaunchOptions {
   env: NodeJS.ProcessEnv
   /** Give the process a stdin stream of ours (`LaunchedProcess.stdin`) instead of the null device. */
   stdin?: boolean
+  /** It waits for work: until `hold()`, neither it nor its streams keep this process alive. */
+  background?: boolean
 }
 
 /**

@@ -13,20 +13,27 @@ import { constants } from 'node:os'
 import type { Readable } from 'node:stream'
 import { OutputCapture } from './capture.js'
 import { ExecInputError, ExecSpawnError } from './errors.js'
-import { type LaunchedProcess, launch } from './launcher.js'
+import { type LaunchExit, type LaunchedProcess, launch } from './launcher.js'
 import { guardProcessGroup } from './orphan-guard.js'
 import { ProcessTree } from './process-tree.js'
-import { prepareSandbox, SandboxBoundError, type SandboxedLaunch } from './sandbox/index.js'
+import {
+  prepareSandbox,
+  SandboxBoundError,
+  type SandboxedLaunch,
+  type SandboxOptions,
+} from './sandbox/index.js'
 import type { ExecResult, ExecStatus, RunCommandOptions } from './types.js'
 import { type ValidatedOptions, validateOptions } from './validate.js'
 
 /** After the tree is gone, how long the pipes may take to report end of file before we close them. */
 const PIPE_CLOSE_MS = 1_000
 /**
- * The complaint when the sandboxed program cannot be executed: bwrap's (exit status 1), or setpriv's when a
- * root worker's command becomes its identity first (126, or 127 for a missing one).
+ * The complaint when the sandboxed program cannot be executed: bwrap's (exit status 1), setpriv's when a
+ * root worker's command becomes its identity first (126, or 127 for a missing one), or the shell's in a
+ * sandbox built ahead (sandbox/ahead.ts: 126, or 127 for a missing one).
  */
-const SANDBOX_EXEC_FAILED = /^(?:bwrap: execvp|setpriv: failed to execute) ([^\n]*): ([^\n]*)/
+const SANDBOX_EXEC_FAILED =
+  /^(?:bwrap: execvp|setpriv: failed to execute|tether-sandbox: \d+: exec:) ([^\n]*): ([^\n]*)/
 const SANDBOX_EXEC_CODES = new Set([1, 126, 127])
 /** Signal numbers, for a sandboxed command whose end bwrap reports as exit 128 + signal. */
 const SIGNAL_NAMES = new Map(
@@ -70,7 +77,7 @@ function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> 
 /** Why `program` could not start, for the model; `problem` is an errno code or bwrap's strerror text. */
 function unavailableReason(program: string, problem: string): string {
   const named = JSON.stringify(program)
-  if (problem === 'ENOENT' || problem === 'No such file or directory') {
+  if (problem === 'ENOENT' || problem === 'No such file or directory' || problem === 'not found') {
     return program.includes('/')
       ? `${named} was not found (or the interpreter its #! line names was not)`
       : `no program named ${named} on PATH`
@@ -103,22 +110,55 @@ class Run {
   }
 
   private async run(): Promise<ExecResult> {
-    const { signal, sandbox, cwd } = this.options
+    const { signal } = this.options
     if (signal?.aborted) return this.finish('cancelled')
-    let [program, ...args] = this.options.argv as [string, ...string[]]
+    const stopped = new Promise<Stop>((resolve) => {
+      this.requestStop = resolve
+    })
+    const onAbort = () => this.requestStop('cancelled')
+    signal?.addEventListener('abort', onAbort, { once: true })
+    // The deadline runs from the command's start: its launch, or its hand-over to a sandbox built ahead.
+    let timer: NodeJS.Timeout | undefined
+    const arm = () => {
+      timer ??= setTimeout(() => this.requestStop('timed-out'), this.options.timeoutMs)
+    }
+    const disarm = () => {
+      clearTimeout(timer)
+      signal?.removeEventListener('abort', onAbort)
+    }
+    try {
+      const child = await this.start(stopped, arm)
+      return 'status' in child ? child : await this.supervise(child, stopped, disarm)
+    } finally {
+      disarm()
+    }
+  }
+
+  /** Starts the command (in its sandbox, when it has one); an ExecResult when it never started. */
+  private async start(stopped: Promise<Stop>, arm: () => void): Promise<LaunchedProcess | ExecResult> {
+    const { sandbox, cwd, argv } = this.options
+    let [program, ...args] = argv as [string, ...string[]]
     let env = this.options.env
     if (sandbox) {
-      try {
-        this.sandbox = await prepareSandbox(sandbox, this.options.argv, env as Record<string, string>, cwd)
-      } catch (error) {
-        if (!(error instanceof SandboxBoundError)) throw error
-        return { ...this.finish('unavailable'), reason: error.message, sandbox: error.report }
+      const prepared = await this.prepare(true)
+      if (prepared) return prepared
+      const ahead = this.sandbox?.ahead
+      if (ahead) {
+        // A sandbox built ahead is already running: it is handed the command. Stopped meanwhile, it is
+        // killed like any command; ended before it could start the command, nothing ran: one is built now.
+        arm()
+        if (await Promise.race([ahead.start(), stopped.then(() => true)])) return ahead.child
+        await this.sandbox?.close()
+        const rebuilt = await this.prepare(false)
+        if (rebuilt) return rebuilt
       }
-      program = this.sandbox.program
-      args = this.sandbox.args
-      env = this.sandbox.env
+      const launched = this.sandbox as SandboxedLaunch
+      program = launched.program
+      args = launched.args
+      env = launched.env
     }
     let child: LaunchedProcess
+    arm()
     try {
       // From the launcher: a new session, so the child leads its own process group and no terminal
       // signals reach it; stdin the null device; stdout and stderr streams back to us.
@@ -126,30 +166,47 @@ class Run {
     } catch (error) {
       return this.notStarted(error)
     }
-    // Listening before the spawn is confirmed, so an early exit cannot be missed.
-    const exited = new Promise<void>((resolve) =>
-      child.once('exit', (code, signal) => {
-        this.exit = { code, signal }
-        resolve()
-      }),
-    )
-    const stopped = new Promise<Stop>((resolve) => {
-      this.requestStop = resolve
-    })
     const started = await new Promise<unknown>((resolve) => {
       child.once('spawn', () => resolve(undefined))
       child.once('error', resolve)
     })
-    if (started !== undefined) return this.notStarted(started)
-    return this.supervise(child, exited, stopped)
+    return started === undefined ? child : this.notStarted(started)
+  }
+
+  /** The command's sandbox (`this.sandbox`); an ExecResult when a bound keeps the command from starting. */
+  private async prepare(takeWaiting: boolean): Promise<ExecResult | undefined> {
+    const { sandbox, argv, env, cwd } = this.options
+    this.sandbox = undefined
+    try {
+      this.sandbox = await prepareSandbox(
+        sandbox as SandboxOptions,
+        argv,
+        env as Record<string, string>,
+        cwd,
+        takeWaiting,
+      )
+      return undefined
+    } catch (error) {
+      if (!(error instanceof SandboxBoundError)) throw error
+      return { ...this.finish('unavailable'), reason: error.message, sandbox: error.report }
+    }
   }
 
   private async supervise(
     child: LaunchedProcess,
-    exited: Promise<void>,
     stopped: Promise<Stop>,
+    disarm: () => void,
   ): Promise<ExecResult> {
     const { stdout, stderr } = child
+    // Heard even when it came before this listener (a sandbox built ahead may have run its command by now).
+    const exited = new Promise<void>((resolve) => {
+      const ended = ({ code, signal }: LaunchExit) => {
+        this.exit = { code, signal }
+        resolve()
+      }
+      if (child.ended) ended(child.ended)
+      else child.once('exit', (code, signal) => ended({ code, signal }))
+    })
     const tree = new ProcessTree(child.pid!)
     // Should this process die mid-command, the guard kills the group: no command outlives its runner.
     const release = guardProcessGroup(child.pid!)
@@ -158,18 +215,11 @@ class Run {
     stderr.on('data', (chunk: Buffer) => this.take(this.stderr, chunk))
     const pipesClosed = Promise.all([whenClosed(stdout), whenClosed(stderr)])
 
-    const timer = setTimeout(() => this.requestStop('timed-out'), this.options.timeoutMs)
-    const { signal } = this.options
-    const onAbort = () => this.requestStop('cancelled')
-    signal?.addEventListener('abort', onAbort, { once: true })
     const unwatch = this.sandbox?.watch(() => this.requestStop('bound'))
-    // An abort while the spawn was being confirmed fired no event we could hear.
-    if (signal?.aborted) onAbort()
     let stop: Stop | undefined
     try {
       stop = await Promise.race([exited.then(() => undefined), stopped])
-      clearTimeout(timer)
-      signal?.removeEventListener('abort', onAbort)
+      disarm()
       if (stop) {
         await tree.kill(this.options.killGraceMs, leaderRunning, this.sandbox !== undefined)
         await settlesWithin(exited, PIPE_CLOSE_MS)
@@ -185,8 +235,7 @@ class Run {
         stderr.destroy()
       }
     } finally {
-      clearTimeout(timer)
-      signal?.removeEventListener('abort', onAbort)
+      disarm()
       unwatch?.()
       release()
     }

@@ -50,7 +50,8 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   let [program, ...args] = options.argv as [string, ...string[]]
   let env: Record<string, string> = { ...options.env }
   if (options.sandbox) {
-    sandboxed = await prepareSandbox(options.sandbox, options.argv, env, options.cwd)
+    // A sandbox of its own, built now: one built ahead waits for a command, which a service is not.
+    sandboxed = await prepareSandbox({ ...options.sandbox, warm: false }, options.argv, env, options.cwd)
     program = sandboxed.program
     args = sandboxed.args
     env = sandboxed.env

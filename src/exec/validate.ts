@@ -159,6 +159,9 @@ function checkSandbox(value: unknown, cwd: string): SandboxOptions | undefined {
   }
   for (const field of ['readOnly', 'writable', 'hide'] as const)
     checkPaths(`sandbox.${field}`, sandbox[field])
+  if (sandbox.warm !== undefined && typeof sandbox.warm !== 'boolean') {
+    throw new ExecInputError('sandbox.warm', `is ${describe(sandbox.warm)}; pass true, false or nothing`)
+  }
   for (const [name, limit] of Object.entries(sandbox.limits ?? {})) {
     if (limit !== undefined && (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1)) {
       throw new ExecInputError(`sandbox.limits.${name}`, `is ${describe(limit)}; pass a whole number ≥ 1`)

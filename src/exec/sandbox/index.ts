@@ -1,8 +1,10 @@
 /** The command sandbox (bubblewrap on Linux): what `runCommand` uses when given `sandbox` options. */
+
+export { closeWarmSandboxes, prepareSandbox } from './ahead.js'
 export { type CgroupSupport, detectCgroups } from './cgroup.js'
 export { diskShortfall } from './disk.js'
 export { IDENTITY_COUNT, IDENTITY_FIRST } from './identity.js'
-export { DEFAULT_SANDBOX_LIMITS, prepareSandbox, SandboxBoundError, type SandboxedLaunch } from './launch.js'
+export { DEFAULT_SANDBOX_LIMITS, SandboxBoundError, type SandboxedLaunch } from './launch.js'
 export { EgressJudge, type Judgement } from './proxy.js'
 export { findOnPath, type SandboxRuntime, SandboxUnavailableError, sandboxRuntime } from './runtime.js'
 export { type FilterArch, filterArch, seccompFilter } from './seccomp.js'

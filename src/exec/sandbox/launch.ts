@@ -1,6 +1,9 @@
 /**
  * Turning one command into a sandboxed launch:
  * `sh -c <limits, filter, cgroups> [prlimit …] bwrap … [setpriv …] [node bridge] argv`.
+ * In two parts: the plan (what the sandbox is made of, the same for every command of a workspace and policy)
+ * and the resources one sandbox takes (its cgroup, its egress proxy), so that ahead.ts can build a
+ * command's sandbox before the command is known.
  *
  * Inside: the host's root read-only; the workspace read-write; private `/tmp`, `/run`, `/dev/shm` and home,
  * in memory and sized to fit the memory limit; toolchain folders and caches as given; tether's state and
@@ -18,15 +21,16 @@ import { existsSync, rmSync, statSync } from 'node:fs'
 import { homedir, totalmem } from 'node:os'
 import { dirname, isAbsolute, join, resolve, sep } from 'node:path'
 import { pinGitConfig } from '../env.js'
+import type { LaunchedProcess } from '../launcher.js'
 import { socketFolder, socketRoot } from '../sockets.js'
 import { CommandCgroup } from './cgroup.js'
 import { diskShortfall } from './disk.js'
 import { gitBinds } from './git.js'
 import { type CommandIdentity, commandIdentity, isRootWorker, mayWrite, ownCache } from './identity.js'
 import { BRIDGE, EgressProxy } from './proxy.js'
-import { SandboxUnavailableError, SETPRIV_MISSING, sandboxRuntime } from './runtime.js'
+import { type SandboxRuntime, SandboxUnavailableError, SETPRIV_MISSING, sandboxRuntime } from './runtime.js'
 import { seccompFilterFile } from './seccomp.js'
-import type { SandboxLimits, SandboxOptions, SandboxReport } from './types.js'
+import type { NetworkAccess, SandboxLimits, SandboxOptions, SandboxReport } from './types.js'
 
 const GiB = 1024 ** 3
 export const DEFAULT_SANDBOX_LIMITS: Readonly<SandboxLimits> = Object.freeze({
@@ -57,12 +61,25 @@ export interface SandboxedLaunch {
   program: string
   args: string[]
   env: Record<string, string>
+  /** Set when the sandbox was built ahead and waits for the command: start it there instead (ahead.ts). */
+  ahead?: AheadStart
   /** Checks the disk bound while the command runs, calling `stop` once the reserve is eaten; returns the unwatch. */
   watch(stop: () => void): () => void
   /** Limits hit and network decisions; call once the command's tree is gone. */
   report(exit: { signal?: string | undefined; output: string }): SandboxReport
   /** Releases the cgroup, the proxy and the temporary folder. */
   close(): Promise<void>
+}
+
+/** A sandbox built ahead of its command, handed to the runner. */
+export interface AheadStart {
+  /** The sandbox's process: running, its streams the command's. */
+  child: LaunchedProcess
+  /**
+   * Hands it the command. Resolves true once the command is starting, false when the sandbox ended before
+   * it could start it (nothing ran: build another); rejects when the sandbox answered nonsense (it is killed).
+   */
+  start(): Promise<boolean>
 }
 
 /** Nothing was started: a bound was reached before the command could be (the disk's reserve). */
@@ -122,12 +139,39 @@ async function writableBinds(
   return binds
 }
 
-export async function prepareSandbox(
+/**
+ * What a workspace's sandbox is made of under one policy, worked out before each command (a take-over,
+ * the disk's reserve, git's folders, what to hide): everything but the command and the folder it starts in.
+ */
+export interface SandboxPlan {
+  runtime: SandboxRuntime
+  limits: SandboxLimits
+  workspace: string
+  identity: CommandIdentity | undefined
+  /** The file systems that keep their reserve: the workspace's and the writable caches'. */
+  diskPaths: string[]
+  /** The command's environment inside. */
+  env: Record<string, string>
+  network: NetworkAccess | undefined
+  /** What runs the command inside when it has network: the bridge to the proxy (empty without). */
+  bridge: string[]
+  privateHome: string | undefined
+  readOnly: string[]
+  writable: Array<[source: string, target: string]>
+  hidden: string[]
+  workspaceAccess: NonNullable<SandboxOptions['workspaceAccess']>
+  /** Git's configuration read-only (git.ts): bwrap arguments, for a workspace bound read-write. */
+  gitArgs: string[]
+}
+
+/**
+ * The plan for a command run with `options` and `env` (see SandboxPlan). Throws SandboxBoundError when
+ * the disk's reserve is eaten, SandboxUnavailableError when the workspace cannot be given an identity.
+ */
+export async function planSandbox(
   options: SandboxOptions,
-  argv: readonly string[],
   env: Record<string, string>,
-  cwd: string,
-): Promise<SandboxedLaunch> {
+): Promise<SandboxPlan> {
   const runtime = options.runtime ?? sandboxRuntime(env.PATH)
   const limits: SandboxLimits = { ...DEFAULT_SANDBOX_LIMITS, ...options.limits }
   const workspace = resolve(options.workspace)
@@ -144,169 +188,273 @@ export async function prepareSandbox(
   const identity = isRootWorker() ? await commandIdentity(workspace, { home, hidden }) : undefined
   const writable = await writableBinds(options.writable ?? [], identity)
   const diskPaths = [workspace, ...writable.map(([source]) => source)]
-
-  const baseReport = (limitHit?: SandboxReport['limitHit'], cgroup?: CommandCgroup): SandboxReport => ({
-    limits: { ...limits, enforcedBy: cgroup ? 'cgroup' : 'rlimit' },
-    ...(identity ? { identity: { uid: identity.uid, gid: identity.gid } } : {}),
-    ...(limitHit ? { limitHit } : {}),
-  })
   const full = diskShortfall(diskPaths)
-  if (full) throw new SandboxBoundError(full, { ...baseReport('disk'), disk: full })
-
+  if (full) {
+    throw new SandboxBoundError(full, {
+      limits: { ...limits, enforcedBy: 'rlimit' },
+      ...(identity ? { identity: { uid: identity.uid, gid: identity.gid } } : {}),
+      limitHit: 'disk',
+      disk: full,
+    })
+  }
   const innerEnv: Record<string, string> = { ...env, TMPDIR: '/tmp' }
   pinGitConfig(innerEnv)
   if (home) innerEnv.HOME = home
-  let proxy: EgressProxy | undefined
-  let folder: string | undefined
-  let command = [...argv]
-  const cgroup = runtime.cgroups ? CommandCgroup.acquire(runtime.cgroups, limits) : undefined
-  const release = async () => {
-    cgroup?.release()
-    await proxy?.close()
-    if (folder) rmSync(folder, { recursive: true, force: true })
+  let bridge: string[] = []
+  if (options.network) {
+    const url = `http://127.0.0.1:${PROXY_PORT}`
+    Object.assign(innerEnv, {
+      HTTP_PROXY: url,
+      HTTPS_PROXY: url,
+      http_proxy: url,
+      https_proxy: url,
+      NO_PROXY: 'localhost,127.0.0.1,::1',
+      no_proxy: 'localhost,127.0.0.1,::1',
+    })
+    bridge = [process.execPath, '-e', BRIDGE, '--', String(PROXY_PORT), PROXY_SOCKET_INSIDE, '--']
   }
-  try {
-    const size = (share: number) =>
-      String(cgroup?.capsMemory ? limits.memoryBytes : Math.max(1, Math.floor(limits.memoryBytes * share)))
-    // Namespaces: see the module comment for why a root worker's bwrap has no user namespace.
-    const args = identity
-      ? ['--unshare-ipc', '--unshare-pid', '--unshare-net', '--unshare-uts', '--unshare-cgroup-try']
-      : ['--unshare-all', '--unshare-user', '--disable-userns']
-    args.push('--cap-drop', 'ALL')
-    // Until setpriv makes it the identity (which drops every capability and empties the bounding set): what
-    // it takes to become it, and to enter the identity's workspace (mode 700, say) for --chdir.
-    if (identity) for (const cap of IDENTITY_CAPS) args.push('--cap-add', cap)
-    args.push('--die-with-parent', '--new-session', '--hostname', 'tether-sandbox')
-    // The launch shell opens the filter on descriptor 3; bwrap reads it and closes it.
-    args.push('--seccomp', '3', '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc')
-    const mounts = new MountPlan(args)
-    mounts.tmpfs('/dev/shm', '1777', size(MEMORY_SHARES.shm))
-    mounts.tmpfs('/tmp', '1777', size(MEMORY_SHARES.tmp))
-    if (isDirectory('/run')) mounts.tmpfs('/run', '0755', size(MEMORY_SHARES.run))
-    if (privateHome) mounts.tmpfs(privateHome, '1777', size(MEMORY_SHARES.home))
-    for (const path of byDepth(options.readOnly ?? [])) mounts.bind('--ro-bind-try', path, path)
-    for (const [source, target] of writable) mounts.bind('--bind', source, target)
-    // A hidden folder that holds the workspace is emptied first and the workspace bound back into it;
-    // every other one is hidden last, so it covers whatever the binds above brought back.
-    for (const path of hidden.filter((path) => within(workspace, path))) mounts.hide(path)
-    const access = options.workspaceAccess ?? 'read-write'
-    if (access === 'none') mounts.hide(workspace)
-    else if (access === 'read-only') mounts.bind('--ro-bind', workspace, workspace)
-    else {
-      mounts.bind('--bind', workspace, workspace)
-      // Git's configuration, hooks and info inside it read-only (git.ts): bound on the workspace's own content.
-      args.push(...gitBinds(workspace))
-    }
-    for (const path of hidden.filter((path) => !within(workspace, path))) mounts.hide(path)
-    // The empty folders that hide, and /dev, are bwrap's own tmpfs: read-only, or a command could fill them.
-    for (const path of hidden.filter((path) => isDirectory(path))) args.push('--remount-ro', path)
-    args.push('--remount-ro', '/dev')
+  const workspaceAccess = options.workspaceAccess ?? 'read-write'
+  return {
+    runtime,
+    limits,
+    workspace,
+    identity,
+    diskPaths,
+    env: innerEnv,
+    network: options.network,
+    bridge,
+    privateHome,
+    readOnly: byDepth(options.readOnly ?? []),
+    writable,
+    hidden,
+    workspaceAccess,
+    gitArgs: workspaceAccess === 'read-write' ? gitBinds(workspace) : [],
+  }
+}
 
-    if (options.network) {
-      folder = socketFolder('egress-')
-      const socket = join(folder, 'proxy.sock')
-      proxy = await EgressProxy.start(socket, options.network)
-      args.push('--bind', socket, PROXY_SOCKET_INSIDE)
-      if (isAbsolute(process.execPath)) args.push('--ro-bind-try', process.execPath, process.execPath)
-      const url = `http://127.0.0.1:${PROXY_PORT}`
-      Object.assign(innerEnv, {
-        HTTP_PROXY: url,
-        HTTPS_PROXY: url,
-        http_proxy: url,
-        https_proxy: url,
-        NO_PROXY: 'localhost,127.0.0.1,::1',
-        no_proxy: 'localhost,127.0.0.1,::1',
-      })
-      command = [process.execPath, '-e', BRIDGE, '--', String(PROXY_PORT), PROXY_SOCKET_INSIDE, '--', ...argv]
-    }
-    if (identity) {
-      // The bridge connects to the proxy's socket as the identity, which does not own it.
-      if (proxy) args.push('--chmod', '0666', PROXY_SOCKET_INSIDE)
-      if (!runtime.setpriv) throw new SandboxUnavailableError(SETPRIV_MISSING)
-      const { uid, gid } = identity
-      command = [
-        runtime.setpriv,
-        `--reuid=${uid}`,
-        `--regid=${gid}`,
-        '--clear-groups',
-        ...DROP_CAPS,
-        '--',
-        ...command,
-      ]
-    }
-    args.push('--chdir', cwd, '--', ...command)
+/** The parts of one sandbox that are its own: what its launch names, and so what its key leaves out. */
+export interface SandboxParts {
+  /** The files that put a process into its cgroup(s), and whether the cgroup caps memory. */
+  cgroup: { procsFiles: string[]; capsMemory: boolean } | undefined
+  /** The egress proxy's socket on the host. */
+  proxySocket: string | undefined
+}
 
-    let launch: string[] = [runtime.bwrap, ...args]
-    // What the cgroup does not cap, rlimits do. RLIMIT_NPROC counts the processes of the command's uid, which
-    // for a root worker is the workspace's identity (root itself is never held to it).
-    const rlimits = [
-      ...(cgroup ? [] : [`--nproc=${limits.processes}`]),
-      ...(cgroup?.capsMemory ? [] : [`--data=${limits.memoryBytes}`]),
-    ]
-    if (rlimits.length > 0) {
-      if (!runtime.prlimit) throw new SandboxUnavailableError(PRLIMIT_MISSING)
-      launch = [runtime.prlimit, ...rlimits, '--', ...launch]
-    }
-    // One shell sets the limits every shell can set, opens the system-call filter for bwrap and joins the
-    // command's cgroups, then becomes the launch: nothing the command starts runs outside them. (`ulimit -f`
-    // counts 512-byte blocks.)
-    launch = [
-      '/bin/sh',
-      '-c',
-      'ulimit -f "$1" && ulimit -c 0 || exit 125; [ "$2" = - ] || ulimit -t "$2" || exit 125; ' +
-        'exec 3<"$3" || exit 125; shift 3; ' +
-        'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"',
-      'tether-sandbox',
-      String(Math.max(1, Math.floor(limits.fileSizeBytes / 512))),
-      limits.cpuSeconds ? String(limits.cpuSeconds) : '-',
-      seccompFilterFile(),
-      ...(cgroup?.procsFiles ?? []),
+/**
+ * The launch of a sandbox made of `plan` and `parts`, starting in `chdir` (a folder of the workspace) with
+ * `command` as what runs inside (after setpriv, for a root worker).
+ */
+export function launchArgv(
+  plan: SandboxPlan,
+  parts: SandboxParts,
+  chdir: string,
+  command: string[],
+): string[] {
+  const { runtime, limits, identity, cgroup } = { ...plan, ...parts }
+  const size = (share: number) =>
+    String(cgroup?.capsMemory ? limits.memoryBytes : Math.max(1, Math.floor(limits.memoryBytes * share)))
+  // Namespaces: see the module comment for why a root worker's bwrap has no user namespace.
+  const args = identity
+    ? ['--unshare-ipc', '--unshare-pid', '--unshare-net', '--unshare-uts', '--unshare-cgroup-try']
+    : ['--unshare-all', '--unshare-user', '--disable-userns']
+  args.push('--cap-drop', 'ALL')
+  // Until setpriv makes it the identity (which drops every capability and empties the bounding set): what
+  // it takes to become it, and to enter the identity's workspace (mode 700, say) for --chdir.
+  if (identity) for (const cap of IDENTITY_CAPS) args.push('--cap-add', cap)
+  args.push('--die-with-parent', '--new-session', '--hostname', 'tether-sandbox')
+  // The launch shell opens the filter on descriptor 3; bwrap reads it and closes it.
+  args.push('--seccomp', '3', '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc')
+  const mounts = new MountPlan(args)
+  mounts.tmpfs('/dev/shm', '1777', size(MEMORY_SHARES.shm))
+  mounts.tmpfs('/tmp', '1777', size(MEMORY_SHARES.tmp))
+  if (isDirectory('/run')) mounts.tmpfs('/run', '0755', size(MEMORY_SHARES.run))
+  if (plan.privateHome) mounts.tmpfs(plan.privateHome, '1777', size(MEMORY_SHARES.home))
+  for (const path of plan.readOnly) mounts.bind('--ro-bind-try', path, path)
+  for (const [source, target] of plan.writable) mounts.bind('--bind', source, target)
+  // A hidden folder that holds the workspace is emptied first and the workspace bound back into it;
+  // every other one is hidden last, so it covers whatever the binds above brought back.
+  const { workspace, hidden } = plan
+  for (const path of hidden.filter((path) => within(workspace, path))) mounts.hide(path)
+  if (plan.workspaceAccess === 'none') mounts.hide(workspace)
+  else if (plan.workspaceAccess === 'read-only') mounts.bind('--ro-bind', workspace, workspace)
+  else {
+    mounts.bind('--bind', workspace, workspace)
+    // Git's configuration, hooks and info inside it read-only (git.ts): bound on the workspace's own content.
+    args.push(...plan.gitArgs)
+  }
+  for (const path of hidden.filter((path) => !within(workspace, path))) mounts.hide(path)
+  // The empty folders that hide, and /dev, are bwrap's own tmpfs: read-only, or a command could fill them.
+  for (const path of hidden.filter((path) => isDirectory(path))) args.push('--remount-ro', path)
+  args.push('--remount-ro', '/dev')
+
+  let inside = command
+  if (parts.proxySocket) {
+    args.push('--bind', parts.proxySocket, PROXY_SOCKET_INSIDE)
+    if (isAbsolute(process.execPath)) args.push('--ro-bind-try', process.execPath, process.execPath)
+  }
+  if (identity) {
+    // The bridge connects to the proxy's socket as the identity, which does not own it.
+    if (parts.proxySocket) args.push('--chmod', '0666', PROXY_SOCKET_INSIDE)
+    if (!runtime.setpriv) throw new SandboxUnavailableError(SETPRIV_MISSING)
+    const { uid, gid } = identity
+    inside = [
+      runtime.setpriv,
+      `--reuid=${uid}`,
+      `--regid=${gid}`,
+      '--clear-groups',
+      ...DROP_CAPS,
       '--',
-      ...launch,
+      ...inside,
     ]
-    let diskHit: string | undefined
-    return {
-      program: launch[0] as string,
-      args: launch.slice(1),
-      env: innerEnv,
-      watch: (stop) => {
-        const timer = setInterval(() => {
-          diskHit = diskShortfall(diskPaths)
-          if (!diskHit) return
-          clearInterval(timer)
-          stop()
-        }, DISK_WATCH_MS)
-        return () => clearInterval(timer)
-      },
-      report: ({ signal, output }) => {
-        const hits = cgroup?.hits()
-        // "No space left on device" is the disk when it is under its reserve, else an in-memory folder.
-        const noSpace = NO_SPACE.test(output)
-        const disk = diskHit ?? (noSpace ? diskShortfall(diskPaths) : undefined)
-        const limitHit = hits?.memory
-          ? 'memory'
-          : hits?.processes
-            ? 'processes'
-            : disk
-              ? 'disk'
-              : signal === 'SIGXFSZ'
-                ? 'file-size'
-                : signal === 'SIGXCPU'
-                  ? 'cpu-time'
-                  : noSpace
-                    ? 'memory'
-                    : undefined
-        return {
-          ...baseReport(limitHit, cgroup),
-          ...(limitHit === 'disk' ? { disk } : {}),
-          ...(proxy ? { network: [...proxy.decisions] } : {}),
-        }
-      },
-      close: release,
+  }
+  args.push('--chdir', chdir, '--', ...inside)
+
+  let launch: string[] = [runtime.bwrap, ...args]
+  // What the cgroup does not cap, rlimits do. RLIMIT_NPROC counts the processes of the command's uid, which
+  // for a root worker is the workspace's identity (root itself is never held to it).
+  const rlimits = [
+    ...(cgroup ? [] : [`--nproc=${limits.processes}`]),
+    ...(cgroup?.capsMemory ? [] : [`--data=${limits.memoryBytes}`]),
+  ]
+  if (rlimits.length > 0) {
+    if (!runtime.prlimit) throw new SandboxUnavailableError(PRLIMIT_MISSING)
+    launch = [runtime.prlimit, ...rlimits, '--', ...launch]
+  }
+  // One shell sets the limits every shell can set, opens the system-call filter for bwrap and joins the
+  // command's cgroups, then becomes the launch: nothing the command starts runs outside them. (`ulimit -f`
+  // counts 512-byte blocks.)
+  return [
+    '/bin/sh',
+    '-c',
+    'ulimit -f "$1" && ulimit -c 0 || exit 125; [ "$2" = - ] || ulimit -t "$2" || exit 125; ' +
+      'exec 3<"$3" || exit 125; shift 3; ' +
+      'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"',
+    'tether-sandbox',
+    String(Math.max(1, Math.floor(limits.fileSizeBytes / 512))),
+    limits.cpuSeconds ? String(limits.cpuSeconds) : '-',
+    seccompFilterFile(),
+    ...(cgroup?.procsFiles ?? []),
+    '--',
+    ...launch,
+  ]
+}
+
+/**
+ * What one sandbox holds while it exists — its cgroup, its egress proxy and the proxy's folder — and what
+ * it says of its command once that has ended.
+ */
+export class SandboxResources {
+  private diskHit: string | undefined
+
+  private constructor(
+    readonly plan: SandboxPlan,
+    readonly cgroup: CommandCgroup | undefined,
+    readonly proxy: EgressProxy | undefined,
+    private readonly folder: string | undefined,
+  ) {}
+
+  /** Takes a cgroup and starts a proxy for a sandbox of `plan`; the proxy judges by `plan.network`. */
+  static async acquire(plan: SandboxPlan): Promise<SandboxResources> {
+    const cgroup = plan.runtime.cgroups ? CommandCgroup.acquire(plan.runtime.cgroups, plan.limits) : undefined
+    let folder: string | undefined
+    try {
+      let proxy: EgressProxy | undefined
+      if (plan.network) {
+        folder = socketFolder('egress-')
+        proxy = await EgressProxy.start(join(folder, 'proxy.sock'), plan.network)
+      }
+      return new SandboxResources(plan, cgroup, proxy, folder)
+    } catch (error) {
+      cgroup?.release()
+      if (folder) rmSync(folder, { recursive: true, force: true })
+      throw error
     }
+  }
+
+  get parts(): SandboxParts {
+    const { cgroup, proxy, folder } = this
+    return {
+      cgroup: cgroup && { procsFiles: cgroup.procsFiles, capsMemory: cgroup.capsMemory },
+      proxySocket: proxy && folder ? join(folder, 'proxy.sock') : undefined,
+    }
+  }
+
+  /** The launch of this sandbox (see launchArgv). */
+  argv(chdir: string, command: string[]): string[] {
+    return launchArgv(this.plan, this.parts, chdir, command)
+  }
+
+  watch(stop: () => void): () => void {
+    const timer = setInterval(() => {
+      this.diskHit = diskShortfall(this.plan.diskPaths)
+      if (!this.diskHit) return
+      clearInterval(timer)
+      stop()
+    }, DISK_WATCH_MS)
+    return () => clearInterval(timer)
+  }
+
+  report({ signal, output }: { signal?: string | undefined; output: string }): SandboxReport {
+    const { cgroup, proxy, plan } = this
+    const hits = cgroup?.hits()
+    // "No space left on device" is the disk when it is under its reserve, else an in-memory folder.
+    const noSpace = NO_SPACE.test(output)
+    const disk = this.diskHit ?? (noSpace ? diskShortfall(plan.diskPaths) : undefined)
+    const limitHit = hits?.memory
+      ? 'memory'
+      : hits?.processes
+        ? 'processes'
+        : disk
+          ? 'disk'
+          : signal === 'SIGXFSZ'
+            ? 'file-size'
+            : signal === 'SIGXCPU'
+              ? 'cpu-time'
+              : noSpace
+                ? 'memory'
+                : undefined
+    return {
+      limits: { ...plan.limits, enforcedBy: cgroup ? 'cgroup' : 'rlimit' },
+      ...(plan.identity ? { identity: { uid: plan.identity.uid, gid: plan.identity.gid } } : {}),
+      ...(limitHit ? { limitHit } : {}),
+      ...(limitHit === 'disk' ? { disk } : {}),
+      ...(proxy ? { network: [...proxy.decisions] } : {}),
+    }
+  }
+
+  /** Gives the cgroup back (killing what is left in it) and closes the proxy. */
+  async release(): Promise<void> {
+    this.cgroup?.release()
+    await this.proxy?.close()
+    if (this.folder) rmSync(this.folder, { recursive: true, force: true })
+  }
+}
+
+/** A sandbox built for `argv` now, from `plan` (see SandboxedLaunch). */
+export async function coldLaunch(
+  plan: SandboxPlan,
+  argv: readonly string[],
+  cwd: string,
+  closed: () => void = () => {},
+): Promise<SandboxedLaunch> {
+  const resources = await SandboxResources.acquire(plan)
+  let launch: string[]
+  try {
+    launch = resources.argv(cwd, [...plan.bridge, ...argv])
   } catch (error) {
-    await release()
+    await resources.release()
     throw error
+  }
+  return {
+    program: launch[0] as string,
+    args: launch.slice(1),
+    env: plan.env,
+    watch: (stop) => resources.watch(stop),
+    report: (exit) => resources.report(exit),
+    close: async () => {
+      await resources.release()
+      closed()
+    },
   }
 }
 

@@ -194,7 +194,7 @@ export class EgressProxy {
   readonly decisions: NetworkDecision[] = []
   private dropped = 0
   private readonly sockets = new Set<Duplex>()
-  private readonly judge: EgressJudge
+  private judge: EgressJudge
 
   private constructor(
     private readonly server: Server,
@@ -220,6 +220,22 @@ export class EgressProxy {
       server.listen(path, () => resolve())
     })
     return proxy
+  }
+
+  /**
+   * A sandbox built ahead gets its proxy before its command: until the command comes, the proxy does not
+   * keep this process alive (nothing inside can reach it yet).
+   */
+  standBy(): void {
+    this.server.unref()
+  }
+
+  /** From now on judges by `access` (the command's own policy), keeping only the decisions to come. */
+  serve(access: NetworkAccess): void {
+    this.judge = new EgressJudge(access)
+    this.decisions.length = 0
+    this.dropped = 0
+    this.server.ref()
   }
 
   /** How many decisions were not kept because of the cap. */

@@ -73,6 +73,11 @@ export interface SandboxOptions {
   limits?: Partial<SandboxLimits>
   /** What the sandbox is built from; default: `sandboxRuntime` of the PATH the command runs with. */
   runtime?: SandboxRuntime
+  /**
+   * Build the workspace's next sandbox as soon as this command ends, so the next command with the same
+   * sandbox starts in it at once (ahead.ts). Default: on, unless the worker's `TETHER_SANDBOX_WARM` is `0`.
+   */
+  warm?: boolean
 }
 
 /** What the sandbox saw of one command, for the result and the audit. */
@@ -91,4 +96,6 @@ export interface SandboxReport {
   identity?: { uid: number; gid: number }
   /** Destinations the command asked for (only when the policy grants some network). */
   network?: NetworkDecision[]
+  /** The sandbox was built ahead, when the workspace's previous command ended, and waited for this one. */
+  warm?: true
 }
