@@ -4,11 +4,11 @@
  */
 import { ApplicationFailure } from '@temporalio/common'
 import { AuditConflictError, AuditConnectionError, AuditInputError, type AuditStore } from '../audit/index.js'
-import { SandboxUnavailableError } from '../exec/index.js'
+import { closeWarmSandboxes, SandboxUnavailableError } from '../exec/index.js'
 import { McpSessions } from '../mcp/index.js'
 import { type ModelProvider, providerFromEnv } from '../model/index.js'
 import { builtinFloor, type Floor } from '../policy/index.js'
-import { FAILURE, type TetherActivities } from '../run/index.js'
+import { FAILURE, type TetherActivities, workspaceOf } from '../run/index.js'
 import { type ObjectStore, openObjectStore, WorkspaceSnapshots } from '../snapshots/index.js'
 import { type McpServerConfig, snapshotSettings } from '../stack/index.js'
 import { mcpActivities } from './mcp.js'
@@ -91,7 +91,14 @@ export function createActivities(deps: ActivityDependencies): TetherActivities {
       env: deps.sandbox?.env ?? process.env,
       folder: (runId, workspace) => snapshots.folder(runId, workspace),
     }),
-    ...projectionActivities({ audit: deps.audit, runs, ...(deps.fetch ? { fetch: deps.fetch } : {}) }),
+    ...projectionActivities({
+      audit: deps.audit,
+      runs,
+      ...(deps.fetch ? { fetch: deps.fetch } : {}),
+      // A sandbox built ahead for a run that has ended would wait 10 minutes for a command that never comes.
+      runEnded: async (runId) =>
+        closeWarmSandboxes(snapshots.folder(runId, workspaceOf((await runs.get(runId)).contract))),
+    }),
   }
   return Object.fromEntries(
     Object.entries(activities).map(([name, fn]) => [

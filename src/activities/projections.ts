@@ -33,6 +33,8 @@ export function projectionActivities(deps: {
   audit: AuditStore
   runs: RunConfigs
   fetch?: typeof fetch
+  /** What this worker lets go of when a run ends (its sandboxes built ahead); a failure here never fails the run. */
+  runEnded?: (runId: string) => Promise<void>
 }): Pick<
   TetherActivities,
   | 'tetherStartRun'
@@ -62,6 +64,7 @@ export function projectionActivities(deps: {
 
     async tetherFinishRun(input) {
       await audit.recordRunFinished(runFinishedRecord(input))
+      await deps.runEnded?.(input.runId).catch(() => {})
     },
 
     tetherRecordStep: (record) => recordStepRows(audit, record),

@@ -4,7 +4,7 @@
  */
 import { execFileSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { statfsSync } from 'node:fs'
+import { realpathSync, statfsSync } from 'node:fs'
 import { cp, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { homedir, tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -22,6 +22,7 @@ import {
   useAgentWorker,
   writeScript,
 } from '../support/agent.js'
+import { sandboxesWaitingFor } from '../support/processes.js'
 
 const harness = useAgentHarness()
 const exec = (...argv: string[]) => ({ name: 'exec', args: { argv } })
@@ -56,6 +57,8 @@ describe('an allowed command inside the sandbox', () => {
         policy,
       )
       expect((await handle.result()).outcome).toBe('finished')
+      // Each command's next sandbox was built ahead; the run's end took down the last one.
+      expect(sandboxesWaitingFor(realpathSync(ws.path))).toEqual([])
       const runId = handle.workflowId
       const commands = await harness.audit.executedCommands({ runId })
       expect(commands.map((c) => c.argv[0])).toEqual(['cat', 'node', 'env'])

@@ -26,6 +26,13 @@ export function liveProcesses(): LiveProcess[] {
   return found
 }
 
+/** The processes of the sandboxes built ahead for `workspace`'s next command (their launch names it; the trampoline's script is theirs). */
+export function sandboxesWaitingFor(workspace: string): LiveProcess[] {
+  return liveProcesses().filter(
+    (p) => p.argv.includes(workspace) && p.argv.some((arg) => arg.includes('read -r tether_env')),
+  )
+}
+
 /** Whether `process` is the command launcher (its script names the worker it serves). */
 export function isLauncher(process: LiveProcess): boolean {
   return process.argv.some((arg) => arg.includes('could not reach the worker'))

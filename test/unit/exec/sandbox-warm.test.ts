@@ -21,7 +21,11 @@ import {
   type SandboxOptions,
 } from '../../../src/exec/index.js'
 import { tryDestinations } from '../../support/egress.js'
-import { type LiveProcess, liveProcesses } from '../../support/processes.js'
+import {
+  type LiveProcess,
+  liveProcesses,
+  sandboxesWaitingFor as waitingFor,
+} from '../../support/processes.js'
 
 const isRoot = process.getuid?.() === 0
 const sh = (script: string) => ['/bin/sh', '-c', script]
@@ -49,13 +53,6 @@ function sandboxed(
 ): Promise<ExecResult> {
   const { sandbox, ...rest } = extra
   return runCommand({ argv, cwd, env, timeoutMs: 60_000, ...rest, sandbox: { workspace: cwd, ...sandbox } })
-}
-
-/** The processes of the sandboxes waiting for a command of `workspace` (their launch names it; the trampoline's script is theirs). */
-function waitingFor(workspace: string): LiveProcess[] {
-  return liveProcesses().filter(
-    (p) => p.argv.includes(workspace) && p.argv.some((arg) => arg.includes('read -r tether_env')),
-  )
 }
 
 /** The shells of the sandboxes waiting for `workspace` that have said they are ready (written their first byte). */
