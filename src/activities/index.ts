@@ -5,7 +5,7 @@
 import { ApplicationFailure } from '@temporalio/common'
 import { AuditConflictError, AuditConnectionError, AuditInputError, type AuditStore } from '../audit/index.js'
 import { SandboxUnavailableError } from '../exec/index.js'
-import { type ModelProvider, providerFromEnv } from '../model/index.js'
+import { type ModelProvider, type PriceOverrides, providerFromEnv } from '../model/index.js'
 import { builtinFloor, type Floor } from '../policy/index.js'
 import { FAILURE, type TetherActivities } from '../run/index.js'
 import { modelActivities } from './model.js'
@@ -35,6 +35,8 @@ export interface ActivityDependencies {
    * approvers and identity are the floor's). Default: the built-in floor (sandbox enforced, secrets denied).
    */
   floor?: Floor
+  /** The operator's model prices over the shipped ones (`TETHER_PRICES`, loaded with `loadPriceFile`). */
+  prices?: PriceOverrides
 }
 
 export function createActivities(deps: ActivityDependencies): TetherActivities {
@@ -47,8 +49,8 @@ export function createActivities(deps: ActivityDependencies): TetherActivities {
   })
   const runs = new RunConfigs(deps.audit, floor)
   const activities: TetherActivities = {
-    ...policyActivities({ provider, sandbox, runs }),
-    ...modelActivities({ audit: deps.audit, provider, runs }),
+    ...policyActivities({ provider, sandbox, runs, prices: deps.prices }),
+    ...modelActivities({ audit: deps.audit, provider, runs, prices: deps.prices }),
     ...toolActivities({ audit: deps.audit, runs, sandbox }),
     ...projectionActivities({ audit: deps.audit, runs, ...(deps.fetch ? { fetch: deps.fetch } : {}) }),
   }

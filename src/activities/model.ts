@@ -15,7 +15,10 @@ import {
   ModelConfigError,
   ModelError,
   type ModelProvider,
+  type PriceOverrides,
+  priceOf,
   type TranscriptMessage,
+  turnCost,
 } from '../model/index.js'
 import { clip } from '../present/index.js'
 import type { ModelTurn, TetherActivities } from '../run/index.js'
@@ -38,15 +41,23 @@ interface StoredReply {
   text: string
   /** Each call as the model made it, or bounded with the reason it was refused (`invalid`). */
   toolCalls: ToolCall[]
-  usage?: { inputTokens: number; outputTokens: number }
+  usage?: ModelTurn['usage']
   modelId?: string
+  /** The provider id asked, its finish reason and the turn's cost in micro-dollars (when priced). */
+  model?: string
+  finishReason?: string
+  cost?: number
 }
 
-export function modelActivities(deps: {
+interface ModelDependencies {
   audit: AuditStore
   provider: (choice: string | undefined) => ModelProvider
   runs: RunConfigs
-}): Pick<TetherActivities, 'tetherModelTurn'> {
+  /** The operator's prices over the shipped ones (TETHER_PRICES). */
+  prices?: PriceOverrides | undefined
+}
+
+export function modelActivities(deps: ModelDependencies): Pick<TetherActivities, 'tetherModelTurn'> {
   return {
     // The provider call can take minutes; heartbeats from start to end let a dead worker be noticed in
     // seconds (the workflow's heartbeat timeout) all the same.
@@ -56,7 +67,7 @@ export function modelActivities(deps: {
 }
 
 async function modelTurn(
-  deps: { audit: AuditStore; provider: (choice: string | undefined) => ModelProvider; runs: RunConfigs },
+  deps: ModelDependencies,
   { runId, replySeq, pending, contract: carried }: Parameters<TetherActivities['tetherModelTurn']>[0],
   signal: AbortSignal,
 ): Promise<ModelTurn> {
@@ -87,6 +98,7 @@ async function modelTurn(
   let reply: StoredReply
   try {
     const response = await provider.generate({ system, messages: transcript, signal })
+    const quote = priceOf(provider.id, deps.prices)
     // Validated and bounded on the full arguments: what is stored and returned has a size, whatever the
     // model sent; a call over a limit carries its reason and becomes an observation in the workflow.
     reply = {
@@ -94,6 +106,9 @@ async function modelTurn(
       ...boundReply(response),
       usage: response.usage,
       modelId: clip(wellFormed(response.modelId), 200),
+      model: clip(provider.id, 200),
+      finishReason: clip(wellFormed(response.finishReason), 100),
+      ...(quote ? { cost: turnCost(quote.price, response.usage) } : {}),
     }
   } catch (error) {
     throw toFailure(error)
@@ -136,6 +151,9 @@ function historyTurn(reply: StoredReply): ModelTurn {
     ),
     usage: reply.usage ?? { inputTokens: 0, outputTokens: 0 },
     modelId: reply.modelId ?? 'unknown',
+    ...(reply.model ? { model: reply.model } : {}),
+    ...(reply.finishReason ? { finishReason: reply.finishReason } : {}),
+    ...(reply.cost !== undefined ? { cost: reply.cost } : {}),
   }
 }
 

@@ -6,7 +6,7 @@
  */
 import { ApplicationFailure } from '@temporalio/common'
 import { judgeCall } from '../judge/index.js'
-import type { ModelProvider } from '../model/index.js'
+import { type ModelProvider, type PriceOverrides, priceOf } from '../model/index.js'
 import { type Policy, PolicyError } from '../policy/index.js'
 import { FAILURE, gateRefusal, type TetherActivities } from '../run/index.js'
 import { workspaceView } from '../workspace/index.js'
@@ -18,10 +18,13 @@ export function policyActivities(deps: {
   provider: (choice: string | undefined) => ModelProvider
   sandbox: CommandSandbox
   runs: RunConfigs
+  prices?: PriceOverrides | undefined
 }): Pick<TetherActivities, 'tetherPrepareRun' | 'tetherCheckAction'> {
   return {
     async tetherPrepareRun({ contract, policy: spec }) {
       const problems = await contractProblems(contract, deps.provider)
+      const unpriced = contract.budgets.maxCost !== undefined && unpricedModel(contract.model, deps)
+      if (unpriced) problems.push(unpriced)
       // The run's own policy on this worker's floor: what the run works under, named by its digest.
       let policy: Policy | undefined
       try {
@@ -40,6 +43,7 @@ export function policyActivities(deps: {
       const prepared = {
         approvers,
         ...(identity ? { identity } : {}),
+        ...(policy ? { budgetApprovers: [...policy.budgetApprovers] } : {}),
         ...(policy ? { policyDigest: policy.digest, floor: deps.runs.floor.source } : {}),
       }
       // All at once, so one correction fixes everything.
@@ -56,4 +60,26 @@ export function policyActivities(deps: {
 /** A policy refused on this worker, as RunConfigs reports it to Temporal. */
 function isPolicyFailure(error: unknown): boolean {
   return error instanceof ApplicationFailure && error.type === FAILURE.policyError
+}
+
+/**
+ * Why a run with a cost cap cannot be priced on this worker: its model has no price (shipped or in the
+ * operator's price file). A cap nobody can count against is no cap, so the run is refused. A model the
+ * worker cannot use at all is reported by `contractProblems`.
+ */
+function unpricedModel(
+  choice: string | undefined,
+  deps: { provider: (choice: string | undefined) => ModelProvider; prices?: PriceOverrides | undefined },
+): string | undefined {
+  let id: string
+  try {
+    id = deps.provider(choice).id
+  } catch {
+    return undefined
+  }
+  if (priceOf(id, deps.prices)) return undefined
+  return (
+    `the contract caps the run's cost (budgets.maxCost), but this worker has no price for the model ${id}; ` +
+    'add it to the price file TETHER_PRICES names (US dollars per million tokens)'
+  )
 }

@@ -5,6 +5,7 @@
  * replay of the same write.
  */
 import { z } from 'zod'
+import { microsToUsd } from '../run/index.js'
 import { AuditInputError } from './errors.js'
 import { boundedText } from './text.js'
 
@@ -47,6 +48,8 @@ function serialise(value: unknown, ctx: z.RefinementCtx): string {
 const json = z.unknown().transform(serialise)
 
 export const acts = ['read', 'write', 'exec', 'net'] as const
+/** What approvals and their policy events are about: an act, or the run's cost cap. */
+export const approvalActs = [...acts, 'budget'] as const
 export const effects = ['allow', 'ask', 'deny'] as const
 export const execStatuses = ['exited', 'signalled', 'timed-out', 'cancelled', 'unavailable'] as const
 export const gateKinds = ['gate_output', 'gate_phase_failed', 'gate_passed'] as const
@@ -54,6 +57,7 @@ export const approvalDecisions = ['approved', 'denied', 'timeout', 'cancelled'] 
 export const decisionChannels = ['update', 'signal', 'timeout', 'cancel'] as const
 
 export type Act = (typeof acts)[number]
+export type ApprovalAct = (typeof approvalActs)[number]
 export type Effect = (typeof effects)[number]
 export type ExecStatus = (typeof execStatuses)[number]
 export type GateKind = (typeof gateKinds)[number]
@@ -91,6 +95,9 @@ export const runStarted = z.object({
   startedAt: timestamp,
 })
 
+/** Micro-dollars, stored as decimal US dollars (`numeric`, exact to the micro-dollar). */
+const usd = count.transform((micros) => microsToUsd(micros))
+
 export const runFinished = z.object({
   runId: id,
   /** When given, only the execution that started the run may finish it. */
@@ -100,6 +107,8 @@ export const runFinished = z.object({
   steps: count,
   inputTokens: count,
   outputTokens: count,
+  /** What the run's priced model turns cost, in micro-dollars. */
+  cost: usd.optional(),
   finishedAt: timestamp,
 })
 
@@ -114,6 +123,11 @@ export const step = z.object({
   observation: text,
   inputTokens: count,
   outputTokens: count,
+  /** Prompt-cache reads, part of `inputTokens`. */
+  cachedInputTokens: count.optional(),
+  /** The model asked (a provider id), and what the turn cost in micro-dollars when it had a price. */
+  model: text.optional(),
+  cost: usd.optional(),
   startedAt: timestamp,
   finishedAt: timestamp,
 })
@@ -122,8 +136,9 @@ export const policyEvent = z
   .object({
     runId: id,
     step: index,
-    call: index,
-    act: z.enum(acts),
+    /** The call's index in its step; -1 for the run itself (a budget approval's decision). */
+    call: z.number().int().min(-1),
+    act: z.enum(approvalActs),
     target: text,
     effect: z.enum(effects),
     rule: text.optional(),
@@ -192,8 +207,9 @@ export const approvalRequested = z.object({
   approvalId: id,
   runId: id,
   step: index,
-  call: index,
-  act: z.enum(acts),
+  /** The call's index in its step; -1 for a budget approval. */
+  call: z.number().int().min(-1),
+  act: z.enum(approvalActs),
   target: text,
   /** The judged command tree the approver is shown. */
   tree: json,
@@ -243,6 +259,8 @@ export const approvalDecision = z.object({
   remember: text.optional(),
   /** The edited command (argv) approved instead of the asked one. */
   replacement: z.array(z.string()).min(1).optional(),
+  /** A budget approval: the cost cap approved, as signed (`"50 USD"`). */
+  raiseTo: z.string().min(1).max(40).optional(),
   /** Every answer that counted, with its signature when signed. */
   answers: z.array(answer).default([]),
 })

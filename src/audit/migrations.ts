@@ -280,6 +280,27 @@ alter table runs add column policy_digest text references policies (digest);
 alter table runs add column floor text;
 `,
   },
+  {
+    version: 8,
+    name: 'model costs and budget approvals',
+    sql: `
+-- What each model turn cost in US dollars (exact to the micro-dollar; NULL: the model had no price), the
+-- model it asked (a provider id, what it was priced as) and its prompt-cache reads; and the run's total.
+alter table steps add column model text;
+alter table steps add column cached_input_tokens integer check (cached_input_tokens >= 0);
+alter table steps add column cost_usd numeric(20, 6) check (cost_usd >= 0);
+alter table runs add column cost_usd numeric(20, 6) check (cost_usd >= 0);
+-- A run at its cost cap waits for a budget approver: an approval with act 'budget' and call -1, whose
+-- approval raises the cap to raise_to (as the approver signed it) and whose denial ends the run.
+alter table approvals drop constraint approvals_act_check;
+alter table approvals add constraint approvals_act_check
+  check (act in ('read', 'write', 'exec', 'net', 'budget'));
+alter table approvals add column raise_to text;
+alter table policy_events drop constraint policy_events_act_check;
+alter table policy_events add constraint policy_events_act_check
+  check (act in ('read', 'write', 'exec', 'net', 'budget'));
+`,
+  },
 ]
 
 export interface MigrationReport {

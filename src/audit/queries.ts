@@ -9,6 +9,7 @@ import type { Database } from './database.js'
 import { AuditInputError } from './errors.js'
 import type {
   Act,
+  ApprovalAct,
   ApprovalDecision,
   DecisionChannel,
   Effect,
@@ -70,6 +71,12 @@ export interface StepRow {
   observation: string
   inputTokens: number
   outputTokens: number
+  /** Prompt-cache reads (part of `inputTokens`); absent before costs were recorded. */
+  cachedInputTokens?: number | undefined
+  /** The model asked, as a provider id (`anthropic:claude-sonnet-4-5`). */
+  model?: string | undefined
+  /** What the turn cost in micro-dollars; absent when its model had no price. */
+  cost?: number | undefined
   startedAt: Date
   finishedAt: Date
 }
@@ -86,8 +93,10 @@ export interface ApprovalRow {
   approvalId: string
   runId: string
   step: number
+  /** The call's index in its step; -1 for a budget approval. */
   call: number
-  act: Act
+  /** `budget`: the run reached its cost cap and waits for a budget approver to raise it. */
+  act: ApprovalAct
   target: string
   tree: unknown
   rule?: string | undefined
@@ -112,6 +121,8 @@ export interface ApprovalRow {
   identity?: 'signed' | 'unsigned' | undefined
   /** The edited command approved instead of the asked one (the asked one stays in target and tree). */
   replacement?: string[] | undefined
+  /** A budget approval's approved cap, as signed (`"50 USD"`). */
+  raiseTo?: string | undefined
   /** Whether the rule that asked is one of the worker's floor (the operator's), not the run's own. */
   fromFloor: boolean
 }
@@ -169,6 +180,11 @@ export interface RunRow {
   policyDigest?: string | undefined
   /** The floor it stands on: the worker's floor file, or `built-in`. */
   floor?: string | undefined
+  /**
+   * What its priced model turns cost, in micro-dollars: the run's total once finished, the sum of its
+   * recorded steps while it runs; absent when no turn had a price.
+   */
+  cost?: number | undefined
   startedAt: Date
   finishedAt?: Date | undefined
 }
@@ -394,7 +410,7 @@ export async function executedCommands(
 // from_floor: whether the deciding rule's layer is one of the worker's floor in the run's effective policy.
 const APPROVAL_COLUMNS = `approval_id, run_id, step, call, act, target, tree, rule, layer, approvers,
   requested_at, deadline, decision, decided_by, channel, decided_at, reason, remember, action_digest,
-  approvals_required, remember_offer, identity, replacement,
+  approvals_required, remember_offer, identity, replacement, raise_to,
   coalesce((select bool_or(l->>'origin' = 'floor')
               from runs r join policies p on p.digest = r.policy_digest,
                    jsonb_array_elements(p.spec->'layers') l
@@ -573,8 +589,9 @@ export async function inboxApprovals(
  * (a decision before a refusal at the same instant), then the gate.
  */
 const TIMELINE = `
-  select 'step' as type, to_json(s) as row, step, 0 as section, 0 as call, started_at as at, 0 as rank,
-         '' as tiebreak
+  select 'step' as type,
+         ((to_jsonb(s) - 'cost_usd') || jsonb_build_object('cost', (s.cost_usd * 1000000)::bigint))::json as row,
+         step, 0 as section, 0 as call, started_at as at, 0 as rank, '' as tiebreak
     from steps s where run_id = $1
   union all
   select 'approval', to_json(a), step, 1, call, requested_at, 0, '' from approvals a where run_id = $1
@@ -597,8 +614,14 @@ export async function runTimeline(db: Database, runId: string): Promise<Timeline
   return rows.map(({ type, row }) => ({ type, ...timelineRow(type, row) }) as TimelineEntry)
 }
 
-const RUN_COLUMNS = `run_id, goal, workspace, status, outcome, reason, task_queue, parent_run_id, sandbox,
-  policy_digest, floor, started_at, finished_at`
+/** The columns of a run's row (`runs` as `table`), its spend in micro-dollars among them (`runCost`). */
+const runColumns = (table: string) => `${table}.run_id, goal, workspace, status, outcome, reason, task_queue,
+  parent_run_id, sandbox, policy_digest, floor, started_at, ${table}.finished_at, ${runCost(table)}`
+
+/** A run's spend in micro-dollars: its total once finished, else the sum of its steps so far. */
+const runCost = (table: string) =>
+  `(coalesce(${table}.cost_usd, (select sum(s.cost_usd) from steps s where s.run_id = ${table}.run_id))
+     * 1000000)::bigint as cost`
 
 /**
  * The contract and policy a run was started with, as recorded (the run's own policy, and the digest of the
@@ -645,7 +668,7 @@ export async function runSummary(db: Database, runId: string): Promise<RunSummar
   requireId(runId, 'runId', operation)
   const { rows } = await db.query<Row>(
     operation,
-    `select ${RUN_COLUMNS},
+    `select ${runColumns('r')},
             coalesce(r.steps, (select count(*) from steps s where s.run_id = r.run_id)) as steps,
             coalesce(r.input_tokens, (select sum(input_tokens) from steps s where s.run_id = r.run_id), 0)
               as input_tokens,
@@ -690,7 +713,7 @@ export async function listRuns(
   }
   if (options.waiting !== undefined) conditions.clauses.push(options.waiting ? WAITING : `not ${WAITING}`)
   return keysetPage(db, operation, {
-    columns: `${RUN_COLUMNS}, ${WAITING} as waiting`,
+    columns: `${runColumns('runs')}, ${WAITING} as waiting`,
     table: 'runs',
     conditions,
     time: 'started_at',

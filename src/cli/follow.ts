@@ -12,6 +12,7 @@ import {
   backticks,
   formatBytes,
   formatDeadline,
+  formatMoney,
   rememberWords,
   ruleWords,
   seconds,
@@ -35,10 +36,15 @@ export function printTimeline(summary: RunSummary, timeline: TimelineEntry[]): v
   for (const entry of timeline.filter(shown)) print(entryLine(entry))
   print(
     colour.dim(
-      `${summary.steps} steps, ${summary.inputTokens + summary.outputTokens} tokens` +
+      `${summary.steps} steps, ${summary.inputTokens + summary.outputTokens} tokens, ${spendText(summary.cost)}` +
         (summary.durationMs !== undefined ? `, ${seconds(summary.durationMs)}` : ''),
     ),
   )
+}
+
+/** A run's spend as `tether show`, `tether ls` and the inbox say it. */
+export function spendText(cost: number | undefined): string {
+  return cost === undefined ? 'spend unknown (no price for its model)' : `spent ${formatMoney(cost)}`
 }
 
 function sandboxText(mode: RunSummary['sandbox']): string {
@@ -85,7 +91,9 @@ export function entryKey(entry: TimelineEntry): string {
 export function entryLine(entry: TimelineEntry): string {
   switch (entry.type) {
     case 'step':
-      return `${colour.bold(`step ${entry.step}`)}  ${visible(entry.decision)}`
+      return `${colour.bold(`step ${entry.step}`)}  ${visible(entry.decision)}${
+        entry.cost === undefined ? '' : colour.dim(`  (${formatMoney(entry.cost)})`)
+      }`
     case 'policy':
       return entry.kind === 'refusal'
         ? `  ${colour.red('refused')}   ${entry.act} ${visible(entry.target)}  ${colour.dim(
@@ -103,8 +111,9 @@ export function entryLine(entry: TimelineEntry): string {
       return entry.decision
         ? `  ${colour.bold('approval')}  ${entry.act} ${visible(entry.target)} → ${entry.decision} by ${entry.decidedBy} via ${entry.channel}${entry.reason ? `: ${entry.reason}` : ''}` +
             `${entry.replacement ? `; ran the edited command ${visible(entry.replacement.join(' '))} instead` : ''}` +
+            `${entry.raiseTo ? `; raised the cost cap to ${visible(entry.raiseTo)}` : ''}` +
             `${entry.remember ? `; remembered ${visible(`\`${entry.remember}\``)}` : ''}`
-        : `  ${colour.yellow('waiting')}   approval ${entry.approvalId}: ${entry.act} ${visible(entry.target)} — answer by ${formatDeadline(entry.deadline)} with \`tether approve ${entry.approvalId} --as <you>\` or \`tether deny …\`` +
+        : `  ${colour.yellow('waiting')}   approval ${entry.approvalId}: ${entry.act} ${visible(entry.target)} — answer by ${formatDeadline(entry.deadline)} with \`tether approve ${entry.approvalId} --as <you>${entry.act === 'budget' ? ' --raise-to "<amount> USD"' : ''}\` or \`tether deny …\`` +
             `${entry.approvalsRequired > 1 ? `; needs ${entry.approvalsRequired} approvers` : ''}` +
             `${entry.identity === 'signed' ? ', signed' : entry.identity === 'unsigned' ? ', unsigned' : ''}` +
             `${entry.rememberOffer ? `; remember would add ${visible(rememberText(entry))}` : ''}`

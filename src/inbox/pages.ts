@@ -15,7 +15,7 @@ import type {
   StoredMessage,
   TimelineEntry,
 } from '../audit/index.js'
-import { clipNoted, formatBytes, seconds } from '../present/index.js'
+import { clipNoted, formatBytes, formatMoney, seconds } from '../present/index.js'
 import type { WorkspaceChanges } from './changes.js'
 import { type Html, href, html, jsonData } from './html.js'
 import {
@@ -208,6 +208,7 @@ function answerForm(data: ApprovalPageData, viewer: Viewer): Html {
   const { approval } = data
   const offer = approval.rememberOffer
   const canEdit = approval.act === 'exec'
+  const budget = approval.act === 'budget'
   return html`<section aria-labelledby="answer-title" class="panel">
 <h2 id="answer-title">Your answer</h2>
 <noscript><p>Answering signs in the browser: turn on JavaScript for this page, or use <code>tether approve ${approval.approvalId}</code>.</p></noscript>
@@ -230,6 +231,12 @@ function answerForm(data: ApprovalPageData, viewer: Viewer): Html {
       ? html`<p id="edit-fields"><label for="replacement">Edited command, one argument per line (it is judged by the policy again before it runs)</label>
     <textarea id="replacement" name="replacement" rows="4" spellcheck="false" aria-describedby="replacement-preview">${(data.argv ?? []).join('\n')}</textarea>
     <span id="replacement-preview" class="hint" aria-live="polite"></span></p>`
+      : ''
+  }
+  ${
+    budget
+      ? html`<p><label for="raise-to">New cost cap, e.g. 50 USD (to approve: more than the run has spent; denying ends the run)</label>
+    <input type="text" id="raise-to" name="raise-to" inputmode="decimal" autocomplete="off"></p>`
       : ''
   }
   <p><label for="reason">Guidance for the model (required to deny; with an approval, a note for the audit)</label>
@@ -265,6 +272,7 @@ export const OUTCOMES = [
   'step-cap',
   'token-budget',
   'time-budget',
+  'cost-budget',
   'cancelled',
   'failed',
 ] as const
@@ -302,13 +310,14 @@ ${
     ? html`<p>No runs match.</p>`
     : html`<table class="runs">
   <caption>Newest first</caption>
-  <thead><tr><th scope="col">Run</th><th scope="col">Goal</th><th scope="col">Status</th><th scope="col">Started</th></tr></thead>
+  <thead><tr><th scope="col">Run</th><th scope="col">Goal</th><th scope="col">Status</th><th scope="col">Started</th><th scope="col">Spent</th></tr></thead>
   <tbody>${data.runs.map(
     (run) => html`<tr>
     <td><a href="${href('runs', run.runId)}">${run.runId}</a></td>
     <td>${clipNoted(run.goal.split('\n')[0] ?? '', 160)}</td>
     <td>${statusBadge(run)}${run.waiting ? html` <span class="badge">waiting for approval</span>` : ''}</td>
     <td>${when(run.startedAt)}</td>
+    <td>${run.cost === undefined ? 'unknown' : formatMoney(run.cost)}</td>
   </tr>`,
   )}</tbody>
 </table>`
@@ -367,6 +376,7 @@ export function runLive(data: RunPageData, clock: Clock): Html {
   }</dd>
   <dt>So far</dt><dd>${summary.steps} steps, ${summary.inputTokens + summary.outputTokens} tokens, ${summary.commands} commands,
     ${summary.refusals} refused, ${summary.pendingApprovals} approvals waiting</dd>
+  <dt>Spent</dt><dd id="run-spend">${summary.cost === undefined ? 'unknown (no price for its model)' : formatMoney(summary.cost)}</dd>
   <dt>Sandbox</dt><dd>${summary.sandbox ?? 'not recorded'}</dd>
   <dt>Temporal</dt><dd>${data.temporal.status ?? data.temporal.error ?? 'unknown'}${
     running

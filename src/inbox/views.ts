@@ -17,6 +17,7 @@ import {
   type Decider,
   formatBytes,
   formatDeadline,
+  formatMoney,
   rememberWords,
   ruleWords,
   seconds,
@@ -83,7 +84,7 @@ export function decisionText(row: ApprovalRow): Html {
   return html`<strong class="decision ${row.decision}">${row.decision}</strong> by ${row.decidedBy ?? '?'}
     via ${row.channel ?? '?'}${row.decidedAt ? html` at ${when(row.decidedAt)}` : ''}${row.reason ? html`: “${row.reason}”` : ''}${
       row.replacement ? html`; the edited command ${code(renderCommand(row.replacement))} ran instead` : ''
-    }${row.remember ? html`; remembered ${code(row.remember)} for the rest of the run` : ''}`
+    }${row.raiseTo ? html`; raised the cost cap to ${row.raiseTo}` : ''}${row.remember ? html`; remembered ${code(row.remember)} for the rest of the run` : ''}`
 }
 
 export function proofText(check: AnswerCheck): Html {
@@ -196,7 +197,9 @@ export function timelineEntry(
   switch (entry.type) {
     case 'step':
       return html`<li class="step"><h3>Step ${entry.step}: model turn</h3>
-        <p>${entry.toolCalls.length} call(s), ${entry.inputTokens} + ${entry.outputTokens} tokens, ${when(entry.startedAt)}</p>
+        <p>${entry.toolCalls.length} call(s), ${entry.inputTokens} + ${entry.outputTokens} tokens${
+          entry.cost === undefined ? '' : `, ${formatMoney(entry.cost)}`
+        }, ${when(entry.startedAt)}</p>
         ${toolCalls(entry.toolCalls)}
         <p class="decision-line">${entry.decision}</p></li>`
     case 'policy':

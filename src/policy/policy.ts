@@ -13,6 +13,8 @@ import {
   type Approver,
   type ApproverIdentity,
   type ApproverSpec,
+  budgetApproversOnFloor,
+  checkBudgetApprovers,
   checkIdentity,
   type IdentityMode,
   identityOnFloor,
@@ -123,12 +125,14 @@ export class Policy {
     const approvers = normaliseApprovers(parsed.approvers ?? [])
     checkIdentity(approvers, parsed.identity, file)
     checkApprovalCounts(parsed.layers ?? [], approvers, file)
+    const budgetApprovers = checkBudgetApprovers(parsed.budgetApprovers ?? [], approvers, file)
     const policy = new Policy({
       layers,
       defaults: defaults as Record<Act, Effect>,
       include: [...new Set(parsed.include ?? [])],
       approvers,
       identity: parsed.identity,
+      budgetApprovers,
       floor: parsed.floor,
       current: -1,
     })
@@ -192,12 +196,19 @@ export class Policy {
       }
     }
     checkApprovalCounts(runLayers, approvers, undefined)
+    const budgetApprovers = budgetApproversOnFloor(
+      { ...floor.state, budgetApprovers: floor.budgetApprovers },
+      { budgetApprovers: run.budgetApprovers },
+      approvers,
+      source,
+    )
     const policy = new Policy({
       layers,
       defaults,
       include: [...new Set([...floor.state.include, ...run.state.include])],
       approvers,
       identity,
+      budgetApprovers,
       floor: { source, defaults: { ...floor.state.defaults }, include: [...floor.state.include] },
       current: -1,
     })
@@ -229,6 +240,7 @@ export class Policy {
       )
     }
     if (this.state.identity) spec.identity = this.state.identity
+    if (this.budgetApprovers.length > 0) spec.budgetApprovers = [...this.budgetApprovers]
     if (this.state.floor) spec.floor = structuredClone(this.state.floor)
     return spec
   }
@@ -256,6 +268,11 @@ export class Policy {
   /** The names of who may answer an ask; empty means anyone. */
   get approvers(): readonly string[] {
     return this.state.approvers.map((approver) => approver.name)
+  }
+
+  /** Who may raise a run's cost cap at the cap (or end the run); empty: nobody, the run ends there. */
+  get budgetApprovers(): readonly string[] {
+    return this.state.budgetApprovers ?? []
   }
 
   /** Who may answer an ask and whether answers must be signed (see identity.ts). */
@@ -389,7 +406,13 @@ export class Policy {
   withApprovers(approvers: readonly ApproverSpec[], identity?: IdentityMode): Policy {
     const list = normaliseApprovers(approvers)
     checkIdentity(list, identity)
+    checkBudgetApprovers(this.budgetApprovers, list)
     return new Policy({ ...this.state, approvers: list, identity })
+  }
+
+  /** Sets who may raise a run's cost cap (approver names). Throws PolicyError for a name not approving. */
+  withBudgetApprovers(names: readonly string[]): Policy {
+    return new Policy({ ...this.state, budgetApprovers: checkBudgetApprovers(names, this.state.approvers) })
   }
 
   withDefault(act: Act, effect: Effect): Policy {

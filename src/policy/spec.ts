@@ -4,7 +4,13 @@
  */
 import { z } from 'zod'
 import { PolicyError } from './errors.js'
-import { type ApproverSpec, approverSchema, IDENTITY_MODES, type IdentityMode } from './identity.js'
+import {
+  type ApproverSpec,
+  approverNameSchema,
+  approverSchema,
+  IDENTITY_MODES,
+  type IdentityMode,
+} from './identity.js'
 import { netPatternProblem } from './net.js'
 import { sandboxSettingsSchema } from './sandbox.js'
 import { ACTS, EFFECTS } from './types.js'
@@ -74,6 +80,11 @@ export const policySpecSchema = z
     approvers: z.array(approverSchema).optional(),
     /** `signed` (default when approvers are listed) or `unsigned` (names are trusted: local work only). */
     identity: z.enum(IDENTITY_MODES).optional(),
+    /**
+     * Who may raise a run's cost cap (or end the run) when it reaches it: names of approvers. None listed:
+     * nobody can, and a run at its cap ends with `cost-budget`.
+     */
+    budgetApprovers: z.array(approverNameSchema).optional(),
     /** Set by the worker on an effective policy: which floor it stands on (see floor.ts). */
     floor: z
       .object({
@@ -103,6 +114,7 @@ export interface PolicySpec {
   include?: Array<(typeof INCLUDES)[number]>
   approvers?: ApproverSpec[]
   identity?: IdentityMode
+  budgetApprovers?: string[]
   floor?: FloorRecord
 }
 

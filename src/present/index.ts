@@ -24,5 +24,6 @@ export {
   formatBytes,
   formatCount,
   formatDuration,
+  formatMoney,
   seconds,
 } from './words.js'

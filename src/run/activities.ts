@@ -151,6 +151,10 @@ export interface StepRecord {
   observation: string
   inputTokens: number
   outputTokens: number
+  /** Prompt-cache reads (part of `inputTokens`), the model asked and the turn's cost in micro-dollars. */
+  cachedInputTokens?: number
+  model?: string
+  cost?: number
   startedAt: number
   finishedAt: number
   refusals: Array<{ call: number; verdict: ActionVerdict }>

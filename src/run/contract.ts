@@ -5,6 +5,7 @@
  */
 import { z } from 'zod'
 import { neverPassed } from '../commands/index.js'
+import { parseMoney } from './money.js'
 
 const UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }
 
@@ -107,8 +108,20 @@ export const verificationSchema = z
 
 type ReadDuration = (value: unknown, ctx: z.RefinementCtx) => number
 
+/** A cap in money: `"25 USD"` → micro-dollars (money.ts). */
+const toMicros = (value: unknown, ctx: z.RefinementCtx): number => {
+  const parsed = parseMoney(value)
+  if (parsed.ok && parsed.micros > 0) return parsed.micros
+  ctx.addIssue({ code: 'custom', message: parsed.ok ? 'the cap must be more than zero' : parsed.error })
+  return z.NEVER
+}
+
+/** How a continuation reads the cap its first run already parsed: micro-dollars. */
+const toMicrosLegacy = (value: unknown, ctx: z.RefinementCtx): number =>
+  typeof value === 'number' && Number.isSafeInteger(value) && value > 0 ? value : toMicros(value, ctx)
+
 /** The contract schema with durations read by `read`; written as text, so typed as strings. */
-function contractSchema(read: ReadDuration) {
+function contractSchema(read: ReadDuration, money: ReadDuration) {
   // Any value reaches `read`, so a number gets its own message rather than zod's "expected string".
   const text = z.custom<string>(() => true)
   const duration = (fallback: string) => text.default(fallback).transform(read)
@@ -126,6 +139,11 @@ function contractSchema(read: ReadDuration) {
           maxSteps: z.number().int().min(1).default(50),
           maxTokens: z.number().int().min(1).default(2_000_000),
           maxWallTime: duration('4h'),
+          /**
+           * What the run may spend on its model, e.g. `"25 USD"` (priced per model: docs/observability.md).
+           * At the cap the run waits for a budget approver to raise it or end the run (`cost-budget`).
+           */
+          maxCost: text.transform(money).optional(),
         })
         .strict()
         .prefault({}),
@@ -166,12 +184,12 @@ function contractSchema(read: ReadDuration) {
     .strict()
 }
 
-export const taskContractSchema = contractSchema(toMilliseconds)
-const legacyContractSchema = contractSchema(toMillisecondsLegacy)
+export const taskContractSchema = contractSchema(toMilliseconds, toMicros)
+const legacyContractSchema = contractSchema(toMillisecondsLegacy, toMicrosLegacy)
 
 /** A contract as written by a person (defaults optional, durations as text). */
 export type TaskContractInput = z.input<typeof taskContractSchema>
-/** A validated contract: every default filled in, durations in milliseconds. */
+/** A validated contract: every default filled in, durations in milliseconds, money in micro-dollars. */
 export type TaskContract = z.output<typeof taskContractSchema>
 
 /**

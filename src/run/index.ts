@@ -20,4 +20,5 @@ export {
 } from './decision.js'
 export { FAILURE, MODEL_FAILURE, MODEL_FAILURES_NOT_RETRIED } from './failures.js'
 export { gateFailureMessage } from './messages.js'
+export { CURRENCY, MAX_MONEY_MICROS, MICROS_PER_USD, microsToUsd, parseMoney } from './money.js'
 export type * from './types.js'

@@ -41,12 +41,21 @@ import type {
   Resolution,
   TetherActivities,
 } from '../run/index.js'
-import { FAILURE, MODEL_FAILURES_NOT_RETRIED, parseContract, type TaskContract } from '../run/index.js'
+import {
+  FAILURE,
+  MODEL_FAILURES_NOT_RETRIED,
+  parseContract,
+  parseMoney,
+  type TaskContract,
+} from '../run/index.js'
 import { type ToolCall, type ValidatedCall, validateToolCall } from '../tools/index.js'
 import { ApprovalBook, type DecisionInput } from './approvals.js'
 import {
   budgetOutcome,
   commandTimeout,
+  costBudgetReason,
+  costCapReached,
+  costCapWords,
   deniedByApproverObservation,
   describeRule,
   initialState,
@@ -88,6 +97,8 @@ export interface RunStatus {
   step: number
   inputTokens: number
   outputTokens: number
+  /** Micro-dollars spent on priced model turns (absent when none was priced). */
+  cost?: number
   pendingApprovals: number
   phase: 'starting' | 'model' | 'tools' | 'approval' | 'verifying' | 'done'
   outcome?: Outcome
@@ -145,7 +156,7 @@ function execActivities(timeoutMs: number): TetherActivities {
 }
 
 /** What a step's row keeps of the model's turn. */
-type StepTurn = Pick<ModelTurn, 'text' | 'toolCalls' | 'usage'>
+type StepTurn = Pick<ModelTurn, 'text' | 'toolCalls' | 'usage' | 'model' | 'cost'>
 /**
  * The verification gate runs a command too: the same timeouts and heartbeat as exec, so a long gate is not
  * cut off and a dead worker is noticed in seconds. (Cancellation stays as recorded runs had it.)
@@ -208,6 +219,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     step: state.step,
     inputTokens: state.inputTokens,
     outputTokens: state.outputTokens,
+    ...spent(),
     pendingApprovals: book.pending().length,
     phase,
     ...(outcome ? { outcome } : {}),
@@ -231,6 +243,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
       steps: state.step,
       inputTokens: state.inputTokens,
       outputTokens: state.outputTokens,
+      ...spent(),
       finishedAt: Date.now(),
     })
     return {
@@ -240,7 +253,13 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
       steps: state.step,
       inputTokens: state.inputTokens,
       outputTokens: state.outputTokens,
+      ...spent(),
     }
+  }
+
+  /** The run's spend, where any turn was priced. */
+  function spent(): { cost?: number } {
+    return state.cost !== undefined ? { cost: state.cost } : {}
   }
 
   /** The effective policy (the worker's floor with the run's policy on it), by the digest history records. */
@@ -286,6 +305,8 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     for (;;) {
       const budget = budgetOutcome(state, contract, Date.now())
       if (budget) return await finish(budget)
+      const overspent = await costGate()
+      if (overspent) return await finish(overspent)
       if (workflowInfo().continueAsNewSuggested) {
         // Safe point: nothing in flight, no approval pending, every handler done.
         await condition(allHandlersFinished)
@@ -393,11 +414,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     if (asks.length > 0) {
       phase = 'approval'
       for (const entry of asks) entry.approval = await requestApproval(step, entry.index, entry.verdict)
-      upsertSearchAttributes([{ key: PENDING_APPROVAL, value: 'true' }])
-      waitingForPeople = true
-      await Promise.all(asks.map((entry) => waitForAnswer(entry.approval as string)))
-      upsertSearchAttributes([{ key: PENDING_APPROVAL, value: null }])
-      waitingForPeople = false
+      await waitForPeople(asks.map((entry) => entry.approval as string))
       phase = 'tools'
     }
 
@@ -507,10 +524,8 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     return { pattern }
   }
 
-  async function requestApproval(step: number, call: number, verdict: ActionVerdict): Promise<string> {
-    const now = Date.now()
-    const request: PendingApproval = {
-      approvalId: uuid4(),
+  function requestApproval(step: number, call: number, verdict: ActionVerdict): Promise<string> {
+    return openApproval({
       step,
       call,
       act: verdict.act,
@@ -521,15 +536,66 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
       actionDigest: actionDigest(verdict),
       ...(verdict.remember ? { remember: rememberOffer(verdict.remember) } : {}),
       ...(verdict.approvalsRequired ? { approvalsRequired: verdict.approvalsRequired } : {}),
+      approvers,
+    })
+  }
+
+  /** Records a request for people to answer, with its id, deadline and the run's identity mode. */
+  async function openApproval(
+    fields: Omit<PendingApproval, 'approvalId' | 'identity' | 'requestedAt' | 'deadline'>,
+  ): Promise<string> {
+    const now = Date.now()
+    const request: PendingApproval = {
+      approvalId: uuid4(),
+      ...fields,
       identity: book.identityMode,
       requestedAt: now,
       deadline: now + contract.approvals.timeout,
-      approvers,
     }
     book.request(request)
     state.approvals += 1
     await projections.tetherApprovalRequested({ runId, request, goal: contract.goal })
     return request.approvalId
+  }
+
+  /** Waits for every request's answer, with the run marked as waiting for people meanwhile. */
+  async function waitForPeople(approvalIds: readonly string[]): Promise<void> {
+    upsertSearchAttributes([{ key: PENDING_APPROVAL, value: 'true' }])
+    waitingForPeople = true
+    await Promise.all(approvalIds.map(waitForAnswer))
+    upsertSearchAttributes([{ key: PENDING_APPROVAL, value: null }])
+    waitingForPeople = false
+  }
+
+  /**
+   * At its cost cap a run does not end: it waits, as an approval for the policy's budget approvers, for one
+   * of them to raise the cap (a signed answer naming the new cap) or end the run. The outcome `cost-budget`
+   * when nobody may raise it, a budget approver ends it, or nobody answers in time.
+   */
+  async function costGate(): Promise<{ outcome: Outcome; reason: string } | undefined> {
+    const at = costCapReached(state, contract)
+    if (!at || !patched('cost-budget')) return undefined
+    const budgetApprovers = preparation.budgetApprovers ?? []
+    if (budgetApprovers.length === 0) return { outcome: 'cost-budget', reason: costBudgetReason(at) }
+    phase = 'approval'
+    const target = costCapWords(at)
+    const approvalId = await openApproval({
+      step: state.step,
+      call: -1,
+      act: 'budget',
+      target,
+      actionDigest: actionDigest({ act: 'budget', target }),
+      approvers: budgetApprovers,
+      budget: at,
+    })
+    await waitForPeople([approvalId])
+    const request = book.get(approvalId) as PendingApproval
+    const resolution = book.resolution(approvalId) as Resolution
+    await decisionRecorder().tetherApprovalDecided({ runId, request, resolution })
+    const raised = resolution.decision === 'approved' ? parseMoney(resolution.raiseTo) : undefined
+    if (!raised?.ok) return { outcome: 'cost-budget', reason: costBudgetReason(at, resolution) }
+    state.costCap = raised.micros
+    return undefined
   }
 
   /**
@@ -583,6 +649,9 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
       observation: clip(lines.length > 0 ? lines.join('\n') : turn.text, OBSERVATION_LIMIT),
       inputTokens: turn.usage.inputTokens,
       outputTokens: turn.usage.outputTokens,
+      ...(turn.usage.cachedInputTokens ? { cachedInputTokens: turn.usage.cachedInputTokens } : {}),
+      ...(turn.model ? { model: turn.model } : {}),
+      ...(turn.cost !== undefined ? { cost: turn.cost } : {}),
       startedAt,
       finishedAt: Date.now(),
       refusals,

@@ -10,7 +10,7 @@ import {
   waitForStart,
 } from '../../embed/index.js'
 import { loadPolicyFile, Policy, PolicyError } from '../../policy/index.js'
-import { formatArgv } from '../../present/index.js'
+import { formatArgv, formatMoney } from '../../present/index.js'
 import { ContractError, FAILURE, type TaskContractInput } from '../../run/index.js'
 import { detectToolchain } from '../../workspace/index.js'
 import { colour, print, printJson, printTable, visible, withAudit, withTemporal } from '../context.js'
@@ -26,6 +26,7 @@ interface RunOptions {
   maxSteps?: string
   maxTokens?: string
   maxTime?: string
+  maxCost?: string
   id?: string
   follow?: boolean
   json?: boolean
@@ -47,6 +48,10 @@ export function registerRuns(program: Command): void {
     .option('--max-steps <n>', 'step budget (default 50)')
     .option('--max-tokens <n>', 'token budget (default 2000000)')
     .option('--max-time <duration>', 'wall-time budget, e.g. 30m or 4h (default 4h)')
+    .option(
+      '--max-cost <amount>',
+      'cost cap, e.g. "25 USD": at it the run waits for a budget approver to raise it or end the run (default: none)',
+    )
     .option('--id <run-id>', 'the run id (default: run-<time>-<random>)')
     .option('--follow', 'show steps, commands and approvals as they happen, then the outcome')
     .option('--json', 'print the run id (and with --follow the result) as JSON')
@@ -120,12 +125,13 @@ export function registerRuns(program: Command): void {
       if (options.json) return printJson(page.items)
       if (page.items.length === 0) return print('no runs yet; start one with `tether run`')
       printTable(
-        ['RUN', 'STATUS', 'OUTCOME', 'STARTED (UTC)', 'GOAL', 'REASON'],
+        ['RUN', 'STATUS', 'OUTCOME', 'STARTED (UTC)', 'SPENT', 'GOAL', 'REASON'],
         page.items.map((run) => [
           run.runId,
           run.status,
           run.outcome ?? '',
           run.startedAt.toISOString().replace('T', ' ').slice(0, 19),
+          run.cost === undefined ? '' : formatMoney(run.cost),
           oneLine(run.goal, 40),
           oneLine(run.reason ?? '', 100),
         ]),
@@ -186,6 +192,7 @@ async function buildContract(options: RunOptions): Promise<TaskContractInput> {
       ...(options.maxSteps ? { maxSteps: positive(options.maxSteps, '--max-steps') } : {}),
       ...(options.maxTokens ? { maxTokens: positive(options.maxTokens, '--max-tokens') } : {}),
       ...(options.maxTime ? { maxWallTime: options.maxTime } : {}),
+      ...(options.maxCost ? { maxCost: options.maxCost } : {}),
     },
   }
 }
