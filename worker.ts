@@ -5,14 +5,14 @@
  * (TEMPORAL_ADDRESS, default 127.0.0.1:7233; TEMPORAL_NAMESPACE, default `default`; TEMPORAL_API_KEY,
  * TEMPORAL_TLS_*, or a profile of a TOML file: TEMPORAL_PROFILE, TEMPORAL_CONFIG_FILE), TETHER_TASK_QUEUE
  * (default `tether`), TETHER_FLOOR (the operator's floor file: docs/policy.md#the-operators-floor; default the
- * built-in floor, sandbox enforced), DATABASE_URL (else the embedded PostgreSQL in tether's state folder: TETHER_STATE_DIR,
+ * built-in floor, sandbox enforced), TETHER_PRICES (the operator's model prices), DATABASE_URL (else the embedded PostgreSQL in tether's state folder: TETHER_STATE_DIR,
  * default `$XDG_STATE_HOME/tether` or `~/.local/state/tether`), and the model provider variables (see
  * README). A setting that cannot work is one line at start. Migrations run at start. SIGINT or SIGTERM stops
  * it cleanly: running commands get 30 s to finish before they are cancelled and retried elsewhere.
  */
 import { waitThroughOutages } from './src/activities/index.js'
 import { openAudit } from './src/audit/index.js'
-import { createTetherWorker, workerFloor } from './src/embed/worker.js'
+import { createTetherWorker, workerFloor, workerPrices } from './src/embed/worker.js'
 import { connectTemporalWorker, readConfig } from './src/stack/config.js'
 
 try {
@@ -20,6 +20,7 @@ try {
   const { temporal, taskQueue } = config
   // Before anything connects: a floor file that does not load stops the worker.
   const floor = workerFloor(config.floor)
+  const prices = workerPrices(config.prices)
   const connection = await connectTemporalWorker(temporal)
   try {
     const audit = await openAudit({
@@ -35,6 +36,7 @@ try {
         taskQueue,
         audit,
         floor,
+        prices,
       })
       console.log(
         `tether worker: Temporal ${temporal.address} (namespace ${temporal.namespace}, ${temporal.security}), task queue ${taskQueue}, floor ${floor.source}`,

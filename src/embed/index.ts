@@ -50,5 +50,7 @@ export {
   startLocalTether,
   type TetherWorkerOptions,
   type WorkerFloor,
+  type WorkerPrices,
   workerFloor,
+  workerPrices,
 } from './worker.js'

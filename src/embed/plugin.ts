@@ -18,8 +18,15 @@ import type { WorkerOptions } from '@temporalio/worker'
 import { createActivities, waitThroughOutages } from '../activities/index.js'
 import { type AuditStore, openAudit } from '../audit/index.js'
 import type { ModelProvider } from '../model/index.js'
-import { floorFile } from '../stack/index.js'
-import { TETHER_WORKER_DEFAULTS, tetherWorkflowsPath, type WorkerFloor, workerFloor } from './worker.js'
+import { floorFile, pricesFile } from '../stack/index.js'
+import {
+  priced,
+  TETHER_WORKER_DEFAULTS,
+  tetherWorkflowsPath,
+  type WorkerFloor,
+  type WorkerPrices,
+  workerFloor,
+} from './worker.js'
 
 export interface TetherPluginOptions {
   /** An audit store the caller manages; otherwise one is opened (and migrated) when the Worker runs. */
@@ -34,6 +41,8 @@ export interface TetherPluginOptions {
    * tighten it.
    */
   floor?: WorkerFloor
+  /** The operator's model prices over the shipped ones: a price file's path or its content (default TETHER_PRICES). */
+  prices?: WorkerPrices
 }
 
 export function tetherPlugin(options: TetherPluginOptions = {}): SimplePlugin {
@@ -51,6 +60,7 @@ export function tetherPlugin(options: TetherPluginOptions = {}): SimplePlugin {
     activities: createActivities({
       audit,
       floor: workerFloor(options.floor ?? floorFile()),
+      ...priced(options.prices ?? pricesFile()),
       ...(options.provider ? { provider: options.provider } : {}),
     }),
     workflowsPath: (existing) => (existing ? combinedEntry(existing) : tetherWorkflowsPath()),

@@ -8,7 +8,7 @@ import { Client } from '@temporalio/client'
 import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker'
 import { createActivities, waitThroughOutages } from '../activities/index.js'
 import { type AuditStore, openAudit } from '../audit/index.js'
-import type { ModelProvider } from '../model/index.js'
+import { loadPriceFile, type ModelProvider, type PriceOverrides } from '../model/index.js'
 import { builtinFloor, type Floor, floorOf, loadFloor, type Policy } from '../policy/index.js'
 import {
   connectTemporalClient,
@@ -59,6 +59,16 @@ export interface TetherWorkerOptions {
    * every command like the default is.
    */
   stateDir?: string
+  /** The operator's model prices over the shipped ones: a price file's path (`TETHER_PRICES`) or its content. */
+  prices?: WorkerPrices
+}
+
+/** Prices as a worker's configuration gives them: a price file's path, or the loaded overrides. */
+export type WorkerPrices = PriceOverrides | string | undefined
+
+/** The operator's prices; a path is read once, here. Throws ModelConfigError naming the file and field. */
+export function workerPrices(prices: WorkerPrices): PriceOverrides | undefined {
+  return typeof prices === 'string' ? loadPriceFile(prices) : prices
 }
 
 /** A floor as a worker's configuration gives it: a floor file's path, a policy, or a loaded floor. */
@@ -92,6 +102,7 @@ export function createTetherWorker(options: TetherWorkerOptions): Promise<Worker
     activities: createActivities({
       audit: options.audit,
       floor: workerFloor(options.floor),
+      ...priced(options.prices),
       ...(options.provider ? { provider: options.provider } : {}),
       ...(options.stateDir ? { sandbox: { hide: [options.stateDir] } } : {}),
     }),
@@ -99,6 +110,12 @@ export function createTetherWorker(options: TetherWorkerOptions): Promise<Worker
     shutdownGraceTime: '30 seconds',
     maxCachedWorkflows: options.maxCachedWorkflows ?? WORKFLOW_CACHE_SIZE,
   })
+}
+
+/** The `prices` option of the activities, when there are prices of the operator's. */
+export function priced(prices: WorkerPrices): { prices?: PriceOverrides } {
+  const overrides = workerPrices(prices)
+  return overrides ? { prices: overrides } : {}
 }
 
 /** tether on one machine: the local stack, the audit store, a client and a running worker. */
@@ -121,6 +138,7 @@ export async function startLocalTether(
     taskQueue: string
     temporal?: TemporalTarget | undefined
     floor?: WorkerFloor
+    prices?: WorkerPrices
   },
 ): Promise<LocalTether> {
   const stack = await startLocalStack({
@@ -151,6 +169,7 @@ export async function startLocalTether(
       audit,
       stateDir: options.stateDir,
       ...(options.floor !== undefined ? { floor: options.floor } : {}),
+      ...(options.prices !== undefined ? { prices: options.prices } : {}),
     })
     const running = worker.run()
     closers.push(async () => {

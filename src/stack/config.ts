@@ -82,6 +82,8 @@ export interface TetherConfig {
   stateDir: string
   /** The operator's floor file (`TETHER_FLOOR`); undefined means the built-in floor. */
   floor: string | undefined
+  /** The operator's model price file (`TETHER_PRICES`); undefined means the shipped prices only. */
+  prices: string | undefined
 }
 
 /** What a running local stack (`tether dev`) offers when nothing is configured. */
@@ -115,7 +117,13 @@ export function readConfig(options: ReadConfigOptions = {}): TetherConfig {
     databaseUrl: databaseUrl(env) ?? (options.fallback?.databaseUrl || undefined),
     stateDir: tetherStateDir(env),
     floor: floorFile(env),
+    prices: pricesFile(env),
   }
+}
+
+/** The operator's model price file (`TETHER_PRICES`); undefined: the shipped prices only. */
+export function pricesFile(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  return presentVariables(env).TETHER_PRICES
 }
 
 /** The audit database (`DATABASE_URL`); undefined: the embedded PostgreSQL in the state folder. */

@@ -22,6 +22,7 @@ export {
   DEFAULT_TEMPORAL_ADDRESS,
   databaseUrl,
   floorFile,
+  pricesFile,
   localTarget,
   type ReadConfigOptions,
   readConfig,

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, inject } from 'vitest'
 import { createActivities, type SandboxDependencies, waitThroughOutages } from '../../src/activities/index.js'
 import { type AuditStore, openAudit } from '../../src/audit/index.js'
 import { type WorkerFloor, workerFloor } from '../../src/embed/worker.js'
-import type { ModelScript } from '../../src/model/index.js'
+import type { ModelScript, PriceOverrides } from '../../src/model/index.js'
 import { Policy } from '../../src/policy/index.js'
 import type { TaskContractInput } from '../../src/run/contract.js'
 import { agentRun } from '../../src/workflows/index.js'
@@ -48,13 +48,19 @@ export function testPolicy(): Policy {
 
 export async function startAgentWorker(
   audit: AuditStore,
-  options: { taskQueue?: string; sandbox?: SandboxDependencies; floor?: WorkerFloor } = {},
+  options: {
+    taskQueue?: string
+    sandbox?: SandboxDependencies
+    floor?: WorkerFloor
+    prices?: PriceOverrides
+  } = {},
 ) {
   const taskQueue = options.taskQueue ?? uniqueTaskQueue('agent')
   const activities = createActivities({
     audit,
     floor: workerFloor(options.floor),
     ...(options.sandbox ? { sandbox: options.sandbox } : {}),
+    ...(options.prices ? { prices: options.prices } : {}),
   })
   const { worker, connection } = await createWorker({ taskQueue, activities })
   const running = worker.run()

@@ -6,7 +6,8 @@
 import { mkdir, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Command } from 'commander'
-import { startLocalTether, workerFloor } from '../../embed/index.js'
+import { startLocalTether, workerFloor, workerPrices } from '../../embed/index.js'
+import { ModelConfigError } from '../../model/index.js'
 import { type Inbox, localToken, startInbox } from '../../inbox/index.js'
 import { PolicyError } from '../../policy/index.js'
 import { usualPort } from '../../stack/index.js'
@@ -45,10 +46,12 @@ export function registerDev(program: Command): void {
       }
       const { temporal, taskQueue, databaseUrl, ...config } = cliConfig()
       let floor: ReturnType<typeof workerFloor>
+      let prices: ReturnType<typeof workerPrices>
       try {
         floor = workerFloor(options.floor || config.floor || (await devFloorFile(dir)))
+        prices = workerPrices(config.prices)
       } catch (error) {
-        if (error instanceof PolicyError) throw new CliError(error.message)
+        if (error instanceof PolicyError || error instanceof ModelConfigError) throw new CliError(error.message)
         throw error
       }
       // A configured server (address, TLS, API key) is used as it is; else the stack starts one.
@@ -62,6 +65,7 @@ export function registerDev(program: Command): void {
         ui: !options.headless,
         taskQueue,
         floor,
+        prices,
         log: (line) => print(colour.dim(line)),
       })
       const { stack, audit } = local
