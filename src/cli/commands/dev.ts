@@ -7,8 +7,8 @@ import { mkdir, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Command } from 'commander'
 import { startLocalTether, workerFloor, workerPrices } from '../../embed/index.js'
-import { ModelConfigError } from '../../model/index.js'
 import { type Inbox, localToken, startInbox } from '../../inbox/index.js'
+import { ModelConfigError } from '../../model/index.js'
 import { PolicyError } from '../../policy/index.js'
 import { usualPort } from '../../stack/index.js'
 import {
@@ -51,7 +51,8 @@ export function registerDev(program: Command): void {
         floor = workerFloor(options.floor || config.floor || (await devFloorFile(dir)))
         prices = workerPrices(config.prices)
       } catch (error) {
-        if (error instanceof PolicyError || error instanceof ModelConfigError) throw new CliError(error.message)
+        if (error instanceof PolicyError || error instanceof ModelConfigError)
+          throw new CliError(error.message)
         throw error
       }
       // A configured server (address, TLS, API key) is used as it is; else the stack starts one.
