@@ -8,9 +8,11 @@ import { SandboxUnavailableError } from '../exec/index.js'
 import { type ModelProvider, type PriceOverrides, providerFromEnv } from '../model/index.js'
 import { builtinFloor, type Floor } from '../policy/index.js'
 import { FAILURE, type TetherActivities } from '../run/index.js'
+import { workerKeyFile } from '../stack/index.js'
 import { modelActivities } from './model.js'
 import { policyActivities } from './policy.js'
 import { projectionActivities } from './projections.js'
+import { provenanceActivities } from './provenance.js'
 import { RunConfigs } from './run-config.js'
 import { CommandSandbox, type SandboxDependencies } from './sandbox.js'
 import { toolActivities } from './tools.js'
@@ -37,13 +39,20 @@ export interface ActivityDependencies {
   floor?: Floor
   /** The operator's model prices over the shipped ones (`TETHER_PRICES`, loaded with `loadPriceFile`). */
   prices?: PriceOverrides
+  /**
+   * The file of the key this worker signs each run's provenance with (default `TETHER_WORKER_KEY`, else
+   * `worker-key.pem` in the state folder); made on first use, and hidden from every command.
+   */
+  workerKey?: string
 }
 
 export function createActivities(deps: ActivityDependencies): TetherActivities {
   const provider = deps.provider ?? cachedProviders(process.env)
   const floor = deps.floor ?? builtinFloor()
+  const keyFile = deps.workerKey ?? workerKeyFile(deps.sandbox?.env)
   const sandbox = new CommandSandbox({
     ...deps.sandbox,
+    hide: [...(deps.sandbox?.hide ?? []), keyFile],
     blocked: [...(deps.sandbox?.blocked ?? []), deps.audit.target],
     floor: floor.policy,
   })
@@ -53,6 +62,7 @@ export function createActivities(deps: ActivityDependencies): TetherActivities {
     ...modelActivities({ audit: deps.audit, provider, runs, prices: deps.prices }),
     ...toolActivities({ audit: deps.audit, runs, sandbox }),
     ...projectionActivities({ audit: deps.audit, runs, ...(deps.fetch ? { fetch: deps.fetch } : {}) }),
+    ...provenanceActivities({ audit: deps.audit, keyFile }),
   }
   return Object.fromEntries(
     Object.entries(activities).map(([name, fn]) => [

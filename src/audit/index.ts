@@ -54,6 +54,17 @@ export {
 } from './inputs.js'
 export { type Migration, type MigrationReport, migrations } from './migrations.js'
 export {
+  BUILD_TYPE,
+  checkProvenance,
+  type ProvenanceCheck,
+  type ProvenanceRows,
+  type ProvenanceStatement,
+  type ProvenanceSubject,
+  provenanceStatement,
+  SLSA_PROVENANCE,
+  STATEMENT_TYPE,
+} from './provenance.js'
+export {
   type ApprovalAnswerRow,
   type ApprovalRow,
   type ExecAttemptRow,

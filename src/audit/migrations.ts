@@ -282,7 +282,7 @@ alter table runs add column floor text;
   },
   {
     version: 8,
-    name: 'model costs and budget approvals',
+    name: 'model costs, budget approvals and provenance',
     sql: `
 -- What each model turn cost in US dollars (exact to the micro-dollar; NULL: the model had no price), the
 -- model it asked (a provider id, what it was priced as) and its prompt-cache reads; and the run's total.
@@ -299,6 +299,15 @@ alter table approvals add column raise_to text;
 alter table policy_events drop constraint policy_events_act_check;
 alter table policy_events add constraint policy_events_act_check
   check (act in ('read', 'write', 'exec', 'net', 'budget'));
+-- Each finished run's provenance: an in-toto Statement in a DSSE envelope, signed by the worker's key (keyid),
+-- naming the final workspace tree (subject_sha256).
+create table provenance (
+  run_id         text primary key references runs (run_id) on delete cascade,
+  envelope       json not null,
+  keyid          text not null,
+  subject_sha256 text not null check (subject_sha256 ~ '^[0-9a-f]{64}$'),
+  recorded_at    timestamptz not null default now()
+);
 `,
   },
 ]

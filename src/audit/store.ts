@@ -5,6 +5,7 @@
  */
 import { join } from 'node:path'
 import type pg from 'pg'
+import type { DsseEnvelope } from '../identity/index.js'
 import { databaseUrl, type EmbeddedPostgres, startEmbeddedPostgres, tetherStateDir } from '../stack/index.js'
 import { Database, type OutagePolicy } from './database.js'
 import type {
@@ -18,6 +19,7 @@ import type {
   StepRecord,
 } from './inputs.js'
 import { applyMigrations, type MigrationReport } from './migrations.js'
+import * as provenance from './provenance.js'
 import * as queries from './queries.js'
 import * as writers from './writers.js'
 
@@ -182,6 +184,17 @@ export class AuditStore {
   }
   listRuns(options?: Parameters<typeof queries.listRuns>[1]): ReturnType<typeof queries.listRuns> {
     return queries.listRuns(this.db, options)
+  }
+  /** A finished run's rows its provenance statement is made of (provenance.ts). */
+  provenanceRows(runId: string): Promise<provenance.ProvenanceRows | undefined> {
+    return provenance.provenanceRows(this.db, runId)
+  }
+  recordProvenance(runId: string, envelope: DsseEnvelope, subject: string): Promise<void> {
+    return provenance.recordProvenance(this.db, runId, envelope, subject)
+  }
+  /** A run's signed provenance envelope, when one was recorded. */
+  provenance(runId: string): Promise<DsseEnvelope | undefined> {
+    return provenance.provenanceOf(this.db, runId)
   }
 
   /** Ends the pool; stops the embedded server only if this store started it. Safe to call twice. */

@@ -2,8 +2,8 @@
  * The `tether` command. Each subcommand lives in `commands/` and registers itself on the program; this file
  * only assembles them and turns any failure into one clear line and a non-zero exit.
  */
-import { readFileSync } from 'node:fs'
 import { Command, CommanderError } from 'commander'
+import { packageVersion } from '../stack/index.js'
 import { registerApprovals } from './commands/approvals.js'
 import { registerAudit } from './commands/audit.js'
 import { registerDb } from './commands/db.js'
@@ -59,20 +59,4 @@ export async function runCli(argv: readonly string[]): Promise<number> {
     }
     return error instanceof CliError ? error.exitCode : 1
   }
-}
-
-/** The version in tether's package.json (found from the sources and from dist/ alike). */
-function packageVersion(): string {
-  for (const up of ['../../package.json', '../../../package.json']) {
-    try {
-      const pkg = JSON.parse(readFileSync(new URL(up, import.meta.url), 'utf8')) as {
-        name?: string
-        version?: string
-      }
-      if (pkg.name === 'tether' && pkg.version) return pkg.version
-    } catch {
-      // not at this level
-    }
-  }
-  return 'unknown'
 }

@@ -135,6 +135,11 @@ export interface TetherActivities {
     error: string
     input: unknown
   }): Promise<void>
+  /**
+   * Signs the finished run's provenance (an in-toto Statement in a DSSE envelope, subject the final
+   * workspace tree) with the worker's key and stores it; returns the subject's digest and the key's id.
+   */
+  tetherRecordProvenance(input: { runId: string }): Promise<{ subject: string; keyid: string }>
   tetherRemindApprover(input: {
     runId: string
     request: PendingApproval

@@ -121,6 +121,15 @@ export function readConfig(options: ReadConfigOptions = {}): TetherConfig {
   }
 }
 
+/**
+ * The worker's signing key, for each run's provenance (`TETHER_WORKER_KEY`; default `worker-key.pem` in the
+ * state folder, made on first use). Hidden from every command like the state folder.
+ */
+export function workerKeyFile(env: NodeJS.ProcessEnv = process.env): string {
+  const present = presentVariables(env)
+  return resolve(present.TETHER_WORKER_KEY ?? join(tetherStateDir(env), 'worker-key.pem'))
+}
+
 /** The operator's model price file (`TETHER_PRICES`); undefined: the shipped prices only. */
 export function pricesFile(env: NodeJS.ProcessEnv = process.env): string | undefined {
   return presentVariables(env).TETHER_PRICES
@@ -173,7 +182,8 @@ export function temporalAddress(env: NodeJS.ProcessEnv = process.env): string {
 
 /**
  * The files that hold this process's own secrets, which no command may read: the Temporal config file (it
- * may hold an API key or a key inline) and the private keys of the Temporal and audit database connections.
+ * may hold an API key or a key inline), the private keys of the Temporal and audit database connections and
+ * the worker's signing key.
  * Certificates and CAs are public and stay visible (a CA may be the system's bundle).
  */
 export function credentialFiles(env: NodeJS.ProcessEnv = process.env): string[] {
@@ -191,6 +201,7 @@ export function credentialFiles(env: NodeJS.ProcessEnv = process.env): string[] 
     // Not a URL: the audit store says so when it opens.
   }
   if (databaseKey) files.push(databaseKey)
+  files.push(workerKeyFile(env))
   return [...new Set(files.map((file) => resolve(file)))]
 }
 

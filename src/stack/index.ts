@@ -32,6 +32,7 @@ export {
   type TemporalTarget,
   type TetherConfig,
   temporalAddress,
+  workerKeyFile,
 } from './config.js'
 export {
   type EmbeddedPostgres,
@@ -174,3 +175,5 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
 async function removeAll(folders: readonly string[]): Promise<void> {
   for (const folder of folders) await rm(folder, { recursive: true, force: true })
 }
+
+export { packageVersion } from './version.js'

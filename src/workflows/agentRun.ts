@@ -19,6 +19,7 @@ import {
   defineSignal,
   defineUpdate,
   isCancellation,
+  log,
   patched,
   proxyActivities,
   proxyLocalActivities,
@@ -144,6 +145,13 @@ const files = proxyActivities<TetherActivities>({
   retry: { maximumAttempts: 3 },
 })
 
+// Provenance digests the whole workspace: long for a big one, so it heartbeats like the file tools.
+const provenance = proxyActivities<TetherActivities>({
+  startToCloseTimeout: '10 minutes',
+  heartbeatTimeout: '10 seconds',
+  retry: { maximumAttempts: 3 },
+})
+
 function execActivities(timeoutMs: number): TetherActivities {
   // One attempt's cap is the command's own timeout plus slack for drain and kill; a worker crash is noticed
   // by the heartbeat timeout, and the retry re-runs the command — unless it is on the contract's noRetry
@@ -225,7 +233,10 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     ...(outcome ? { outcome } : {}),
   }))
 
-  const finish = async (result: { outcome: Outcome; reason?: string }): Promise<AgentRunResult> => {
+  const finish = async (
+    result: { outcome: Outcome; reason?: string },
+    options: { provenance: boolean } = { provenance: true },
+  ): Promise<AgentRunResult> => {
     outcome = result.outcome
     phase = 'done'
     if (patched('tidy-exit')) {
@@ -246,6 +257,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
       ...spent(),
       finishedAt: Date.now(),
     })
+    if (options.provenance && patched('provenance')) await recordProvenance()
     return {
       runId,
       outcome: result.outcome,
@@ -254,6 +266,19 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
       inputTokens: state.inputTokens,
       outputTokens: state.outputTokens,
       ...spent(),
+    }
+  }
+
+  /**
+   * The run's provenance, signed by the worker. A run whose provenance cannot be made (its workspace is gone)
+   * still ends as it ended: the audit then has no provenance for it, and the worker's log says why.
+   */
+  async function recordProvenance(): Promise<void> {
+    try {
+      await provenance.tetherRecordProvenance({ runId })
+    } catch (error) {
+      if (!(error instanceof ActivityFailure)) throw error
+      log.warn('no provenance recorded for the run', { runId, reason: failureReason(error) })
     }
   }
 
@@ -286,9 +311,10 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     // Recorded like any other run, so `tether ls` and `tether show` say why it never started.
     if (patched('record-rejected-run')) {
       await recordStart()
+      // Nothing ran, so there is nothing to attest: no provenance.
       throw runFailure(
         FAILURE.contractRejected,
-        await finish({ outcome: 'failed', reason: preparation.rejected }),
+        await finish({ outcome: 'failed', reason: preparation.rejected }, { provenance: false }),
       )
     }
     throw ApplicationFailure.nonRetryable(preparation.rejected, FAILURE.contractRejected)
