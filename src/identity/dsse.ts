@@ -93,7 +93,8 @@ export function openEnvelope(
   const signed = pae(envelope.payloadType, payload)
   const verified = mine.some((signature) => {
     const sig = typeof signature.sig === 'string' ? fromBase64(signature.sig) : undefined
-    if (sig?.length !== 64) return false
+    // As with the payload, only the spelling that was made: unused bits of the last character count too.
+    if (sig?.length !== 64 || toBase64(sig) !== signature.sig) return false
     try {
       return ed25519.verify(sig, signed, key.key)
     } catch {
