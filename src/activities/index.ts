@@ -15,11 +15,13 @@ import { projectionActivities } from './projections.js'
 import { provenanceActivities } from './provenance.js'
 import { RunConfigs } from './run-config.js'
 import { CommandSandbox, type SandboxDependencies } from './sandbox.js'
+import { type ActivityTelemetry, RunMetrics } from './telemetry.js'
 import { toolActivities } from './tools.js'
 
 export type { TetherActivities } from '../run/index.js'
 export { waitThroughOutages } from './outages.js'
 export type { SandboxDependencies } from './sandbox.js'
+export type { ActivityTelemetry } from './telemetry.js'
 
 export interface ActivityDependencies {
   audit: AuditStore
@@ -44,6 +46,8 @@ export interface ActivityDependencies {
    * `worker-key.pem` in the state folder); made on first use, and hidden from every command.
    */
   workerKey?: string
+  /** Where metrics go and whether spans carry content excerpts (embed/telemetry.ts); default: neither. */
+  telemetry?: ActivityTelemetry
 }
 
 export function createActivities(deps: ActivityDependencies): TetherActivities {
@@ -57,11 +61,18 @@ export function createActivities(deps: ActivityDependencies): TetherActivities {
     floor: floor.policy,
   })
   const runs = new RunConfigs(deps.audit, floor)
+  const { telemetry } = deps
+  const metrics = new RunMetrics(telemetry?.meter)
   const activities: TetherActivities = {
-    ...policyActivities({ provider, sandbox, runs, prices: deps.prices }),
-    ...modelActivities({ audit: deps.audit, provider, runs, prices: deps.prices }),
-    ...toolActivities({ audit: deps.audit, runs, sandbox }),
-    ...projectionActivities({ audit: deps.audit, runs, ...(deps.fetch ? { fetch: deps.fetch } : {}) }),
+    ...policyActivities({ provider, sandbox, runs, prices: deps.prices, metrics }),
+    ...modelActivities({ audit: deps.audit, provider, runs, prices: deps.prices, telemetry }),
+    ...toolActivities({ audit: deps.audit, runs, sandbox, metrics, telemetry }),
+    ...projectionActivities({
+      audit: deps.audit,
+      runs,
+      metrics,
+      ...(deps.fetch ? { fetch: deps.fetch } : {}),
+    }),
     ...provenanceActivities({ audit: deps.audit, keyFile }),
   }
   return Object.fromEntries(

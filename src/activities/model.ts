@@ -22,12 +22,13 @@ import {
 } from '../model/index.js'
 import { clip } from '../present/index.js'
 import type { ModelTurn, TetherActivities } from '../run/index.js'
-import { MODEL_FAILURE } from '../run/index.js'
+import { ATTR, auditRow, MODEL_FAILURE } from '../run/index.js'
 import type { ToolCall } from '../tools/index.js'
 import { wellFormed } from '../tools/index.js'
 import { describeToolchain, detectToolchain } from '../workspace/index.js'
 import { heartbeating } from './heartbeat.js'
 import type { RunConfigs } from './run-config.js'
+import { type ActivityTelemetry, annotate, annotateContent } from './telemetry.js'
 import { appendInOrder } from './transcript.js'
 
 /** Strings longer than this in a file tool's contents stay in the transcript; history gets a marker. */
@@ -55,6 +56,7 @@ interface ModelDependencies {
   runs: RunConfigs
   /** The operator's prices over the shipped ones (TETHER_PRICES). */
   prices?: PriceOverrides | undefined
+  telemetry?: ActivityTelemetry | undefined
 }
 
 export function modelActivities(deps: ModelDependencies): Pick<TetherActivities, 'tetherModelTurn'> {
@@ -68,9 +70,13 @@ export function modelActivities(deps: ModelDependencies): Pick<TetherActivities,
 
 async function modelTurn(
   deps: ModelDependencies,
-  { runId, replySeq, pending, contract: carried }: Parameters<TetherActivities['tetherModelTurn']>[0],
+  { runId, step, replySeq, pending, contract: carried }: Parameters<TetherActivities['tetherModelTurn']>[0],
   signal: AbortSignal,
 ): Promise<ModelTurn> {
+  annotate({
+    [ATTR.runId]: runId,
+    [ATTR.auditRows]: [auditRow('steps', step), auditRow('messages', replySeq)],
+  })
   // A previous attempt may have stored the reply and died before returning it: replay that reply rather
   // than asking the model again, so the transcript and the workflow never disagree. (The transcript has no
   // gaps, so the first message at or after replySeq is the reply.)
@@ -98,6 +104,13 @@ async function modelTurn(
   let reply: StoredReply
   try {
     const response = await provider.generate({ system, messages: transcript, signal })
+    // The prompt's last message (what this turn answers) and the reply, only when excerpts are on.
+    annotateContent(deps.telemetry, () => ({
+      [ATTR.inputMessages]: JSON.stringify(transcript.slice(-1)),
+      [ATTR.outputMessages]: JSON.stringify([
+        { role: 'assistant', text: response.text, toolCalls: response.toolCalls },
+      ]),
+    }))
     const quote = priceOf(provider.id, deps.prices)
     // Validated and bounded on the full arguments: what is stored and returned has a size, whatever the
     // model sent; a call over a limit carries its reason and becomes an observation in the workflow.

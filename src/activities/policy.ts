@@ -13,12 +13,14 @@ import { workspaceView } from '../workspace/index.js'
 import { contractProblems } from './preflight.js'
 import type { RunConfigs } from './run-config.js'
 import type { CommandSandbox } from './sandbox.js'
+import type { RunMetrics } from './telemetry.js'
 
 export function policyActivities(deps: {
   provider: (choice: string | undefined) => ModelProvider
   sandbox: CommandSandbox
   runs: RunConfigs
   prices?: PriceOverrides | undefined
+  metrics?: RunMetrics
 }): Pick<TetherActivities, 'tetherPrepareRun' | 'tetherCheckAction'> {
   return {
     async tetherPrepareRun({ contract, policy: spec }) {
@@ -52,7 +54,9 @@ export function policyActivities(deps: {
 
     async tetherCheckAction({ runId, policy: spec, policyDigest, remembered, workspace, call, noRetry }) {
       const policy = await deps.runs.policy(runId, spec, remembered, policyDigest)
-      return judgeCall(policy, workspaceView(workspace), call, noRetry)
+      const verdict = judgeCall(policy, workspaceView(workspace), call, noRetry)
+      deps.metrics?.verdict(verdict.act, verdict.effect)
+      return verdict
     },
   }
 }

@@ -16,6 +16,7 @@ import {
 import { approvalMessage } from '../present/index.js'
 import type { PendingApproval, TaskContract, TetherActivities } from '../run/index.js'
 import type { RunConfigs } from './run-config.js'
+import type { RunMetrics } from './telemetry.js'
 
 /** Inside the projection activities' 10 s start-to-close (agentRun), so a slow webhook is retried, not cut. */
 const WEBHOOK_TIMEOUT_MS = 8_000
@@ -23,6 +24,7 @@ const WEBHOOK_TIMEOUT_MS = 8_000
 export function projectionActivities(deps: {
   audit: AuditStore
   runs: RunConfigs
+  metrics: RunMetrics
   fetch?: typeof fetch
 }): Pick<
   TetherActivities,
@@ -52,12 +54,13 @@ export function projectionActivities(deps: {
     },
 
     async tetherFinishRun(input) {
-      await audit.recordRunFinished(runFinishedRecord(input))
+      if (await audit.recordRunFinished(runFinishedRecord(input))) deps.metrics.runFinished(input.outcome)
     },
 
     async tetherRecordStep(record) {
       const { step, refusals } = stepRecords(record)
-      await audit.recordStep(step)
+      // Counted once: when this write is the step's first.
+      if (await audit.recordStep(step)) deps.metrics.stepRecorded(record)
       if (refusals.length > 0) await audit.recordPolicyEvents(refusals)
     },
 
@@ -70,7 +73,16 @@ export function projectionActivities(deps: {
       const { decision, events } = approvalDecisionRecords(input)
       const { won } = await audit.recordApprovalDecision(decision)
       // The first decision stands; a different one already stored means this one changed nothing.
-      if (won) await audit.recordPolicyEvents(events)
+      if (!won) return
+      const { request, resolution } = input
+      deps.metrics.approvalResolved({
+        kind: request.act === 'budget' ? 'budget' : 'action',
+        decision: resolution.decision,
+        requestedAt: request.requestedAt,
+        decidedAt: resolution.decidedAt,
+        firstAnswerAt: resolution.answers?.[0]?.at,
+      })
+      await audit.recordPolicyEvents(events)
     },
 
     async tetherApprovalRejected(input) {

@@ -9,9 +9,9 @@ import { ApplicationFailure } from '@temporalio/common'
 import type { AuditStore } from '../audit/index.js'
 import { ExecInputError, type ExecResult, type RunCommandOptions, type SandboxReport } from '../exec/index.js'
 import { judge } from '../judge/index.js'
-import { clip, formatBytes } from '../present/index.js'
+import { clip, formatArgv, formatBytes } from '../present/index.js'
 import type { TetherActivities } from '../run/index.js'
-import { FAILURE, gateFailureMessage, type InlineMessage } from '../run/index.js'
+import { ATTR, auditRow, FAILURE, gateFailureMessage, type InlineMessage } from '../run/index.js'
 import { type ValidatedCall, validateToolCall } from '../tools/index.js'
 import {
   adviceFor,
@@ -28,14 +28,25 @@ import { runCommandWithHeartbeats } from './exec.js'
 import { heartbeating } from './heartbeat.js'
 import type { RunConfigs } from './run-config.js'
 import type { CommandSandbox, CommandSetup } from './sandbox.js'
+import { type ActivityTelemetry, annotate, annotateContent, type RunMetrics } from './telemetry.js'
 import { appendInOrder } from './transcript.js'
 
 export function toolActivities(deps: {
   audit: AuditStore
   runs: RunConfigs
   sandbox: CommandSandbox
+  metrics?: RunMetrics
+  telemetry?: ActivityTelemetry | undefined
 }): Pick<TetherActivities, 'tetherExec' | 'tetherFileTool' | 'tetherVerify'> {
   const { audit, runs, sandbox } = deps
+  /** What the span of a command's activity says of it, and what the metrics count. */
+  const reportCommand = (argv: readonly string[], result: ExecResult) => {
+    if (result.sandbox?.limitHit) deps.metrics?.limitHit(result.sandbox.limitHit)
+    annotateContent(deps.telemetry, () => ({
+      [ATTR.argvExcerpt]: formatArgv(argv),
+      [ATTR.outputExcerpt]: `${result.stdout.text}${result.stderr.text ? `\n${result.stderr.text}` : ''}`,
+    }))
+  }
   const attempts = new CommandAttempts(audit)
   /** Writes the observations the workflow made since the last write, then this call's own. */
   const writeObservation = (
@@ -78,12 +89,14 @@ export function toolActivities(deps: {
       })
     }
     await writeObservation(input, name, outcome.output)
+    annotateContent(deps.telemetry, () => ({ [ATTR.fileExcerpt]: outcome.output }))
     return { ok: outcome.ok, summary: clip(outcome.summary, 300) }
   }
 
   return {
     async tetherExec(input) {
       const { runId, step, call, argv } = input
+      annotate({ [ATTR.runId]: runId, [ATTR.auditRows]: [auditRow('exec_results', step, call)] })
       const context = Context.current()
       const recorded = await recordedObservation(audit, input)
       if (recorded) return recorded
@@ -147,6 +160,7 @@ export function toolActivities(deps: {
           )
         }
         outcome = result.status
+        reportCommand(argv, result)
         await audit.recordExecResult({
           runId,
           step,
@@ -185,6 +199,10 @@ export function toolActivities(deps: {
       policyDigest,
       timeoutMs,
     }) {
+      annotate({
+        [ATTR.runId]: runId,
+        [ATTR.auditRows]: [auditRow('gate_events', step), auditRow('exec_results', step, -1)],
+      })
       const contract = await runs.contract(runId, carried)
       const policy = await runs.policy(runId, spec, [], policyDigest)
       const verification = contract.verification
@@ -233,6 +251,8 @@ export function toolActivities(deps: {
         throw context.cancellationSignal.reason
       }
       const passed = result.status === 'exited' && result.exitCode === expectExit
+      reportCommand(command, result)
+      deps.metrics?.gate(passed)
       const summary = `\`${command.join(' ')}\` → ${statusText(result)}${passed ? '' : ` (expected exit ${expectExit})`}`
       await audit.recordGateEvent({
         runId,

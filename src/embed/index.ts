@@ -18,7 +18,9 @@ export {
   connectTemporalClient,
   connectTemporalWorker,
   readConfig,
+  readTelemetry,
   readTemporalTarget,
+  type TelemetryConfig,
   type TemporalConnectionOptions,
   type TemporalTarget,
   type TetherConfig,
@@ -44,6 +46,7 @@ export {
   waitForStart,
 } from './client.js'
 export { type TetherPluginOptions, tetherPlugin } from './plugin.js'
+export { OTEL_WORKFLOW_INTERCEPTORS, WorkerTelemetry } from './telemetry.js'
 export {
   createTetherWorker,
   type LocalTether,

@@ -14,11 +14,12 @@ import { createHash } from 'node:crypto'
 import { writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { SimplePlugin } from '@temporalio/plugin'
-import type { WorkerOptions } from '@temporalio/worker'
+import type { ReplayWorkerOptions, WorkerOptions } from '@temporalio/worker'
 import { createActivities, waitThroughOutages } from '../activities/index.js'
 import { type AuditStore, openAudit } from '../audit/index.js'
 import type { ModelProvider } from '../model/index.js'
-import { floorFile, pricesFile } from '../stack/index.js'
+import { floorFile, pricesFile, readTelemetry } from '../stack/index.js'
+import { WorkerTelemetry } from './telemetry.js'
 import {
   priced,
   TETHER_WORKER_DEFAULTS,
@@ -43,6 +44,12 @@ export interface TetherPluginOptions {
   floor?: WorkerFloor
   /** The operator's model prices over the shipped ones: a price file's path or its content (default TETHER_PRICES). */
   prices?: WorkerPrices
+  /**
+   * Traces and metrics (docs/observability.md): default, as the `OTEL_*` and `TETHER_METRICS_*` variables
+   * say (nothing when none is set); `false` for none, when the Worker already has Temporal's OpenTelemetry
+   * plugin (tether's spans then join its traces).
+   */
+  telemetry?: WorkerTelemetry | false
 }
 
 export function tetherPlugin(options: TetherPluginOptions = {}): SimplePlugin {
@@ -55,37 +62,68 @@ export function tetherPlugin(options: TetherPluginOptions = {}): SimplePlugin {
       return typeof value === 'function' ? value.bind(store) : value
     },
   })
-  return new TetherPlugin({
-    name: 'tether',
-    activities: createActivities({
-      audit,
-      floor: workerFloor(options.floor ?? floorFile()),
-      ...priced(options.prices ?? pricesFile()),
-      ...(options.provider ? { provider: options.provider } : {}),
-    }),
-    workflowsPath: (existing) => (existing ? combinedEntry(existing) : tetherWorkflowsPath()),
-    runContext: async (next) => {
-      if (options.audit) return next()
-      store = await openAudit({
-        ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}),
-        ...(options.stateDir ? { stateDir: options.stateDir } : {}),
-        migrate: true,
-        outages: waitThroughOutages(),
-      })
-      try {
-        await next()
-      } finally {
-        await store.close()
-        store = undefined
-      }
+  const telemetry =
+    options.telemetry === false ? undefined : (options.telemetry ?? new WorkerTelemetry(readTelemetry()))
+  const { interceptors, sinks } = telemetry?.workerOptions() ?? {}
+  return new TetherPlugin(
+    {
+      name: 'tether',
+      activities: createActivities({
+        audit,
+        floor: workerFloor(options.floor ?? floorFile()),
+        ...priced(options.prices ?? pricesFile()),
+        ...(options.provider ? { provider: options.provider } : {}),
+        ...(telemetry ? { telemetry: telemetry.activities } : {}),
+      }),
+      workflowsPath: (existing) => (existing ? combinedEntry(existing) : tetherWorkflowsPath()),
+      ...(interceptors ? { workerInterceptors: interceptors } : {}),
+      runContext: async (next) => {
+        await telemetry?.start()
+        try {
+          if (options.audit) return await next()
+          store = await openAudit({
+            ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}),
+            ...(options.stateDir ? { stateDir: options.stateDir } : {}),
+            migrate: true,
+            outages: waitThroughOutages(),
+          })
+          try {
+            await next()
+          } finally {
+            await store.close()
+            store = undefined
+          }
+        } finally {
+          await telemetry?.shutdown()
+        }
+      },
     },
-  })
+    sinks ?? {},
+  )
 }
 
-/** The Worker also gets tether's defaults (a short sticky-queue timeout) where it sets none of its own. */
+/**
+ * The Worker also gets tether's defaults (a short sticky-queue timeout) where it sets none of its own, and,
+ * when it traces, the sink its workflow spans leave by.
+ */
 class TetherPlugin extends SimplePlugin {
+  constructor(
+    options: ConstructorParameters<typeof SimplePlugin>[0],
+    private readonly sinks: NonNullable<WorkerOptions['sinks']>,
+  ) {
+    super(options)
+  }
+
   override configureWorker(options: WorkerOptions): WorkerOptions {
-    return super.configureWorker({ ...TETHER_WORKER_DEFAULTS, ...options })
+    return super.configureWorker({
+      ...TETHER_WORKER_DEFAULTS,
+      ...options,
+      sinks: { ...options.sinks, ...this.sinks },
+    })
+  }
+
+  override configureReplayWorker(options: ReplayWorkerOptions): ReplayWorkerOptions {
+    return super.configureReplayWorker({ ...options, sinks: { ...options.sinks, ...this.sinks } })
   }
 }
 

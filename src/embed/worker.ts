@@ -19,6 +19,7 @@ import {
   startLocalStack,
   type TemporalTarget,
 } from '../stack/index.js'
+import type { WorkerTelemetry } from './telemetry.js'
 
 /** tether's workflows module: the compiled `.js` in a build, the `.ts` source in a checkout. */
 export function tetherWorkflowsPath(): string {
@@ -26,9 +27,15 @@ export function tetherWorkflowsPath(): string {
   return existsSync(js) ? js : js.replace(/\.js$/, '.ts')
 }
 
-/** The prebuilt bundle of a build (`npm run build`), which starts in milliseconds; else bundle at start. */
-export function workflowSource(): { workflowBundle: { codePath: string } } | { workflowsPath: string } {
-  const bundle = fileURLToPath(new URL('../../workflow-bundle.js', import.meta.url))
+/**
+ * The prebuilt bundle of a build (`npm run build`), which starts in milliseconds; else bundle at start. A
+ * worker that traces takes the bundle with Temporal's OpenTelemetry workflow interceptors in it.
+ */
+export function workflowSource(
+  traced = false,
+): { workflowBundle: { codePath: string } } | { workflowsPath: string } {
+  const name = traced ? 'workflow-bundle-otel.js' : 'workflow-bundle.js'
+  const bundle = fileURLToPath(new URL(`../../${name}`, import.meta.url))
   return existsSync(bundle)
     ? { workflowBundle: { codePath: bundle } }
     : { workflowsPath: tetherWorkflowsPath() }
@@ -61,6 +68,11 @@ export interface TetherWorkerOptions {
   stateDir?: string
   /** The operator's model prices over the shipped ones: a price file's path (`TETHER_PRICES`) or its content. */
   prices?: WorkerPrices
+  /**
+   * Traces and metrics (`new WorkerTelemetry(readTelemetry())`: docs/observability.md); the caller starts
+   * it and shuts it down after the worker. Default: none.
+   */
+  telemetry?: WorkerTelemetry
 }
 
 /** Prices as a worker's configuration gives them: a price file's path, or the loaded overrides. */
@@ -93,16 +105,25 @@ export function workerFloor(floor: WorkerFloor): Floor {
 export const WORKFLOW_CACHE_SIZE = 32
 
 export function createTetherWorker(options: TetherWorkerOptions): Promise<Worker> {
+  const { telemetry } = options
+  const source = workflowSource(telemetry?.traces)
+  const { interceptors, sinks } = telemetry?.workerOptions() ?? {}
   return Worker.create({
     ...TETHER_WORKER_DEFAULTS,
     connection: options.connection,
     namespace: options.namespace,
     taskQueue: options.taskQueue,
-    ...workflowSource(),
+    ...source,
+    // A prebuilt bundle has the workflow interceptors in it already.
+    ...(interceptors
+      ? { interceptors: 'workflowBundle' in source ? { ...interceptors, workflowModules: [] } : interceptors }
+      : {}),
+    ...(sinks ? { sinks } : {}),
     activities: createActivities({
       audit: options.audit,
       floor: workerFloor(options.floor),
       ...priced(options.prices),
+      ...(telemetry ? { telemetry: telemetry.activities } : {}),
       ...(options.provider ? { provider: options.provider } : {}),
       ...(options.stateDir ? { sandbox: { hide: [options.stateDir] } } : {}),
     }),
@@ -139,6 +160,8 @@ export async function startLocalTether(
     temporal?: TemporalTarget | undefined
     floor?: WorkerFloor
     prices?: WorkerPrices
+    /** The worker's traces and metrics; started here, and shut down by `stop()` after the worker. */
+    telemetry?: WorkerTelemetry
   },
 ): Promise<LocalTether> {
   const stack = await startLocalStack({
@@ -151,6 +174,11 @@ export async function startLocalTether(
     for (const closer of closers.splice(0).reverse()) await closer()
   }
   try {
+    const { telemetry } = options
+    if (telemetry) {
+      await telemetry.start()
+      closers.push(() => telemetry.shutdown())
+    }
     const audit = await openAudit({
       databaseUrl: stack.databaseUrl,
       migrate: true,
@@ -170,6 +198,7 @@ export async function startLocalTether(
       stateDir: options.stateDir,
       ...(options.floor !== undefined ? { floor: options.floor } : {}),
       ...(options.prices !== undefined ? { prices: options.prices } : {}),
+      ...(telemetry ? { telemetry } : {}),
     })
     const running = worker.run()
     closers.push(async () => {

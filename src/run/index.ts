@@ -21,4 +21,5 @@ export {
 export { FAILURE, MODEL_FAILURE, MODEL_FAILURES_NOT_RETRIED } from './failures.js'
 export { gateFailureMessage } from './messages.js'
 export { CURRENCY, MAX_MONEY_MICROS, MICROS_PER_USD, microsToUsd, parseMoney } from './money.js'
+export { ATTR, auditRow, INSTRUMENTATION, METRIC, SPAN } from './telemetry.js'
 export type * from './types.js'

@@ -121,6 +121,100 @@ export function readConfig(options: ReadConfigOptions = {}): TetherConfig {
   }
 }
 
+/** Where OTLP data goes: the endpoint URL of one signal and its encoding. */
+export interface OtlpTarget {
+  url: string
+  protocol: 'http/protobuf' | 'http/json'
+}
+
+/**
+ * What a worker exports (docs/observability.md): traces and metrics over OTLP where the standard `OTEL_*`
+ * variables say so (nothing when none is set), metrics on a Prometheus endpoint of its own when
+ * `TETHER_METRICS_PORT` is set, and never prompt, file or output text unless `TETHER_TRACE_CONTENT=excerpts`.
+ */
+export interface TelemetryConfig {
+  /** Undefined: no traces are exported. */
+  traces?: OtlpTarget | undefined
+  /** Undefined: no metrics are pushed over OTLP. */
+  metrics?: (OtlpTarget & { intervalMs: number }) | undefined
+  /** Undefined: no Prometheus endpoint. */
+  prometheus?: { host: string; port: number } | undefined
+  /** `excerpts`: bounded prompt, file and output excerpts in spans. */
+  content: 'off' | 'excerpts'
+  /** `OTEL_SERVICE_NAME`, default `tether-worker` (`OTEL_RESOURCE_ATTRIBUTES` adds to the resource). */
+  serviceName: string
+}
+
+/** The worker's telemetry settings; a setting that cannot work is a one-line `ConfigError`. */
+export function readTelemetry(env: NodeJS.ProcessEnv = process.env): TelemetryConfig {
+  const present = presentVariables(env)
+  const disabled = present.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true'
+  const content = present.TETHER_TRACE_CONTENT ?? 'off'
+  if (content !== 'off' && content !== 'excerpts') {
+    throw new ConfigError(`TETHER_TRACE_CONTENT must be off or excerpts, not "${content}"`)
+  }
+  const traces = disabled ? undefined : otlpTarget(present, 'traces')
+  const metricTarget = disabled ? undefined : otlpTarget(present, 'metrics')
+  const interval = present.OTEL_METRIC_EXPORT_INTERVAL ?? '60000'
+  if (metricTarget && !/^\d+$/.test(interval)) {
+    throw new ConfigError(
+      `OTEL_METRIC_EXPORT_INTERVAL must be milliseconds, a whole number, not "${interval}"`,
+    )
+  }
+  return {
+    traces,
+    metrics: metricTarget && { ...metricTarget, intervalMs: Math.max(1_000, Number(interval)) },
+    prometheus: prometheusEndpoint(present),
+    content,
+    serviceName: present.OTEL_SERVICE_NAME ?? 'tether-worker',
+  }
+}
+
+/**
+ * One signal's OTLP target, the way the OpenTelemetry specification reads the variables: exported when an
+ * endpoint is set (the signal's own, used as it is, or the shared one with `/v1/<signal>` after it) or the
+ * signal's exporter is `otlp` (then to the default `http://localhost:4318`); `none` turns it off.
+ */
+function otlpTarget(env: Record<string, string>, signal: 'traces' | 'metrics'): OtlpTarget | undefined {
+  const upper = signal.toUpperCase()
+  const exporter = env[`OTEL_${upper}_EXPORTER`]?.trim().toLowerCase()
+  if (exporter === 'none') return undefined
+  if (exporter !== undefined && exporter !== 'otlp') {
+    throw new ConfigError(
+      `OTEL_${upper}_EXPORTER is "${exporter}"; tether exports ${signal} over OTLP only: set it to otlp or none`,
+    )
+  }
+  const own = env[`OTEL_EXPORTER_OTLP_${upper}_ENDPOINT`]
+  const shared = env.OTEL_EXPORTER_OTLP_ENDPOINT
+  if (own === undefined && shared === undefined && exporter === undefined) return undefined
+  const setting = own !== undefined ? `OTEL_EXPORTER_OTLP_${upper}_ENDPOINT` : 'OTEL_EXPORTER_OTLP_ENDPOINT'
+  const url = own ?? `${(shared ?? 'http://localhost:4318').replace(/\/+$/, '')}/v1/${signal}`
+  if (!/^https?:\/\/[^/]/i.test(url)) {
+    throw new ConfigError(`${setting} must be an http:// or https:// URL, not "${url}"`)
+  }
+  const protocolSetting = env[`OTEL_EXPORTER_OTLP_${upper}_PROTOCOL`]
+    ? `OTEL_EXPORTER_OTLP_${upper}_PROTOCOL`
+    : 'OTEL_EXPORTER_OTLP_PROTOCOL'
+  const protocol = env[protocolSetting] ?? 'http/protobuf'
+  if (protocol !== 'http/protobuf' && protocol !== 'http/json') {
+    throw new ConfigError(
+      `${protocolSetting} is "${protocol}"; tether sends OTLP over HTTP: set it to http/protobuf (or http/json) and point ${setting} at the collector's OTLP/HTTP port (usually 4318)`,
+    )
+  }
+  return { url, protocol }
+}
+
+/** The worker's Prometheus endpoint: `TETHER_METRICS_PORT` turns it on, on `TETHER_METRICS_HOST` (loopback). */
+function prometheusEndpoint(env: Record<string, string>): { host: string; port: number } | undefined {
+  const value = env.TETHER_METRICS_PORT?.trim()
+  if (!value) return undefined
+  const port = Number(value)
+  if (!/^\d+$/.test(value) || port < 1 || port > 65_535) {
+    throw new ConfigError(`TETHER_METRICS_PORT must be a port number from 1 to 65535, not "${value}"`)
+  }
+  return { host: env.TETHER_METRICS_HOST ?? '127.0.0.1', port }
+}
+
 /**
  * The worker's signing key, for each run's provenance (`TETHER_WORKER_KEY`; default `worker-key.pem` in the
  * state folder, made on first use). Hidden from every command like the state folder.

@@ -71,6 +71,7 @@ import {
   reserveSeqs,
   stepDecision,
 } from './run-state.js'
+import { traceApproval, traceGate, traceRun, traceTool, traceTurn } from './tracing.js'
 
 export const PENDING_APPROVAL = defineSearchAttributeKey('TetherPendingApproval', SearchAttributeType.KEYWORD)
 
@@ -181,7 +182,12 @@ function gateActivities(timeoutMs: number): TetherActivities {
 /** Cap for the bounded texts that travel through history (the transcript keeps the full text). */
 const OBSERVATION_LIMIT = 2_000
 
-export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
+export function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
+  // The run's span (no-op unless the worker traces): see tracing.ts.
+  return traceRun(workflowInfo().workflowId, () => runAgent(input))
+}
+
+async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
   const info = workflowInfo()
   const runId = info.workflowId
   const contract = parseInput(input)
@@ -349,7 +355,9 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
       inStep = { step, startedAt: stepStarted }
       phase = 'model'
       const replySeq = state.nextSeq
-      const turn = await model.tetherModelTurn({ runId, step, replySeq, pending: state.pending })
+      const turn = await traceTurn(runId, step, () =>
+        model.tetherModelTurn({ runId, step, replySeq, pending: state.pending }),
+      )
       inStep.turn = turn
       state.pending = []
       recordUsage(state, turn)
@@ -406,14 +414,16 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
 
   async function verify(step: number, seq: number | null) {
     const timeoutMs = commandTimeout(state, contract, Date.now())
-    const gate = await gateActivities(timeoutMs).tetherVerify({
-      runId,
-      step,
-      pending: seq === null ? [] : state.pending,
-      seq,
-      timeoutMs,
-      ...policyDigest,
-    })
+    const gate = await traceGate(runId, step, () =>
+      gateActivities(timeoutMs).tetherVerify({
+        runId,
+        step,
+        pending: seq === null ? [] : state.pending,
+        seq,
+        timeoutMs,
+        ...policyDigest,
+      }),
+    )
     if (seq !== null && !gate.passed) state.pending = []
     return gate
   }
@@ -445,11 +455,20 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     }
 
     for (const entry of judged) {
+      const { call } = entry
+      const shown = { index: entry.index, id: call.id, name: call.name, argv: argvOf(call) }
+      await traceTool(runId, step, shown, () => runJudged(entry))
+    }
+    return { lines, refusals }
+
+    /** One judged call: its approval's answer, then its run (or its refusal). */
+    async function runJudged(entry: (typeof judged)[number]) {
       const { index } = entry
       let call = entry.call
       const seq = resultSeqs[index] as number
       let verdict = entry.verdict
       let note: string | undefined
+      const approvalId = entry.approval
       if (entry.approval) {
         const request = book.get(entry.approval) as PendingApproval
         const resolution = book.resolution(entry.approval) as Resolution
@@ -457,7 +476,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
           await decisionRecorder().tetherApprovalDecided({ runId, request, resolution })
           state.pending.push(deniedByApproverObservation(seq, call, verdict, resolution))
           lines.push(`${verdict.act} ${resolution.decision}: ${clip(verdict.target, 200)}`)
-          continue
+          return { verdict, approvalId }
         }
         const remembered = resolution.remember ? remember(verdict.act, resolution.remember) : undefined
         // An edited command takes the asked one's place: it is what is judged again, and what runs.
@@ -482,7 +501,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
         refusals.push({ call: index, verdict })
         state.pending.push(refusalObservation(seq, call, verdict, note))
         lines.push(`${verdict.act} refused: ${clip(verdict.target, 200)} (${describeRule(verdict)})`)
-        continue
+        return { verdict, approvalId }
       }
       const timeoutMs = commandTimeout(state, contract, Date.now())
       const summary =
@@ -518,8 +537,8 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
       // The activity wrote the workflow's own observations before its result.
       state.pending = []
       lines.push(clip(summary.summary, 300))
+      return { verdict, summary, approvalId }
     }
-    return { lines, refusals }
   }
 
   /**
@@ -628,8 +647,18 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
    * Waits (durably, at no cost) for an answer, reminding on an interval, until the deadline — or until the
    * run's wall-time budget runs out, whichever comes first.
    */
-  async function waitForAnswer(approvalId: string): Promise<void> {
+  function waitForAnswer(approvalId: string): Promise<void> {
     const request = book.get(approvalId) as PendingApproval
+    return traceApproval(
+      runId,
+      request,
+      () => waitUntilAnswered(request),
+      () => book.resolution(approvalId),
+    )
+  }
+
+  async function waitUntilAnswered(request: PendingApproval): Promise<void> {
+    const { approvalId } = request
     const answered = () => book.resolution(approvalId) !== undefined
     const budgetEnd = state.startedAt + contract.budgets.maxWallTime
     const end = patched('approval-wait-within-budget')
@@ -706,6 +735,11 @@ function rememberOffer(remember: NonNullable<ActionVerdict['remember']>): Rememb
   if (!remember.ok) return { refused: remember.reason }
   if ('pattern' in remember) return { exact: remember.pattern }
   return { exact: remember.exact, ...(remember.wider ? { wider: remember.wider } : {}) }
+}
+
+/** A command's argv, for the span of its call (the program is all the span shows). */
+function argvOf(call: ValidatedCall): readonly string[] | undefined {
+  return call.name === 'exec' ? call.args.argv : undefined
 }
 
 function parseInput(input: AgentRunInput): TaskContract {

@@ -22,7 +22,7 @@ import { floorOf, Policy } from '../../src/policy/index.js'
 import type { AgentRunResult } from '../../src/workflows/index.js'
 import { decideUpdate } from '../../src/workflows/index.js'
 import { openTestAudit, startAgentWorker, startScriptedRun } from '../support/agent.js'
-import { connectClient } from '../support/temporal.js'
+import { connectClient, recordHistory } from '../support/temporal.js'
 
 let dir: string
 let alice: ApproverKey
@@ -147,6 +147,7 @@ describe('a run with a 0.01 USD cost cap', () => {
       expect(raised.result).toMatchObject({ decision: 'approved' })
       const result = (await handle.result()) as AgentRunResult
       expect(result).toMatchObject({ outcome: 'verified', steps: 3, cost: 31_500 })
+      await recordHistory(handle, 'cost-budget-raised')
 
       const steps = await audit.pool.query(
         'select step, model, cost_usd::text as cost from steps where run_id = $1 order by step',
@@ -205,6 +206,7 @@ describe('a run with a 0.01 USD cost cap', () => {
         steps: 1,
         cost: 10_500,
       })
+      await recordHistory(handle, 'cost-budget-denied')
       expect(await audit.runSummary(handle.workflowId)).toMatchObject({
         outcome: 'cost-budget',
         cost: 10_500,

@@ -22,6 +22,7 @@ import { decideUpdate } from '../../src/workflows/index.js'
 import { treeDigest } from '../../src/workspace/index.js'
 import { startScriptedRun, useAgentHarness } from '../support/agent.js'
 import { pythonVenv } from '../support/python.js'
+import { recordHistory } from '../support/temporal.js'
 
 const harness = useAgentHarness()
 const run = promisify(execFile)
@@ -97,6 +98,7 @@ describe('a run’s provenance', () => {
         args: [draftAnswer(approval as ApprovalRow, { decision: 'approve', approver: 'alice' }, alice)],
       })
       expect(await handle.result()).toMatchObject({ outcome: 'verified' })
+      await recordHistory(handle, 'provenance-signed-approval')
 
       let envelope: Awaited<ReturnType<typeof harness.audit.provenance>>
       await expect

@@ -6,7 +6,14 @@
 import { mkdir, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Command } from 'commander'
-import { startLocalTether, workerFloor, workerPrices } from '../../embed/index.js'
+import {
+  ConfigError,
+  readTelemetry,
+  startLocalTether,
+  WorkerTelemetry,
+  workerFloor,
+  workerPrices,
+} from '../../embed/index.js'
 import { type Inbox, localToken, startInbox } from '../../inbox/index.js'
 import { ModelConfigError } from '../../model/index.js'
 import { PolicyError } from '../../policy/index.js'
@@ -47,11 +54,13 @@ export function registerDev(program: Command): void {
       const { temporal, taskQueue, databaseUrl, ...config } = cliConfig()
       let floor: ReturnType<typeof workerFloor>
       let prices: ReturnType<typeof workerPrices>
+      let telemetry: WorkerTelemetry
       try {
         floor = workerFloor(options.floor || config.floor || (await devFloorFile(dir)))
         prices = workerPrices(config.prices)
+        telemetry = new WorkerTelemetry(readTelemetry())
       } catch (error) {
-        if (error instanceof PolicyError || error instanceof ModelConfigError)
+        if (error instanceof PolicyError || error instanceof ModelConfigError || error instanceof ConfigError)
           throw new CliError(error.message)
         throw error
       }
@@ -67,6 +76,7 @@ export function registerDev(program: Command): void {
         taskQueue,
         floor,
         prices,
+        telemetry,
         log: (line) => print(colour.dim(line)),
       })
       const { stack, audit } = local
@@ -112,6 +122,8 @@ export function registerDev(program: Command): void {
         print(`  PostgreSQL    ${audit.target}`)
         print(`  worker        task queue ${taskQueue}`)
         print(`  floor         ${floor.source} (every run's first layers; a run can only tighten them)`)
+        if (telemetry.traces) print('  traces        exported over OTLP (the OTEL_* variables)')
+        if (telemetry.prometheusUrl) print(`  metrics       ${telemetry.prometheusUrl}`)
         print(`  state         ${dir}`)
         print(colour.dim('  tether commands in any folder find this stack; Ctrl-C stops it'))
         // The Temporal runtime turns SIGINT/SIGTERM into a graceful worker shutdown.
