@@ -42,9 +42,10 @@ try {
         floor,
         prices,
         telemetry,
+        deployment: config.deployment,
       })
       console.log(
-        `tether worker: Temporal ${temporal.address} (namespace ${temporal.namespace}, ${temporal.security}), task queue ${taskQueue}, floor ${floor.source}${telemetry.prometheusUrl ? `, metrics at ${telemetry.prometheusUrl}` : ''}`,
+        `tether worker: Temporal ${temporal.address} (namespace ${temporal.namespace}, ${temporal.security}), task queue ${taskQueue}, floor ${floor.source}${config.deployment ? `, build ${config.deployment.name}/${config.deployment.buildId}` : ''}${telemetry.prometheusUrl ? `, metrics at ${telemetry.prometheusUrl}` : ''}`,
       )
       await worker.run()
     } finally {

@@ -10,7 +10,7 @@ import { builtinFloor, type Floor } from '../policy/index.js'
 import { FAILURE, type TetherActivities } from '../run/index.js'
 import { workerKeyFile } from '../stack/index.js'
 import { modelActivities } from './model.js'
-import { policyActivities } from './policy.js'
+import { type NamespaceFacts, policyActivities } from './policy.js'
 import { projectionActivities } from './projections.js'
 import { provenanceActivities } from './provenance.js'
 import { RunConfigs } from './run-config.js'
@@ -20,6 +20,7 @@ import { toolActivities } from './tools.js'
 
 export type { TetherActivities } from '../run/index.js'
 export { waitThroughOutages } from './outages.js'
+export { type NamespaceFacts, unknownNamespace } from './policy.js'
 export type { SandboxDependencies } from './sandbox.js'
 export type { ActivityTelemetry } from './telemetry.js'
 
@@ -48,6 +49,8 @@ export interface ActivityDependencies {
   workerKey?: string
   /** Where metrics go and whether spans carry content excerpts (embed/telemetry.ts); default: neither. */
   telemetry?: ActivityTelemetry
+  /** What this worker learned of its Temporal namespace when it started (the worker setup fills it in). */
+  namespace?: NamespaceFacts
 }
 
 export function createActivities(deps: ActivityDependencies): TetherActivities {
@@ -57,14 +60,14 @@ export function createActivities(deps: ActivityDependencies): TetherActivities {
   const sandbox = new CommandSandbox({
     ...deps.sandbox,
     hide: [...(deps.sandbox?.hide ?? []), keyFile],
-    blocked: [...(deps.sandbox?.blocked ?? []), deps.audit.target],
+    auditTarget: () => deps.audit.target,
     floor: floor.policy,
   })
   const runs = new RunConfigs(deps.audit, floor)
   const { telemetry } = deps
   const metrics = new RunMetrics(telemetry?.meter)
   const activities: TetherActivities = {
-    ...policyActivities({ provider, sandbox, runs, prices: deps.prices, metrics }),
+    ...policyActivities({ provider, sandbox, runs, prices: deps.prices, metrics, namespace: deps.namespace }),
     ...modelActivities({ audit: deps.audit, provider, runs, prices: deps.prices, telemetry }),
     ...toolActivities({ audit: deps.audit, runs, sandbox, metrics, telemetry }),
     ...projectionActivities({

@@ -15,12 +15,27 @@ import type { RunConfigs } from './run-config.js'
 import type { CommandSandbox } from './sandbox.js'
 import type { RunMetrics } from './telemetry.js'
 
+/** Facts about the Temporal namespace a worker serves, learned when it starts. */
+export interface NamespaceFacts {
+  /** The custom search attributes registered in the namespace (filled in when the worker starts). */
+  searchAttributes: ReadonlySet<string>
+}
+
+/** Facts nobody has learned yet: no search attribute assumed. */
+export function unknownNamespace(): NamespaceFacts {
+  return { searchAttributes: new Set() }
+}
+
+/** The search attributes a run sets to be found by (`TetherOutcome = "verified"`), when registered. */
+const RUN_ATTRIBUTES = ['TetherOutcome', 'TetherWorkspace']
+
 export function policyActivities(deps: {
   provider: (choice: string | undefined) => ModelProvider
   sandbox: CommandSandbox
   runs: RunConfigs
   prices?: PriceOverrides | undefined
   metrics?: RunMetrics
+  namespace?: NamespaceFacts | undefined
 }): Pick<TetherActivities, 'tetherPrepareRun' | 'tetherCheckAction'> {
   return {
     async tetherPrepareRun({ contract, policy: spec }) {
@@ -42,8 +57,11 @@ export function policyActivities(deps: {
       if (noSandbox) problems.push(noSandbox)
       const approvers = [...(policy?.approvers ?? [])]
       const identity = policy?.identity
+      // The attributes a run sets besides TetherPendingApproval, where the namespace has them.
+      const searchAttributes = RUN_ATTRIBUTES.filter((name) => deps.namespace?.searchAttributes.has(name))
       const prepared = {
         approvers,
+        ...(searchAttributes.length > 0 ? { searchAttributes } : {}),
         ...(identity ? { identity } : {}),
         ...(policy ? { budgetApprovers: [...policy.budgetApprovers] } : {}),
         ...(policy ? { policyDigest: policy.digest, floor: deps.runs.floor.source } : {}),

@@ -24,6 +24,8 @@ export interface SandboxDependencies {
   hide?: readonly string[]
   /** `host:port` of services commands must never reach (tether's Temporal server and audit database). */
   blocked?: readonly string[]
+  /** The audit database's `host:port`, asked when a command first needs it (the store may open later). */
+  auditTarget?: () => string
   /**
    * This worker's floor: a command runs outside the sandbox only when the floor itself says `sandbox: off`,
    * whatever a run's recorded policy says (default: the sandbox is always on).
@@ -42,14 +44,20 @@ export interface CommandSetup {
 export class CommandSandbox {
   private readonly env: NodeJS.ProcessEnv
   private readonly hide: string[]
-  private readonly blocked: string[]
+  private readonly blockedAlways: string[]
+  private readonly auditTarget: (() => string) | undefined
   private readonly mayRunOutside: boolean
 
   constructor(deps: SandboxDependencies = {}) {
     this.env = deps.env ?? process.env
     this.mayRunOutside = deps.floor?.sandbox.mode === 'off'
     this.hide = [...tetherStateFolders(this.env), ...credentialFiles(this.env), ...(deps.hide ?? [])]
-    this.blocked = [...(deps.blocked ?? []), temporalAddress(this.env)]
+    this.blockedAlways = [...(deps.blocked ?? []), temporalAddress(this.env)]
+    this.auditTarget = deps.auditTarget
+  }
+
+  private get blocked(): string[] {
+    return this.auditTarget ? [...this.blockedAlways, this.auditTarget()] : this.blockedAlways
   }
 
   /** Only the worker's floor can let a command run outside the sandbox (and the run's policy must agree). */

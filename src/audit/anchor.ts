@@ -50,6 +50,8 @@ export interface ReplayedExecution {
   /** The task queue it ran on, from history (a replay runs on a queue of its own). */
   taskQueue?: string | undefined
   calls: ReplayedCall[]
+  /** Temporal closed it (terminated, timed out) without the workflow finishing the run itself. */
+  closedBy?: 'terminated' | 'timed-out' | undefined
 }
 
 export const ANCHORED_TABLES = [
@@ -125,7 +127,16 @@ const EXEC_STATUSES = new Set<string>(input.execStatuses)
 /** Decimal columns (dollars): compared as numbers, however the database spells them. */
 const DECIMAL_COLUMNS = new Set(['cost_usd'])
 
-const RUN_START = ['goal', 'workspace', 'contract', 'policy', 'task_queue', 'parent_run_id', 'started_at']
+const RUN_START = [
+  'goal',
+  'workspace',
+  'contract',
+  'policy',
+  'task_queue',
+  'parent_run_id',
+  'build_id',
+  'started_at',
+]
 const RUN_FINISH = [
   'status',
   'outcome',
@@ -523,7 +534,18 @@ export function compareWithHistory(
   // The run's finish: recorded, in flight (unknown), or not reached (the row says it is running).
   const run = expected.get('runs', runId)
   if (run) {
-    if (!finish) {
+    const closedBy = executions.at(-1)?.closedBy
+    if (!finish && closedBy) {
+      // Recorded by a worker's reconciliation from how Temporal closed it: the outcome is what history says,
+      // and what still waited was cancelled then (reconcile.ts).
+      Object.assign(run.columns, { status: 'finished', outcome: closedBy })
+      for (const [approvalId, approval] of approvals) {
+        const row = approval.decided ? undefined : expected.get('approvals', approvalId)
+        if (!row) continue
+        for (const column of DECISION) delete row.columns[column]
+        Object.assign(row.columns, { decision: 'cancelled', decided_by: 'temporal', channel: 'cancel' })
+      }
+    } else if (!finish) {
       Object.assign(run.columns, {
         status: 'running',
         ...Object.fromEntries(RUN_FINISH.slice(1).map((c) => [c, null])),

@@ -196,12 +196,21 @@ export async function replayRun(run: RunHistory): Promise<ReplayedExecution[]> {
   }
   return run.executions.map(({ runId, history }) => {
     const found = byRun.get(runId)
-    const started = (history as { events?: RawEvent[] }).events?.[0]?.workflowExecutionStartedEventAttributes
+    const events = (history as { events?: Array<RawEvent & Record<string, unknown>> }).events
+    const started = events?.[0]?.workflowExecutionStartedEventAttributes
+    const last = events?.at(-1)
+    // Closed by Temporal itself, not by the workflow: the audit's reconciliation records these outcomes.
+    const closedBy = last?.workflowExecutionTerminatedEventAttributes
+      ? ('terminated' as const)
+      : last?.workflowExecutionTimedOutEventAttributes
+        ? ('timed-out' as const)
+        : undefined
     return {
       runId,
       firstExecutionRunId: found?.firstExecutionRunId ?? runId,
       taskQueue: started?.taskQueue?.name ?? undefined,
       calls: found?.calls ?? [],
+      ...(closedBy ? { closedBy } : {}),
     }
   })
 }

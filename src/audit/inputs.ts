@@ -90,6 +90,8 @@ export const runStarted = z.object({
     .optional(),
   /** Where the floor came from: its file, or `built-in`. */
   floor: text.optional(),
+  /** The Worker Deployment build the run started on. */
+  buildId: id.optional(),
   /** Temporal's first run id of this execution chain: what the run id belongs to. */
   executionId: id.optional(),
   startedAt: timestamp,

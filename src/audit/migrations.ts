@@ -282,6 +282,14 @@ alter table runs add column floor text;
   },
   {
     version: 8,
+    name: 'worker builds',
+    sql: `
+-- The Worker Deployment build a run started on (Worker Versioning pins it there); null without versioning.
+alter table runs add column build_id text;
+`,
+  },
+  {
+    version: 9,
     name: 'model costs, budget approvals and provenance',
     sql: `
 -- What each model turn cost in US dollars (exact to the micro-dollar; NULL: the model had no price), the

@@ -104,7 +104,10 @@ export interface ApprovalRow {
   /** Who may answer; empty means anyone. */
   approvers: string[]
   requestedAt: Date
+  /** When the wait ends: the approval timeout, or the run's wall-time budget when that ends first. */
   deadline: Date
+  /** Which limit sets `deadline`. */
+  deadlineBy?: 'approval timeout' | 'wall-time budget' | undefined
   decision?: ApprovalDecision | undefined
   decidedBy?: string | undefined
   channel?: DecisionChannel | undefined
@@ -185,6 +188,8 @@ export interface RunRow {
    * recorded steps while it runs; absent when no turn had a price.
    */
   cost?: number | undefined
+  /** The Worker Deployment build it started on (Worker Versioning). */
+  buildId?: string | undefined
   startedAt: Date
   finishedAt?: Date | undefined
 }
@@ -407,9 +412,20 @@ export async function executedCommands(
   return rows.map(executedCommand)
 }
 
-// from_floor: whether the deciding rule's layer is one of the worker's floor in the run's effective policy.
+/**
+ * When the run's wall-time budget ends (the run's start plus its contract's budget): an approval's wait
+ * ends then too, when that is before its own timeout — also for requests recorded before they said so.
+ */
+const BUDGET_END = `(select r.started_at + (r.contract->'budgets'->>'maxWallTime')::bigint * interval '1 millisecond'
+     from runs r where r.run_id = approvals.run_id
+      and json_typeof(r.contract->'budgets'->'maxWallTime') = 'number')`
+
+// deadline: when the wait really ends (deadline_by says which limit sets it); from_floor: whether the
+// deciding rule's layer is one of the worker's floor in the run's effective policy.
 const APPROVAL_COLUMNS = `approval_id, run_id, step, call, act, target, tree, rule, layer, approvers,
-  requested_at, deadline, decision, decided_by, channel, decided_at, reason, remember, action_digest,
+  requested_at, least(deadline, ${BUDGET_END}) as deadline,
+  case when ${BUDGET_END} <= deadline then 'wall-time budget' else 'approval timeout' end as deadline_by,
+  decision, decided_by, channel, decided_at, reason, remember, action_digest,
   approvals_required, remember_offer, identity, replacement, raise_to,
   coalesce((select bool_or(l->>'origin' = 'floor')
               from runs r join policies p on p.digest = r.policy_digest,
@@ -616,7 +632,7 @@ export async function runTimeline(db: Database, runId: string): Promise<Timeline
 
 /** The columns of a run's row (`runs` as `table`), its spend in micro-dollars among them (`runCost`). */
 const runColumns = (table: string) => `${table}.run_id, goal, workspace, status, outcome, reason, task_queue,
-  parent_run_id, sandbox, policy_digest, floor, started_at, ${table}.finished_at, ${runCost(table)}`
+  parent_run_id, sandbox, policy_digest, floor, build_id, started_at, ${table}.finished_at, ${runCost(table)}`
 
 /** A run's spend in micro-dollars: its total once finished, else the sum of its steps so far. */
 const runCost = (table: string) =>
@@ -689,6 +705,25 @@ export async function runSummary(db: Database, runId: string): Promise<RunSummar
 }
 
 const WAITING = 'exists (select 1 from approvals a where a.run_id = runs.run_id and a.decision is null)'
+
+/** The runs on a task queue the audit holds as running, oldest first: what a worker checks against Temporal. */
+export async function runningRuns(
+  db: Database,
+  options: { taskQueue: string; limit?: number },
+): Promise<Array<{ runId: string; executionId?: string | undefined; waiting: boolean }>> {
+  const operation = 'runningRuns'
+  const { rows } = await db.query<{ run_id: string; execution_id: string | null; waiting: boolean }>(
+    operation,
+    `select run_id, execution_id, ${WAITING} as waiting from runs
+      where status = 'running' and task_queue = $1 order by started_at limit $2`,
+    [requireId(options.taskQueue, 'taskQueue', operation), pageLimit(options.limit, MAX_PAGE, operation)],
+  )
+  return rows.map((row) => ({
+    runId: row.run_id,
+    ...(row.execution_id ? { executionId: row.execution_id } : {}),
+    waiting: row.waiting,
+  }))
+}
 
 /**
  * Runs, newest first, optionally only those still running or finished, with one outcome, or waiting for

@@ -39,6 +39,7 @@ export function runStartedRecord(
     policy: input.policy,
     taskQueue: input.taskQueue,
     ...(input.parentRunId ? { parentRunId: input.parentRunId } : {}),
+    ...(input.buildId ? { buildId: input.buildId } : {}),
     ...(sandbox ? { sandbox } : {}),
     ...(effective && input.policyDigest
       ? { effective: { digest: input.policyDigest, spec: effective.policy.toSpec() }, floor: effective.floor }

@@ -185,6 +185,10 @@ export class AuditStore {
   listRuns(options?: Parameters<typeof queries.listRuns>[1]): ReturnType<typeof queries.listRuns> {
     return queries.listRuns(this.db, options)
   }
+  /** Runs on a task queue the audit holds as running, oldest first. */
+  runningRuns(options: Parameters<typeof queries.runningRuns>[1]): ReturnType<typeof queries.runningRuns> {
+    return queries.runningRuns(this.db, options)
+  }
   /** A finished run's rows its provenance statement is made of (provenance.ts). */
   provenanceRows(runId: string): Promise<provenance.ProvenanceRows | undefined> {
     return provenance.provenanceRows(this.db, runId)

@@ -32,8 +32,8 @@ export async function recordRunStarted(db: Database, value: input.RunStarted): P
   const { rowCount } = await db.query(
     'recordRunStarted',
     `insert into runs (run_id, goal, workspace, contract, policy, task_queue, parent_run_id, started_at, sandbox,
-                       execution_id, policy_digest, floor)
-     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+                       execution_id, policy_digest, floor, build_id)
+     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
      on conflict (run_id) do nothing`,
     [
       run.runId,
@@ -48,6 +48,7 @@ export async function recordRunStarted(db: Database, value: input.RunStarted): P
       run.executionId ?? null,
       run.effective?.digest ?? null,
       run.floor ?? null,
+      run.buildId ?? null,
     ],
   )
   if (rowCount === 1) return true

@@ -6,50 +6,29 @@
  * it started in `<state>/dev.json`, in the per-user state folder, so other commands in any folder and any
  * terminal find it without a variable set; whatever is configured wins over that record.
  */
-import { readFileSync } from 'node:fs'
-import { join } from 'node:path'
 import { Client, type Connection } from '@temporalio/client'
 import { AuditError, type AuditStore, openAudit } from '../audit/index.js'
 import {
   ConfigError,
   connectTemporalClient,
-  isAlive,
+  type DevStackRecord,
   readConfig,
+  runningDevStack,
   type TemporalTarget,
   type TetherConfig,
   tetherStateDir,
 } from '../stack/index.js'
 import { CliError } from './errors.js'
 
-export interface DevStackRecord {
-  temporalAddress: string
-  namespace: string
-  taskQueue: string
-  uiUrl?: string
-  /** The approvals inbox `tether dev` serves. */
-  inboxUrl?: string
-  /** The audit database `tether dev` uses (it may hold a password: the file is readable by its owner only). */
-  databaseUrl?: string
-  pid: number
-}
+export { type DevStackRecord, devStackFile } from '../stack/index.js'
 
 export function stateDir(): string {
   return tetherStateDir()
 }
 
-export function devStackFile(dir = stateDir()): string {
-  return join(dir, 'dev.json')
-}
-
 /** The running `tether dev`, if there is one (a record left by one that was killed is ignored). */
 export function devStack(): DevStackRecord | undefined {
-  let record: DevStackRecord
-  try {
-    record = JSON.parse(readFileSync(devStackFile(), 'utf8')) as DevStackRecord
-  } catch {
-    return undefined
-  }
-  return isAlive(record.pid) ? record : undefined
+  return runningDevStack(stateDir())
 }
 
 /** What commands connect to: the configuration, with the running `tether dev` filling in what is unset. */

@@ -10,6 +10,7 @@ import {
 } from '../audit/index.js'
 import {
   backticks,
+  deadlineSetBy,
   formatBytes,
   formatDeadline,
   formatMoney,
@@ -33,6 +34,8 @@ export function printTimeline(summary: RunSummary, timeline: TimelineEntry[]): v
       ),
     )
   }
+  if (summary.buildId)
+    print(colour.dim(`build: ${visible(summary.buildId)} (Worker Versioning: the run is pinned to it)`))
   for (const entry of timeline.filter(shown)) print(entryLine(entry))
   print(
     colour.dim(
@@ -113,7 +116,7 @@ export function entryLine(entry: TimelineEntry): string {
             `${entry.replacement ? `; ran the edited command ${visible(entry.replacement.join(' '))} instead` : ''}` +
             `${entry.raiseTo ? `; raised the cost cap to ${visible(entry.raiseTo)}` : ''}` +
             `${entry.remember ? `; remembered ${visible(`\`${entry.remember}\``)}` : ''}`
-        : `  ${colour.yellow('waiting')}   approval ${entry.approvalId}: ${entry.act} ${visible(entry.target)} — answer by ${formatDeadline(entry.deadline)} with \`tether approve ${entry.approvalId} --as <you>${entry.act === 'budget' ? ' --raise-to "<amount> USD"' : ''}\` or \`tether deny …\`` +
+        : `  ${colour.yellow('waiting')}   approval ${entry.approvalId}: ${entry.act} ${visible(entry.target)} — answer by ${formatDeadline(entry.deadline)} (${deadlineSetBy(entry.deadlineBy)}) with \`tether approve ${entry.approvalId} --as <you>${entry.act === 'budget' ? ' --raise-to "<amount> USD"' : ''}\` or \`tether deny …\`` +
             `${entry.approvalsRequired > 1 ? `; needs ${entry.approvalsRequired} approvers` : ''}` +
             `${entry.identity === 'signed' ? ', signed' : entry.identity === 'unsigned' ? ', unsigned' : ''}` +
             `${entry.rememberOffer ? `; remember would add ${visible(rememberText(entry))}` : ''}`

@@ -2,6 +2,7 @@
  * Starting runs and answering approvals from a Temporal client: what the CLI, the demo and a user's own
  * tooling call. Bad input is refused here, before anything reaches Temporal.
  */
+
 import { randomBytes } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import {
@@ -16,6 +17,7 @@ import type { ApprovalRow } from '../audit/index.js'
 import { type AnswerDraft, AnswerError, prepareAnswer } from '../identity/index.js'
 import type { ApproverKey } from '../identity/keyring.js'
 import type { Policy } from '../policy/index.js'
+import { clip } from '../present/index.js'
 import { ContractError, gateRefusal, parseContract, type TaskContractInput } from '../run/index.js'
 import {
   agentRun,
@@ -54,6 +56,9 @@ export async function startAgentRun(
       // A run id names one run forever: its audit, its transcript, its approvals.
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
       args: [{ contract: options.contract, policy: options.policy.toSpec() }],
+      // What Temporal's UI and CLI show first: the goal, and where the run works.
+      staticSummary: clip(contract.goal.replace(/\s+/g, ' '), 200),
+      staticDetails: `workspace \`${contract.workspace}\``,
     })
   } catch (error) {
     if (error instanceof WorkflowExecutionAlreadyStartedError) {

@@ -8,17 +8,26 @@
  *
  * With `workflowsPath`, the plugin bundles a small entry that re-exports the user's workflows and tether's.
  * With a prebuilt `workflowBundle`, re-export tether's workflows from your own workflows module instead:
- * `export { agentRun } from 'tether/workflows'`.
+ * `export { agentRun } from '@tether-agent/tether/workflows'`.
  */
+
 import { createHash } from 'node:crypto'
 import { writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { SimplePlugin } from '@temporalio/plugin'
 import type { ReplayWorkerOptions, WorkerOptions } from '@temporalio/worker'
-import { createActivities, waitThroughOutages } from '../activities/index.js'
+import { createActivities, unknownNamespace, waitThroughOutages } from '../activities/index.js'
 import { type AuditStore, openAudit } from '../audit/index.js'
 import type { ModelProvider } from '../model/index.js'
-import { floorFile, pricesFile, readTelemetry } from '../stack/index.js'
+import {
+  databaseUrl,
+  floorFile,
+  pricesFile,
+  readTelemetry,
+  runningDevStack,
+  tetherStateDir,
+} from '../stack/index.js'
+import { type WorkerTarget, whileReconciling, workerTarget } from './reconcile.js'
 import { WorkerTelemetry } from './telemetry.js'
 import {
   priced,
@@ -30,10 +39,18 @@ import {
 } from './worker.js'
 
 export interface TetherPluginOptions {
-  /** An audit store the caller manages; otherwise one is opened (and migrated) when the Worker runs. */
+  /**
+   * An audit store the caller manages. Without one, the plugin opens (and migrates) one when the Worker
+   * runs: `databaseUrl`, else `DATABASE_URL`, else the database of the `tether dev` running on this machine;
+   * with none of those the Worker stops at once, saying so in one line.
+   */
   audit?: AuditStore
-  /** For the store the plugin opens: default `DATABASE_URL`, else the embedded Postgres in `stateDir`. */
+  /** The audit PostgreSQL for the store the plugin opens. */
   databaseUrl?: string
+  /**
+   * tether's state folder (default `TETHER_STATE_DIR`, else the per-user one): where a running `tether dev`
+   * is found — and, when given explicitly and no database is, where an embedded PostgreSQL keeps its data.
+   */
   stateDir?: string
   provider?: (choice: string | undefined) => ModelProvider
   /**
@@ -62,14 +79,16 @@ export function tetherPlugin(options: TetherPluginOptions = {}): SimplePlugin {
       return typeof value === 'function' ? value.bind(store) : value
     },
   })
+  const namespace = unknownNamespace()
   const telemetry =
     options.telemetry === false ? undefined : (options.telemetry ?? new WorkerTelemetry(readTelemetry()))
   const { interceptors, sinks } = telemetry?.workerOptions() ?? {}
-  return new TetherPlugin(
+  const plugin: TetherPlugin = new TetherPlugin(
     {
       name: 'tether',
       activities: createActivities({
         audit,
+        namespace,
         floor: workerFloor(options.floor ?? floorFile()),
         ...priced(options.prices ?? pricesFile()),
         ...(options.provider ? { provider: options.provider } : {}),
@@ -80,15 +99,15 @@ export function tetherPlugin(options: TetherPluginOptions = {}): SimplePlugin {
       runContext: async (next) => {
         await telemetry?.start()
         try {
-          if (options.audit) return await next()
+          if (options.audit) return await whileReconciling(options.audit, plugin.target, next, namespace)
           store = await openAudit({
-            ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}),
+            databaseUrl: pluginDatabase(options),
             ...(options.stateDir ? { stateDir: options.stateDir } : {}),
             migrate: true,
             outages: waitThroughOutages(),
           })
           try {
-            await next()
+            await whileReconciling(store, plugin.target, next, namespace)
           } finally {
             await store.close()
             store = undefined
@@ -100,13 +119,28 @@ export function tetherPlugin(options: TetherPluginOptions = {}): SimplePlugin {
     },
     sinks ?? {},
   )
+  return plugin
+}
+
+/** The audit database the plugin opens; a Worker with nowhere to record runs does not start. */
+function pluginDatabase(options: TetherPluginOptions): string | undefined {
+  const url =
+    options.databaseUrl || databaseUrl() || runningDevStack(options.stateDir ?? tetherStateDir())?.databaseUrl
+  if (url || options.stateDir) return url
+  throw new Error(
+    'tether plugin: no audit database: set DATABASE_URL (the PostgreSQL tether records runs in), run ' +
+      '`tether dev` on this machine, or pass tetherPlugin({ databaseUrl }) or tetherPlugin({ audit })',
+  )
 }
 
 /**
  * The Worker also gets tether's defaults (a short sticky-queue timeout) where it sets none of its own, and,
- * when it traces, the sink its workflow spans leave by.
+ * when it traces, the sink its workflow spans leave by; its connection, namespace and task queue serve to
+ * keep the audit in step with Temporal (reconcile.ts).
  */
 class TetherPlugin extends SimplePlugin {
+  target: WorkerTarget | undefined
+
   constructor(
     options: ConstructorParameters<typeof SimplePlugin>[0],
     private readonly sinks: NonNullable<WorkerOptions['sinks']>,
@@ -115,6 +149,7 @@ class TetherPlugin extends SimplePlugin {
   }
 
   override configureWorker(options: WorkerOptions): WorkerOptions {
+    this.target = workerTarget(options)
     return super.configureWorker({
       ...TETHER_WORKER_DEFAULTS,
       ...options,

@@ -2,11 +2,12 @@
  * Building a Worker that serves tether: shared by `worker.ts`, `tether dev`, the demo and the plugin, so
  * they all load the same workflow code the same way.
  */
+
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { Client } from '@temporalio/client'
 import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker'
-import { createActivities, waitThroughOutages } from '../activities/index.js'
+import { createActivities, unknownNamespace, waitThroughOutages } from '../activities/index.js'
 import { type AuditStore, openAudit } from '../audit/index.js'
 import { loadPriceFile, type ModelProvider, type PriceOverrides } from '../model/index.js'
 import { builtinFloor, type Floor, floorOf, loadFloor, type Policy } from '../policy/index.js'
@@ -18,7 +19,9 @@ import {
   localTarget,
   startLocalStack,
   type TemporalTarget,
+  type WorkerDeployment,
 } from '../stack/index.js'
+import { ReconcilePlugin } from './reconcile.js'
 import type { WorkerTelemetry } from './telemetry.js'
 
 /** tether's workflows module: the compiled `.js` in a build, the `.ts` source in a checkout. */
@@ -61,6 +64,11 @@ export interface TetherWorkerOptions {
   maxCachedWorkflows?: number
   /** The operator's floor (see `workerFloor`); default: the built-in one. */
   floor?: WorkerFloor
+  /**
+   * Worker Versioning: the deployment this worker belongs to and its build. Each run is pinned to the build
+   * that started it; a new build takes new runs once it is the deployment's current version.
+   */
+  deployment?: WorkerDeployment | undefined
   /**
    * The stack's own state folder when it is not the default one (a second stack, the demo): hidden from
    * every command like the default is.
@@ -105,6 +113,7 @@ export function workerFloor(floor: WorkerFloor): Floor {
 export const WORKFLOW_CACHE_SIZE = 32
 
 export function createTetherWorker(options: TetherWorkerOptions): Promise<Worker> {
+  const namespace = unknownNamespace()
   const { telemetry } = options
   const source = workflowSource(telemetry?.traces)
   const { interceptors, sinks } = telemetry?.workerOptions() ?? {}
@@ -121,6 +130,7 @@ export function createTetherWorker(options: TetherWorkerOptions): Promise<Worker
     ...(sinks ? { sinks } : {}),
     activities: createActivities({
       audit: options.audit,
+      namespace,
       floor: workerFloor(options.floor),
       ...priced(options.prices),
       ...(telemetry ? { telemetry: telemetry.activities } : {}),
@@ -130,6 +140,17 @@ export function createTetherWorker(options: TetherWorkerOptions): Promise<Worker
     // Running commands get this long to finish on shutdown before they are cancelled and retried elsewhere.
     shutdownGraceTime: '30 seconds',
     maxCachedWorkflows: options.maxCachedWorkflows ?? WORKFLOW_CACHE_SIZE,
+    ...(options.deployment
+      ? {
+          workerDeploymentOptions: {
+            version: { deploymentName: options.deployment.name, buildId: options.deployment.buildId },
+            useWorkerVersioning: true,
+            defaultVersioningBehavior: 'PINNED' as const,
+          },
+        }
+      : {}),
+    // While it runs, runs Temporal closed by paths the workflow never sees are closed in the audit too.
+    plugins: [new ReconcilePlugin(options.audit, namespace)],
   })
 }
 

@@ -15,7 +15,7 @@ import type {
   StoredMessage,
   TimelineEntry,
 } from '../audit/index.js'
-import { clipNoted, formatBytes, formatMoney, seconds } from '../present/index.js'
+import { clipNoted, deadlineSetBy, formatBytes, formatMoney, seconds } from '../present/index.js'
 import type { WorkspaceChanges } from './changes.js'
 import { type Html, href, html, jsonData } from './html.js'
 import {
@@ -190,7 +190,7 @@ export function approvalStatus(data: Pick<ApprovalPageData, 'approval' | 'answer
   const { approval } = data
   if (!approval.decision) {
     return html`<p class="status waiting" role="status">Waiting for an answer; the run holds until then (deadline
-      ${deadline(approval.deadline, clock)}).</p>`
+      ${deadline(approval.deadline, clock)}, ${deadlineSetBy(approval.deadlineBy)}).</p>`
   }
   return html`<p class="status decided" role="status">${decisionText(approval)}.</p>
     ${data.answers.length ? html`<ul class="answers">${data.answers.map(({ answer }) => html`<li>${answer.approver}: ${answer.decision}</li>`)}</ul>` : ''}

@@ -15,6 +15,7 @@ import { renderCommand } from '../policy/index.js'
 import {
   clipNoted,
   type Decider,
+  deadlineSetBy,
   formatBytes,
   formatDeadline,
   formatMoney,
@@ -74,7 +75,7 @@ export function approvalFacts(
     <dt>Because of</dt><dd>${ruleText(row)}</dd>
     <dt>Remember would add</dt><dd>${rememberText(row.rememberOffer)}</dd>
     <dt>Needs</dt><dd>${needsText(row)}</dd>
-    <dt>Deadline</dt><dd>${deadline(row.deadline, clock)}</dd>
+    <dt>Deadline</dt><dd>${deadline(row.deadline, clock)} <small>(${deadlineSetBy(row.deadlineBy)})</small></dd>
   </dl>`
 }
 

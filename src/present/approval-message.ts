@@ -4,7 +4,7 @@
  * is escaped plain text: no formatting, mention (`<!channel>`) or link can be injected.
  */
 import { type RememberOffer, rememberWords, ruleWords, words } from './rules.js'
-import { untilText, utcText } from './time.js'
+import { deadlineSetBy, untilText, utcText } from './time.js'
 import { visible } from './visible.js'
 import { clip, counted } from './words.js'
 
@@ -18,8 +18,9 @@ export interface NoticedApproval {
   remember?: RememberOffer | undefined
   approvalsRequired?: number | undefined
   identity?: 'signed' | 'unsigned' | undefined
-  /** Unix milliseconds. */
+  /** Unix milliseconds: when the wait ends. */
   deadline: number
+  deadlineBy?: 'approval timeout' | 'wall-time budget' | undefined
 }
 
 export interface ApprovalNotice {
@@ -67,7 +68,10 @@ export function approvalMessage(format: 'json' | 'slack', notice: ApprovalNotice
       // Built from numbers only: the one mrkdwn block, for Slack's own time-zone rendering.
       {
         type: 'section',
-        text: { type: 'mrkdwn', text: `deadline ${slackDeadline(request.deadline, notice.now)}` },
+        text: {
+          type: 'mrkdwn',
+          text: `deadline ${slackDeadline(request.deadline, notice.now)}, ${deadlineSetBy(request.deadlineBy)}`,
+        },
       },
       plain(`Approve: ${answer.approve}\nDeny: ${answer.deny}`),
     ],

@@ -14,7 +14,7 @@ export {
   ruleWords,
   words,
 } from './rules.js'
-export { formatDeadline, span, untilText, utcText } from './time.js'
+export { deadlineSetBy, formatDeadline, span, untilText, utcText } from './time.js'
 export { visible } from './visible.js'
 export {
   clip,

@@ -9,6 +9,11 @@ export function formatDeadline(deadline: Date, now: Date = new Date(), timeZone 
   return `${utcText(deadline)} (${local}), ${untilText(deadline, now)}`
 }
 
+/** Which limit ends an approval's wait, in words: `set by the run's wall-time budget`. */
+export function deadlineSetBy(by: 'approval timeout' | 'wall-time budget' | undefined): string {
+  return by === 'wall-time budget' ? "set by the run's wall-time budget" : 'set by the approval timeout'
+}
+
 /** `2026-12-02 04:51 UTC`. */
 export function utcText(date: Date): string {
   return `${date.toISOString().slice(0, 16).replace('T', ' ')} UTC`

@@ -42,6 +42,8 @@ export interface TetherActivities {
     policy: unknown
     /** The effective policy's digest from the preparation (absent in old histories and rejected runs). */
     policyDigest?: string
+    /** The Worker Deployment build the run started on (Worker Versioning; absent without it). */
+    buildId?: string
     taskQueue: string
     parentRunId?: string
     startedAt: number

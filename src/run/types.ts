@@ -108,6 +108,11 @@ export interface RunPreparation {
   floor?: string
   /** Who may raise the run's cost cap (approver names); absent in runs recorded before cost caps. */
   budgetApprovers?: string[]
+  /**
+   * tether's search attributes the namespace has registered (besides TetherPendingApproval): the run sets
+   * only these, so a namespace without them still runs (recorded, so replay sets the same).
+   */
+  searchAttributes?: string[]
 }
 
 /** A transcript message the workflow made itself (a refusal, an invalid call, a gate failure). */
@@ -209,8 +214,13 @@ export interface PendingApproval {
   /** Whether answers must be signed (the policy's identity mode when the request was made). */
   identity?: 'signed' | 'unsigned'
   requestedAt: number
+  /** When the wait ends: the approval timeout, or the run's wall-time budget when that ends first. */
   deadline: number
+  /** Which of the two sets the deadline (absent in runs recorded before it was said). */
+  deadlineBy?: DeadlineBy
   approvers: string[]
   /** A budget approval: micro-dollars spent and the cap reached; a raise must go above `spent`. */
   budget?: { spent: number; cap: number }
 }
+
+export type DeadlineBy = 'approval timeout' | 'wall-time budget'

@@ -84,6 +84,16 @@ export interface TetherConfig {
   floor: string | undefined
   /** The operator's model price file (`TETHER_PRICES`); undefined means the shipped prices only. */
   prices: string | undefined
+  /**
+   * The Worker Deployment this worker belongs to and its build (`TETHER_DEPLOYMENT` and `TETHER_BUILD_ID`):
+   * with them, runs are pinned to the build that started them. Undefined: no Worker Versioning.
+   */
+  deployment: WorkerDeployment | undefined
+}
+
+export interface WorkerDeployment {
+  name: string
+  buildId: string
 }
 
 /** What a running local stack (`tether dev`) offers when nothing is configured. */
@@ -118,7 +128,20 @@ export function readConfig(options: ReadConfigOptions = {}): TetherConfig {
     stateDir: tetherStateDir(env),
     floor: floorFile(env),
     prices: pricesFile(env),
+    deployment: workerDeployment(env),
   }
+}
+
+function workerDeployment(env: Record<string, string>): WorkerDeployment | undefined {
+  const name = env.TETHER_DEPLOYMENT
+  const buildId = env.TETHER_BUILD_ID
+  if (name === undefined && buildId === undefined) return undefined
+  if (name === undefined || buildId === undefined) {
+    throw new ConfigError(
+      `${name === undefined ? 'TETHER_BUILD_ID' : 'TETHER_DEPLOYMENT'} is set without ${name === undefined ? 'TETHER_DEPLOYMENT' : 'TETHER_BUILD_ID'}: Worker Versioning needs both, the deployment's name and this build's id`,
+    )
+  }
+  return { name, buildId }
 }
 
 /** Where OTLP data goes: the endpoint URL of one signal and its encoding. */

@@ -35,6 +35,7 @@ export {
   type TemporalTarget,
   type TetherConfig,
   temporalAddress,
+  type WorkerDeployment,
   workerKeyFile,
 } from './config.js'
 export {
@@ -44,7 +45,13 @@ export {
   startEmbeddedPostgres,
 } from './postgres.js'
 export { isAlive } from './process.js'
-export { tetherStateDir, usualPort } from './state.js'
+export {
+  type DevStackRecord,
+  devStackFile,
+  runningDevStack,
+  tetherStateDir,
+  usualPort,
+} from './state.js'
 export {
   ensureTemporalCli,
   type TemporalCli,
@@ -57,6 +64,7 @@ export {
   LOCAL_TEMPORAL_TUNING,
   PENDING_APPROVAL_ATTRIBUTE,
   startDevServer,
+  TETHER_SEARCH_ATTRIBUTES,
 } from './temporal-server.js'
 export {
   checkClientPair,

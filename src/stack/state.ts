@@ -2,8 +2,10 @@
  * Where tether keeps its local state, and the ports `tether dev` tries first. One folder per user, not per
  * project, so the stack `tether dev` started is found from any folder.
  */
+import { readFileSync } from 'node:fs'
 import { homedir } from 'node:os'
 import { join, resolve } from 'node:path'
+import { isAlive } from './process.js'
 
 /**
  * tether's state folder: `TETHER_STATE_DIR`, else `$XDG_STATE_HOME/tether`, else `~/.local/state/tether`.
@@ -31,4 +33,32 @@ export function usualPort(service: keyof typeof USUAL_PORTS, env: NodeJS.Process
     throw new Error(`${name} must be a port number from 1 to 65535, not "${value}"`)
   }
   return port
+}
+
+/** What a running `tether dev` records in `<state>/dev.json`, so tether in any folder finds its stack. */
+export interface DevStackRecord {
+  temporalAddress: string
+  namespace: string
+  taskQueue: string
+  uiUrl?: string
+  /** The approvals inbox `tether dev` serves (its login link, with the stack's token). */
+  inboxUrl?: string
+  /** The audit database `tether dev` uses (it may hold a password: the file is readable by its owner only). */
+  databaseUrl?: string
+  pid: number
+}
+
+export function devStackFile(dir: string): string {
+  return join(dir, 'dev.json')
+}
+
+/** The `tether dev` running on state folder `dir`, if there is one (a record left by one that was killed is ignored). */
+export function runningDevStack(dir: string): DevStackRecord | undefined {
+  let record: DevStackRecord
+  try {
+    record = JSON.parse(readFileSync(devStackFile(dir), 'utf8')) as DevStackRecord
+  } catch {
+    return undefined
+  }
+  return isAlive(record.pid) ? record : undefined
 }

@@ -9,6 +9,12 @@ import { freePort, sleep, stopProcess } from './process.js'
 
 /** The search attribute that marks runs waiting for a human. */
 export const PENDING_APPROVAL_ATTRIBUTE = 'TetherPendingApproval'
+/** The search attributes tether sets, all Keyword: waiting for a person, the outcome, the workspace. */
+export const TETHER_SEARCH_ATTRIBUTES = [
+  PENDING_APPROVAL_ATTRIBUTE,
+  'TetherOutcome',
+  'TetherWorkspace',
+] as const
 
 /**
  * How every local Temporal server tether starts is tuned (`tether dev`, the demo, the tests, the benches).
@@ -109,8 +115,7 @@ async function startOnPort(options: DevServerOptions, port: number): Promise<Dev
     options.dbFilename,
     '--log-level',
     'warn',
-    '--search-attribute',
-    `${PENDING_APPROVAL_ATTRIBUTE}=Keyword`,
+    ...TETHER_SEARCH_ATTRIBUTES.flatMap((name) => ['--search-attribute', `${name}=Keyword`]),
     ...(uiPort ? ['--ui-port', String(uiPort)] : ['--headless']),
   ]
   const tuning = options.tuned === false ? undefined : LOCAL_TEMPORAL_TUNING

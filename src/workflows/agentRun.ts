@@ -20,10 +20,13 @@ import {
   defineUpdate,
   isCancellation,
   log,
+  makeContinueAsNewFunc,
   patched,
   proxyActivities,
   proxyLocalActivities,
+  setCurrentDetails,
   setHandler,
+  upsertMemo,
   upsertSearchAttributes,
   uuid4,
   workflowInfo,
@@ -74,6 +77,9 @@ import {
 import { traceApproval, traceGate, traceRun, traceTool, traceTurn } from './tracing.js'
 
 export const PENDING_APPROVAL = defineSearchAttributeKey('TetherPendingApproval', SearchAttributeType.KEYWORD)
+/** How a run ended (`verified`, `failed`, …) and where it worked: to find runs with `temporal workflow list`. */
+export const OUTCOME_ATTRIBUTE = defineSearchAttributeKey('TetherOutcome', SearchAttributeType.KEYWORD)
+export const WORKSPACE_ATTRIBUTE = defineSearchAttributeKey('TetherWorkspace', SearchAttributeType.KEYWORD)
 
 export interface DecideResult {
   approvalId: string
@@ -153,7 +159,7 @@ const provenance = proxyActivities<TetherActivities>({
   retry: { maximumAttempts: 3 },
 })
 
-function execActivities(timeoutMs: number): TetherActivities {
+function execActivities(timeoutMs: number) {
   // One attempt's cap is the command's own timeout plus slack for drain and kill; a worker crash is noticed
   // by the heartbeat timeout, and the retry re-runs the command — unless it is on the contract's noRetry
   // list, in which case the retry tells the model the outcome is unknown instead (see tetherExec).
@@ -170,7 +176,7 @@ type StepTurn = Pick<ModelTurn, 'text' | 'toolCalls' | 'usage' | 'model' | 'cost
  * The verification gate runs a command too: the same timeouts and heartbeat as exec, so a long gate is not
  * cut off and a dead worker is noticed in seconds. (Cancellation stays as recorded runs had it.)
  */
-function gateActivities(timeoutMs: number): TetherActivities {
+function gateActivities(timeoutMs: number) {
   const { startToCloseTimeout, heartbeatTimeout } = execActivityOptions(timeoutMs)
   return proxyActivities<TetherActivities>({
     startToCloseTimeout,
@@ -191,6 +197,16 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
   const info = workflowInfo()
   const runId = info.workflowId
   const contract = parseInput(input)
+  // New changes to the command sequence are decided here, in the run's first task, before any await: a
+  // patch decided right after a local activity can fall into another workflow task on replay than it did
+  // when recorded, which Temporal reports as nondeterminism.
+  const changes = {
+    legible: patched('legible-in-temporal'),
+    trueDeadline: patched('true-deadline'),
+    continueOnCurrentBuild: patched('continue-on-current-build'),
+    costBudget: patched('cost-budget'),
+    provenance: patched('provenance'),
+  }
   const state: RunState = initialState(input.carried, Date.now())
   const book = new ApprovalBook(runId)
   /** Whether the TetherPendingApproval search attribute says this run waits for a person. */
@@ -239,12 +255,35 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
     ...(outcome ? { outcome } : {}),
   }))
 
+  /** What Temporal's UI shows of the run, and which of tether's search attributes the namespace has. */
+  let legible: { searchAttributes: Set<string> } | undefined
+  /** The run's current details in Temporal's UI and CLI: where it works, under what, and where it is. */
+  const showDetails = (now?: string) => {
+    const lines = [
+      `**workspace** \`${contract.workspace}\``,
+      ...(policyDigest.policyDigest ? [`**policy** \`${policyDigest.policyDigest.slice(0, 12)}\``] : []),
+      `**step** ${state.step} · **${phase}**${now ? ` — ${now}` : ''}`,
+      ...(outcome ? [`**outcome** ${outcome}`] : []),
+    ]
+    setCurrentDetails(lines.join('\n\n'))
+  }
+  const setPhase = (next: RunStatus['phase'], now?: string) => {
+    phase = next
+    showDetails(now)
+  }
+
   const finish = async (
     result: { outcome: Outcome; reason?: string },
     options: { provenance: boolean } = { provenance: true },
   ): Promise<AgentRunResult> => {
     outcome = result.outcome
-    phase = 'done'
+    setPhase('done', result.reason ? clip(result.reason, 200) : undefined)
+    if (legible) {
+      upsertMemo({ outcome: result.outcome, ...(result.reason ? { reason: clip(result.reason, 500) } : {}) })
+      if (legible.searchAttributes.has(OUTCOME_ATTRIBUTE.name)) {
+        upsertSearchAttributes([{ key: OUTCOME_ATTRIBUTE, value: result.outcome }])
+      }
+    }
     if (patched('tidy-exit')) {
       // Whatever path ends the run: a closed run is not waiting for anyone, and no handler is left
       // half-done (a refused answer still being recorded).
@@ -252,18 +291,20 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
       waitingForPeople = false
       await condition(allHandlersFinished)
     }
-    await projections.tetherFinishRun({
-      runId,
-      executionId: info.firstExecutionRunId,
-      outcome: result.outcome,
-      ...(result.reason ? { reason: result.reason } : {}),
-      steps: state.step,
-      inputTokens: state.inputTokens,
-      outputTokens: state.outputTokens,
-      ...spent(),
-      finishedAt: Date.now(),
-    })
-    if (options.provenance && patched('provenance')) await recordProvenance()
+    await projections.tetherFinishRun.executeWithOptions(meta(`record the outcome: ${result.outcome}`), [
+      {
+        runId,
+        executionId: info.firstExecutionRunId,
+        outcome: result.outcome,
+        ...(result.reason ? { reason: result.reason } : {}),
+        steps: state.step,
+        inputTokens: state.inputTokens,
+        outputTokens: state.outputTokens,
+        ...spent(),
+        finishedAt: Date.now(),
+      },
+    ])
+    if (options.provenance && changes.provenance) await recordProvenance()
     return {
       runId,
       outcome: result.outcome,
@@ -281,7 +322,9 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
    */
   async function recordProvenance(): Promise<void> {
     try {
-      await provenance.tetherRecordProvenance({ runId })
+      await provenance.tetherRecordProvenance.executeWithOptions(meta("sign the run's provenance"), [
+        { runId },
+      ])
     } catch (error) {
       if (!(error instanceof ActivityFailure)) throw error
       log.warn('no provenance recorded for the run', { runId, reason: failureReason(error) })
@@ -297,22 +340,36 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
   let policyDigest: { policyDigest: string } | Record<string, never> = {}
   const recordStart = async () => {
     if (input.carried) return
-    await projections.tetherStartRun({
-      runId,
-      executionId: info.firstExecutionRunId,
-      contract,
-      policy: input.policy,
-      ...policyDigest,
-      taskQueue: info.taskQueue,
-      ...(info.parent ? { parentRunId: info.parent.workflowId } : {}),
-      startedAt: state.startedAt,
-    })
+    await projections.tetherStartRun.executeWithOptions(meta("record the run's start"), [
+      {
+        runId,
+        executionId: info.firstExecutionRunId,
+        contract,
+        policy: input.policy,
+        ...policyDigest,
+        taskQueue: info.taskQueue,
+        ...(info.currentDeploymentVersion ? { buildId: info.currentDeploymentVersion.buildId } : {}),
+        ...(info.parent ? { parentRunId: info.parent.workflowId } : {}),
+        startedAt: state.startedAt,
+      },
+    ])
   }
 
   // The contract against the worker's world (workspace, gate program, model) and the policy (the gate must
   // be allowed): a run that cannot work fails here, before anyone is asked anything.
-  const preparation = await local.tetherPrepareRun({ contract, policy: input.policy })
+  const preparation = await local.tetherPrepareRun.executeWithOptions(
+    meta('check the contract and the policy against this worker'),
+    [{ contract, policy: input.policy }],
+  )
   if (preparation.policyDigest) policyDigest = { policyDigest: preparation.policyDigest }
+  if (changes.legible) {
+    legible = { searchAttributes: new Set(preparation.searchAttributes ?? []) }
+    upsertMemo({ goal: clip(contract.goal, 500), workspace: contract.workspace, ...policyDigest })
+    if (legible.searchAttributes.has(WORKSPACE_ATTRIBUTE.name)) {
+      upsertSearchAttributes([{ key: WORKSPACE_ATTRIBUTE, value: clip(contract.workspace, 1_000) }])
+    }
+  }
+  showDetails()
   if (preparation.rejected) {
     // Recorded like any other run, so `tether ls` and `tether show` say why it never started.
     if (patched('record-rejected-run')) {
@@ -342,21 +399,28 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
       if (workflowInfo().continueAsNewSuggested) {
         // Safe point: nothing in flight, no approval pending, every handler done.
         await condition(allHandlersFinished)
-        await continueAsNew<typeof agentRun>({
+        const next = {
           contract,
           policy: input.policy,
           carried: { ...state, continuedAsNew: state.continuedAsNew + 1 },
-        })
+        }
+        // A run is pinned to the build that started it (Worker Versioning); the next run of its chain
+        // starts on the deployment's current build. Without versioned workers this changes nothing.
+        if (changes.continueOnCurrentBuild) {
+          await makeContinueAsNewFunc<typeof agentRun>({ initialVersioningBehavior: 'AUTO_UPGRADE' })(next)
+        } else await continueAsNew<typeof agentRun>(next)
       }
 
       const stepStarted = Date.now()
       state.step += 1
       const step = state.step
       inStep = { step, startedAt: stepStarted }
-      phase = 'model'
+      setPhase('model')
       const replySeq = state.nextSeq
       const turn = await traceTurn(runId, step, () =>
-        model.tetherModelTurn({ runId, step, replySeq, pending: state.pending }),
+        model.tetherModelTurn.executeWithOptions(meta(`model turn ${step}`), [
+          { runId, step, replySeq, pending: state.pending },
+        ]),
       )
       inStep.turn = turn
       state.pending = []
@@ -372,18 +436,18 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
             reason: clip(turn.text || 'the model ended its turn', 300),
           })
         }
-        phase = 'verifying'
+        setPhase('verifying')
         const gate = await verify(step, reserveSeq(state))
         if (gate.passed) return await finish({ outcome: 'verified', reason: gate.summary })
         continue
       }
 
-      phase = 'tools'
+      setPhase('tools')
       const { lines, refusals } = await runCalls(step, turn.toolCalls, seqs.reply, seqs.results)
       await recordStep(runId, step, turn, lines, stepDecision(lines, turn), stepStarted, refusals)
 
       if (contract.verifyWhen === 'every-step' && contract.verification) {
-        phase = 'verifying'
+        setPhase('verifying')
         const gate = await verify(step, null)
         if (gate.passed) return await finish({ outcome: 'verified', reason: gate.summary })
       }
@@ -415,14 +479,19 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
   async function verify(step: number, seq: number | null) {
     const timeoutMs = commandTimeout(state, contract, Date.now())
     const gate = await traceGate(runId, step, () =>
-      gateActivities(timeoutMs).tetherVerify({
-        runId,
-        step,
-        pending: seq === null ? [] : state.pending,
-        seq,
-        timeoutMs,
-        ...policyDigest,
-      }),
+      gateActivities(timeoutMs).tetherVerify.executeWithOptions(
+        meta(`gate: ${contract.verification?.command.join(' ') ?? ''}`),
+        [
+          {
+            runId,
+            step,
+            pending: seq === null ? [] : state.pending,
+            seq,
+            timeoutMs,
+            ...policyDigest,
+          },
+        ],
+      ),
     )
     if (seq !== null && !gate.passed) state.pending = []
     return gate
@@ -448,10 +517,13 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
 
     const asks = judged.filter((entry) => entry.verdict.effect === 'ask')
     if (asks.length > 0) {
-      phase = 'approval'
+      setPhase(
+        'approval',
+        `waiting for a person: ${clip(asks.map((entry) => `${entry.verdict.act} ${entry.verdict.target}`).join('; '), 300)}`,
+      )
       for (const entry of asks) entry.approval = await requestApproval(step, entry.index, entry.verdict)
       await waitForPeople(asks.map((entry) => entry.approval as string))
-      phase = 'tools'
+      setPhase('tools')
     }
 
     for (const entry of judged) {
@@ -506,34 +578,44 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
       const timeoutMs = commandTimeout(state, contract, Date.now())
       const summary =
         call.name === 'exec'
-          ? await execActivities(timeoutMs).tetherExec({
-              runId,
-              step,
-              pending: state.pending,
-              call: index,
-              seq,
-              callId: call.id,
-              argv: call.args.argv,
-              workspace: contract.workspace,
-              timeoutMs,
-              outputCeiling: contract.outputCeiling,
-              noRetry: verdict.noRetry === true,
-              ...(note ? { note } : {}),
-              ...policyDigest,
-            })
-          : await files.tetherFileTool({
-              runId,
-              step,
-              pending: state.pending,
-              call: index,
-              seq,
-              replySeq,
-              callId: call.id,
-              name: call.name,
-              workspace: contract.workspace,
-              remembered: state.remembered,
-              ...policyDigest,
-            })
+          ? await execActivities(timeoutMs).tetherExec.executeWithOptions(
+              meta(`exec: ${call.args.argv.join(' ')}`),
+              [
+                {
+                  runId,
+                  step,
+                  pending: state.pending,
+                  call: index,
+                  seq,
+                  callId: call.id,
+                  argv: call.args.argv,
+                  workspace: contract.workspace,
+                  timeoutMs,
+                  outputCeiling: contract.outputCeiling,
+                  noRetry: verdict.noRetry === true,
+                  ...(note ? { note } : {}),
+                  ...policyDigest,
+                },
+              ],
+            )
+          : await files.tetherFileTool.executeWithOptions(
+              meta(`${call.name} ${'path' in call.args ? call.args.path : call.args.pattern}`),
+              [
+                {
+                  runId,
+                  step,
+                  pending: state.pending,
+                  call: index,
+                  seq,
+                  replySeq,
+                  callId: call.id,
+                  name: call.name,
+                  workspace: contract.workspace,
+                  remembered: state.remembered,
+                  ...policyDigest,
+                },
+              ],
+            )
       // The activity wrote the workflow's own observations before its result.
       state.pending = []
       lines.push(clip(summary.summary, 300))
@@ -587,19 +669,30 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
 
   /** Records a request for people to answer, with its id, deadline and the run's identity mode. */
   async function openApproval(
-    fields: Omit<PendingApproval, 'approvalId' | 'identity' | 'requestedAt' | 'deadline'>,
+    fields: Omit<PendingApproval, 'approvalId' | 'identity' | 'requestedAt' | 'deadline' | 'deadlineBy'>,
   ): Promise<string> {
     const now = Date.now()
+    const requested = now + contract.approvals.timeout
+    const budgetEnd = state.startedAt + contract.budgets.maxWallTime
+    // The wait ends at the earlier of the two: approvers are told that time, and which limit sets it.
+    const deadline = changes.trueDeadline
+      ? budgetEnd < requested
+        ? { deadline: budgetEnd, deadlineBy: 'wall-time budget' as const }
+        : { deadline: requested, deadlineBy: 'approval timeout' as const }
+      : { deadline: requested }
     const request: PendingApproval = {
       approvalId: uuid4(),
       ...fields,
       identity: book.identityMode,
       requestedAt: now,
-      deadline: now + contract.approvals.timeout,
+      ...deadline,
     }
     book.request(request)
     state.approvals += 1
-    await projections.tetherApprovalRequested({ runId, request, goal: contract.goal })
+    await projections.tetherApprovalRequested.executeWithOptions(
+      meta(`approval requested: ${request.act} ${request.target}`),
+      [{ runId, request, goal: contract.goal }],
+    )
     return request.approvalId
   }
 
@@ -619,11 +712,11 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
    */
   async function costGate(): Promise<{ outcome: Outcome; reason: string } | undefined> {
     const at = costCapReached(state, contract)
-    if (!at || !patched('cost-budget')) return undefined
+    if (!at || !changes.costBudget) return undefined
     const budgetApprovers = preparation.budgetApprovers ?? []
     if (budgetApprovers.length === 0) return { outcome: 'cost-budget', reason: costBudgetReason(at) }
-    phase = 'approval'
     const target = costCapWords(at)
+    setPhase('approval', `waiting for a budget approver: ${target}`)
     const approvalId = await openApproval({
       step: state.step,
       call: -1,
@@ -696,21 +789,23 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
   ) {
     inStep = undefined
     const recorder = patched('record-step-locally') ? localProjections : projections
-    await recorder.tetherRecordStep({
-      runId: id,
-      step,
-      toolCalls: turn.toolCalls,
-      decision: clip(decision, OBSERVATION_LIMIT),
-      observation: clip(lines.length > 0 ? lines.join('\n') : turn.text, OBSERVATION_LIMIT),
-      inputTokens: turn.usage.inputTokens,
-      outputTokens: turn.usage.outputTokens,
-      ...(turn.usage.cachedInputTokens ? { cachedInputTokens: turn.usage.cachedInputTokens } : {}),
-      ...(turn.model ? { model: turn.model } : {}),
-      ...(turn.cost !== undefined ? { cost: turn.cost } : {}),
-      startedAt,
-      finishedAt: Date.now(),
-      refusals,
-    })
+    await recorder.tetherRecordStep.executeWithOptions(meta(`record step ${step}`), [
+      {
+        runId: id,
+        step,
+        toolCalls: turn.toolCalls,
+        decision: clip(decision, OBSERVATION_LIMIT),
+        observation: clip(lines.length > 0 ? lines.join('\n') : turn.text, OBSERVATION_LIMIT),
+        inputTokens: turn.usage.inputTokens,
+        outputTokens: turn.usage.outputTokens,
+        ...(turn.usage.cachedInputTokens ? { cachedInputTokens: turn.usage.cachedInputTokens } : {}),
+        ...(turn.model ? { model: turn.model } : {}),
+        ...(turn.cost !== undefined ? { cost: turn.cost } : {}),
+        startedAt,
+        finishedAt: Date.now(),
+        refusals,
+      },
+    ])
     // Answers that were refused (a bad signal) are recorded, never applied.
     await recordRejectedAnswers(step)
   }
@@ -728,6 +823,11 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
     const calls = turn ?? { text: '', toolCalls: [], usage: { inputTokens: 0, outputTokens: 0 } }
     await recordStep(runId, step, calls, [], decision, startedAt, [])
   }
+}
+
+/** What Temporal's UI and CLI show for an activity call: one line a person reads (`exec: npm test`). */
+function meta(text: string): { summary: string } {
+  return { summary: clip(text.replace(/\s+/g, ' '), 200) }
 }
 
 /** What a verdict lets an approver remember, as the request shows it (verdicts from before had one form). */

@@ -305,6 +305,12 @@ describe('tether CLI', () => {
         .toBe('cancelled')
       expect(existsSync(join(ws.path, 'a.txt'))).toBe(true)
       expect(existsSync(join(ws.path, 'b.txt'))).toBe(false)
+      // Cancelling what already ended changes nothing, and says so.
+      const cancelAgain = await tether(['cancel', runId])
+      expect(cancelAgain.code).toBe(1)
+      expect(cancelAgain.stderr).toBe(
+        `error: run ${runId} is already closed (cancelled); nothing to cancel\n`,
+      )
       // Each answer is one line of the timeline, naming who answered, how and why.
       const shown = (await tether(['show', runId])).stdout
       expect(shown).toContain('approval  exec touch a.txt → approved by alice via update: fine')

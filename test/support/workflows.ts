@@ -4,11 +4,13 @@ import {
   CancelledFailure,
   condition,
   defineSignal,
+  executeChild,
   proxyActivities,
   setHandler,
 } from '@temporalio/workflow'
 import { execActivityOptions } from '../../src/exec/activity-options.js'
 import type { ExecResult } from '../../src/exec/types.js'
+import type { AgentRunInput, AgentRunResult } from '../../src/run/index.js'
 import type { ExecActivityInput, execCommand } from './exec-activity.js'
 
 export * from '../../src/workflows/index.js'
@@ -50,4 +52,13 @@ export async function execCommandWorkflow(
     }
     throw error
   }
+}
+
+/** A user's workflow that starts a run as its child and waits for it (its close ends the child by default). */
+export async function parentOfRun(input: AgentRunInput, childId: string): Promise<string> {
+  const result = await executeChild<(input: AgentRunInput) => Promise<AgentRunResult>>('agentRun', {
+    args: [input],
+    workflowId: childId,
+  })
+  return result.outcome
 }

@@ -11,7 +11,7 @@ import {
   listKeys,
   loadKey,
 } from '../../identity/keyring.js'
-import { formatDeadline, ruleWords, words } from '../../present/index.js'
+import { deadlineSetBy, formatDeadline, ruleWords, words } from '../../present/index.js'
 import { colour, print, printJson, printTable, visible, withAudit, withTemporal } from '../context.js'
 import { CliError } from '../errors.js'
 import { rememberText } from '../follow.js'
@@ -69,7 +69,7 @@ export function registerApprovals(program: Command): void {
           words(ruleWords(a, String)),
           `${a.approvalsRequired} ${a.identity === 'signed' ? 'signed' : 'unsigned'}`,
           visible(rememberText(a)).slice(0, 80),
-          formatDeadline(a.deadline),
+          `${formatDeadline(a.deadline)} (${deadlineSetBy(a.deadlineBy)})`,
         ]),
       )
     })

@@ -167,8 +167,16 @@ export function registerRuns(program: Command): void {
     .argument('<run>', 'the run id')
     .action(async (runId: string) => {
       await withTemporal(async (client) => {
+        const handle = client.workflow.getHandle(runId)
         try {
-          await client.workflow.getHandle(runId).cancel()
+          const { status } = await handle.describe()
+          // Cancelling what already ended would change nothing: say so, and fail like any no-op request.
+          if (status.name !== 'RUNNING') {
+            throw new CliError(
+              `run ${runId} is already closed (${status.name.toLowerCase().replace('_', ' ')}); nothing to cancel`,
+            )
+          }
+          await handle.cancel()
         } catch (error) {
           if (error instanceof WorkflowNotFoundError)
             throw new CliError(`no run ${runId} on this Temporal server`)

@@ -61,9 +61,14 @@ describe('a recorded history, replayed', () => {
     const report = compareWithHistory(RUN, executions, empty())
     const decided = executions[0]?.calls.find((c) => c.type === 'tetherApprovalDecided') as ReplayedCall
     const approvalId = (decided.input as { request: { approvalId: string } }).request.approvalId
+    // The run's policy is stored by digest once the run is prepared; history holds that digest too.
+    const prepared = executions[0]?.calls.find((c) => c.type === 'tetherPrepareRun') as ReplayedCall
+    const { policyDigest } = prepared.result as { policyDigest: string }
+    expect(policyDigest).toMatch(/^[0-9a-f]{64}$/)
     expect(brief(report.findings)).toEqual(
       [
         `runs ${RUN} deleted`,
+        `policies ${policyDigest} deleted`,
         'steps step 1 deleted',
         'steps step 2 deleted',
         'exec_results step 1 call 0 deleted',

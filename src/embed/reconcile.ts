@@ -1,0 +1,229 @@
+/**
+ * One truth with Temporal. A run Temporal closes by a path its workflow never sees — terminated (also what a
+ * parent's close does to a child by default), timed out — gets its terminal outcome in the audit, and its
+ * approvals leave every waiting list; an approval a running run no longer waits for (a reset took it back)
+ * leaves them too. Every worker sweeps the runs of its task queue when it starts and then every few seconds
+ * while it runs, so nothing lists an approval whose workflow is closed for longer than that.
+ */
+
+import { Client, WorkflowNotFoundError } from '@temporalio/client'
+import { SimplePlugin } from '@temporalio/plugin'
+import type { WorkerOptions } from '@temporalio/worker'
+import type { NamespaceFacts } from '../activities/index.js'
+import type { AuditStore } from '../audit/index.js'
+import type { AgentRunResult } from '../run/index.js'
+import { pendingApprovalsQuery } from '../workflows/index.js'
+
+/** How often a worker compares its runs with Temporal. */
+const SWEEP_MS = 5_000
+/** Runs described at once. */
+const CONCURRENCY = 8
+
+/** What a closed workflow's status means as a run's outcome, and in words. */
+const CLOSED: Record<string, { outcome: string; how: string }> = {
+  TERMINATED: { outcome: 'terminated', how: 'terminated in Temporal' },
+  TIMED_OUT: { outcome: 'timed-out', how: 'timed out in Temporal (its execution or run timeout)' },
+  CANCELLED: { outcome: 'cancelled', how: 'cancelled in Temporal' },
+  FAILED: { outcome: 'failed', how: 'failed in Temporal' },
+  COMPLETED: { outcome: 'finished', how: 'completed in Temporal' },
+}
+
+export interface AuditReconcilerOptions {
+  audit: AuditStore
+  client: Client
+  taskQueue: string
+  intervalMs?: number
+  log?: (line: string) => void
+}
+
+/** Starts sweeping at once and every few seconds; `stop()` waits for a sweep in progress. */
+export function reconcileWithTemporal(options: AuditReconcilerOptions): { stop(): Promise<void> } {
+  let stopped = false
+  let timer: NodeJS.Timeout | undefined
+  let current: Promise<void> = Promise.resolve()
+  const tick = () => {
+    current = sweep(options)
+      .catch((error: unknown) =>
+        options.log?.(`tether: comparing runs with Temporal failed: ${String(error)}`),
+      )
+      .finally(() => {
+        if (!stopped) timer = setTimeout(tick, options.intervalMs ?? SWEEP_MS)
+      })
+  }
+  tick()
+  return {
+    async stop() {
+      stopped = true
+      clearTimeout(timer)
+      await current
+    },
+  }
+}
+
+async function sweep({ audit, client, taskQueue }: AuditReconcilerOptions): Promise<void> {
+  const runs = await audit.runningRuns({ taskQueue, limit: 1_000 })
+  for (let i = 0; i < runs.length; i += CONCURRENCY) {
+    await Promise.all(runs.slice(i, i + CONCURRENCY).map((run) => reconcileRun(audit, client, run)))
+  }
+}
+
+async function reconcileRun(
+  audit: AuditStore,
+  client: Client,
+  run: { runId: string; executionId?: string | undefined; waiting: boolean },
+): Promise<void> {
+  const handle = client.workflow.getHandle(run.runId)
+  let description: Awaited<ReturnType<typeof handle.describe>>
+  try {
+    description = await handle.describe()
+  } catch (error) {
+    if (error instanceof WorkflowNotFoundError) return
+    throw error
+  }
+  const status = description.status.name
+  if (status === 'RUNNING') {
+    if (run.waiting) await dropApprovalsNoLongerAwaited(audit, handle, run.runId)
+    return
+  }
+  const closed = CLOSED[status]
+  if (!closed) return
+  const at = description.closeTime ?? new Date()
+  const { outcome, reason } = await closedOutcome(handle, status, closed)
+  for (const approval of await audit.pendingApprovals({ runId: run.runId })) {
+    await audit.recordApprovalDecision({
+      approvalId: approval.approvalId,
+      decision: 'cancelled',
+      decidedBy: 'temporal',
+      channel: 'cancel',
+      decidedAt: at,
+      reason: `the run was ${closed.how}`,
+    })
+  }
+  const summary = await audit.runSummary(run.runId)
+  await audit.recordRunFinished({
+    runId: run.runId,
+    ...(run.executionId ? { executionId: run.executionId } : {}),
+    outcome,
+    reason,
+    steps: summary?.steps ?? 0,
+    inputTokens: summary?.inputTokens ?? 0,
+    outputTokens: summary?.outputTokens ?? 0,
+    finishedAt: at,
+  })
+}
+
+/** A run's outcome from how Temporal closed it: the result when it completed, the reason it was terminated. */
+async function closedOutcome(
+  handle: ReturnType<Client['workflow']['getHandle']>,
+  status: string,
+  closed: { outcome: string; how: string },
+): Promise<{ outcome: string; reason: string }> {
+  if (status === 'COMPLETED') {
+    const result = (await handle.result()) as AgentRunResult
+    return { outcome: result.outcome, reason: result.reason ?? closed.how }
+  }
+  if (status === 'TERMINATED') {
+    const history = await handle.fetchHistory()
+    const last = history.events?.at(-1)?.workflowExecutionTerminatedEventAttributes
+    return { outcome: closed.outcome, reason: `${closed.how}${last?.reason ? `: ${last.reason}` : ''}` }
+  }
+  return { outcome: closed.outcome, reason: closed.how }
+}
+
+/** Approvals the audit holds as waiting that the running workflow no longer has (a reset took them back). */
+async function dropApprovalsNoLongerAwaited(
+  audit: AuditStore,
+  handle: ReturnType<Client['workflow']['getHandle']>,
+  runId: string,
+): Promise<void> {
+  // Without a worker the query cannot answer: then nothing is known, and nothing is changed.
+  const pending = await handle.client
+    .withDeadline(Date.now() + 2_000, () => handle.query(pendingApprovalsQuery))
+    .catch(() => undefined)
+  if (!pending) return
+  const awaited = new Set(pending.map((approval) => approval.approvalId))
+  for (const approval of await audit.pendingApprovals({ runId })) {
+    if (awaited.has(approval.approvalId)) continue
+    await audit.recordApprovalDecision({
+      approvalId: approval.approvalId,
+      decision: 'cancelled',
+      decidedBy: 'temporal',
+      channel: 'cancel',
+      decidedAt: new Date(),
+      reason: 'the run no longer waits for this approval (it was reset in Temporal)',
+    })
+  }
+}
+
+/** Where a Worker runs: a client on its own connection and namespace, and its task queue. */
+export interface WorkerTarget {
+  client: Client
+  taskQueue: string
+}
+
+/** The target of a Worker with these options (the Worker's own connection serves the client too). */
+export function workerTarget(options: WorkerOptions): WorkerTarget | undefined {
+  if (!options.connection) return undefined
+  return {
+    client: new Client({
+      connection: options.connection,
+      ...(options.namespace ? { namespace: options.namespace } : {}),
+    }),
+    taskQueue: options.taskQueue,
+  }
+}
+
+/**
+ * Runs `next` (the Worker) while the audit is kept in step with Temporal; first learns which of tether's
+ * search attributes the namespace has (into `namespace`, which the activities read).
+ */
+export async function whileReconciling(
+  audit: AuditStore,
+  target: WorkerTarget | undefined,
+  next: () => Promise<void>,
+  namespace?: NamespaceFacts,
+): Promise<void> {
+  if (target && namespace) await learnSearchAttributes(target.client, namespace)
+  const reconciler = target
+    ? reconcileWithTemporal({ audit, ...target, log: (line) => console.warn(line) })
+    : undefined
+  try {
+    await next()
+  } finally {
+    await reconciler?.stop()
+  }
+}
+
+/**
+ * The search attributes registered in the worker's namespace. Listing them is an operator call some
+ * credentials may not make: then none is assumed, and runs set only TetherPendingApproval.
+ */
+async function learnSearchAttributes(client: Client, facts: NamespaceFacts): Promise<void> {
+  try {
+    const listed = await client.connection.operatorService.listSearchAttributes({
+      namespace: client.options.namespace,
+    })
+    facts.searchAttributes = new Set(Object.keys(listed.customAttributes ?? {}))
+  } catch (error) {
+    console.warn(
+      `tether: cannot list the namespace's search attributes (${String(error).split('\n')[0]}); runs set TetherPendingApproval only`,
+    )
+  }
+}
+
+/** For a Worker whose audit store is open already: keeps it in step with Temporal while the Worker runs. */
+export class ReconcilePlugin extends SimplePlugin {
+  private target: WorkerTarget | undefined
+
+  constructor(audit: AuditStore, namespace?: NamespaceFacts) {
+    super({
+      name: 'tether-reconcile',
+      runContext: (next) => whileReconciling(audit, this.target, next, namespace),
+    })
+  }
+
+  override configureWorker(options: WorkerOptions): WorkerOptions {
+    this.target = workerTarget(options)
+    return super.configureWorker(options)
+  }
+}

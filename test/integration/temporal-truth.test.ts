@@ -1,0 +1,178 @@
+/**
+ * One truth with Temporal: runs Temporal closes by paths the workflow never sees — terminated, closed with
+ * their parent, reset — end with the right outcome in the audit, and no waiting list keeps their approvals;
+ * and every deadline shown is when the wait really ends.
+ */
+import { randomUUID } from 'node:crypto'
+import { describe, expect, it } from 'vitest'
+import { createActivities } from '../../src/activities/index.js'
+import { ReconcilePlugin } from '../../src/embed/reconcile.js'
+import { Policy } from '../../src/policy/index.js'
+import { pendingApprovalsQuery } from '../../src/workflows/index.js'
+import { npmWorkspace, useAgentHarness, writeScript } from '../support/agent.js'
+import { createWorker, uniqueTaskQueue } from '../support/temporal.js'
+
+const harness = useAgentHarness()
+const touch = { name: 'exec', args: { argv: ['touch', 'asked.txt'] } }
+const asking = () => Policy.fromSpec({ ...Policy.tiered().toSpec(), identity: 'unsigned' })
+
+/** A worker that serves runs and their parents, and keeps the audit in step with Temporal. */
+async function reconcilingWorker() {
+  const taskQueue = uniqueTaskQueue('truth')
+  const { worker, connection } = await createWorker({
+    taskQueue,
+    activities: createActivities({ audit: harness.audit }),
+    plugins: [new ReconcilePlugin(harness.audit)],
+  })
+  const running = worker.run()
+  return {
+    taskQueue,
+    stop: async () => {
+      worker.shutdown()
+      await running
+      await connection.close()
+    },
+  }
+}
+
+async function waitingInput(contract: Record<string, unknown> = {}) {
+  const ws = await npmWorkspace()
+  const model = `scripted:${await writeScript(ws.path, { turns: [{ toolCalls: [touch] }, { text: 'done' }] } as never)}`
+  return {
+    ws,
+    input: {
+      contract: { goal: 'wait for a person', workspace: ws.path, model, verification: null, ...contract },
+      policy: asking().toSpec(),
+    },
+  }
+}
+
+async function waitsForAnApproval(runId: string) {
+  await expect
+    .poll(async () => (await harness.audit.pendingApprovals({ runId })).length, { timeout: 60_000 })
+    .toBe(1)
+}
+
+async function closedInAudit(runId: string, outcome: string) {
+  await expect
+    .poll(async () => (await harness.audit.runSummary(runId))?.outcome, { timeout: 60_000, interval: 500 })
+    .toBe(outcome)
+  expect(await harness.audit.pendingApprovals({ runId })).toEqual([])
+  expect((await harness.audit.inboxApprovals({ limit: 1000 })).items.map((a) => a.runId)).not.toContain(runId)
+}
+
+describe('runs Temporal closes', () => {
+  it('a terminated run is terminated in the audit, and its approval waits for nobody', async () => {
+    const worker = await reconcilingWorker()
+    const { ws, input } = await waitingInput()
+    try {
+      const runId = `truth-terminate-${randomUUID()}`
+      const handle = await harness.client.workflow.start('agentRun', {
+        taskQueue: worker.taskQueue,
+        workflowId: runId,
+        args: [input],
+      })
+      await waitsForAnApproval(runId)
+      await handle.terminate('an operator stopped it')
+      await closedInAudit(runId, 'terminated')
+      expect((await harness.audit.runSummary(runId))?.reason).toBe(
+        'terminated in Temporal: an operator stopped it',
+      )
+      const [approval] = await harness.audit.approvalAnswers({ runId })
+      expect(approval).toBeUndefined()
+    } finally {
+      await worker.stop()
+      await ws.cleanup()
+    }
+  })
+
+  it('a child run closes with its parent (the default parent close policy terminates it)', async () => {
+    const worker = await reconcilingWorker()
+    const { ws, input } = await waitingInput()
+    try {
+      const childId = `truth-child-${randomUUID()}`
+      const parent = await harness.client.workflow.start('parentOfRun', {
+        taskQueue: worker.taskQueue,
+        workflowId: `truth-parent-${randomUUID()}`,
+        args: [input, childId],
+      })
+      await waitsForAnApproval(childId)
+      await parent.terminate('the release was abandoned')
+      await closedInAudit(childId, 'terminated')
+    } finally {
+      await worker.stop()
+      await ws.cleanup()
+    }
+  })
+
+  it('a reset run no longer lists the approval the reset took back', async () => {
+    const worker = await reconcilingWorker()
+    const { ws, input } = await waitingInput()
+    try {
+      const runId = `truth-reset-${randomUUID()}`
+      const handle = await harness.client.workflow.start('agentRun', {
+        taskQueue: worker.taskQueue,
+        workflowId: runId,
+        args: [input],
+      })
+      await waitsForAnApproval(runId)
+      const [before] = await harness.audit.pendingApprovals({ runId })
+      const history = await handle.fetchHistory()
+      const firstTask = history.events?.find((event) => event.workflowTaskCompletedEventAttributes)
+      await harness.client.workflowService.resetWorkflowExecution({
+        namespace: harness.client.options.namespace,
+        workflowExecution: { workflowId: runId },
+        reason: 'start again',
+        workflowTaskFinishEventId: firstTask?.eventId,
+        requestId: randomUUID(),
+      })
+      // The reset run asks again, under a new approval; the old one leaves every waiting list.
+      await expect
+        .poll(async () => (await handle.query(pendingApprovalsQuery)).map((a) => a.approvalId), {
+          timeout: 60_000,
+        })
+        .not.toContain(before?.approvalId)
+      await expect
+        .poll(async () => (await harness.audit.approval(before?.approvalId as string))?.decision, {
+          timeout: 60_000,
+        })
+        .toBe('cancelled')
+      expect((await harness.audit.runSummary(runId))?.status).toBe('running')
+    } finally {
+      await worker.stop()
+      await ws.cleanup()
+    }
+  })
+})
+
+describe('deadlines', () => {
+  it('say when the wait really ends: a 40 s budget before a 24 h approval timeout', async () => {
+    const worker = await reconcilingWorker()
+    const { ws, input } = await waitingInput({
+      budgets: { maxWallTime: '40s' },
+      approvals: { timeout: '24h' },
+    })
+    try {
+      const runId = `truth-deadline-${randomUUID()}`
+      const handle = await harness.client.workflow.start('agentRun', {
+        taskQueue: worker.taskQueue,
+        workflowId: runId,
+        args: [input],
+      })
+      await waitsForAnApproval(runId)
+      const [row] = await harness.audit.pendingApprovals({ runId })
+      const [pending] = await handle.query(pendingApprovalsQuery)
+      const started = (await harness.audit.runSummary(runId))?.startedAt.getTime() as number
+      for (const deadline of [row?.deadline.getTime(), pending?.deadline]) {
+        expect(deadline).toBeGreaterThan(started)
+        expect(deadline).toBeLessThanOrEqual(started + 40_000)
+      }
+      expect(row?.deadlineBy).toBe('wall-time budget')
+      expect(pending?.deadlineBy).toBe('wall-time budget')
+      await handle.terminate('done with it')
+    } finally {
+      await worker.stop()
+      await ws.cleanup()
+    }
+  })
+})
