@@ -83,9 +83,11 @@ const turns = [
   { text: 'fixed', usage },
 ]
 
-function capped() {
+/** `history`: the run's id, and the name its history is recorded under (signed answers name the run). */
+function capped(history: string) {
   return startScriptedRun({ client, taskQueue }, turns, {
     contract: { verification: { command: ['npm', 'test'] }, budgets: { maxCost: '0.01 USD' } },
+    workflowId: history,
   })
 }
 
@@ -105,7 +107,7 @@ async function budgetApproval(runId: string): Promise<ApprovalRow> {
 
 describe('a run with a 0.01 USD cost cap', () => {
   it('pauses at the cap; a signed raise by the budget approver lets it finish, and the audit has it all', async () => {
-    const { ws, handle } = await capped()
+    const { ws, handle } = await capped('cost-budget-raised')
     try {
       const runId = handle.workflowId
       const row = await budgetApproval(runId)
@@ -190,7 +192,7 @@ describe('a run with a 0.01 USD cost cap', () => {
   })
 
   it('ends with outcome cost-budget when the budget approver denies the raise', async () => {
-    const { ws, handle } = await capped()
+    const { ws, handle } = await capped('cost-budget-denied')
     try {
       const row = await budgetApproval(handle.workflowId)
       await answerApproval(

@@ -84,7 +84,12 @@ describe('a run’s provenance', () => {
         },
         { text: 'fixed' },
       ],
-      { policy, contract: { verification: { command: ['npm', 'test'] } } },
+      // The history's name: its signed answer names the run, so it replays only under that id.
+      {
+        policy,
+        contract: { verification: { command: ['npm', 'test'] } },
+        workflowId: 'provenance-signed-approval',
+      },
     )
     try {
       const runId = handle.workflowId

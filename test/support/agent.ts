@@ -101,6 +101,8 @@ export async function startScriptedRun(
     policy?: Policy
     files?: Record<string, string>
     taskQueue?: string
+    /** The run's id; a recorded history with signed answers replays only under the id they signed. */
+    workflowId?: string
   } = {},
 ) {
   const ws = await npmWorkspace()
@@ -113,6 +115,7 @@ export async function startScriptedRun(
     options.taskQueue ?? on.taskQueue,
     { goal: 'g', workspace: ws.path, model, ...options.contract },
     options.policy ?? testPolicy(),
+    ...(options.workflowId ? [options.workflowId] : []),
   )
   return { ws, handle }
 }

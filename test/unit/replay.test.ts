@@ -11,7 +11,8 @@ const historiesDir = new URL('../histories/', import.meta.url)
  * The recorded histories: `*.traced.json` were recorded by a worker that traces (Temporal's OpenTelemetry
  * workflow interceptors in its bundle), the others by one that does not. Each replays the way it was made:
  * the interceptors change when the workflow's code resumes, so a run is replayed with them or without them
- * as it ran (docs/observability.md#turning-tracing-on-or-off).
+ * as it ran (docs/observability.md#turning-tracing-on-or-off). Each replays under its file's name as the
+ * workflow id: a history with signed answers must be recorded by a run of that id (a signature names its run).
  */
 async function histories(traced: boolean) {
   const files = (await readdir(historiesDir))
