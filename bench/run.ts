@@ -5,14 +5,21 @@
  *     (no Temporal) as the step's own work; the activities and workflow tasks a step costs, counted in its
  *     history; and the ratio of tether's ms/step to (floor × activities per step + in-process work);
  * (b) Temporal history bytes per step at 10, 100 and 1,000 steps (summed over continue-as-new runs);
- * (c) steps/s for 20 concurrent runs on one worker, and the CPU each step cost where (`--concurrent`: only this).
+ * (c) steps/s for 20 concurrent runs on one worker, and the CPU each step cost where (`--concurrent`: only this);
+ * (d) ms/step with tracing on (a second worker on the same server exporting every span over OTLP/HTTP to a
+ *     loopback receiver, metrics on a Prometheus endpoint) against tracing off (`--tracing`: only this).
  * Rounds interleave the floor, tether and the in-process run, so machine noise hits them alike.
  */
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { availableParallelism } from 'node:os'
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js'
 import { MockActivityEnvironment } from '@temporalio/testing'
+import { NativeConnection } from '@temporalio/worker'
 import { createActivities } from '../src/activities/index.js'
 import { newRunId, startAgentRun } from '../src/embed/client.js'
+import { WorkerTelemetry } from '../src/embed/telemetry.js'
+import { createTetherWorker } from '../src/embed/worker.js'
 import { Policy } from '../src/policy/index.js'
 import { parseContract } from '../src/run/contract.js'
 import { type BenchStack, median, readCpu, startBenchStack, startFloorProbe } from './support.js'
@@ -25,7 +32,7 @@ const turns = (steps: number) => ({
   ],
 })
 
-async function durableRun(stack: BenchStack, steps: number) {
+async function durableRun(stack: BenchStack, steps: number, taskQueue = stack.taskQueue) {
   const ws = await stack.workspace(turns(steps))
   const started = performance.now()
   const handle = await startAgentRun(stack.client, {
@@ -36,7 +43,7 @@ async function durableRun(stack: BenchStack, steps: number) {
       budgets: { maxSteps: steps + 5, maxTokens: 1_000_000_000 },
     },
     policy,
-    taskQueue: stack.taskQueue,
+    taskQueue,
     runId: newRunId(),
   })
   const result = await handle.result()
@@ -251,11 +258,84 @@ async function concurrentRuns() {
   )
 }
 
+/**
+ * (d): what tracing costs a step. A second worker on the same server and audit traces everything (spans
+ * exported over OTLP/HTTP to a loopback receiver that reads and drops them; metrics on a Prometheus
+ * endpoint); rounds interleave a run on it with one on the untraced worker.
+ */
+async function tracingOverhead() {
+  const spans = { requests: 0, bytes: 0 }
+  const receiver = createServer((request, response) => {
+    request.on('data', (chunk: Buffer) => {
+      spans.bytes += chunk.length
+    })
+    request.on('end', () => {
+      spans.requests += 1
+      response.writeHead(200, { 'content-type': 'application/x-protobuf' }).end()
+    })
+  })
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve))
+  const telemetry = new WorkerTelemetry({
+    traces: {
+      url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/v1/traces`,
+      protocol: 'http/protobuf',
+    },
+    prometheus: { host: '127.0.0.1', port: 0 },
+    content: 'off',
+    serviceName: 'tether-bench',
+  })
+  await telemetry.start()
+  const connection = await NativeConnection.connect({ address: stack.temporalAddress })
+  const taskQueue = `${stack.taskQueue}-traced`
+  const worker = await createTetherWorker({
+    connection,
+    namespace: 'default',
+    taskQueue,
+    audit: stack.audit,
+    telemetry,
+  })
+  const running = worker.run()
+  try {
+    const steps = 50
+    const rounds = 5
+    await durableRun(stack, 5, taskQueue) // warm-up: the traced bundle, connections, caches
+    const off: number[] = []
+    const on: number[] = []
+    for (let round = 0; round < rounds; round++) {
+      const plain = await durableRun(stack, steps)
+      off.push(plain.ms / plain.steps)
+      const traced = await durableRun(stack, steps, taskQueue)
+      on.push(traced.ms / traced.steps)
+    }
+    const [offMs, onMs] = [median(off), median(on)]
+    console.log(`(d) tracing, medians of ${rounds} interleaved rounds of ${steps}-step runs on one server`)
+    console.log(`    tracing off: ${offMs.toFixed(1)} ms/step`)
+    console.log(`    tracing on:  ${onMs.toFixed(1)} ms/step (every span exported over OTLP/HTTP)`)
+    console.log(
+      `    overhead: ${(((onMs - offMs) / offMs) * 100).toFixed(1)}% per durable step (target ≤ 5%); ` +
+        `ratio on / off ${(onMs / offMs).toFixed(3)}`,
+    )
+  } finally {
+    worker.shutdown()
+    await running
+    await connection.close()
+    await telemetry.shutdown()
+    console.log(
+      `    the receiver took ${spans.requests} OTLP requests, ${(spans.bytes / 1024).toFixed(0)} KiB`,
+    )
+    receiver.close()
+  }
+}
+
 try {
-  // `--concurrent`: only (c).
-  if (process.argv[2] !== '--concurrent') await perStep()
-  else await durableRun(stack, 5) // warm-up
-  await concurrentRuns()
+  // `--concurrent`: only (c); `--tracing`: only (d).
+  if (process.argv[2] === '--tracing') await tracingOverhead()
+  else {
+    if (process.argv[2] !== '--concurrent') await perStep()
+    else await durableRun(stack, 5) // warm-up
+    await concurrentRuns()
+    await tracingOverhead()
+  }
 } finally {
   await floor.stop()
   await stack.stop()
