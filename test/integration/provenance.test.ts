@@ -162,16 +162,10 @@ describe('a run’s provenance', () => {
         subject: tree.sha256,
         invocationId: runId,
       })
-      const offline = await tether([
-        'audit',
-        'provenance',
-        '--verify',
-        file,
-        '--key',
-        key.publicKey,
-        '--workspace',
-        ws.path,
-      ])
+      /** `tether audit provenance --verify` of the saved envelope against the workspace as it is now. */
+      const verifyOffline = () =>
+        tether(['audit', 'provenance', '--verify', file, '--key', key.publicKey, '--workspace', ws.path])
+      const offline = await verifyOffline()
       expect(offline.code, offline.stderr).toBe(0)
       expect(offline.stdout).toContain(`subject: workspace sha256:${tree.sha256}`)
       expect(offline.stdout).toContain(`${ws.path} is the subject`)
@@ -190,16 +184,7 @@ describe('a run’s provenance', () => {
 
       // A workspace that changed after the run is not the subject.
       await writeFile(join(ws.path, 'later.txt'), 'x')
-      const moved = await tether([
-        'audit',
-        'provenance',
-        '--verify',
-        file,
-        '--key',
-        key.publicKey,
-        '--workspace',
-        ws.path,
-      ])
+      const moved = await verifyOffline()
       expect(moved.code).toBe(1)
       expect(moved.stderr).toContain('is NOT the subject')
     } finally {
