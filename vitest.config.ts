@@ -15,6 +15,10 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['test/unit/**/*.test.ts'],
+          // Unit tests start real processes (the CLI, sandboxed commands): on a loaded machine they take
+          // longer than vitest's 5 s default, which is no sign of a fault.
+          testTimeout: 60_000,
+          hookTimeout: 60_000,
         },
       },
       {

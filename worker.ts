@@ -43,6 +43,7 @@ try {
         prices,
         telemetry,
         deployment: config.deployment,
+        maxCachedWorkflows: config.workflowCache,
       })
       console.log(
         `tether worker: Temporal ${temporal.address} (namespace ${temporal.namespace}, ${temporal.security}), task queue ${taskQueue}, floor ${floor.source}${config.deployment ? `, build ${config.deployment.name}/${config.deployment.buildId}` : ''}${telemetry.prometheusUrl ? `, metrics at ${telemetry.prometheusUrl}` : ''}`,

@@ -1,4 +1,7 @@
-/** `npm run bench`: every benchmark under bench/, one after another (they must not share the cores). */
+/**
+ * `npm run bench`: every benchmark under bench/, one after another (they must not share the cores); name some
+ * to run only those (`npm run bench -- peers run`). bench/peers builds its LangGraph venv from PyPI on first use.
+ */
 import { spawnSync } from 'node:child_process'
 import { readdirSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'

@@ -5,7 +5,9 @@
  *     (no Temporal) as the step's own work; the activities and workflow tasks a step costs, counted in its
  *     history; and the ratio of tether's ms/step to (floor × activities per step + in-process work);
  * (b) Temporal history bytes per step at 10, 100 and 1,000 steps (summed over continue-as-new runs);
- * (c) steps/s for 20 concurrent runs on one worker, and the CPU each step cost where (`--concurrent`: only this);
+ * (c) steps/s for 20 concurrent runs on one worker, and the CPU each step cost in each process tree the bench
+ *     started (worker, launcher and sandboxes, Temporal, PostgreSQL: support.ts `readCpu`), against the
+ *     machine's (`--concurrent`: only this);
  * (d) ms/step with tracing on (a second worker on the same server exporting every span over OTLP/HTTP to a
  *     loopback receiver, metrics on a Prometheus endpoint) against tracing off (`--tracing`: only this).
  * Rounds interleave the floor, tether and the in-process run, so machine noise hits them alike.
@@ -13,47 +15,39 @@
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { availableParallelism } from 'node:os'
-import { historyToJSON } from '@temporalio/common/lib/proto-utils.js'
 import { MockActivityEnvironment } from '@temporalio/testing'
 import { NativeConnection } from '@temporalio/worker'
 import { createActivities } from '../src/activities/index.js'
-import { newRunId, startAgentRun } from '../src/embed/client.js'
+import { newRunId } from '../src/embed/client.js'
 import { WorkerTelemetry } from '../src/embed/telemetry.js'
 import { createTetherWorker } from '../src/embed/worker.js'
 import { Policy } from '../src/policy/index.js'
 import { parseContract } from '../src/run/contract.js'
-import { type BenchStack, median, readCpu, startBenchStack, startFloorProbe } from './support.js'
+import {
+  type BenchStack,
+  cpuSpent,
+  historyBytes,
+  LAUNCHER,
+  median,
+  POSTGRES,
+  readCpu,
+  repeated,
+  scriptedRun,
+  scriptedTurns,
+  startBenchStack,
+  startFloorProbe,
+  TEMPORAL,
+  WORKER,
+} from './support.js'
 
 const policy = Policy.tiered().layer('bench').allowExec('true')
-const turns = (steps: number) => ({
-  turns: [
-    ...Array.from({ length: steps }, () => ({ toolCalls: [{ name: 'exec', args: { argv: ['true'] } }] })),
-    { text: 'done' },
-  ],
-})
-
-async function durableRun(stack: BenchStack, steps: number, taskQueue = stack.taskQueue) {
-  const ws = await stack.workspace(turns(steps))
-  const started = performance.now()
-  const handle = await startAgentRun(stack.client, {
-    contract: {
-      goal: 'bench',
-      workspace: ws.path,
-      model: ws.model,
-      budgets: { maxSteps: steps + 5, maxTokens: 1_000_000_000 },
-    },
-    policy,
-    taskQueue,
-    runId: newRunId(),
-  })
-  const result = await handle.result()
-  if (result.outcome !== 'finished') throw new Error(`bench run ended ${result.outcome}: ${result.reason}`)
-  return { ms: performance.now() - started, runId: handle.workflowId, steps: result.steps }
-}
+/** A scripted run of `steps` commands, on the stack's worker or the one serving `taskQueue`. */
+const durableRun = (stack: BenchStack, steps: number, taskQueue = stack.taskQueue) =>
+  scriptedRun({ ...stack, taskQueue }, repeated(['true'], steps), policy)
 
 /** The same steps, the same activities and the same Postgres writes, with no Temporal in between. */
 async function inProcessRun(stack: BenchStack, steps: number) {
-  const ws = await stack.workspace(turns(steps))
+  const ws = await stack.workspace(scriptedTurns(repeated(['true'], steps)))
   const activities = createActivities({ audit: stack.audit })
   const env = new MockActivityEnvironment()
   const contract = parseContract({
@@ -129,27 +123,6 @@ async function runHistories(stack: BenchStack, runId: string) {
     histories.push(await stack.client.workflow.getHandle(runId, execution.runId).fetchHistory())
   }
   return histories
-}
-
-/**
- * A run's history size: as the server stores and counts it (`historySizeBytes`, the figure Temporal's
- * limits apply to), and as JSON (`temporal workflow show --output json`, base64 payloads: about twice that).
- */
-async function historyBytes(
-  stack: BenchStack,
-  runId: string,
-): Promise<{ bytes: number; json: number; runs: number }> {
-  let bytes = 0
-  let json = 0
-  let runs = 0
-  for await (const execution of stack.client.workflow.list({ query: `WorkflowId = '${runId}'` })) {
-    const handle = stack.client.workflow.getHandle(runId, execution.runId)
-    const info = (await handle.describe()).raw.workflowExecutionInfo
-    bytes += Number(info?.historySizeBytes ?? 0)
-    json += historyToJSON(await handle.fetchHistory()).length
-    runs += 1
-  }
-  return { bytes, json, runs }
 }
 
 /** Remote activities, local activities and workflow tasks per step, as the run's history records them. */
@@ -230,32 +203,50 @@ async function perStep() {
   }
 }
 
-/** (c): steps per second for many runs at once, and where the machine's CPU went. */
-async function concurrentRuns() {
-  const concurrent = 20
+/** (c): steps per second for many runs at once, and the CPU each process tree of the bench spent per step. */
+async function concurrentRuns(concurrent: number) {
   const each = 20
-  const cpuBefore = readCpu()
+  const rssBefore = process.memoryUsage().rss
+  let rssPeak = rssBefore
+  const sampler = setInterval(() => {
+    rssPeak = Math.max(rssPeak, process.memoryUsage().rss)
+  }, 200)
+  const before = readCpu(stack.roots)
   const started = performance.now()
-  await Promise.all(Array.from({ length: concurrent }, () => durableRun(stack, each)))
+  const runs = await Promise.all(Array.from({ length: concurrent }, () => durableRun(stack, each)))
   const seconds = (performance.now() - started) / 1000
-  const cpuAfter = readCpu()
+  const spent = cpuSpent(before, readCpu(stack.roots))
+  clearInterval(sampler)
   const stepsDone = concurrent * (each + 1)
+  const stepsPerSecond = stepsDone / seconds
+  // A workflow task that times out is a run that stalled (and replays): the cliff's signature.
+  let timeouts = 0
+  for (const run of runs) {
+    const history = await stack.client.workflow.getHandle(run.runId).fetchHistory()
+    timeouts += (history.events ?? []).filter((e) => e.workflowTaskTimedOutEventAttributes).length
+  }
   console.log(
-    `(c) ${concurrent} concurrent runs × ${each + 1} steps on one worker: ${(stepsDone / seconds).toFixed(1)} steps/s`,
+    `(c) ${concurrent} concurrent runs × ${each + 1} steps on one worker: ${stepsPerSecond.toFixed(1)} steps/s, ` +
+      `${timeouts} workflow-task timeouts, worker RSS +${((rssPeak - rssBefore) / concurrent / 2 ** 20).toFixed(2)} MiB per active run at the peak`,
   )
-  // Where the machine's CPU went, per step: many concurrent steps are bound by it.
-  const perStep = (cpuSeconds: number) => `${((cpuSeconds * 1000) / stepsDone).toFixed(1)} ms`
-  const program = (name: string) => (cpuAfter.programs.get(name) ?? 0) - (cpuBefore.programs.get(name) ?? 0)
-  const machine = cpuAfter.machine - cpuBefore.machine
-  const worker = cpuAfter.self - cpuBefore.self
-  const known = worker + program('node') + program('temporal') + program('postgres')
+  // Many concurrent steps are bound by the CPU: per step, by process tree of this bench.
+  const perStep = (seconds: number | undefined) =>
+    seconds === undefined
+      ? 'not measured (a server of your own)'
+      : `${((seconds * 1000) / stepsDone).toFixed(1)} ms`
+  const ours = [...spent.roles.values()].reduce((sum, value) => sum + value, 0)
   const cores = availableParallelism()
   console.log(
-    `    CPU per step: worker ${perStep(worker)}, its launcher and guard ${perStep(program('node'))}, ` +
-      `Temporal ${perStep(program('temporal'))}, PostgreSQL ${perStep(program('postgres'))}, ` +
-      `the rest (sandboxes, commands, kernel) ${perStep(machine - known)}; all ${perStep(machine)} ` +
-      `on ${cores} cores, ${((machine / seconds / cores) * 100).toFixed(0)}% busy`,
+    `    CPU per step, by process tree: worker ${perStep(spent.roles.get(WORKER))}, its launcher and ` +
+      `sandboxes ${perStep(spent.roles.get(LAUNCHER))}, Temporal ${perStep(spent.roles.get(TEMPORAL))}, ` +
+      `PostgreSQL ${perStep(spent.roles.get(POSTGRES))}; all ${perStep(ours)}`,
   )
+  console.log(
+    `    the machine: ${perStep(spent.machine)} per step on ${cores} cores, ` +
+      `${((spent.machine / seconds / cores) * 100).toFixed(0)}% busy, ${perStep(spent.machine - ours)} of it ` +
+      'outside this bench (other tenants, and kernel work charged to no process)',
+  )
+  return stepsPerSecond
 }
 
 /**
@@ -328,13 +319,22 @@ async function tracingOverhead() {
 }
 
 try {
-  // `--concurrent`: only (c); `--tracing`: only (d).
-  if (process.argv[2] === '--tracing') await tracingOverhead()
+  // `--concurrent [N]`: only (c), at 20 runs and then at N beside it (the cliff test: target within 15%);
+  // `--tracing`: only (d).
+  const only = process.argv[2]
+  if (only === '--tracing') await tracingOverhead()
   else {
-    if (process.argv[2] !== '--concurrent') await perStep()
+    const many = Number(process.argv[3] ?? 20)
+    if (only !== '--concurrent') await perStep()
     else await durableRun(stack, 5) // warm-up
-    await concurrentRuns()
-    await tracingOverhead()
+    const twenty = await concurrentRuns(20)
+    if (many !== 20) {
+      const wide = await concurrentRuns(many)
+      console.log(
+        `    ${many} runs against 20: ${((wide / twenty) * 100).toFixed(0)}% of the throughput (target ≥ 85%)`,
+      )
+    }
+    if (only !== '--concurrent') await tracingOverhead()
   }
 } finally {
   await floor.stop()

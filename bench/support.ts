@@ -1,6 +1,6 @@
 /**
- * What the Temporal-backed benches share: a local stack in a temp folder, a worker, a sample workspace, and
- * the floor (Temporal's own cost per activity on a server).
+ * What the Temporal-backed benches share: a local stack in a temp folder, a worker, a sample workspace,
+ * scripted runs, the floor (Temporal's own cost per activity on a server), and CPU read per process tree.
  */
 import { randomUUID } from 'node:crypto'
 import { readdirSync, readFileSync } from 'node:fs'
@@ -9,15 +9,23 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Client, Connection } from '@temporalio/client'
+import { historyToJSON } from '@temporalio/common/lib/proto-utils.js'
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker'
+import type pg from 'pg'
 import type { AuditStore } from '../src/audit/index.js'
+import { newRunId, startAgentRun } from '../src/embed/client.js'
 import { startLocalTether } from '../src/embed/worker.js'
+import type { Policy } from '../src/policy/index.js'
 
 export interface BenchStack {
   temporalAddress: string
+  /** The audit database's URL (for a child process, such as the CLI). */
+  databaseUrl: string
   client: Client
   audit: AuditStore
   taskQueue: string
+  /** The servers the stack started, by role, for `readCpu` (none for a server given in the environment). */
+  roots: CpuRoots
   workspace(script: unknown): Promise<{ path: string; model: string }>
   stop(): Promise<void>
 }
@@ -37,12 +45,18 @@ export async function startBenchStack(): Promise<BenchStack> {
     databaseUrl: process.env.DATABASE_URL,
     taskQueue: `bench-${process.pid}`,
   })
+  const { temporal, postgres } = local.stack.pids
   let count = 0
   return {
     temporalAddress: local.stack.temporalAddress,
+    databaseUrl: local.stack.databaseUrl,
     client: local.client,
     audit: local.audit,
     taskQueue: local.taskQueue,
+    roots: {
+      ...(temporal ? { [TEMPORAL]: temporal } : {}),
+      ...(postgres ? { [POSTGRES]: postgres } : {}),
+    },
     async workspace(script) {
       const path = join(dir, `ws-${count++}`)
       await cp(fileURLToPath(new URL('../examples/npm-project', import.meta.url)), path, { recursive: true })
@@ -56,36 +70,165 @@ export async function startBenchStack(): Promise<BenchStack> {
   }
 }
 
-/** CPU seconds used so far: the whole machine's busy time, this process's, and each other program's. */
-export interface CpuReading {
-  machine: number
-  self: number
-  /** Own user + system time of every other process, summed by program name. */
-  programs: Map<string, number>
+/** A scripted model's turns: one `exec` of each argv in `calls`, then a final answer. */
+export function scriptedTurns(calls: readonly (readonly string[])[]) {
+  return {
+    turns: [...calls.map((argv) => ({ toolCalls: [{ name: 'exec', args: { argv } }] })), { text: 'done' }],
+  }
 }
 
-/** A reading of where the machine's CPU has gone, from /proc; the difference of two says where a stretch of work spent it. */
-export function readCpu(): CpuReading {
+/** `argv`, `times` times over: the calls of a scripted loop. */
+export function repeated(argv: readonly string[], times: number): string[][] {
+  return Array.from({ length: times }, () => [...argv])
+}
+
+/**
+ * Starts an agentRun (the sandbox on, as by default) whose scripted model makes `calls`; `result` settles
+ * when it has finished, with its wall time from the start and the steps it took.
+ */
+export async function startScriptedRun(
+  stack: BenchStack,
+  calls: readonly (readonly string[])[],
+  policy: Policy,
+) {
+  const ws = await stack.workspace(scriptedTurns(calls))
+  const started = performance.now()
+  const handle = await startAgentRun(stack.client, {
+    contract: {
+      goal: 'bench',
+      workspace: ws.path,
+      model: ws.model,
+      budgets: { maxSteps: calls.length + 5, maxTokens: 1_000_000_000 },
+    },
+    policy,
+    taskQueue: stack.taskQueue,
+    runId: newRunId(),
+  })
+  const result = handle.result().then((outcome) => {
+    if (outcome.outcome !== 'finished')
+      throw new Error(`bench run ended ${outcome.outcome}: ${outcome.reason}`)
+    return { ms: performance.now() - started, runId: handle.workflowId, steps: outcome.steps }
+  })
+  return { runId: handle.workflowId, workspace: ws.path, result }
+}
+
+/** One scripted agentRun, start to finish (see `startScriptedRun`). */
+export async function scriptedRun(stack: BenchStack, calls: readonly (readonly string[])[], policy: Policy) {
+  return (await startScriptedRun(stack, calls, policy)).result
+}
+
+/**
+ * A run's history size: as the server stores and counts it (`historySizeBytes`, the figure Temporal's
+ * limits apply to), and as JSON (`temporal workflow show --output json`, base64 payloads: about twice that),
+ * summed over its continue-as-new runs.
+ */
+export async function historyBytes(
+  stack: BenchStack,
+  runId: string,
+): Promise<{ bytes: number; json: number; runs: number }> {
+  let bytes = 0
+  let json = 0
+  let runs = 0
+  for await (const execution of stack.client.workflow.list({ query: `WorkflowId = '${runId}'` })) {
+    const handle = stack.client.workflow.getHandle(runId, execution.runId)
+    const info = (await handle.describe()).raw.workflowExecutionInfo
+    bytes += Number(info?.historySizeBytes ?? 0)
+    json += historyToJSON(await handle.fetchHistory()).length
+    runs += 1
+  }
+  return { bytes, json, runs }
+}
+
+/** Bytes on disk of every table of the database `pool` reaches, with its indexes and TOAST. */
+export async function databaseBytes(pool: Pick<pg.Pool, 'query'>): Promise<number> {
+  const { rows } = await pool.query<{ bytes: string }>(
+    `select coalesce(sum(pg_total_relation_size(c.oid)), 0) as bytes
+       from pg_class c join pg_namespace n on n.oid = c.relnamespace
+      where c.relkind in ('r', 'm') and n.nspname not in ('pg_catalog', 'information_schema')`,
+  )
+  return Number(rows[0]?.bytes ?? 0)
+}
+
+/** Role → pid of a process the bench started: that process and its descendants count for the role. */
+export type CpuRoots = Readonly<Record<string, number>>
+
+/** The roles every reading has: this process's own time, and that of its descendants under no other root. */
+export const WORKER = 'worker'
+export const LAUNCHER = 'launcher and sandboxes'
+/** The roles of the servers a bench stack starts. */
+export const TEMPORAL = 'Temporal'
+export const POSTGRES = 'PostgreSQL'
+
+/** CPU seconds used so far: the whole machine's busy time, and each role's process trees. */
+export interface CpuReading {
+  machine: number
+  roles: Map<string, number>
+}
+
+/**
+ * Where CPU has gone, per process tree of the bench, from /proc. Each process counts for the nearest of
+ * `roots` it descends from, found by walking parent links from the root, never by its name, so other
+ * tenants of the machine never land in it. This process's own time is the `WORKER`'s; its descendants
+ * under no root, and the children it has reaped, are the `LAUNCHER`'s (the worker's command launcher and
+ * the sandboxes it starts). A process's figure includes its reaped children's (cutime, cstime), so a
+ * command that has exited counts in its parent's, and the sum over a tree stays whole when one is reaped.
+ * The difference of two readings (`cpuSpent`) says where a stretch of work spent it.
+ */
+export function readCpu(roots: CpuRoots): CpuReading {
   const ticks = 100 // USER_HZ, fixed on Linux
   const [, ...times] = (readFileSync('/proc/stat', 'latin1').split('\n')[0] as string).trim().split(/\s+/)
   // user nice system idle iowait irq softirq steal: busy is all but idle and iowait.
   const busy = times
     .slice(0, 8)
     .reduce((sum, value, i) => (i === 3 || i === 4 ? sum : sum + Number(value)), 0)
-  const programs = new Map<string, number>()
-  for (const pid of readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid) || Number(pid) === process.pid) continue
+  const children = new Map<number, number[]>()
+  const own = new Map<number, number>()
+  const reaped = new Map<number, number>()
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue
+    let stat: string
     try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'latin1')
-      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'))
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-      programs.set(name, (programs.get(name) ?? 0) + (Number(fields[11]) + Number(fields[12])) / ticks)
+      stat = readFileSync(`/proc/${name}/stat`, 'latin1')
     } catch {
-      // Gone meanwhile.
+      continue // gone meanwhile
+    }
+    // After the name (which may hold spaces and parentheses): state ppid … utime stime cutime cstime.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    const pid = Number(name)
+    const ppid = Number(fields[1])
+    const siblings = children.get(ppid)
+    if (siblings) siblings.push(pid)
+    else children.set(ppid, [pid])
+    own.set(pid, (Number(fields[11]) + Number(fields[12])) / ticks)
+    reaped.set(pid, (Number(fields[13]) + Number(fields[14])) / ticks)
+  }
+  const roles = new Map<string, number>([
+    [WORKER, own.get(process.pid) ?? 0],
+    [LAUNCHER, reaped.get(process.pid) ?? 0],
+  ])
+  const rootOf = new Map(Object.entries(roots).map(([role, pid]) => [pid, role]))
+  const add = (role: string, pid: number) =>
+    roles.set(role, (roles.get(role) ?? 0) + (own.get(pid) ?? 0) + (reaped.get(pid) ?? 0))
+  const walk = (pid: number, role: string) => {
+    for (const child of children.get(pid) ?? []) {
+      if (rootOf.has(child)) continue // a tree of its own
+      add(role, child)
+      walk(child, role)
     }
   }
-  const self = process.cpuUsage()
-  return { machine: busy / ticks, self: (self.user + self.system) / 1e6, programs }
+  for (const [pid, role] of rootOf) {
+    add(role, pid)
+    walk(pid, role)
+  }
+  walk(process.pid, LAUNCHER)
+  return { machine: busy / ticks, roles }
+}
+
+/** CPU seconds spent between two readings, per role and by the whole machine. */
+export function cpuSpent(before: CpuReading, after: CpuReading): CpuReading {
+  const roles = new Map<string, number>()
+  for (const [role, seconds] of after.roles) roles.set(role, seconds - (before.roles.get(role) ?? 0))
+  return { machine: after.machine - before.machine, roles }
 }
 
 export function percentile(sorted: number[], p: number): number {

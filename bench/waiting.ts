@@ -121,7 +121,7 @@ try {
   const perRun = (waiting - baseline) / runs
   const peakPerRun = (peak - baseline) / runs
   console.log(
-    `${runs} runs waiting on an approval each, one worker (workflow cache: WORKFLOW_CACHE_SIZE runs)`,
+    `${runs} runs waiting on an approval each, one worker (workflow cache: sized from memory, TETHER_WORKFLOW_CACHE)`,
   )
   const marginal = (waiting - halfWaiting) / (runs - half)
   console.log(`  starting them until all wait          ${(startingMs / 1000).toFixed(1)} s`)

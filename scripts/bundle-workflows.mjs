@@ -4,7 +4,7 @@
 // reports each activity call: src/audit/replay-interceptor.ts).
 import { writeFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
-import { bundleWorkflowCode } from '@temporalio/worker'
+import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker'
 
 const workflowsPath = new URL('../dist/src/workflows/index.js', import.meta.url).pathname
 const bundles = [
@@ -29,7 +29,8 @@ const bundles = [
   },
 ]
 for (const { file, options } of bundles) {
-  const { code } = await bundleWorkflowCode({ workflowsPath, ...options })
+  // Warnings only: webpack's statistics are for whoever debugs the bundle, not for every install.
+  const { code } = await bundleWorkflowCode({ workflowsPath, logger: new DefaultLogger('WARN'), ...options })
   await writeFile(new URL(`../dist/${file}`, import.meta.url), code)
   console.log(`dist/${file}: ${(code.length / 1024).toFixed(0)} KiB`)
 }

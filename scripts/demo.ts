@@ -47,11 +47,24 @@ function realModelConfigured(): boolean {
 
 /**
  * What an allowed command could do before the sandbox: read the audit database's credentials one folder
- * up, connect to the database, phone home. Each attempt prints what the operating system answered.
+ * up, connect to the database, phone home. Each attempt prints what the operating system answered, in
+ * words (the error code after them, for whoever looks it up).
  */
 const PROBE = `import { readFileSync } from 'node:fs'
 import { connect } from 'node:net'
-const attempt = (what, run) => run().then((r) => console.log(\`\${what}: \${r}\`), (e) => console.log(\`\${what}: \${e.code ?? e.cause?.code ?? e.message}\`))
+const WORDS = {
+  ENOENT: 'not there: the sandbox does not show it',
+  EACCES: 'permission denied',
+  EPERM: 'not permitted',
+  ECONNREFUSED: 'connection refused: nothing listens there inside the sandbox',
+  ENETUNREACH: 'no route: the sandbox has no network',
+  EHOSTUNREACH: 'no route: the sandbox has no network',
+  EAI_AGAIN: 'no name lookup: the sandbox has no network',
+  ENOTFOUND: 'no name lookup: the sandbox has no network',
+  ETIMEDOUT: 'no answer',
+}
+const said = (e) => { const code = e.code ?? e.cause?.code; return WORDS[code] ? \`\${WORDS[code]} (\${code})\` : (e.cause?.message ?? e.message) }
+const attempt = (what, run) => run().then((r) => console.log(\`\${what}: \${r}\`), (e) => console.log(\`\${what}: \${said(e)}\`))
 await attempt('read ../postgres/tether-credentials.json', async () => readFileSync('../postgres/tether-credentials.json', 'utf8').slice(0, 20))
 await attempt(\`connect to the audit database (127.0.0.1:\${process.argv[2]})\`, () => new Promise((ok, fail) => connect(Number(process.argv[2]), '127.0.0.1').on('connect', () => ok('CONNECTED')).on('error', fail)))
 await attempt('fetch https://example.com', async () => (await fetch('https://example.com')).status)
@@ -108,13 +121,23 @@ function approveWithCli(approvalId: string, env: NodeJS.ProcessEnv): Promise<num
   return new Promise((done) => child.on('close', (code) => done(code ?? 1)))
 }
 
-/** Answers each ask of the run after a visible wait, until the run ends. */
-async function approver(audit: AuditStore, runId: string, env: NodeJS.ProcessEnv, done: () => boolean) {
+/**
+ * Answers each ask of the run after a visible wait, until the run ends. While it speaks, `speaking` says so
+ * and the run's live line keeps off the terminal.
+ */
+async function approver(
+  audit: AuditStore,
+  runId: string,
+  env: NodeJS.ProcessEnv,
+  done: () => boolean,
+  speaking: (now: boolean) => void,
+) {
   const answered = new Set<string>()
   while (!done()) {
     for (const approval of await audit.pendingApprovals({ runId })) {
       if (answered.has(approval.approvalId)) continue
       answered.add(approval.approvalId)
+      speaking(true)
       say(
         colour.yellow(`  ⏸  the run is waiting for a human: ${approval.act} \`${visible(approval.target)}\``),
       )
@@ -124,6 +147,7 @@ async function approver(audit: AuditStore, runId: string, env: NodeJS.ProcessEnv
       }
       say(colour.dim(`     $ tether approve ${approval.approvalId} --as ${APPROVER} --reason "…"`))
       await approveWithCli(approval.approvalId, env)
+      speaking(false)
     }
     await new Promise((r) => setTimeout(r, 300))
   }
@@ -229,8 +253,20 @@ async function main(): Promise<number> {
     })
     say(`  run ${colour.bold(handle.workflowId)}${stack.uiUrl ? `  (Temporal UI: ${stack.uiUrl})` : ''}`)
     let finished = false
-    const answering = approver(audit, handle.workflowId, env, () => finished)
-    const result = await followRun(client, audit, handle.workflowId, { json: false }).finally(() => {
+    let speaking = false
+    const answering = approver(
+      audit,
+      handle.workflowId,
+      env,
+      () => finished,
+      (now) => {
+        speaking = now
+      },
+    )
+    const result = await followRun(client, audit, handle.workflowId, {
+      json: false,
+      hold: () => speaking,
+    }).finally(() => {
       finished = true
     })
     await answering
@@ -264,7 +300,7 @@ async function main(): Promise<number> {
     )
     say(colour.bold('  who approved what, and the proof (the same as `tether audit approvals --verify`)'))
     printTable(
-      ['STEP', 'ACTION', 'ANSWER', 'BY', 'VIA', 'WHEN', 'SIGNATURE'],
+      ['STEP', 'ACTION', 'ANSWER', 'BY', 'VIA', 'WHEN (UTC)', 'SIGNATURE'],
       (await audit.approvalAnswers({ runId: handle.workflowId })).map((record) => {
         const check = verifyRecordedAnswer(record)
         return [

@@ -2,7 +2,7 @@
  * `runCommand` inside an activity, with heartbeats and Temporal cancellation: what `tetherExec` and
  * `tetherVerify` run commands with.
  *
- * It heartbeats `{ elapsedMs, bytes }` on a timer, whether or not the command prints anything, so a
+ * It heartbeats `{ elapsedMs, bytes, command }` on a timer, whether or not the command prints anything, so a
  * silent build neither looks dead nor misses a cancellation (the activity only learns of one through a
  * heartbeat's response). A cancellation aborts the runner, which kills the whole process group and keeps
  * the output so far. A non-zero exit, a signal, a timeout and a missing program are results, not failures.
@@ -10,6 +10,7 @@
  */
 import { Context } from '@temporalio/activity'
 import { type ExecResult, type RunCommandOptions, runCommand } from '../exec/index.js'
+import { clip, formatArgv } from '../present/index.js'
 import { heartbeatInterval } from './heartbeat.js'
 
 export interface HeartbeatOptions {
@@ -17,10 +18,12 @@ export interface HeartbeatOptions {
   heartbeatIntervalMs?: number
 }
 
-/** Heartbeat details: how long the command has run and how much it has printed. */
+/** Heartbeat details: the command (clipped), how long it has run and how much it has printed. */
 export interface ExecHeartbeat {
   elapsedMs: number
   bytes: number
+  /** For people following the run (`--follow`, the inbox): the command as bash reads it, clipped. */
+  command: string
 }
 
 /**
@@ -34,9 +37,10 @@ export async function runCommandWithHeartbeats(
 ): Promise<ExecResult> {
   const { heartbeatIntervalMs, ...runOptions } = options
   const started = performance.now()
+  const command = clip(formatArgv(options.argv), 200)
   let bytes = 0
   const beat = () => {
-    const details: ExecHeartbeat = { elapsedMs: Math.round(performance.now() - started), bytes }
+    const details: ExecHeartbeat = { elapsedMs: Math.round(performance.now() - started), bytes, command }
     context.heartbeat(details)
   }
   const signal = options.signal

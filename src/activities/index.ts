@@ -68,7 +68,7 @@ export function createActivities(deps: ActivityDependencies): TetherActivities {
   const metrics = new RunMetrics(telemetry?.meter)
   const activities: TetherActivities = {
     ...policyActivities({ provider, sandbox, runs, prices: deps.prices, metrics, namespace: deps.namespace }),
-    ...modelActivities({ audit: deps.audit, provider, runs, prices: deps.prices, telemetry }),
+    ...modelActivities({ audit: deps.audit, provider, runs, prices: deps.prices, telemetry, metrics }),
     ...toolActivities({ audit: deps.audit, runs, sandbox, metrics, telemetry }),
     ...projectionActivities({
       audit: deps.audit,

@@ -21,14 +21,16 @@ import {
   turnCost,
 } from '../model/index.js'
 import { clip } from '../present/index.js'
-import type { ModelTurn, TetherActivities } from '../run/index.js'
+import type { ActionVerdict, JudgeRequest, ModelTurn, TetherActivities } from '../run/index.js'
 import { ATTR, auditRow, MODEL_FAILURE } from '../run/index.js'
 import type { ToolCall } from '../tools/index.js'
-import { wellFormed } from '../tools/index.js'
+import { validateToolCall, wellFormed } from '../tools/index.js'
 import { describeToolchain, detectToolchain } from '../workspace/index.js'
 import { heartbeating } from './heartbeat.js'
+import { judgeCalls } from './policy.js'
+import { recordStepRows } from './projections.js'
 import type { RunConfigs } from './run-config.js'
-import { type ActivityTelemetry, annotate, annotateContent } from './telemetry.js'
+import { type ActivityTelemetry, annotate, annotateContent, type RunMetrics } from './telemetry.js'
 import { appendInOrder } from './transcript.js'
 
 /** Strings longer than this in a file tool's contents stay in the transcript; history gets a marker. */
@@ -57,6 +59,7 @@ interface ModelDependencies {
   /** The operator's prices over the shipped ones (TETHER_PRICES). */
   prices?: PriceOverrides | undefined
   telemetry?: ActivityTelemetry | undefined
+  metrics?: RunMetrics | undefined
 }
 
 export function modelActivities(deps: ModelDependencies): Pick<TetherActivities, 'tetherModelTurn'> {
@@ -70,13 +73,43 @@ export function modelActivities(deps: ModelDependencies): Pick<TetherActivities,
 
 async function modelTurn(
   deps: ModelDependencies,
-  { runId, step, replySeq, pending, contract: carried }: Parameters<TetherActivities['tetherModelTurn']>[0],
+  input: Parameters<TetherActivities['tetherModelTurn']>[0],
   signal: AbortSignal,
 ): Promise<ModelTurn> {
   annotate({
-    [ATTR.runId]: runId,
-    [ATTR.auditRows]: [auditRow('steps', step), auditRow('messages', replySeq)],
+    [ATTR.runId]: input.runId,
+    [ATTR.auditRows]: [auditRow('steps', input.step), auditRow('messages', input.replySeq)],
   })
+  // The step before is recorded first, so it is in the audit while the model thinks.
+  if (input.previousStep) await recordStepRows(deps.audit, input.previousStep, deps.metrics)
+  const turn = await reply(deps, input, signal)
+  return input.judge ? { ...turn, verdicts: await verdicts(deps, input.runId, input.judge, turn) } : turn
+}
+
+/**
+ * The policy's verdict on each call of the reply, judged here because this worker holds the run's compiled
+ * policy: one activity per turn instead of a check per call. The same validation and judge as a separate
+ * check would apply; a call that is not valid gets none (the workflow turns it into an observation).
+ */
+async function verdicts(
+  deps: ModelDependencies,
+  runId: string,
+  request: JudgeRequest,
+  turn: ModelTurn,
+): Promise<Array<ActionVerdict | null>> {
+  const validated = turn.toolCalls.map((call) => validateToolCall(call))
+  const calls = validated.flatMap((v) => (v.ok ? [v.call] : []))
+  const judged =
+    calls.length > 0 ? await judgeCalls(deps.runs, runId, request, calls, { metrics: deps.metrics }) : []
+  let next = 0
+  return validated.map((v) => (v.ok ? (judged[next++] as ActionVerdict) : null))
+}
+
+async function reply(
+  deps: ModelDependencies,
+  { runId, replySeq, pending, contract: carried }: Parameters<TetherActivities['tetherModelTurn']>[0],
+  signal: AbortSignal,
+): Promise<ModelTurn> {
   // A previous attempt may have stored the reply and died before returning it: replay that reply rather
   // than asking the model again, so the transcript and the workflow never disagree. (The transcript has no
   // gaps, so the first message at or after replySeq is the reply.)
@@ -101,7 +134,7 @@ async function modelTurn(
     ...(toolchain ? { toolchain: describeToolchain(toolchain) } : {}),
     ...(contract.verification ? { verification: contract.verification.command.join(' ') } : {}),
   })
-  let reply: StoredReply
+  let stored: StoredReply
   try {
     const response = await provider.generate({ system, messages: transcript, signal })
     // The prompt's last message (what this turn answers) and the reply, only when excerpts are on.
@@ -114,7 +147,7 @@ async function modelTurn(
     const quote = priceOf(provider.id, deps.prices)
     // Validated and bounded on the full arguments: what is stored and returned has a size, whatever the
     // model sent; a call over a limit carries its reason and becomes an observation in the workflow.
-    reply = {
+    stored = {
       role: 'assistant',
       ...boundReply(response),
       usage: response.usage,
@@ -127,7 +160,7 @@ async function modelTurn(
     throw toFailure(error)
   }
   try {
-    await deps.audit.appendMessages(runId, replySeq, [reply])
+    await deps.audit.appendMessages(runId, replySeq, [stored])
   } catch (error) {
     // Not a passing fault: the same reply would be refused again, so say so at once instead of retrying.
     if (error instanceof AuditInputError) {
@@ -138,7 +171,7 @@ async function modelTurn(
     }
     throw error
   }
-  return historyTurn(reply)
+  return historyTurn(stored)
 }
 
 /** The stored reply without the bookkeeping fields the providers do not know. */

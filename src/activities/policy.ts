@@ -8,7 +8,14 @@ import { ApplicationFailure } from '@temporalio/common'
 import { judgeCall } from '../judge/index.js'
 import { type ModelProvider, type PriceOverrides, priceOf } from '../model/index.js'
 import { type Policy, PolicyError } from '../policy/index.js'
-import { FAILURE, gateRefusal, type TetherActivities } from '../run/index.js'
+import {
+  type ActionVerdict,
+  FAILURE,
+  gateRefusal,
+  type JudgeRequest,
+  type TetherActivities,
+} from '../run/index.js'
+import type { ValidatedCall } from '../tools/index.js'
 import { workspaceView } from '../workspace/index.js'
 import { contractProblems } from './preflight.js'
 import type { RunConfigs } from './run-config.js'
@@ -70,13 +77,31 @@ export function policyActivities(deps: {
       return problems.length > 0 ? { ...prepared, rejected: problems.join('; ') } : prepared
     },
 
-    async tetherCheckAction({ runId, policy: spec, policyDigest, remembered, workspace, call, noRetry }) {
-      const policy = await deps.runs.policy(runId, spec, remembered, policyDigest)
-      const verdict = judgeCall(policy, workspaceView(workspace), call, noRetry)
-      deps.metrics?.verdict(verdict.act, verdict.effect)
-      return verdict
-    },
+    tetherCheckAction: ({ runId, policy, call, ...request }) =>
+      judgeCalls(deps.runs, runId, request, [call], { spec: policy, metrics: deps.metrics }).then(
+        ([verdict]) => verdict as ActionVerdict,
+      ),
   }
+}
+
+/**
+ * The policy's verdicts on calls, each judged over the workspace as it is now, under the run's effective
+ * policy (by digest, else the run's `spec`) with what the run remembered on top; each verdict counted.
+ */
+export async function judgeCalls(
+  runs: RunConfigs,
+  runId: string | undefined,
+  { policyDigest, remembered, workspace, noRetry }: JudgeRequest,
+  calls: readonly ValidatedCall[],
+  { spec, metrics }: { spec?: unknown; metrics?: RunMetrics | undefined } = {},
+): Promise<ActionVerdict[]> {
+  const policy = await runs.policy(runId, spec, remembered, policyDigest)
+  const view = workspaceView(workspace)
+  return calls.map((call) => {
+    const verdict = judgeCall(policy, view, call, noRetry)
+    metrics?.verdict(verdict.act, verdict.effect)
+    return verdict
+  })
 }
 
 /** A policy refused on this worker, as RunConfigs reports it to Temporal. */

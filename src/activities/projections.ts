@@ -14,9 +14,21 @@ import {
   stepRecords,
 } from '../audit/index.js'
 import { approvalMessage } from '../present/index.js'
-import type { PendingApproval, TaskContract, TetherActivities } from '../run/index.js'
+import type { PendingApproval, StepRecord, TaskContract, TetherActivities } from '../run/index.js'
 import type { RunConfigs } from './run-config.js'
 import type { RunMetrics } from './telemetry.js'
+
+/** A finished step's row and its refusals (idempotent): by tetherRecordStep, or with the next model turn. */
+export async function recordStepRows(
+  audit: AuditStore,
+  record: StepRecord,
+  metrics: RunMetrics | undefined,
+): Promise<void> {
+  const { step, refusals } = stepRecords(record)
+  // Counted once: when this write is the step's first.
+  if (await audit.recordStep(step)) metrics?.stepRecorded(record)
+  if (refusals.length > 0) await audit.recordPolicyEvents(refusals)
+}
 
 /** Inside the projection activities' 10 s start-to-close (agentRun), so a slow webhook is retried, not cut. */
 const WEBHOOK_TIMEOUT_MS = 8_000
@@ -57,12 +69,7 @@ export function projectionActivities(deps: {
       if (await audit.recordRunFinished(runFinishedRecord(input))) deps.metrics.runFinished(input.outcome)
     },
 
-    async tetherRecordStep(record) {
-      const { step, refusals } = stepRecords(record)
-      // Counted once: when this write is the step's first.
-      if (await audit.recordStep(step)) deps.metrics.stepRecorded(record)
-      if (refusals.length > 0) await audit.recordPolicyEvents(refusals)
-    },
+    tetherRecordStep: (record) => recordStepRows(audit, record, deps.metrics),
 
     async tetherApprovalRequested({ runId, request, contract }) {
       await audit.recordApprovalRequested(approvalRequestRecord(runId, request))

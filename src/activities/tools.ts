@@ -187,7 +187,7 @@ export function toolActivities(deps: {
 
     // Short or long (a search over a big tree), a file tool heartbeats, so a dead worker is noticed within
     // the workflow's heartbeat timeout.
-    tetherFileTool: (input) => heartbeating(() => fileTool(input)),
+    tetherFileTool: (input) => heartbeating(() => fileTool(input), { tool: input.name }),
 
     async tetherVerify({
       runId,

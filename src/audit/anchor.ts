@@ -480,10 +480,13 @@ export function compareWithHistory(
         case 'tetherFinishRun':
           finish = call
           break
-        case 'tetherRecordStep': {
-          const { step, refusals } = records.stepRecords(call.input as Input<'tetherRecordStep'>)
-          expected.insert('steps', `step ${step.step}`, pick(parsed(input.step, step), STEP), settled)
-          for (const refusal of refusals) policyEvent(refusal, settled)
+        case 'tetherRecordStep':
+          stepRow(call.input as Input<'tetherRecordStep'>, settled)
+          break
+        case 'tetherModelTurn': {
+          // A model turn records the step before it (judge-with-turn).
+          const { previousStep } = call.input as Input<'tetherModelTurn'>
+          if (previousStep) stepRow(previousStep, settled)
           break
         }
         case 'tetherApprovalRequested': {
@@ -638,6 +641,12 @@ export function compareWithHistory(
   }
 
   return { runId, executions: executions.map((e) => e.runId), checked, findings, answers }
+
+  function stepRow(record: Input<'tetherRecordStep'>, settled: boolean) {
+    const { step, refusals } = records.stepRecords(record)
+    expected.insert('steps', `step ${step.step}`, pick(parsed(input.step, step), STEP), settled)
+    for (const refusal of refusals) policyEvent(refusal, settled)
+  }
 
   function policyEvent(event: input.PolicyEvent, required: boolean) {
     const row = pick(parsed(input.policyEvent, event), POLICY_EVENT)

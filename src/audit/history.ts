@@ -10,7 +10,6 @@
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import type { Client } from '@temporalio/client'
-import { WorkflowNotFoundError } from '@temporalio/common'
 import type { RunPreparation } from '../run/index.js'
 import { type AnchorReport, compareWithHistory, type ReplayedCall, type ReplayedExecution } from './anchor.js'
 
@@ -64,6 +63,8 @@ export async function fetchRunHistory(
   workflowId: string,
   firstRunId?: string,
 ): Promise<RunHistory> {
+  // Loaded here, not with the module: the audit's readers (the CLI's lists) never need Temporal's code.
+  const { WorkflowNotFoundError } = await import('@temporalio/common')
   const events = async (runId: string | undefined) => {
     try {
       return (await client.workflow.getHandle(workflowId, runId).fetchHistory()).events as RawEvent[]

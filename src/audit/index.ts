@@ -82,6 +82,7 @@ export {
   type StoredMessage,
   type StoredRunRows,
   type TimelineEntry,
+  tellsSomethingNew,
 } from './queries.js'
 export {
   approvalDecisionRecords,

@@ -47,32 +47,32 @@ function serialise(value: unknown, ctx: z.RefinementCtx): string {
 /** Any JSON value, serialised once; stored in a `json` column, which keeps the text exactly. */
 const json = z.unknown().transform(serialise)
 
-export const acts = ['read', 'write', 'exec', 'net'] as const
-/** What approvals and their policy events are about: an act, or the run's cost cap. */
-export const approvalActs = [...acts, 'budget'] as const
-export const effects = ['allow', 'ask', 'deny'] as const
-export const execStatuses = ['exited', 'signalled', 'timed-out', 'cancelled', 'unavailable'] as const
-export const gateKinds = ['gate_output', 'gate_phase_failed', 'gate_passed'] as const
-export const approvalDecisions = ['approved', 'denied', 'timeout', 'cancelled'] as const
-export const decisionChannels = ['update', 'signal', 'timeout', 'cancel'] as const
+import {
+  approvalActs,
+  approvalDecisions,
+  decisionChannels,
+  effects,
+  execStatuses,
+  gateKinds,
+} from './vocabulary.js'
 
-export type Act = (typeof acts)[number]
-export type ApprovalAct = (typeof approvalActs)[number]
-export type Effect = (typeof effects)[number]
-export type ExecStatus = (typeof execStatuses)[number]
-export type GateKind = (typeof gateKinds)[number]
-export type ApprovalDecision = (typeof approvalDecisions)[number]
-export type DecisionChannel = (typeof decisionChannels)[number]
-/** Where a policy event came from. Open-ended: these are the ones tether writes today. */
-export type PolicyEventSource =
-  | 'policy'
-  | 'update'
-  | 'signal'
-  | 'timeout'
-  | 'cancel'
-  | 'remembered'
-  | 'gate'
-  | (string & {})
+export {
+  type Act,
+  type ApprovalAct,
+  type ApprovalDecision,
+  acts,
+  approvalActs,
+  approvalDecisions,
+  type DecisionChannel,
+  decisionChannels,
+  type Effect,
+  type ExecStatus,
+  effects,
+  execStatuses,
+  type GateKind,
+  gateKinds,
+  type PolicyEventSource,
+} from './vocabulary.js'
 
 export const runStarted = z.object({
   runId: id,
@@ -160,6 +160,9 @@ export const policyEvent = z
       ? { ...event, target: boundedText(event.target, PATH_TARGET_LIMIT) }
       : event,
   )
+
+/** A batch of policy events, as `recordPolicyEvents` takes them. */
+export const policyEvents = policyEvent.array()
 
 const streamCapture = z.object({
   text,

@@ -7,16 +7,17 @@
 import type { StreamCapture } from '../exec/index.js'
 import type { Database } from './database.js'
 import { AuditInputError } from './errors.js'
-import type {
-  Act,
-  ApprovalAct,
-  ApprovalDecision,
-  DecisionChannel,
-  Effect,
-  ExecStatus,
-  GateKind,
-  PolicyEventSource,
-} from './inputs.js'
+import {
+  type Act,
+  type ApprovalAct,
+  type ApprovalDecision,
+  type DecisionChannel,
+  decisionChannels,
+  type Effect,
+  type ExecStatus,
+  type GateKind,
+  type PolicyEventSource,
+} from './vocabulary.js'
 
 export interface Page<T> {
   items: T[]
@@ -639,6 +640,20 @@ const runCost = (table: string) =>
   `(coalesce(${table}.cost_usd, (select sum(s.cost_usd) from steps s where s.run_id = ${table}.run_id))
      * 1000000)::bigint as cost`
 
+const ANSWER_CHANNELS: ReadonlySet<string> = new Set(decisionChannels)
+
+/**
+ * Whether a timeline entry says something no other entry says, for a timeline a person reads. Left out: the
+ * policy record of an approval's answer (the approval's own entry shows who answered, how, and what was
+ * remembered) and the gate's output record (the gate command's entry shows its status and size; the
+ * output is in "what ran").
+ */
+export function tellsSomethingNew(entry: TimelineEntry): boolean {
+  if (entry.type === 'policy') return !(entry.kind === 'decision' && ANSWER_CHANNELS.has(entry.source))
+  if (entry.type === 'gate') return entry.kind !== 'gate_output'
+  return true
+}
+
 /**
  * The contract and policy a run was started with, as recorded (the run's own policy, and the digest of the
  * effective one when it has one); undefined for an unknown run.
@@ -702,6 +717,47 @@ export async function runSummary(db: Database, runId: string): Promise<RunSummar
   const [row] = rows
   if (!row) return undefined
   return record<RunSummary>(row)
+}
+
+/**
+ * Up to `limit` run or approval ids that start with `prefix`, in order: a person may type only the start of
+ * an id (`tether audit approvals` shows eight characters). An exact id is among them when it exists.
+ */
+export async function idsStartingWith(
+  db: Database,
+  kind: 'run' | 'approval',
+  prefix: string,
+  limit = 10,
+): Promise<string[]> {
+  const operation = 'idsStartingWith'
+  requireId(prefix, 'prefix', operation)
+  const [table, column] = kind === 'run' ? ['runs', 'run_id'] : ['approvals', 'approval_id']
+  const { rows } = await db.query<{ id: string }>(
+    operation,
+    `select ${column} as id from ${table} where starts_with(${column}, $1) order by ${column} limit $2`,
+    [prefix, pageLimit(limit, MAX_PAGE, operation)],
+  )
+  return rows.map((row) => row.id)
+}
+
+/**
+ * The names recorded effective policies give the approver key `publicKey` (`ed25519:…`): who a person who
+ * holds that key is, as far as the runs are concerned. Usually one; none for a key on no list.
+ */
+export async function approverNames(db: Database, publicKey: string): Promise<string[]> {
+  const operation = 'approverNames'
+  requireId(publicKey, 'publicKey', operation)
+  const { rows } = await db.query<{ name: string }>(
+    operation,
+    `select distinct a->>'name' as name
+       from policies p,
+            jsonb_array_elements(case when jsonb_typeof(p.spec->'approvers') = 'array'
+                                      then p.spec->'approvers' else '[]'::jsonb end) a
+      where jsonb_typeof(a) = 'object' and a->'keys' ? $1
+      order by 1 limit 10`,
+    [publicKey],
+  )
+  return rows.map((row) => row.name)
 }
 
 const WAITING = 'exists (select 1 from approvals a where a.run_id = runs.run_id and a.decision is null)'

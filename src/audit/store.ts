@@ -19,7 +19,7 @@ import type {
   StepRecord,
 } from './inputs.js'
 import { applyMigrations, type MigrationReport } from './migrations.js'
-import * as provenance from './provenance.js'
+import type * as Provenance from './provenance.js'
 import * as queries from './queries.js'
 import * as writers from './writers.js'
 
@@ -185,20 +185,28 @@ export class AuditStore {
   listRuns(options?: Parameters<typeof queries.listRuns>[1]): ReturnType<typeof queries.listRuns> {
     return queries.listRuns(this.db, options)
   }
+  /** The approver names recorded effective policies give a public key. */
+  approverNames(publicKey: string): Promise<string[]> {
+    return queries.approverNames(this.db, publicKey)
+  }
+  /** Run or approval ids starting with `prefix` (at most `limit`), for ids typed in part. */
+  idsStartingWith(kind: 'run' | 'approval', prefix: string, limit?: number): Promise<string[]> {
+    return queries.idsStartingWith(this.db, kind, prefix, limit)
+  }
   /** Runs on a task queue the audit holds as running, oldest first. */
   runningRuns(options: Parameters<typeof queries.runningRuns>[1]): ReturnType<typeof queries.runningRuns> {
     return queries.runningRuns(this.db, options)
   }
   /** A finished run's rows its provenance statement is made of (provenance.ts). */
-  provenanceRows(runId: string): Promise<provenance.ProvenanceRows | undefined> {
-    return provenance.provenanceRows(this.db, runId)
+  async provenanceRows(runId: string): Promise<Provenance.ProvenanceRows | undefined> {
+    return (await provenanceQueries()).provenanceRows(this.db, runId)
   }
-  recordProvenance(runId: string, envelope: DsseEnvelope, subject: string): Promise<void> {
-    return provenance.recordProvenance(this.db, runId, envelope, subject)
+  async recordProvenance(runId: string, envelope: DsseEnvelope, subject: string): Promise<void> {
+    return (await provenanceQueries()).recordProvenance(this.db, runId, envelope, subject)
   }
   /** A run's signed provenance envelope, when one was recorded. */
-  provenance(runId: string): Promise<DsseEnvelope | undefined> {
-    return provenance.provenanceOf(this.db, runId)
+  async provenance(runId: string): Promise<DsseEnvelope | undefined> {
+    return (await provenanceQueries()).provenanceOf(this.db, runId)
   }
 
   /** Ends the pool; stops the embedded server only if this store started it. Safe to call twice. */
@@ -265,3 +273,6 @@ export async function migrate(pool: pg.Pool): Promise<MigrationReport> {
     client.release()
   }
 }
+
+/** The provenance queries, loaded when first used: they bring the DSSE code, which a reader of runs never needs. */
+const provenanceQueries = () => import('./provenance.js')

@@ -17,9 +17,17 @@
 
 import type { Database } from './database.js'
 import { AuditConflictError, AuditInputError } from './errors.js'
-import * as input from './inputs.js'
+import type * as Input from './inputs.js'
 
-export async function recordRunStarted(db: Database, value: input.RunStarted): Promise<boolean> {
+/** The schemas, loaded with the first write: a store that only reads (the CLI's lists) never loads them. */
+let schemas: Promise<typeof Input> | undefined
+const inputs = () => {
+  schemas ??= import('./inputs.js')
+  return schemas
+}
+
+export async function recordRunStarted(db: Database, value: Input.RunStarted): Promise<boolean> {
+  const input = await inputs()
   const run = input.parse(input.runStarted, value, 'recordRunStarted')
   // The policy first: the run's row names it.
   if (run.effective) {
@@ -70,7 +78,8 @@ export async function recordRunStarted(db: Database, value: input.RunStarted): P
   return false
 }
 
-export async function recordRunFinished(db: Database, value: input.RunFinished): Promise<boolean> {
+export async function recordRunFinished(db: Database, value: Input.RunFinished): Promise<boolean> {
+  const input = await inputs()
   const run = input.parse(input.runFinished, value, 'recordRunFinished')
   const { rows } = await db.query<{ won: boolean; known: boolean }>(
     'recordRunFinished',
@@ -103,7 +112,8 @@ export async function recordRunFinished(db: Database, value: input.RunFinished):
   return result.won
 }
 
-export async function recordStep(db: Database, value: input.StepRecord): Promise<boolean> {
+export async function recordStep(db: Database, value: Input.StepRecord): Promise<boolean> {
+  const input = await inputs()
   const step = input.parse(input.step, value, 'recordStep')
   const { rowCount } = await db.query(
     'recordStep',
@@ -129,14 +139,13 @@ export async function recordStep(db: Database, value: input.StepRecord): Promise
   return rowCount === 1
 }
 
-const policyEvents = input.policyEvent.array()
-
 /** Writes a batch in one statement; returns how many rows were new. */
 export async function recordPolicyEvents(
   db: Database,
-  values: readonly input.PolicyEvent[],
+  values: readonly Input.PolicyEvent[],
 ): Promise<number> {
-  const events = input.parse(policyEvents, values, 'recordPolicyEvents')
+  const input = await inputs()
+  const events = input.parse(input.policyEvents, values, 'recordPolicyEvents')
   if (events.length === 0) return 0
   const column = <T>(pick: (event: (typeof events)[number]) => T) => events.map(pick)
   const { rowCount } = await db.query(
@@ -167,7 +176,8 @@ export async function recordPolicyEvents(
   return rowCount ?? 0
 }
 
-export async function recordExecResult(db: Database, value: input.ExecResultRecord): Promise<boolean> {
+export async function recordExecResult(db: Database, value: Input.ExecResultRecord): Promise<boolean> {
+  const input = await inputs()
   const result = input.parse(input.execResult, value, 'recordExecResult')
   const { rowCount } = await db.query(
     'recordExecResult',
@@ -209,11 +219,12 @@ export async function recordExecResult(db: Database, value: input.ExecResultReco
   return rowCount === 1
 }
 
-function streamColumns(capture: input.ExecResultRecord['stdout']) {
+function streamColumns(capture: Input.ExecResultRecord['stdout']) {
   return [capture.text, capture.elided, capture.bytes, capture.lines, capture.sha256]
 }
 
-export async function recordGateEvent(db: Database, value: input.GateEvent): Promise<boolean> {
+export async function recordGateEvent(db: Database, value: Input.GateEvent): Promise<boolean> {
+  const input = await inputs()
   const event = input.parse(input.gateEvent, value, 'recordGateEvent')
   const { rowCount } = await db.query(
     'recordGateEvent',
@@ -224,7 +235,8 @@ export async function recordGateEvent(db: Database, value: input.GateEvent): Pro
   return rowCount === 1
 }
 
-export async function recordApprovalRequested(db: Database, value: input.ApprovalRequest): Promise<boolean> {
+export async function recordApprovalRequested(db: Database, value: Input.ApprovalRequest): Promise<boolean> {
+  const input = await inputs()
   const request = input.parse(input.approvalRequested, value, 'recordApprovalRequested')
   const { rowCount } = await db.query(
     'recordApprovalRequested',
@@ -256,9 +268,9 @@ export async function recordApprovalRequested(db: Database, value: input.Approva
 
 /** The decision an approval holds. */
 export interface StoredDecision {
-  decision: input.ApprovalDecision
+  decision: Input.ApprovalDecision
   decidedBy: string
-  channel: input.DecisionChannel
+  channel: Input.DecisionChannel
   decidedAt: Date
   reason?: string | undefined
   remember?: string | undefined
@@ -278,8 +290,9 @@ export interface DecisionOutcome {
  */
 export async function recordApprovalDecision(
   db: Database,
-  value: input.ApprovalDecisionRecord,
+  value: Input.ApprovalDecisionRecord,
 ): Promise<DecisionOutcome> {
+  const input = await inputs()
   const decision = input.parse(input.approvalDecision, value, 'recordApprovalDecision')
   return db.transaction('recordApprovalDecision', async (client) => {
     const updated = await client.query(
@@ -325,9 +338,9 @@ export async function recordApprovalDecision(
       return { won: true, stored: { decision: outcome, decidedBy, channel, decidedAt, reason, remember } }
     }
     const existing = await client.query<{
-      decision: input.ApprovalDecision
+      decision: Input.ApprovalDecision
       decided_by: string
-      channel: input.DecisionChannel
+      channel: Input.DecisionChannel
       decided_at: Date
       reason: string | null
       remember: string | null
@@ -376,6 +389,7 @@ export async function appendMessages(
   values: readonly unknown[],
   options: { attempt?: number } = {},
 ): Promise<number> {
+  const input = await inputs()
   const batch = input.parse(
     input.messages,
     { runId, fromSeq, messages: values, attempt: options.attempt },

@@ -1,17 +1,23 @@
 /**
  * The `tether` command. Each subcommand lives in `commands/` and registers itself on the program; this file
  * only assembles them and turns any failure into one clear line and a non-zero exit.
+ *
+ * Start-up is part of the interface: registering a command loads only commander and the words of its help,
+ * and a command loads what it needs (Temporal's SDK, the audit, the policy engine) when it runs — so
+ * `tether --help` costs little more than Node itself, and `tether ls` does not load Temporal.
  */
 import { Command, CommanderError } from 'commander'
 import { packageVersion } from '../stack/index.js'
 import { registerApprovals } from './commands/approvals.js'
 import { registerAudit } from './commands/audit.js'
+import { registerCompletion } from './commands/completion.js'
 import { registerDb } from './commands/db.js'
 import { registerDev } from './commands/dev.js'
 import { registerInbox } from './commands/inbox.js'
 import { registerPolicy } from './commands/policy.js'
 import { registerRuns } from './commands/runs.js'
-import { CliError } from './errors.js'
+import { chooseProfile } from './context.js'
+import { CliError, EXIT } from './errors.js'
 
 /** A subcommand module adds its commands to the program; list each one here. */
 export type Register = (program: Command) => void
@@ -24,7 +30,17 @@ const registrations: Register[] = [
   registerAudit,
   registerDb,
   registerPolicy,
+  registerCompletion,
 ]
+
+const EXIT_HELP = `
+Exit status:
+  ${EXIT.ok}  done (a query such as \`policy check\` exits 0 whatever it finds)
+  ${EXIT.error}  an error, said in one line on stderr; or a check that failed (\`audit verify\`, \`audit approvals --verify\`)
+  ${EXIT.usage}  a usage error: an unknown command or option, a missing argument
+  ${EXIT.runFailed}  a followed run (\`run --follow\`, \`show --follow\`) ended without success: its outcome is on the last line
+
+Settings: flags, then variables, then the profile of ~/.config/tether/config.toml (--profile, TETHER_PROFILE).`
 
 export function buildProgram(): Command {
   const program = new Command('tether')
@@ -32,8 +48,14 @@ export function buildProgram(): Command {
       'A coding agent that runs as a durable Temporal workflow, with policy, approvals and an audit.',
     )
     .version(packageVersion(), '-V, --version', "print tether's version")
+    .option(
+      '--profile <name>',
+      'the profile of your settings file to use (default: TETHER_PROFILE, else "default")',
+    )
     .showHelpAfterError('(run with --help for usage)')
+    .addHelpText('after', EXIT_HELP)
     .exitOverride()
+  program.hook('preAction', () => chooseProfile((program.opts() as { profile?: string }).profile))
   for (const register of registrations) register(program)
   return program
 }
@@ -42,13 +64,15 @@ export async function runCli(argv: readonly string[]): Promise<number> {
   const program = buildProgram()
   try {
     await program.parseAsync([...argv], { from: 'user' })
-    return typeof process.exitCode === 'number' ? process.exitCode : 0
+    return typeof process.exitCode === 'number' ? process.exitCode : EXIT.ok
   } catch (error) {
     if (error instanceof CommanderError) {
       // Commander has already printed help or the usage error.
-      return error.code === 'commander.helpDisplayed' || error.code === 'commander.version'
-        ? 0
-        : error.exitCode || 2
+      return error.code === 'commander.helpDisplayed' ||
+        error.code === 'commander.version' ||
+        error.code === 'commander.help'
+        ? EXIT.ok
+        : EXIT.usage
     }
     const message = error instanceof Error ? error.message : String(error)
     // Our own messages are whole (a YAML error keeps the lines that point at the mistake); anything else
@@ -57,6 +81,6 @@ export async function runCli(argv: readonly string[]): Promise<number> {
     if (process.env.TETHER_DEBUG && error instanceof Error && !(error instanceof CliError)) {
       process.stderr.write(`${error.stack}\n`)
     }
-    return error instanceof CliError ? error.exitCode : 1
+    return error instanceof CliError ? error.exitCode : EXIT.error
   }
 }

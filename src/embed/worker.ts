@@ -4,7 +4,9 @@
  */
 
 import { existsSync } from 'node:fs'
+import { totalmem } from 'node:os'
 import { fileURLToPath } from 'node:url'
+import { getHeapStatistics } from 'node:v8'
 import { Client } from '@temporalio/client'
 import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker'
 import { createActivities, unknownNamespace, waitThroughOutages } from '../activities/index.js'
@@ -20,6 +22,7 @@ import {
   startLocalStack,
   type TemporalTarget,
   type WorkerDeployment,
+  workflowCacheSetting,
 } from '../stack/index.js'
 import { ReconcilePlugin } from './reconcile.js'
 import type { WorkerTelemetry } from './telemetry.js'
@@ -60,8 +63,8 @@ export interface TetherWorkerOptions {
   taskQueue: string
   audit: AuditStore
   provider?: (choice: string | undefined) => ModelProvider
-  /** Runs kept in memory between their tasks (default WORKFLOW_CACHE_SIZE). */
-  maxCachedWorkflows?: number
+  /** Runs kept in memory between their tasks (default: `workflowCacheSize()`, from the worker's memory). */
+  maxCachedWorkflows?: number | undefined
   /** The operator's floor (see `workerFloor`); default: the built-in one. */
   floor?: WorkerFloor
   /**
@@ -105,12 +108,30 @@ export function workerFloor(floor: WorkerFloor): Floor {
   return 'source' in floor ? floor : floorOf(floor)
 }
 
+/** What one run kept in a worker's workflow cache holds, measured by `bench/run --concurrent` (RSS per active run). */
+export const CACHED_RUN_BYTES = 2 * 2 ** 20
+
 /**
- * Runs a worker keeps in memory. A cached run costs ~1.8 MB; a run that waits hours for a person needs
- * none of it: past this many, the least recently active runs are evicted and replayed from their (small)
- * history when their answer comes, so thousands of waiting runs cost a worker almost nothing.
+ * Runs a worker keeps in memory between their tasks: as many as a quarter of its memory holds (the V8 heap
+ * limit, or the machine's or container's memory when that is smaller), at least 64. Too small a cache is a
+ * cliff: past it every task of an active run evicts another active run, which then replays its whole
+ * history. Waiting runs still leave it: the least recently active are evicted first and replayed from their
+ * (small) history when their answer comes, so the memory waiting runs take is bounded whatever their number.
  */
-export const WORKFLOW_CACHE_SIZE = 32
+export function workflowCacheSize(
+  memory = {
+    heapLimit: getHeapStatistics().heap_size_limit,
+    available: process.constrainedMemory?.() || totalmem(),
+  },
+): number {
+  return Math.max(64, Math.floor(Math.min(memory.heapLimit, memory.available) / 4 / CACHED_RUN_BYTES))
+}
+
+/**
+ * Workflow tasks a worker runs at once: its workflow code runs on one thread, so more only queue inside the
+ * worker, where their timeout already runs; never more than the cache holds (the SDK's rule).
+ */
+export const WORKFLOW_TASK_SLOTS = 16
 
 export function createTetherWorker(options: TetherWorkerOptions): Promise<Worker> {
   const namespace = unknownNamespace()
@@ -139,7 +160,7 @@ export function createTetherWorker(options: TetherWorkerOptions): Promise<Worker
     }),
     // Running commands get this long to finish on shutdown before they are cancelled and retried elsewhere.
     shutdownGraceTime: '30 seconds',
-    maxCachedWorkflows: options.maxCachedWorkflows ?? WORKFLOW_CACHE_SIZE,
+    ...workflowCapacity(options.maxCachedWorkflows ?? workflowCacheSize()),
     ...(options.deployment
       ? {
           workerDeploymentOptions: {
@@ -158,6 +179,13 @@ export function createTetherWorker(options: TetherWorkerOptions): Promise<Worker
 export function priced(prices: WorkerPrices): { prices?: PriceOverrides } {
   const overrides = workerPrices(prices)
   return overrides ? { prices: overrides } : {}
+}
+
+function workflowCapacity(cached: number) {
+  return {
+    maxCachedWorkflows: cached,
+    maxConcurrentWorkflowTaskExecutions: Math.max(2, Math.min(WORKFLOW_TASK_SLOTS, cached)),
+  }
 }
 
 /** tether on one machine: the local stack, the audit store, a client and a running worker. */
@@ -217,6 +245,7 @@ export async function startLocalTether(
       taskQueue: options.taskQueue,
       audit,
       stateDir: options.stateDir,
+      maxCachedWorkflows: workflowCacheSetting(),
       ...(options.floor !== undefined ? { floor: options.floor } : {}),
       ...(options.prices !== undefined ? { prices: options.prices } : {}),
       ...(telemetry ? { telemetry } : {}),

@@ -3,10 +3,10 @@
  * about it now (its status and the command running, from the activity's heartbeat).
  */
 import type { Client } from '@temporalio/client'
-import { defaultPayloadConverter } from '@temporalio/common'
 import type { ApprovalRow, AuditStore, StoredMessage } from '../audit/index.js'
 import { verifyRecordedAnswer } from '../audit/index.js'
 import { Policy, PolicyError } from '../policy/index.js'
+import { inFlight } from '../run/index.js'
 import { workspaceChanges } from './changes.js'
 import type { ApprovalPageData, InboxPageData, RunPageData } from './pages.js'
 
@@ -71,10 +71,12 @@ export async function loadApproval(
     loadApprovalLive(audit, approval),
   ])
   if (!run) return undefined
+  // Approvers are the operator's (the floor's): the run's effective policy names them, not its own.
+  const effective = config?.policyDigest ? await audit.policyByDigest(config.policyDigest) : undefined
   return {
     approval,
     run,
-    approvers: approversOf(config?.policy),
+    approvers: approversOf(effective ?? config?.policy),
     argv: askedArgv(approval, live.messages),
     ...live,
     changes: await workspaceChanges(run.workspace),
@@ -128,20 +130,16 @@ export async function loadRun(sources: InboxSources, runId: string): Promise<Run
   }
 }
 
-/** The workflow's status and the command it is running, if any (from the exec activity's heartbeat). */
+/** The workflow's status and what it is doing now (a command, the gate, a file tool, a model turn), if anything. */
 async function temporalState(client: Client, runId: string): Promise<RunPageData['temporal']> {
   try {
     const description = await client.withDeadline(Date.now() + 3_000, () =>
       client.workflow.getHandle(runId).describe(),
     )
-    const activity = description.raw.pendingActivities?.find((a) => a.activityType?.name === 'tetherExec')
-    const payload = activity?.heartbeatDetails?.payloads?.[0]
-    const beat = payload
-      ? (defaultPayloadConverter.fromPayload(payload) as { elapsedMs?: number; bytes?: number })
-      : undefined
+    const flight = inFlight(description.raw.pendingActivities)
     return {
       status: description.status.name.toLowerCase(),
-      ...(activity ? { running: { elapsedMs: beat?.elapsedMs ?? 0, bytes: beat?.bytes ?? 0 } } : {}),
+      ...(flight ? { inFlight: flight } : {}),
     }
   } catch (error) {
     return { error: `Temporal did not answer (${(error as Error).message.split('\n')[0]})` }

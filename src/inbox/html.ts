@@ -24,8 +24,25 @@ const ENTITIES: Record<string, string> = {
 }
 
 /** `text` as HTML text or a quoted attribute value, with invisible characters made visible. */
-export function escapeHtml(text: string): string {
-  return visible(text, { lines: true }).replace(/[&<>"']/g, (ch) => ENTITIES[ch] as string)
+export function escapeHtml(text: string, options: { tabs?: boolean } = {}): string {
+  return visible(text, { lines: true, ...options }).replace(/[&<>"']/g, (ch) => ENTITIES[ch] as string)
+}
+
+/**
+ * Text that is laid out, not run — a file's contents, a command's output, a diff — escaped like any other,
+ * except that a tab stays a tab (in a command, a tab is part of a word and shows as `\t`).
+ */
+export function laidOut(text: string): Html {
+  return new Html(escapeHtml(text, { tabs: true }))
+}
+
+/**
+ * Prose that marks code the Markdown way — the model's words, reasons, tether's own summaries
+ * (`` `npm test` → exit 0 ``) — with each backtick span as `<code>`; everything else escaped as text.
+ */
+export function prose(text: string): Html {
+  const parts = text.split(/`([^`\n]+)`/)
+  return html`${parts.map((part, i) => (i % 2 === 1 ? html`<code>${part}</code>` : part))}`
 }
 
 type Value = Html | string | number | boolean | null | undefined | readonly Value[]

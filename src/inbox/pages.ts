@@ -1,6 +1,7 @@
 /**
- * Whole pages and the fragments that live regions refresh. Server-rendered HTML; the one script
- * (`/assets/app.js`) adds signing, live updates and local times, and every form control has a label.
+ * Whole pages and the fragments that live regions refresh. Server-rendered HTML that reads on a phone as on
+ * a desktop; the one script (`/assets/app.js`) adds signing, live updates and local times, and every form
+ * control has a label.
  */
 
 import { createHash } from 'node:crypto'
@@ -15,9 +16,18 @@ import type {
   StoredMessage,
   TimelineEntry,
 } from '../audit/index.js'
-import { clipNoted, deadlineSetBy, formatBytes, formatMoney, seconds } from '../present/index.js'
+import { tellsSomethingNew } from '../audit/index.js'
+import {
+  clipNoted,
+  counted,
+  deadlineSetBy,
+  formatDuration,
+  formatMoney,
+  type InFlight,
+  inFlightWords,
+} from '../present/index.js'
 import type { WorkspaceChanges } from './changes.js'
-import { type Html, href, html, jsonData } from './html.js'
+import { type Html, href, html, jsonData, prose } from './html.js'
 import {
   approvalFacts,
   type Clock,
@@ -26,13 +36,15 @@ import {
   commandsSoFar,
   deadline,
   decisionText,
-  timelineEntry,
+  ruleText,
+  timelineChart,
+  timelineView,
   transcript,
   when,
 } from './views.js'
 
 export interface Viewer {
-  /** The approver name the viewer's imported key goes by (the browser says), or the signed-in name. */
+  /** The approver name of the viewer's imported key (the browser says), or the signed-in name. */
   name?: string | undefined
   /** Who the access mode says is asking (tokens, identity header); absent on a loopback inbox. */
   user?: string | undefined
@@ -50,11 +62,11 @@ export function layout(title: string, viewer: Viewer, body: Html, live?: string)
 <script src="/assets/app.js" defer></script>
 </head>
 <body>
-<header>
-  <nav aria-label="tether"><a href="/">Inbox</a> <a href="/runs">Runs</a></nav>
-  <p id="who">${viewer.user ? html`Signed in as <strong>${viewer.user}</strong>. ` : ''}<span id="key-summary">${
-    viewer.name ? html`Your key: <strong>${viewer.name}</strong>` : 'No signing key in this browser yet.'
-  }</span></p>
+<header class="top">
+  <nav aria-label="tether"><a href="/">Inbox</a><a href="/runs">Runs</a></nav>
+  <p id="who">${viewer.user ? html`Signed in as <strong>${viewer.user}</strong>. ` : ''}<a id="key-summary" href="#key-panel">${
+    viewer.name ? html`Signing as <strong>${viewer.name}</strong>` : 'No signing key yet'
+  }</a></p>
 </header>
 <main id="main"${live ? html` data-live="${live}"` : ''}>
 ${body}
@@ -73,21 +85,22 @@ function liveRegion(id: string, fragment: Html): Html {
   return html`<div id="${id}" data-live-region data-version="${fragmentVersion(fragment)}">${fragment}</div>`
 }
 
-/** Import (once) the approver's private key into this browser, or forget it. */
+/**
+ * The approver's private key, imported once into this browser (or forgotten). Folded away once a key is
+ * there; the name it signs as is the one the policies give that key, never typed.
+ */
 function keyPanel(): Html {
-  return html`<section id="key-panel" aria-labelledby="key-title" class="panel">
-  <h2 id="key-title">Your signing key</h2>
+  return html`<details id="key-panel" class="panel key" data-key="key-panel">
+  <summary id="key-title">Your signing key</summary>
   <p id="key-status" role="status">Looking for your key in this browser…</p>
   <form id="key-import" hidden>
     <p><label for="key-file">Private key file (the <code>.pem</code> that <code>tether keys new NAME</code> wrote)</label>
     <input type="file" id="key-file" name="key-file" accept=".pem,application/x-pem-file" required></p>
-    <p><label for="key-name">Approver name (as the policy lists you)</label>
-    <input type="text" id="key-name" name="key-name" autocomplete="username" required></p>
     <p><button type="submit">Import key</button></p>
-    <p class="hint">The key stays in this browser as a key that cannot be read back out; the server never sees it.</p>
+    <p class="hint">The key stays in this browser as a key that cannot be read back out; the server never sees it. You sign as the name the run's policy gives this key.</p>
   </form>
   <p><button type="button" id="key-forget" hidden>Forget this key</button></p>
-</section>`
+</details>`
 }
 
 export interface InboxPageData {
@@ -104,8 +117,8 @@ export function inboxPage(data: InboxPageData, viewer: Viewer, clock: Clock): st
     'Inbox',
     viewer,
     html`<h1>Approvals waiting</h1>
-${keyPanel()}
-${liveRegion('inbox', inboxList(data, viewer, clock))}`,
+${liveRegion('inbox', inboxList(data, viewer, clock))}
+${keyPanel()}`,
     live,
   )
 }
@@ -115,13 +128,14 @@ export function inboxList(data: InboxPageData, viewer: Viewer, clock: Clock): Ht
   const summary =
     data.total === 0
       ? 'Nothing is waiting for an answer.'
-      : `${data.total} waiting${viewer.name ? `, ${data.forMe} of them for ${viewer.name}` : ''}; page ${data.page} of ${pages}.`
+      : `${counted(data.total, 'approval')} waiting${viewer.name ? `, ${data.forMe} of them for ${viewer.name}` : ''}; page ${data.page} of ${pages}.`
   return html`<p id="inbox-summary">${summary}</p>
 <ol class="cards">${data.items.map(
     (item) => html`<li class="card${item.forMe ? ' for-me' : ''}">
   <h2><a href="${href('approvals', item.approvalId)}">${item.act} ${code(clipNoted(item.target, 200))}</a>
     ${item.forMe ? html`<span class="badge">waiting for you</span>` : ''}</h2>
-  ${approvalFacts(item, clock)}
+  ${approvalFacts(item, clock, { tree: false })}
+  <p class="open"><a class="button" href="${href('approvals', item.approvalId)}">Answer</a></p>
 </li>`,
   )}</ol>
 ${pages > 1 ? pager(data.page, pages) : ''}`
@@ -137,7 +151,7 @@ function pager(page: number, pages: number): Html {
 export interface ApprovalPageData {
   approval: ApprovalRow
   run: RunSummary
-  /** The approvers of the run's policy, with their keys: the browser finds its own name among them. */
+  /** The approvers of the run's effective policy, with their keys: the browser finds its own name among them. */
   approvers: Array<{ name: string; keys: string[] }>
   /** The argv the model asked for (exec), to start an edit from. */
   argv?: string[] | undefined
@@ -155,13 +169,13 @@ export function approvalPage(data: ApprovalPageData, viewer: Viewer, clock: Cloc
     html`<h1>${approval.act} ${code(clipNoted(approval.target, 300))}</h1>
 ${liveRegion('approval-status', approvalStatus(data, clock))}
 <div class="columns">
-  <section aria-labelledby="what-title" class="panel">
+  <section aria-labelledby="what-title" class="panel what">
     <h2 id="what-title">What is asked</h2>
     ${approvalFacts({ ...approval, goal: run.goal, workspace: run.workspace }, clock)}
   </section>
-  <div>
-    ${keyPanel()}
+  <div class="side">
     ${approval.decision ? '' : answerForm(data, viewer)}
+    ${approval.identity === 'signed' ? keyPanel() : ''}
   </div>
 </div>
 <section aria-labelledby="context-title">
@@ -192,7 +206,7 @@ export function approvalStatus(data: Pick<ApprovalPageData, 'approval' | 'answer
     return html`<p class="status waiting" role="status">Waiting for an answer; the run holds until then (deadline
       ${deadline(approval.deadline, clock)}, ${deadlineSetBy(approval.deadlineBy)}).</p>`
   }
-  return html`<p class="status decided" role="status">${decisionText(approval)}.</p>
+  return html`<p class="status decided" role="status">${decisionText(approval, clock)}.</p>
     ${data.answers.length ? html`<ul class="answers">${data.answers.map(({ answer }) => html`<li>${answer.approver}: ${answer.decision}</li>`)}</ul>` : ''}
     <p><a href="${href('runs', approval.runId)}">Follow the run →</a></p>`
 }
@@ -204,56 +218,56 @@ export function approvalContext(data: Pick<ApprovalPageData, 'messages' | 'comma
   ${commandsSoFar(data.commands)}`
 }
 
+/**
+ * One button per answer and nothing chosen beforehand: approve, deny (with the guidance the model reads),
+ * or — folded away — approve an edited command. The form's first, disabled button keeps Enter in a field
+ * from submitting anything.
+ */
 function answerForm(data: ApprovalPageData, viewer: Viewer): Html {
   const { approval } = data
   const offer = approval.rememberOffer
   const canEdit = approval.act === 'exec'
+  const signed = approval.identity === 'signed'
   const budget = approval.act === 'budget'
-  return html`<section aria-labelledby="answer-title" class="panel">
+  return html`<section aria-labelledby="answer-title" class="panel answer">
 <h2 id="answer-title">Your answer</h2>
 <noscript><p>Answering signs in the browser: turn on JavaScript for this page, or use <code>tether approve ${approval.approvalId}</code>.</p></noscript>
-<form id="answer" data-approval="${approval.approvalId}">
-  <fieldset>
-    <legend>Decision</legend>
-    <p><input type="radio" name="decision" id="decision-approve" value="approve" checked>
-      <label for="decision-approve">Approve</label></p>
-    ${
-      canEdit
-        ? html`<p><input type="radio" name="decision" id="decision-edit" value="edit">
-      <label for="decision-edit">Approve with an edited command</label></p>`
-        : ''
-    }
-    <p><input type="radio" name="decision" id="decision-deny" value="deny">
-      <label for="decision-deny">Deny with guidance</label></p>
-  </fieldset>
-  ${
-    canEdit
-      ? html`<p id="edit-fields"><label for="replacement">Edited command, one argument per line (it is judged by the policy again before it runs)</label>
-    <textarea id="replacement" name="replacement" rows="4" spellcheck="false" aria-describedby="replacement-preview">${(data.argv ?? []).join('\n')}</textarea>
-    <span id="replacement-preview" class="hint" aria-live="polite"></span></p>`
-      : ''
-  }
+<form id="answer" data-approval="${approval.approvalId}" novalidate>
+  <button type="submit" disabled hidden tabindex="-1">Choose an answer</button>
   ${
     budget
       ? html`<p><label for="raise-to">New cost cap, e.g. 50 USD (to approve: more than the run has spent; denying ends the run)</label>
     <input type="text" id="raise-to" name="raise-to" inputmode="decimal" autocomplete="off"></p>`
       : ''
   }
-  <p><label for="reason">Guidance for the model (required to deny; with an approval, a note for the audit)</label>
+  <p><label for="reason">Guidance for the model (needed to deny; with an approval, a note for the audit)</label>
     <textarea id="reason" name="reason" rows="3" maxlength="2000"></textarea></p>
-  <p><label for="remember">Remember for the rest of the run</label>
+  <p><label for="remember">If you approve, also remember it for the rest of the run</label>
     <select id="remember" name="remember"${!offer || 'refused' in offer ? ' disabled' : ''}>
       <option value="">No, just this once</option>
       ${offer && 'exact' in offer ? html`<option value="exact">Exactly ${offer.exact}</option>` : ''}
       ${offer && 'exact' in offer && offer.wider ? html`<option value="wider">Wider: ${offer.wider}</option>` : ''}
     </select></p>
   ${
-    approval.identity === 'signed'
-      ? ''
+    signed
+      ? html`<p class="hint" id="signing-as">Your answer is signed in this browser with your key.</p>`
       : html`<p><label for="approver">Your name (this run trusts names as typed)</label>
     <input type="text" id="approver" name="approver" autocomplete="username" value="${viewer.user ?? viewer.name ?? ''}" required></p>`
   }
-  <p><button type="submit" id="answer-submit">${approval.identity === 'signed' ? 'Sign and send' : 'Send'}</button></p>
+  <p class="actions">
+    <button type="submit" name="decision" value="approve" id="answer-approve" class="approve">Approve</button>
+    <button type="submit" name="decision" value="deny" id="answer-deny" class="deny">Deny with guidance</button>
+  </p>
+  ${
+    canEdit
+      ? html`<details id="edit" data-key="edit"><summary>Approve an edited command instead</summary>
+    <p><label for="replacement">Edited command, one argument per line (it is judged by the policy again before it runs)</label>
+    <textarea id="replacement" name="replacement" rows="4" spellcheck="false" aria-describedby="replacement-preview">${(data.argv ?? []).join('\n')}</textarea>
+    <span id="replacement-preview" class="hint" aria-live="polite"></span></p>
+    <p class="actions"><button type="submit" name="decision" value="edit" id="answer-edit">Approve the edited command</button></p>
+  </details>`
+      : ''
+  }
   <p id="answer-result" role="status" aria-live="polite"></p>
 </form>
 </section>`
@@ -281,6 +295,7 @@ export function runsPage(
   data: { runs: Array<RunRow & { waiting: boolean }>; next?: string | undefined },
   filters: RunFilters,
   viewer: Viewer,
+  clock: Clock,
 ): string {
   const option = (value: string, label: string, selected: boolean) =>
     html`<option value="${value}"${selected ? ' selected' : ''}>${label}</option>`
@@ -313,11 +328,11 @@ ${
   <thead><tr><th scope="col">Run</th><th scope="col">Goal</th><th scope="col">Status</th><th scope="col">Started</th><th scope="col">Spent</th></tr></thead>
   <tbody>${data.runs.map(
     (run) => html`<tr>
-    <td><a href="${href('runs', run.runId)}">${run.runId}</a></td>
-    <td>${clipNoted(run.goal.split('\n')[0] ?? '', 160)}</td>
-    <td>${statusBadge(run)}${run.waiting ? html` <span class="badge">waiting for approval</span>` : ''}</td>
-    <td>${when(run.startedAt)}</td>
-    <td>${run.cost === undefined ? 'unknown' : formatMoney(run.cost)}</td>
+    <td data-label="Run"><a href="${href('runs', run.runId)}">${run.runId}</a></td>
+    <td data-label="Goal">${prose(clipNoted(run.goal.split('\n')[0] ?? '', 160))}</td>
+    <td data-label="Status">${statusBadge(run)}${run.waiting ? html` <span class="badge">waiting for approval</span>` : ''}</td>
+    <td data-label="Started">${when(run.startedAt, clock)}</td>
+    <td data-label="Spent">${run.cost === undefined ? 'unknown' : formatMoney(run.cost)}</td>
   </tr>`,
   )}</tbody>
 </table>`
@@ -337,8 +352,8 @@ export interface RunPageData {
   timeline: TimelineEntry[]
   answers: Array<{ answer: ApprovalAnswerRow; check: AnswerCheck }>
   messages: StoredMessage[]
-  /** What Temporal says: the workflow's status and the command running now, if any. */
-  temporal: { status?: string; running?: { argv?: string; elapsedMs: number; bytes: number }; error?: string }
+  /** What Temporal says: the workflow's status and what it is doing now (the command running, …), if anything. */
+  temporal: { status?: string; inFlight?: InFlight; error?: string }
   temporalLink?: string | undefined
 }
 
@@ -354,49 +369,71 @@ ${liveRegion('run-live', runLive(data, clock))}`,
   )
 }
 
+/** What the run is doing now: what is in flight (ticking with every live update), or why nothing is. */
+function nowText(data: RunPageData): Html | string {
+  const { summary, temporal } = data
+  if (summary.status === 'finished') return 'nothing: the run has ended'
+  if (temporal.inFlight) return prose(inFlightWords(temporal.inFlight))
+  if (temporal.error) return temporal.error
+  if (summary.pendingApprovals > 0) return 'waiting for an approval'
+  return temporal.status ? `${temporal.status}, between steps` : 'unknown'
+}
+
+/** So far: steps, tokens, commands, refusals and approvals waiting, in words that count right. */
+function soFar(summary: RunSummary): string {
+  const steps =
+    summary.steps === 0 && summary.status === 'running'
+      ? 'the first step is under way'
+      : counted(summary.steps, 'step')
+  return [
+    steps,
+    counted(summary.inputTokens + summary.outputTokens, 'token'),
+    counted(summary.commands, 'command'),
+    `${summary.refusals} refused`,
+    `${counted(summary.pendingApprovals, 'approval')} waiting`,
+  ].join(', ')
+}
+
 export function runLive(data: RunPageData, clock: Clock): Html {
-  const { summary, timeline } = data
+  const { summary } = data
+  const timeline = data.timeline.filter(tellsSomethingNew)
   const proofs = new Map<string, Array<{ answer: ApprovalAnswerRow; check: AnswerCheck }>>()
   for (const entry of data.answers) {
     const list = proofs.get(entry.answer.approvalId) ?? []
     list.push(entry)
     proofs.set(entry.answer.approvalId, list)
   }
-  const refusals = timeline.filter(
+  // Every refusal, an approver's denial included (the timeline shows that on its approval's entry).
+  const refusals = data.timeline.filter(
     (e): e is Extract<TimelineEntry, { type: 'policy' }> =>
       e.type === 'policy' && (e.kind === 'refusal' || e.effect === 'deny'),
   )
-  const { running } = data.temporal
+  const end = summary.finishedAt ?? clock.now
   return html`<dl class="facts summary">
-  <dt>Outcome</dt><dd id="run-outcome">${statusBadge(summary)}${summary.reason ? html` — ${clipNoted(summary.reason, 600)}` : ''}</dd>
-  <dt>Goal</dt><dd class="goal">${clipNoted(summary.goal, 2_000)}</dd>
+  <dt>Outcome</dt><dd id="run-outcome">${statusBadge(summary)}${summary.reason ? html` — ${prose(clipNoted(summary.reason, 600))}` : ''}</dd>
+  <dt>Goal</dt><dd class="goal">${prose(clipNoted(summary.goal, 2_000))}</dd>
   <dt>Workspace</dt><dd>${code(summary.workspace)}</dd>
-  <dt>Started</dt><dd>${when(summary.startedAt)}${summary.finishedAt ? html`; finished ${when(summary.finishedAt)}` : ''}${
-    summary.durationMs !== undefined ? ` (${seconds(summary.durationMs)})` : ''
+  <dt>Started</dt><dd>${when(summary.startedAt, clock)}${summary.finishedAt ? html`; finished ${when(summary.finishedAt, clock)}` : ''}${
+    summary.durationMs !== undefined ? ` (${formatDuration(summary.durationMs)})` : ''
   }</dd>
-  <dt>So far</dt><dd>${summary.steps} steps, ${summary.inputTokens + summary.outputTokens} tokens, ${summary.commands} commands,
-    ${summary.refusals} refused, ${summary.pendingApprovals} approvals waiting</dd>
+  <dt>So far</dt><dd>${soFar(summary)}</dd>
   <dt>Spent</dt><dd id="run-spend">${summary.cost === undefined ? 'unknown (no price for its model)' : formatMoney(summary.cost)}</dd>
   <dt>Sandbox</dt><dd>${summary.sandbox ?? 'not recorded'}</dd>
-  <dt>Temporal</dt><dd>${data.temporal.status ?? data.temporal.error ?? 'unknown'}${
-    running
-      ? html`; running now: ${running.argv ? code(running.argv) : 'a command'} for ${(running.elapsedMs / 1000).toFixed(0)} s,
-        ${formatBytes(running.bytes)} of output`
-      : ''
-  }</dd>
+  <dt>Now</dt><dd id="run-now">${nowText(data)}</dd>
 </dl>
 <h2>Timeline</h2>
-${timeline.length === 0 ? html`<p>Nothing has happened yet.</p>` : html`<ol class="timeline">${timeline.map((entry) => timelineEntry(entry, clock, proofs))}</ol>`}
+${timelineChart(timeline, summary.startedAt, end)}
+${timeline.length === 0 ? html`<p>Nothing has happened yet.</p>` : timelineView(timeline, clock, proofs)}
 <h2>Refused</h2>
 ${
   refusals.length === 0
     ? html`<p>Nothing was refused.</p>`
     : html`<ul class="refusals">${refusals.map(
         (r) =>
-          html`<li>step ${r.step}: ${r.act} ${code(r.target)} — ${r.decidedBy ? html`${r.decidedBy}: ` : ''}${r.reason}</li>`,
+          html`<li>step ${r.step}: ${r.act} ${code(r.target)} — ${r.decidedBy ? html`${r.decidedBy}: ` : html`${ruleText(r)}: `}${prose(r.reason)}</li>`,
       )}</ul>`
 }
-<h2>Transcript, last ${data.messages.length} messages</h2>
+<h2>Transcript, last ${counted(data.messages.length, 'message')}</h2>
 ${transcript(data.messages)}`
 }
 

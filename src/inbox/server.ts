@@ -157,6 +157,14 @@ export async function startInbox(options: InboxOptions): Promise<Inbox> {
       return send(response, 405, 'text/plain', 'method not allowed')
     }
 
+    if (path === '/api/approvers') {
+      // Who a public key is, by the recorded policies: the name an imported key signs as is never typed.
+      const key = url.searchParams.get('key') ?? ''
+      if (!/^ed25519:[A-Za-z0-9+/_-]{20,64}={0,2}$/.test(key)) {
+        return sendJson(response, 400, { ok: false, type: 'InvalidKey', message: 'key=ed25519:… expected' })
+      }
+      return sendJson(response, 200, { ok: true, names: await options.audit.approverNames(key) })
+    }
     if (path === '/assets/app.js') return send(response, 200, 'text/javascript', await browserScript(), true)
     if (path === '/assets/app.css') return send(response, 200, 'text/css', STYLE, true)
     if (path === '/healthz') return send(response, 200, 'text/plain', 'ok')
@@ -174,7 +182,7 @@ export async function startInbox(options: InboxOptions): Promise<Inbox> {
         response,
         200,
         'text/html',
-        runsPage({ runs: runs.items, next: runs.next }, filters, viewer),
+        runsPage({ runs: runs.items, next: runs.next }, filters, viewer, clock),
       )
     }
     const approvalPath = /^\/approvals\/([^/]+)$/.exec(path)

@@ -7,7 +7,7 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible'
 import type { LanguageModel } from 'ai'
 import { aiSdkProvider } from './ai-sdk.js'
 import { ModelConfigError } from './errors.js'
-import { loadModelScript, scriptedProvider } from './scripted.js'
+import { scriptedFileProvider } from './scripted.js'
 import type { ModelProvider } from './types.js'
 
 interface ProviderSpec {
@@ -154,11 +154,10 @@ export function providerFromEnv(env: NodeJS.ProcessEnv, choice?: string): ModelP
         throw new ModelConfigError(
           'the scripted model needs a script: choose scripted:<path to a JSON script>',
         )
-      const script = loadModelScript(model)
-      return scriptedProvider(
-        { ...script, contextTokens: script.contextTokens ?? contextTokensFrom(env, 200_000) },
-        { id: `scripted:${model}` },
-      )
+      return scriptedFileProvider(model, {
+        id: `scripted:${model}`,
+        contextTokens: contextTokensFrom(env, 200_000),
+      })
     }
     if (!isProviderName(name)) throw new ModelConfigError(`unknown model choice "${wanted}": use ${CHOICES}`)
     return build(env, name, model)

@@ -3,7 +3,7 @@
  * plays is the number of assistant messages already in the transcript, so an activity retry or a new
  * worker after a crash plays the same turn again, with the same call ids.
  */
-import { readFileSync } from 'node:fs'
+import { readFileSync, statSync } from 'node:fs'
 import { z } from 'zod'
 import { ModelConfigError } from './errors.js'
 import { estimateUsage, prepareRequest } from './request.js'
@@ -175,5 +175,44 @@ export function scriptedProvider(script: ModelScript, options: { id?: string } =
         modelId: 'scripted',
       }
     },
+  }
+}
+
+/**
+ * The provider of `scripted:<path>`: the script file is read again whenever it changed (its size or
+ * modification time), so a worker that keeps providers between runs (`tether dev`) plays an edited script
+ * without a restart. `options.contextTokens` is the context window when the file names none.
+ */
+export function scriptedFileProvider(
+  path: string,
+  options: { id?: string; contextTokens?: number } = {},
+): ModelProvider {
+  let stamp = ''
+  let current: ModelProvider | undefined
+  const provider = (): ModelProvider => {
+    let now: string
+    try {
+      const info = statSync(path)
+      now = `${info.size}:${info.mtimeMs}`
+    } catch {
+      now = 'unreadable'
+    }
+    if (!current || now !== stamp) {
+      const script = loadModelScript(path)
+      current = scriptedProvider(
+        { ...script, contextTokens: script.contextTokens ?? options.contextTokens },
+        options.id !== undefined ? { id: options.id } : {},
+      )
+      stamp = now
+    }
+    return current
+  }
+  const first = provider()
+  return {
+    id: first.id,
+    get contextTokens() {
+      return provider().contextTokens
+    },
+    generate: (request) => provider().generate(request),
   }
 }

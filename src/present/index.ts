@@ -5,6 +5,7 @@
  */
 export { type ApprovalNotice, approvalMessage, type NoticedApproval, slackText } from './approval-message.js'
 export { INVISIBLE_CHARACTER, INVISIBLE_CLASS, invisibleCharacters } from './invisible.js'
+export { elapsedText, type InFlight, inFlightWords } from './progress.js'
 export { escapeText, formatArgv, isPlainWord, quoteWord, renderCommand, renderExecVerdict } from './render.js'
 export {
   backticks,
@@ -14,7 +15,7 @@ export {
   ruleWords,
   words,
 } from './rules.js'
-export { deadlineSetBy, formatDeadline, span, untilText, utcText } from './time.js'
+export { deadlineSetBy, formatDeadline, localText, span, untilText, utcText } from './time.js'
 export { visible } from './visible.js'
 export {
   clip,

@@ -9,6 +9,14 @@ export function formatDeadline(deadline: Date, now: Date = new Date(), timeZone 
   return `${utcText(deadline)} (${local}), ${untilText(deadline, now)}`
 }
 
+/**
+ * A moment as the reader reads it: in their time zone (`2026-12-01 23:51 GMT-5`), or UTC when that is
+ * theirs (`2026-12-02 04:51 UTC`).
+ */
+export function localText(date: Date, timeZone = localTimeZone()): string {
+  return isUtc(timeZone) ? utcText(date) : localTime(date, timeZone)
+}
+
 /** Which limit ends an approval's wait, in words: `set by the run's wall-time budget`. */
 export function deadlineSetBy(by: 'approval timeout' | 'wall-time budget' | undefined): string {
   return by === 'wall-time budget' ? "set by the run's wall-time budget" : 'set by the approval timeout'

@@ -7,15 +7,21 @@ import { invisibleCharacters } from './invisible.js'
 
 const INVISIBLE = invisibleCharacters()
 
-/** Escapes invisible characters; `\n` too, unless `lines` keeps text on several lines (a `<pre>`). */
-export function visible(text: string, options: { lines?: boolean } = {}): string {
+/**
+ * Escapes invisible characters; `\n` too, unless `lines` keeps text on several lines (a `<pre>`), and `\t`
+ * unless `tabs` keeps it (file contents and output, where a tab is layout; never in a command, where it is
+ * part of a word).
+ */
+export function visible(text: string, options: { lines?: boolean; tabs?: boolean } = {}): string {
   return text.replace(INVISIBLE, (ch) =>
     ch === '\n'
       ? options.lines
         ? ch
         : '\\n'
       : ch === '\t'
-        ? '\\t'
+        ? options.tabs
+          ? ch
+          : '\\t'
         : `\\u{${ch.codePointAt(0)?.toString(16)}}`,
   )
 }

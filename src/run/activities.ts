@@ -48,22 +48,29 @@ export interface TetherActivities {
     parentRunId?: string
     startedAt: number
   }): Promise<void>
-  /** Stores `pending`, loads the transcript, calls the model, stores the reply at `replySeq`. */
+  /**
+   * Records the previous step's row (when the workflow hands it over), stores `pending`, loads the
+   * transcript, calls the model, stores the reply at `replySeq`; with `judge`, also returns the policy's
+   * verdict on each of the reply's calls, so no separate check is needed before they run.
+   */
   tetherModelTurn(
-    input: RunRef & { replySeq: number; pending: InlineMessage[]; contract?: TaskContract },
+    input: RunRef & {
+      replySeq: number
+      pending: InlineMessage[]
+      contract?: TaskContract
+      previousStep?: StepRecord
+      judge?: JudgeRequest
+    },
   ): Promise<ModelTurn>
   /** Local: the policy's verdict on one validated call (paths resolved on disk, commands analysed). */
-  tetherCheckAction(input: {
-    /** The run whose recorded policy judges (runs recorded before carried the spec itself). */
-    runId?: string
-    policy?: unknown
-    /** The effective policy, by the digest history recorded at the run's start (absent in old histories). */
-    policyDigest?: string
-    remembered: RememberedRule[]
-    workspace: string
-    call: ValidatedCall
-    noRetry: string[]
-  }): Promise<ActionVerdict>
+  tetherCheckAction(
+    input: JudgeRequest & {
+      /** The run whose recorded policy judges (runs recorded before carried the spec itself). */
+      runId?: string
+      policy?: unknown
+      call: ValidatedCall
+    },
+  ): Promise<ActionVerdict>
   /**
    * Runs one command; its observation goes to the transcript at `seq` (after `pending`, the observations
    * the workflow made itself since the last write: the transcript has no gaps) and its row to `exec_results`.
@@ -148,6 +155,15 @@ export interface TetherActivities {
     contract?: TaskContract
     reminder: number
   }): Promise<void>
+}
+
+/** What the policy judges a call with, besides the call: the run's policy and what the run remembered. */
+export interface JudgeRequest {
+  /** The effective policy, by the digest history recorded at the run's start (absent in old histories). */
+  policyDigest?: string
+  remembered: RememberedRule[]
+  workspace: string
+  noRetry: string[]
 }
 
 export interface StepRecord {

@@ -3,7 +3,7 @@
  * both write. Pure (no Temporal, no Node), so it is part of the workflow bundle as well as the worker.
  */
 
-export type { StepRecord, TetherActivities } from './activities.js'
+export type { JudgeRequest, StepRecord, TetherActivities } from './activities.js'
 export {
   ContractError,
   gateRefusal,
@@ -21,5 +21,6 @@ export {
 export { FAILURE, MODEL_FAILURE, MODEL_FAILURES_NOT_RETRIED } from './failures.js'
 export { gateFailureMessage } from './messages.js'
 export { CURRENCY, MAX_MONEY_MICROS, MICROS_PER_USD, microsToUsd, parseMoney } from './money.js'
+export { type Flight, type FlightKind, inFlight, type PendingActivityView } from './progress.js'
 export { ATTR, auditRow, INSTRUMENTATION, METRIC, SPAN } from './telemetry.js'
 export type * from './types.js'

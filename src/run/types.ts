@@ -137,6 +137,8 @@ export interface ModelTurn {
   finishReason?: string
   /** What the turn cost, in micro-dollars; absent when no price is known for the model. */
   cost?: number
+  /** The policy's verdict on each call, in order (null: not a valid call), when the turn was asked to judge. */
+  verdicts?: Array<ActionVerdict | null>
 }
 
 /** What a tool activity returns; its full (bounded) observation went straight into the transcript. */

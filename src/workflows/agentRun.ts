@@ -38,11 +38,13 @@ import type {
   ActionVerdict,
   AgentRunInput,
   AgentRunResult,
+  JudgeRequest,
   ModelTurn,
   Outcome,
   PendingApproval,
   RememberOffer,
   Resolution,
+  StepRecord,
   TetherActivities,
 } from '../run/index.js'
 import {
@@ -52,7 +54,7 @@ import {
   parseMoney,
   type TaskContract,
 } from '../run/index.js'
-import { type ToolCall, type ValidatedCall, validateToolCall } from '../tools/index.js'
+import { type ValidatedCall, validateToolCall } from '../tools/index.js'
 import { ApprovalBook, type DecisionInput } from './approvals.js'
 import {
   budgetOutcome,
@@ -204,6 +206,7 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
     legible: patched('legible-in-temporal'),
     trueDeadline: patched('true-deadline'),
     continueOnCurrentBuild: patched('continue-on-current-build'),
+    judgeWithTurn: patched('judge-with-turn'),
     costBudget: patched('cost-budget'),
     provenance: patched('provenance'),
   }
@@ -213,6 +216,8 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
   let waitingForPeople = false
   /** The step in progress, until its row is recorded: what a run that ends mid-step still records. */
   let inStep: { step: number; startedAt: number; turn?: StepTurn } | undefined
+  /** A finished step's row that the next model turn records (judge-with-turn), or any other path flushes. */
+  let unrecordedStep: StepRecord | undefined
   let phase: RunStatus['phase'] = 'starting'
   let outcome: Outcome | undefined
 
@@ -276,6 +281,7 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
     result: { outcome: Outcome; reason?: string },
     options: { provenance: boolean } = { provenance: true },
   ): Promise<AgentRunResult> => {
+    await flushStep()
     outcome = result.outcome
     setPhase('done', result.reason ? clip(result.reason, 200) : undefined)
     if (legible) {
@@ -399,6 +405,7 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
       if (workflowInfo().continueAsNewSuggested) {
         // Safe point: nothing in flight, no approval pending, every handler done.
         await condition(allHandlersFinished)
+        await flushStep()
         const next = {
           contract,
           policy: input.policy,
@@ -419,9 +426,10 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
       const replySeq = state.nextSeq
       const turn = await traceTurn(runId, step, () =>
         model.tetherModelTurn.executeWithOptions(meta(`model turn ${step}`), [
-          { runId, step, replySeq, pending: state.pending },
+          { runId, step, replySeq, pending: state.pending, ...handedToTurn() },
         ]),
       )
+      unrecordedStep = undefined
       inStep.turn = turn
       state.pending = []
       recordUsage(state, turn)
@@ -443,10 +451,13 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
       }
 
       setPhase('tools')
-      const { lines, refusals } = await runCalls(step, turn.toolCalls, seqs.reply, seqs.results)
-      await recordStep(runId, step, turn, lines, stepDecision(lines, turn), stepStarted, refusals)
+      const { lines, refusals } = await runCalls(step, turn, seqs.reply, seqs.results)
+      await recordStep(runId, step, turn, lines, stepDecision(lines, turn), stepStarted, refusals, {
+        handOver: changes.judgeWithTurn,
+      })
 
       if (contract.verifyWhen === 'every-step' && contract.verification) {
+        await flushStep()
         setPhase('verifying')
         const gate = await verify(step, null)
         if (gate.passed) return await finish({ outcome: 'verified', reason: gate.summary })
@@ -456,6 +467,7 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
     if (error instanceof ContinueAsNew) throw error
     if (isCancellation(error)) {
       await CancellationScope.nonCancellable(async () => {
+        await flushStep()
         for (const request of book.pending()) {
           const resolution = book.expire(request.approvalId, 'cancelled', Date.now()) as Resolution
           await projections.tetherApprovalDecided({ runId, request, resolution })
@@ -467,6 +479,7 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
     }
     const reason = failureReason(error)
     const result = await CancellationScope.nonCancellable(async () => {
+      await flushStep()
       await recordInterruptedStep(`failed during this step: ${reason}`)
       return finish({ outcome: 'failed', reason })
     })
@@ -498,7 +511,8 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
   }
 
   /** Judges every call, asks humans for the asks (all at once), then runs what may run, in call order. */
-  async function runCalls(step: number, calls: ToolCall[], replySeq: number, resultSeqs: number[]) {
+  async function runCalls(step: number, turn: ModelTurn, replySeq: number, resultSeqs: number[]) {
+    const calls = turn.toolCalls
     const lines: string[] = []
     const refusals: Array<{ call: number; verdict: ActionVerdict }> = []
     const judged: Array<{ index: number; call: ValidatedCall; verdict: ActionVerdict; approval?: string }> =
@@ -511,7 +525,8 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
         lines.push(`${raw.name}: invalid call`)
         continue
       }
-      const verdict = await checkAction(validated.call)
+      // Judged with the turn where the worker did (judge-with-turn); else by a check of its own.
+      const verdict = turn.verdicts?.[index] ?? (await checkAction(validated.call))
       judged.push({ index, call: validated.call, verdict })
     }
 
@@ -715,6 +730,8 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
     if (!at || !changes.costBudget) return undefined
     const budgetApprovers = preparation.budgetApprovers ?? []
     if (budgetApprovers.length === 0) return { outcome: 'cost-budget', reason: costBudgetReason(at) }
+    // The step before is in the audit while the run waits, not held for a model turn that may never come.
+    await flushStep()
     const target = costCapWords(at)
     setPhase('approval', `waiting for a budget approver: ${target}`)
     const approvalId = await openApproval({
@@ -786,28 +803,55 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
     decision: string,
     startedAt: number,
     refusals: Array<{ call: number; verdict: ActionVerdict }>,
+    { handOver = false } = {},
   ) {
     inStep = undefined
-    const recorder = patched('record-step-locally') ? localProjections : projections
-    await recorder.tetherRecordStep.executeWithOptions(meta(`record step ${step}`), [
-      {
-        runId: id,
-        step,
-        toolCalls: turn.toolCalls,
-        decision: clip(decision, OBSERVATION_LIMIT),
-        observation: clip(lines.length > 0 ? lines.join('\n') : turn.text, OBSERVATION_LIMIT),
-        inputTokens: turn.usage.inputTokens,
-        outputTokens: turn.usage.outputTokens,
-        ...(turn.usage.cachedInputTokens ? { cachedInputTokens: turn.usage.cachedInputTokens } : {}),
-        ...(turn.model ? { model: turn.model } : {}),
-        ...(turn.cost !== undefined ? { cost: turn.cost } : {}),
-        startedAt,
-        finishedAt: Date.now(),
-        refusals,
-      },
-    ])
+    const record: StepRecord = {
+      runId: id,
+      step,
+      toolCalls: turn.toolCalls,
+      decision: clip(decision, OBSERVATION_LIMIT),
+      observation: clip(lines.length > 0 ? lines.join('\n') : turn.text, OBSERVATION_LIMIT),
+      inputTokens: turn.usage.inputTokens,
+      outputTokens: turn.usage.outputTokens,
+      ...(turn.usage.cachedInputTokens ? { cachedInputTokens: turn.usage.cachedInputTokens } : {}),
+      ...(turn.model ? { model: turn.model } : {}),
+      ...(turn.cost !== undefined ? { cost: turn.cost } : {}),
+      startedAt,
+      finishedAt: Date.now(),
+      refusals,
+    }
+    // Handed to the next model turn, which records it before it calls the model: no activity of its own.
+    if (handOver) unrecordedStep = record
+    else await writeStep(record)
     // Answers that were refused (a bad signal) are recorded, never applied.
     await recordRejectedAnswers(step)
+  }
+
+  async function writeStep(record: StepRecord): Promise<void> {
+    const recorder = patched('record-step-locally') ? localProjections : projections
+    await recorder.tetherRecordStep.executeWithOptions(meta(`record step ${record.step}`), [record])
+  }
+
+  /** Records the step row no model turn took over (the run ends, continues as new or verifies first). */
+  async function flushStep(): Promise<void> {
+    const record = unrecordedStep
+    unrecordedStep = undefined
+    if (record) await writeStep(record)
+  }
+
+  /** What the model turn takes over from separate activities (judge-with-turn): the verdicts, the step row. */
+  function handedToTurn(): { judge?: JudgeRequest; previousStep?: StepRecord } {
+    if (!changes.judgeWithTurn) return {}
+    return {
+      judge: {
+        ...policyDigest,
+        remembered: state.remembered,
+        workspace: contract.workspace,
+        noRetry: contract.noRetry,
+      },
+      ...(unrecordedStep ? { previousStep: unrecordedStep } : {}),
+    }
   }
 
   async function recordRejectedAnswers(step: number): Promise<void> {

@@ -122,6 +122,7 @@ describe('tether CLI', () => {
       ['inbox', 'token'],
       ['policy', 'check'],
       ['db', 'migrate'],
+      ['completion'],
     ]) {
       const ran = await tether([...command, '--help'])
       expect(ran.code, command.join(' ')).toBe(0)
@@ -208,6 +209,12 @@ describe('tether CLI', () => {
         expect(statSync(join(outside, 'keys', `${name}.pem`)).mode & 0o777).toBe(0o600)
         if (name !== 'mallory') approvers.push({ name, keys: [entry?.[2]] })
       }
+      const listed = await tether(['keys', 'list', '--json'], keyring)
+      expect(JSON.parse(listed.stdout).map((k: { name: string }) => k.name)).toEqual([
+        'alice',
+        'bob',
+        'mallory',
+      ])
       const again = await tether(['keys', 'new', 'alice'], keyring)
       expect(again.code).toBe(1)
       expect(again.stderr).toMatch(/alice\.pem exists already/)
@@ -254,11 +261,12 @@ describe('tether CLI', () => {
       }
       const first = await waitFor()
       expect(first).toMatchObject({ target: 'touch a.txt', identity: 'signed' })
-      // Deadlines read in UTC, in the reader's own zone, and as the time left; the rule remember would
-      // add is shown before anyone answers.
+      // Deadlines read in UTC, in the reader's own zone, as the time left, and with the limit that sets
+      // them (the default 4h wall-time budget ends before the 24h approval timeout); the rule remember
+      // would add is shown before anyone answers.
       const table = await tether(['approvals', '--run', runId], { TZ: 'Asia/Kolkata' })
       expect(table.stdout).toMatch(
-        / \d{4}-\d\d-\d\d \d\d:\d\d UTC \(\d{4}-\d\d-\d\d \d\d:\d\d GMT\+5:30 your time\), in 23h \d+m/,
+        / \d{4}-\d\d-\d\d \d\d:\d\d UTC \(\d{4}-\d\d-\d\d \d\d:\d\d GMT\+5:30 your time\), in 3h \d+m \(set by the run's wall-time budget\)/,
       )
       expect(table.stdout).toContain('1 signed')
       expect(table.stdout).toContain('`touch a.txt`')
@@ -417,6 +425,10 @@ describe('tether CLI', () => {
             `${runId}  failed`,
             expect.stringContaining(`reason: ${reason}`),
           ])
+          // Following a run that ended without success exits 3 (documented in tether --help).
+          const followed = await tether(['show', runId, '--follow'])
+          expect(followed.code).toBe(3)
+          expect(followed.stdout).toMatch(/outcome\s+failed/)
           const listed = JSON.parse((await tether(['ls', '--json', '--limit', '100'])).stdout) as Array<{
             runId: string
             outcome: string
@@ -455,6 +467,172 @@ describe('tether CLI', () => {
     } finally {
       await ws.cleanup()
     }
+  })
+
+  it('follows a run: on a terminal a line that ticks every second with the command; for a script, JSON lines', async () => {
+    const ws = await npmWorkspace()
+    try {
+      const policyFile = join(ws.path, '.policy.json')
+      const ticking = {
+        ...POLICY,
+        layers: [
+          ...POLICY.layers,
+          { name: 'follow', rules: [{ act: 'exec', effect: 'allow', pattern: 'sleep *' }] },
+        ],
+      }
+      await writeFile(policyFile, JSON.stringify(ticking))
+      const start = async (seconds: number, follow: string[]) => {
+        const script = await writeScript(ws.path, {
+          turns: [
+            { toolCalls: [{ name: 'exec', args: { argv: ['sleep', String(seconds)] } }] },
+            { text: 'slept' },
+          ],
+        })
+        return scriptedRun(ws.path, script, 'sleep', '--policy', policyFile, '--follow', ...follow)
+      }
+      // A terminal: the CLI runs under script(1), which gives it one.
+      const quote = (word: string) => `'${word.replace(/'/g, `'\\''`)}'`
+      const line = [process.execPath, '--import', TSX, BIN, ...(await start(5, []))].map(quote).join(' ')
+      const terminal = await run('script', ['-qfec', line, '/dev/null']).done
+      expect(terminal.code, terminal.stdout).toBe(0)
+      const frames = terminal.stdout.split('\r').map((frame) => frame.replace(/\u001b\[2K/g, ''))
+      const seconds = frames.flatMap((frame) => {
+        const shown = /… running `sleep 5` for (\d+)s, 0 B of output so far/.exec(frame)?.[1]
+        return shown ? [Number(shown)] : []
+      })
+      // The line names the command and moved on with every second of it, heartbeats or not.
+      expect([...new Set(seconds)]).toEqual(expect.arrayContaining([1, 2, 3, 4]))
+      expect(terminal.stdout).toMatch(/ran\s+sleep 5\s+→ exit 0/)
+
+      const json = await tether(await start(2, ['--json']))
+      expect(json.code, json.stderr).toBe(0)
+      const events = json.stdout
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { event: string })
+      expect(events[0]).toMatchObject({ event: 'started', taskQueue: agent.taskQueue })
+      expect(events.at(-1)).toMatchObject({ event: 'outcome', outcome: 'finished', reason: 'slept' })
+      expect(events.map((e) => e.event)).toEqual(expect.arrayContaining(['step', 'exec', 'progress']))
+      expect(events.find((e) => e.event === 'progress')).toMatchObject({
+        kind: 'command',
+        command: 'sleep 2',
+      })
+    } finally {
+      await ws.cleanup()
+    }
+  })
+
+  it('takes a unique start of a run or approval id; an ambiguous one is one line', async () => {
+    const ws = await npmWorkspace()
+    try {
+      const script = await writeScript(ws.path, { turns: [{ text: 'done' }] })
+      const base = `cli-pfx-${agent.taskQueue}`
+      for (const id of [`${base}-alpha`, `${base}-beta`]) {
+        const started = await tether(scriptedRun(ws.path, script, 'g', '--id', id, '--follow'))
+        expect(started.code, started.stderr).toBe(0)
+      }
+      const shown = await tether(['show', `${base}-al`])
+      expect(shown.code, shown.stderr).toBe(0)
+      expect(shown.stdout.split('\n')[0]).toBe(`${base}-alpha  finished`)
+      const ambiguous = await tether(['show', `${base}-`])
+      expect(ambiguous.code).toBe(1)
+      expect(ambiguous.stderr).toBe(
+        `error: run id ${base}- is ambiguous: it starts 2 runs (${base}-alpha, ${base}-beta); type more of it\n`,
+      )
+      const none = await tether(['audit', 'ran', '--run', `${base}-gamma`])
+      expect(none.stderr).toBe(`error: no run ${base}-gamma in the audit; list runs with \`tether ls\`\n`)
+    } finally {
+      await ws.cleanup()
+    }
+  })
+
+  it('takes the policy and the approver from a profile of its config file, below flags and variables', async () => {
+    const ws = await npmWorkspace()
+    const config = await mkdtemp(join(tmpdir(), 'tether-config-'))
+    try {
+      const policyFile = join(config, 'team-policy.json')
+      await writeFile(policyFile, JSON.stringify(POLICY))
+      await mkdir(join(config, 'tether'))
+      await writeFile(
+        join(config, 'tether', 'config.toml'),
+        '[profile.default]\napprover = "nobody"\n\n[profile.work]\npolicy = "../team-policy.json"\napprover = "bob"\n',
+      )
+      const settings = { XDG_CONFIG_HOME: config }
+      const script = await writeScript(ws.path, {
+        turns: [{ toolCalls: [{ name: 'exec', args: { argv: ['touch', 'p.txt'] } }] }, { text: 'done' }],
+      })
+      const runId = `cli-profile-${agent.taskQueue}`
+      const started = await tether(
+        ['--profile', 'work', ...scriptedRun(ws.path, script, 'touch', '--id', runId, '--json')],
+        settings,
+      )
+      expect(started.code, started.stderr).toBe(0)
+      expect(started.stderr).toBe(
+        `policy: ${policyFile} (policy in profile "work" of ${join(config, 'tether', 'config.toml')})\n`,
+      )
+      let approvalId = ''
+      await expect
+        .poll(
+          async () => {
+            const waiting = JSON.parse((await tether(['approvals', '--run', runId, '--json'])).stdout)
+            approvalId = waiting[0]?.approvalId ?? ''
+            return approvalId
+          },
+          { timeout: 60_000 },
+        )
+        .not.toBe('')
+      // The policy is the profile's: its unsigned approvers are alice and bob, and the profile answers as bob.
+      const approved = await tether(['approve', approvalId.slice(0, 8)], {
+        ...settings,
+        TETHER_PROFILE: 'work',
+      })
+      expect(approved.code, approved.stderr).toBe(0)
+      expect(approved.stdout).toContain(`approved exec touch p.txt in ${runId}`)
+      expect((await audit.approval(approvalId))?.decidedBy).toBe('bob')
+      // The approved command runs and the run ends, before its workspace is removed.
+      const { client, close } = await connectClient()
+      try {
+        expect(await client.workflow.getHandle(runId).result()).toMatchObject({ outcome: 'finished' })
+      } finally {
+        await close()
+      }
+      const unknown = await tether(['--profile', 'home', 'ls'], settings)
+      expect(unknown.code).toBe(1)
+      expect(unknown.stderr).toMatch(
+        /^error: --profile "home" is not in .*config\.toml \(it has "default", "work"\)/,
+      )
+    } finally {
+      await ws.cleanup()
+      await rm(config, { recursive: true, force: true })
+    }
+  })
+
+  it('writes completion scripts that load in bash and complete commands and their options', async () => {
+    const bash = await tether(['completion', 'bash'])
+    expect(bash.code).toBe(0)
+    const file = join(outside, 'tether.bash')
+    await writeFile(file, bash.stdout)
+    const complete = (words: string[]) =>
+      run('bash', [
+        '-c',
+        `source ${file} && COMP_WORDS=(${words.map((w) => `'${w}'`).join(' ')}) && COMP_CWORD=${words.length - 1} && _tether && echo "\${COMPREPLY[*]}"; complete -p tether`,
+      ]).done
+    const top = await complete(['tether', 'ap'])
+    expect(top).toMatchObject({ code: 0, stderr: '' })
+    expect(top.stdout).toBe('approvals approve\ncomplete -o default -F _tether tether\n')
+    expect((await complete(['tether', 'audit', 'r'])).stdout.split('\n')[0]).toBe('refused ran')
+    expect((await complete(['tether', 'keys', 'list', '--'])).stdout.split('\n')[0]).toBe('--json --help')
+    // A flag's value is a file: left to bash.
+    expect((await complete(['tether', 'run', '--policy', ''])).stdout.split('\n')[0]).toBe('')
+    expect((await tether(['completion', 'zsh'])).stdout).toMatch(/^#compdef tether\n/)
+    expect((await tether(['completion', 'fish'])).stdout).toContain(
+      "complete -c tether -n '__tether_at \\'\\'' -a 'run' -d 'Start an agent run",
+    )
+    const other = await tether(['completion', 'powershell'])
+    expect(other).toMatchObject({
+      code: 2,
+      stderr: 'error: no completion for powershell: choose bash, zsh, fish\n',
+    })
   })
 
   it('npx tether works in a project that installed the checkout, and a global install puts tether on PATH', async () => {
@@ -550,6 +728,27 @@ describe('tether CLI', () => {
         /^error: tether dev is already running \(pid \d+, Temporal 127\.0\.0\.1:\d+, state .*\); /,
       )
       expect(second.stderr.trim().split('\n')).toHaveLength(1)
+      const reset = await tether(['dev', '--reset'], devEnv, there)
+      expect(reset.code).toBe(1)
+      expect(reset.stderr).toMatch(/^error: tether dev is already running .*stop it before --reset/)
+
+      // What happens to runs, a line each, in tether dev's own terminal; none of the SDK's chatter.
+      const ws = await npmWorkspace()
+      try {
+        const script = await writeScript(ws.path, { turns: [{ text: 'done' }] })
+        const id = `dev-events-${process.pid}`
+        const ran = await tether(
+          scriptedRun(ws.path, script, 'dev events', '--id', id, '--follow'),
+          devEnv,
+          there,
+        )
+        expect(ran.code, ran.stderr).toBe(0)
+        await expect.poll(dev.output, { timeout: 30_000 }).toMatch(new RegExp(`run ${id} finished: done`))
+        expect(dev.output()).toMatch(new RegExp(`\\d\\d:\\d\\d:\\d\\d  run ${id} started: dev events\n`))
+        expect(dev.output()).not.toMatch(/\[INFO\]/)
+      } finally {
+        await ws.cleanup()
+      }
 
       dev.child.kill('SIGINT')
       const stopped = await dev.done
@@ -567,6 +766,22 @@ describe('tether CLI', () => {
     }
   })
 })
+
+/** `tether run` of a scripted model without a gate, and the options a test adds. */
+function scriptedRun(workspace: string, script: string, goal: string, ...more: string[]): string[] {
+  return [
+    'run',
+    '--goal',
+    goal,
+    '--workspace',
+    workspace,
+    '--verify',
+    'none',
+    '--model',
+    `scripted:${script}`,
+    ...more,
+  ]
+}
 
 function listen(port: number): Promise<Server> {
   return new Promise((resolve, reject) => {

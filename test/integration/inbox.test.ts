@@ -1,13 +1,16 @@
 /**
  * The approvals inbox in a real browser (Debian's Chromium, driven by playwright-core) against real runs
- * on the dev server: a run reaches an ask, the page shows it in context, the approver imports their key
- * once and answers — signed in the browser — and the run goes on; deny with guidance, an edited command
- * the policy denies, a tampered signature; the run page follows a run live; no console errors; every
- * form works from the keyboard and has labels; nothing a model or run starter writes becomes markup.
+ * on the dev server, at a desktop window and at a phone's: a run reaches an ask, the page shows it in
+ * context, the approver imports their key once — and signs as the name the run's policy gives that key —
+ * and answers, signed in the browser, and the run goes on; deny with guidance, an edited command the policy
+ * denies, a tampered signature; the run page follows a run live; no console errors; every form works from
+ * the keyboard and has labels; on a phone nothing scrolls sideways and every button is a thumb's size;
+ * nothing a model or run starter writes becomes markup. Screenshots of every page at both sizes go to
+ * test-artefacts/inbox/ (kept by CI) for a person to look at.
  */
 import { execFileSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
-import { mkdtemp, rm } from 'node:fs/promises'
+import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { request as httpRequest } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -18,7 +21,7 @@ import { createKey, loadKey } from '../../src/identity/keyring.js'
 import { addToken, type Inbox, readTokens, startInbox } from '../../src/inbox/index.js'
 import { Policy } from '../../src/policy/index.js'
 import { npmWorkspace, startRun, useAgentHarness, writeScript } from '../support/agent.js'
-import { launchChromium } from '../support/browser.js'
+import { launchChromium, screenshot, VIEWPORTS, type ViewportName } from '../support/browser.js'
 
 const harness = useAgentHarness()
 let keys: string
@@ -30,6 +33,7 @@ let browser: Browser
 beforeAll(async () => {
   keys = await mkdtemp(join(tmpdir(), 'tether-inbox-keys-'))
   createKey('alice', keys)
+  createKey('mallory', keys)
   alicePem = join(keys, 'alice.pem')
   policy = Policy.tiered()
     .withApprovers([{ name: 'alice', keys: [loadKey('alice', keys).publicKey] }])
@@ -63,9 +67,13 @@ afterEach(async () => {
   expect(problems).toEqual([])
 })
 
-/** A browser window of an approver in New York (so "your time" differs from UTC). */
-async function open(path: string): Promise<Page> {
-  const context = await browser.newContext({ timezoneId: 'America/New_York', locale: 'en-US' })
+/** A browser window of an approver in New York (so "your time" differs from UTC), on a desktop or a phone. */
+async function open(path: string, screen: ViewportName = 'desktop'): Promise<Page> {
+  const context = await browser.newContext({
+    timezoneId: 'America/New_York',
+    locale: 'en-US',
+    ...VIEWPORTS[screen],
+  })
   const problems: string[] = []
   opened.push({ context, problems })
   const page = await context.newPage()
@@ -83,14 +91,38 @@ async function open(path: string): Promise<Page> {
   return page
 }
 
+/**
+ * Imports alice's key file, under another file name: the name it signs as is the one the policy gives the
+ * key, never what the file or the person says.
+ */
 async function importKey(page: Page): Promise<void> {
+  // Unfolded by itself where an answer needs a signature and the browser has no key.
   await expect.poll(() => page.locator('#key-import').isVisible()).toBe(true)
-  await page.getByLabel('Private key file').setInputFiles(alicePem)
-  await expect.poll(() => page.getByLabel('Approver name').inputValue()).toBe('alice')
+  await page.getByLabel('Private key file').setInputFiles({
+    name: 'my-laptop.pem',
+    mimeType: 'application/x-pem-file',
+    buffer: await readFile(alicePem),
+  })
   await page.getByRole('button', { name: 'Import key' }).click()
   await expect
     .poll(() => page.locator('#key-status').textContent())
     .toMatch(/^Signing as alice with key SHA256:/)
+  expect(await page.locator('#key-summary').textContent()).toBe('Signing as alice')
+}
+
+/** What a phone must never do: scroll sideways, or offer a button smaller than a thumb. */
+async function expectFitsAPhone(page: Page): Promise<void> {
+  // Against the screen's width: a phone widens its layout to fit what overflows. Evaluated in the page (the
+  // tests are compiled without the DOM's types).
+  const width = (await page.evaluate('document.documentElement.scrollWidth')) as number
+  const overflow = width - (page.viewportSize()?.width ?? 0)
+  expect(overflow, 'the page scrolls sideways').toBeLessThanOrEqual(0)
+  const small: string[] = []
+  for (const button of await page.locator('button:visible, a.button:visible').all()) {
+    const box = await button.boundingBox()
+    if (box && box.height < 44) small.push(`${(await button.textContent())?.trim()} (${box.height}px)`)
+  }
+  expect(small).toEqual([])
 }
 
 const exec = (...argv: string[]) => ({ name: 'exec', args: { argv } })
@@ -180,11 +212,13 @@ describe('the approvals inbox in a browser', () => {
       expect(text).toContain('touch approved.txt')
       expect(text).toMatch(/the default for exec/)
       expect(text).toContain('exactly touch approved.txt')
-      // The deadline in UTC, in the viewer's zone (New York) and as time left.
+      // The deadline in UTC, in the viewer's zone (New York), as time left and with the limit that sets it
+      // (the default 4h wall-time budget ends before the 24h approval timeout).
       expect(text).toMatch(
-        /\d{4}-\d\d-\d\d \d\d:\d\d UTC \(\d{4}-\d\d-\d\d \d\d:\d\d GMT-[45] your time\), in 23h \d+m/,
+        /\d{4}-\d\d-\d\d \d\d:\d\d UTC \(\d{4}-\d\d-\d\d \d\d:\d\d GMT-[45] your time\), in 3h \d+m \(set by the run's wall-time budget\)/,
       )
       await expect.poll(() => page.locator('main script, main b, main img').count()).toBe(0)
+      await screenshot(page, 'inbox', 'desktop-1-inbox')
 
       await card.getByRole('link').first().click()
       await page.waitForURL(`**/approvals/${row.approvalId}`)
@@ -196,8 +230,20 @@ describe('the approvals inbox in a browser', () => {
       expect(changes).toContain('+  return a + b')
       expect(await page.locator('.tree').textContent()).toContain('touch approved.txt')
 
+      // The facts first (on a desktop, beside the answer), then the answer: a button each, none chosen.
+      const facts = await page.locator('#what-title').boundingBox()
+      const answer = await page.locator('#answer-title').boundingBox()
+      expect(facts?.x).toBeLessThan(answer?.x ?? 0)
+      expect(await page.locator('#answer input:checked').count()).toBe(0)
+      await screenshot(page, 'inbox', 'desktop-2-approval')
+      // Approving without a key says so, and the words go once the key is in.
+      await page.getByRole('button', { name: 'Approve', exact: true }).click()
+      await expect
+        .poll(() => page.locator('#answer-result').textContent())
+        .toBe('This run needs your signature: import your key first.')
       await importKey(page)
-      await page.getByRole('button', { name: 'Sign and send' }).click()
+      expect(await page.locator('#answer-result').textContent()).toBe('')
+      await page.getByRole('button', { name: 'Approve', exact: true }).click()
       await expect
         .poll(() => page.locator('#answer-result').textContent(), { timeout: 30_000 })
         .toBe('Approved; the run judges it again and goes on.')
@@ -212,20 +258,41 @@ describe('the approvals inbox in a browser', () => {
       expect(timeline).toMatch(/alice approved via update at .* signature verified \(SHA256:[0-9a-f]{32}\)/)
       expect(timeline).toMatch(/gate passed/)
       expect(timeline).toMatch(/sha256 [0-9a-f]{64}/)
+      // Each approval once; every time in the viewer's zone, UTC on hover.
+      expect(await runPage.locator('.timeline li.approval').count()).toBe(1)
+      const started = runPage.locator('#run-live dd time[data-local]').first()
+      expect(await started.textContent()).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d GMT-[45]$/)
+      expect(await started.getAttribute('title')).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d UTC$/)
+      // Three steps: the chart of where the time went.
+      expect(await runPage.locator('figure.chart li').count()).toBeGreaterThanOrEqual(3)
+      await screenshot(runPage, 'inbox', 'desktop-3-run')
     } finally {
       await ws.cleanup()
     }
   })
 
-  it('denies with guidance, by keyboard alone, and the guidance reaches the model', async () => {
+  it('on a phone: denies with guidance, by keyboard alone, and the guidance reaches the model', async () => {
     const { ws, handle } = await run([{ toolCalls: [exec('touch', 'denied.txt')] }, { text: 'understood' }])
     try {
       const row = await waitingApproval(handle.workflowId)
-      const page = await open(`/approvals/${row.approvalId}`)
+      const page = await open(`/approvals/${row.approvalId}`, 'phone')
+      await expectFitsAPhone(page)
+      // On a phone, one column: what is asked, the answer, the key to sign with, then the context.
+      const order: number[] = []
+      for (const id of ['#what-title', '#answer-title', '#key-title', '#context-title']) {
+        order.push((await page.locator(id).boundingBox())?.y ?? -1)
+      }
+      expect(order).toEqual([...order].sort((a, b) => a - b))
+      await screenshot(page, 'inbox', 'phone-2-approval-no-key')
       await importKey(page)
+      // Once imported, the key folds away: the answer is what the page is about.
+      expect(await page.locator('#key-panel').getAttribute('open')).toBeNull()
+      await screenshot(page, 'inbox', 'phone-3-approval')
       // Now the inbox knows who is looking: this approval is theirs, and says so.
       await page.goto(`${inbox.url}/`)
       expect(await page.locator('#inbox-summary').textContent()).toMatch(/ of them for alice;/)
+      await expectFitsAPhone(page)
+      await screenshot(page, 'inbox', 'phone-1-inbox')
       const mine = page.locator('.card.for-me', {
         has: page.locator(`a[href="/approvals/${row.approvalId}"]`),
       })
@@ -245,18 +312,15 @@ describe('the approvals inbox in a browser', () => {
       expect(unlabelled).toEqual([])
 
       const focused = () => page.locator(':focus').getAttribute('id')
-      await page.getByLabel('Approve', { exact: true }).focus()
-      await page.keyboard.press('ArrowDown')
-      await page.keyboard.press('ArrowDown')
-      expect(await page.getByLabel('Deny with guidance').isChecked()).toBe(true)
-      await page.keyboard.press('Tab')
-      expect(await focused()).toBe('reason')
+      await page.getByLabel(/Guidance for the model/).focus()
       const guidance = 'Do not create files at the root; write under src/ instead.'
       await page.keyboard.type(guidance)
       await page.keyboard.press('Tab')
       expect(await focused()).toBe('remember')
       await page.keyboard.press('Tab')
-      expect(await focused()).toBe('answer-submit')
+      expect(await focused()).toBe('answer-approve')
+      await page.keyboard.press('Tab')
+      expect(await focused()).toBe('answer-deny')
       await page.keyboard.press('Enter')
       await expect
         .poll(() => page.locator('#answer-result').textContent(), { timeout: 30_000 })
@@ -266,18 +330,22 @@ describe('the approvals inbox in a browser', () => {
       expect(existsSync(join(ws.path, 'denied.txt'))).toBe(false)
       const observed = (await harness.audit.loadMessages(handle.workflowId)).find((m) => m.role === 'tool')
       expect(JSON.stringify(observed?.content)).toContain(`denied by alice: ${guidance}`)
-      const runPage = await open(`/runs/${handle.workflowId}`)
+      const runPage = await open(`/runs/${handle.workflowId}`, 'phone')
       expect(await runPage.locator('.transcript').textContent()).toContain(guidance)
       expect(await runPage.locator('.refusals').textContent()).toContain(guidance)
+      await expectFitsAPhone(runPage)
+      await screenshot(runPage, 'inbox', 'phone-4-run')
 
       // The run list, filtered through its form.
-      const runs = await open('/runs')
+      const runs = await open('/runs', 'phone')
       await runs.getByLabel('Status').selectOption('finished')
       await runs.getByLabel('Outcome').selectOption('finished')
       await runs.getByLabel('Waiting for an approval').selectOption('no')
       await runs.getByRole('button', { name: 'Filter' }).click()
       await runs.waitForURL('**/runs?status=finished&outcome=finished&waiting=no')
       expect(await runs.locator('table.runs').textContent()).toContain(handle.workflowId)
+      await expectFitsAPhone(runs)
+      await screenshot(runs, 'inbox', 'phone-5-runs')
       await runs.getByLabel('Waiting for an approval').selectOption('yes')
       await runs.getByRole('button', { name: 'Filter' }).click()
       await runs.waitForURL('**/runs?status=finished&outcome=finished&waiting=yes')
@@ -287,18 +355,20 @@ describe('the approvals inbox in a browser', () => {
     }
   })
 
-  it('refuses an edited command the policy denies and says why; an allowed edit runs instead', async () => {
+  it('on a phone: refuses an edited command the policy denies and says why; an allowed edit runs instead', async () => {
     const { ws, handle } = await run([{ toolCalls: [exec('touch', 'asked.txt')] }, { text: 'ok' }])
     try {
       const row = await waitingApproval(handle.workflowId)
-      const page = await open(`/approvals/${row.approvalId}`)
+      const page = await open(`/approvals/${row.approvalId}`, 'phone')
       await importKey(page)
-      await page.getByLabel('Approve with an edited command').check()
+      await page.getByText('Approve an edited command instead').click()
       const edit = page.getByLabel(/Edited command, one argument per line/)
       expect(await edit.inputValue()).toBe('touch\nasked.txt')
       await edit.fill('rm\n-rf\nsrc')
       expect(await page.locator('#replacement-preview').textContent()).toBe('Will run: ["rm","-rf","src"]')
-      await page.getByRole('button', { name: 'Sign and send' }).click()
+      await expectFitsAPhone(page)
+      await screenshot(page, 'inbox', 'phone-6-edit')
+      await page.getByRole('button', { name: 'Approve the edited command' }).click()
       await expect
         .poll(() => page.locator('#answer-result').textContent(), { timeout: 30_000 })
         .toMatch(
@@ -308,7 +378,7 @@ describe('the approvals inbox in a browser', () => {
       expect((await harness.audit.approval(row.approvalId))?.decision).toBeUndefined()
 
       await edit.fill('touch\nedited.txt')
-      await page.getByRole('button', { name: 'Sign and send' }).click()
+      await page.getByRole('button', { name: 'Approve the edited command' }).click()
       await expect
         .poll(() => page.locator('#answer-result').textContent(), { timeout: 30_000 })
         .toBe('Approved with the edited command touch edited.txt; the run judges it again and goes on.')
@@ -322,6 +392,35 @@ describe('the approvals inbox in a browser', () => {
       await expect
         .poll(() => page.locator('#approval-status').textContent(), { timeout: 10_000 })
         .toMatch(/the edited command touch edited.txt ran instead/)
+    } finally {
+      await ws.cleanup()
+    }
+  })
+
+  it('signs as the name the policies give the key, found from the inbox list too; a key on no list says so', async () => {
+    const { ws, handle } = await run([{ toolCalls: [exec('touch', 'named.txt')] }, { text: 'ok' }])
+    try {
+      const row = await waitingApproval(handle.workflowId)
+      const page = await open('/', 'phone')
+      // Folded on the list, where nothing needs signing yet.
+      expect(await page.locator('#key-panel').getAttribute('open')).toBeNull()
+      await page.getByText('Your signing key').click()
+      await page.getByLabel('Private key file').setInputFiles(join(keys, 'mallory.pem'))
+      await page.getByRole('button', { name: 'Import key' }).click()
+      await expect
+        .poll(() => page.locator('#key-status').textContent())
+        .toMatch(/^This key \(SHA256:[0-9a-f]{32}\) is on no run's approver list yet/)
+      await page.getByRole('button', { name: 'Forget this key' }).click()
+      await page.getByLabel('Private key file').setInputFiles(alicePem)
+      await page.getByRole('button', { name: 'Import key' }).click()
+      await expect.poll(() => page.locator('#key-summary').textContent()).toBe('Signing as alice')
+      await page.reload()
+      expect(await page.locator('#inbox-summary').textContent()).toMatch(/ of them for alice;/)
+      const mine = page.locator('.card.for-me', {
+        has: page.locator(`a[href="/approvals/${row.approvalId}"]`),
+      })
+      expect(await mine.count()).toBe(1)
+      await handle.cancel()
     } finally {
       await ws.cleanup()
     }
@@ -345,7 +444,7 @@ describe('the approvals inbox in a browser', () => {
         body.signature.value = `${value[0] === 'A' ? 'B' : 'A'}${value.slice(1)}`
         await route.continue({ postData: JSON.stringify(body) })
       })
-      await page.getByRole('button', { name: 'Sign and send' }).click()
+      await page.getByRole('button', { name: 'Approve', exact: true }).click()
       await expect
         .poll(() => page.locator('#answer-result').textContent(), { timeout: 30_000 })
         .toMatch(
@@ -354,9 +453,8 @@ describe('the approvals inbox in a browser', () => {
       expect((await harness.audit.approval(row.approvalId))?.decision).toBeUndefined()
 
       await page.unroute('**/api/approvals/*/answer')
-      await page.getByLabel('Deny with guidance').check()
       await page.getByLabel(/Guidance for the model/).fill('no')
-      await page.getByRole('button', { name: 'Sign and send' }).click()
+      await page.getByRole('button', { name: 'Deny with guidance' }).click()
       await expect
         .poll(() => page.locator('#answer-result').textContent(), { timeout: 30_000 })
         .toMatch(/^Denied/)

@@ -1,9 +1,9 @@
 /**
- * A Python with the official Temporal SDK, for the tests that embed tether from Python: a venv built from
- * a requirements file with `python3 -m venv` and pip, cached per user (`$XDG_CACHE_HOME/tether/python`,
- * default `~/.cache/tether/python`) under a key of the requirements and the Python version, so every clone
- * and CI's fresh one reuse it. Built in a private folder and renamed into place, so two test runs building
- * at once never see half a venv.
+ * A Python with the packages of a requirements file (the official Temporal SDK for the tests that embed
+ * tether from Python, LangGraph for bench/peers): a venv built with `python3 -m venv` and pip, cached per
+ * user (`$XDG_CACHE_HOME/tether/<folder>`, default `~/.cache/tether/python`) under a key of the requirements
+ * and the Python version, so every clone and CI's fresh one reuse it. Built in a private folder and renamed
+ * into place, so two runs building at once never see half a venv.
  */
 import { execFile } from 'node:child_process'
 import { createHash } from 'node:crypto'
@@ -16,14 +16,14 @@ import { promisify } from 'node:util'
 const run = promisify(execFile)
 
 /** The venv's python for `requirements` (a path), built on first use. */
-export async function pythonVenv(requirements: string): Promise<string> {
+export async function pythonVenv(requirements: string, folder = 'python'): Promise<string> {
   const python = process.env.TETHER_TEST_PYTHON || 'python3'
   let version: string
   try {
     version = (await run(python, ['--version'])).stdout.trim()
   } catch (error) {
     throw new Error(
-      `the Python embedding test needs ${python} with the venv module (${(error as Error).message.split('\n')[0]}); ` +
+      `a Python venv needs ${python} with the venv module (${(error as Error).message.split('\n')[0]}); ` +
         'install python3 and python3-venv, or point TETHER_TEST_PYTHON at one',
     )
   }
@@ -31,7 +31,7 @@ export async function pythonVenv(requirements: string): Promise<string> {
     .update(`${version}\n${await readFile(requirements, 'utf8')}`)
     .digest('hex')
     .slice(0, 16)
-  const root = join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'tether', 'python')
+  const root = join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'tether', folder)
   const venv = join(root, `venv-${key}`)
   const bin = join(venv, 'bin', 'python')
   if (existsSync(join(venv, 'ready'))) return bin

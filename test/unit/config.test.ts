@@ -3,7 +3,7 @@
  * TOML profiles and TLS variables, certificate files checked before connecting, and the one line that says
  * why a server refused (found by probing real loopback servers with real certificates).
  */
-import { readFile, rm, writeFile } from 'node:fs/promises'
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { createServer as createTcpServer, type Server, type Socket } from 'node:net'
 import { homedir } from 'node:os'
 import { join } from 'node:path'
@@ -15,6 +15,7 @@ import {
   credentialFiles,
   readConfig,
   readTemporalTarget,
+  readUserSettings,
   temporalAddress,
 } from '../../src/stack/config.js'
 import { tetherStateDir } from '../../src/stack/state.js'
@@ -238,6 +239,126 @@ describe('Temporal profiles and TLS settings', () => {
     expect(failure(tls({ TEMPORAL_TLS_DISABLE_HOST_VERIFICATION: 'true' }))).toMatch(
       /^TEMPORAL_TLS_DISABLE_HOST_VERIFICATION is not supported .*set TEMPORAL_TLS_SERVER_NAME/,
     )
+  })
+})
+
+describe("a person's settings: profiles in tether's config file", () => {
+  const folder = () => join(home, '.config', 'tether')
+  const settingsFile = () => join(folder(), 'config.toml')
+  const write = async (text: string) => {
+    await mkdir(folder(), { recursive: true })
+    await writeFile(settingsFile(), text)
+  }
+  const PROFILES = [
+    '[profile.default]',
+    'policy = "policies/team.yaml"',
+    'approver = "alice"',
+    'inbox_url = "https://inbox.example.com"',
+    '[profile.prod]',
+    'policy = "~/strict.yaml"',
+    'temporal_profile = "prod"',
+  ].join('\n')
+
+  it('reads the default profile, or the one --profile or TETHER_PROFILE names; variables win over it', async () => {
+    await write(PROFILES)
+    try {
+      expect(readUserSettings({ env: env() })).toEqual({
+        profile: 'default',
+        file: settingsFile(),
+        policy: join(folder(), 'policies', 'team.yaml'),
+        approver: 'alice',
+        inboxUrl: 'https://inbox.example.com',
+        sources: {
+          policy: `policy in profile "default" of ${settingsFile()}`,
+          approver: `approver in profile "default" of ${settingsFile()}`,
+          inboxUrl: `inbox_url in profile "default" of ${settingsFile()}`,
+        },
+      })
+      const prod = readUserSettings({ env: env({ TETHER_PROFILE: 'prod' }) })
+      expect(prod).toMatchObject({
+        profile: 'prod',
+        policy: join(home, 'strict.yaml'),
+        temporalProfile: 'prod',
+      })
+      expect(prod.approver).toBeUndefined()
+      // The flag over the variable, the variable over the file.
+      expect(readUserSettings({ env: env({ TETHER_PROFILE: 'nope' }), profile: 'prod' }).profile).toBe('prod')
+      const overridden = readUserSettings({ env: env({ TETHER_APPROVER: 'bob', TETHER_POLICY: 'p.yaml' }) })
+      expect(overridden).toMatchObject({ approver: 'bob', policy: join(process.cwd(), 'p.yaml') })
+      expect(overridden.sources).toMatchObject({ approver: 'TETHER_APPROVER', policy: 'TETHER_POLICY' })
+    } finally {
+      await rm(join(home, '.config'), { recursive: true, force: true })
+    }
+  })
+
+  it('connects with the Temporal profile a profile names, unless TEMPORAL_PROFILE says otherwise', async () => {
+    await write(PROFILES)
+    await mkdir(join(home, '.config', 'temporalio'), { recursive: true })
+    await writeFile(
+      join(home, '.config', 'temporalio', 'temporal.toml'),
+      '[profile.default]\naddress = "local.internal:7233"\n[profile.prod]\naddress = "prod.internal:7233"\n',
+    )
+    try {
+      const prod = readUserSettings({ env: env({ TETHER_PROFILE: 'prod' }) })
+      const temporalProfile = {
+        name: prod.temporalProfile as string,
+        setting: prod.sources.temporalProfile as string,
+      }
+      expect(readConfig({ env: env(), temporalProfile }).temporal.address).toBe('prod.internal:7233')
+      expect(
+        readConfig({ env: env({ TEMPORAL_PROFILE: 'default' }), temporalProfile }).temporal.address,
+      ).toBe('local.internal:7233')
+      expect(
+        failure(() =>
+          readConfig({
+            env: env(),
+            temporalProfile: { name: 'staging', setting: 'temporal_profile in profile "x"' },
+          }),
+        ),
+      ).toMatch(
+        /^the Temporal profile "staging" \(temporal_profile in profile "x"\) is not in .*temporal\.toml \(it has "default", "prod"\)/,
+      )
+    } finally {
+      await rm(join(home, '.config'), { recursive: true, force: true })
+    }
+  })
+
+  it('is nothing without a file; a named profile it lacks, an unknown key or a bad value is one line', async () => {
+    expect(readUserSettings({ env: env() })).toEqual({
+      profile: 'default',
+      file: settingsFile(),
+      sources: {},
+    })
+    expect(failure(() => readUserSettings({ env: env(), profile: 'work' }))).toBe(
+      `--profile "work" is not in ${settingsFile()} (that file does not exist); name one it has, or add [profile.work] there`,
+    )
+    await write(PROFILES)
+    try {
+      expect(failure(() => readUserSettings({ env: env({ TETHER_PROFILE: 'work' }) }))).toBe(
+        `TETHER_PROFILE "work" is not in ${settingsFile()} (it has "default", "prod"); name one it has, or add [profile.work] there`,
+      )
+      await write('[profile.default]\napprover = "alice"\ninbox = "x"\n')
+      expect(failure(() => readUserSettings({ env: env() }))).toBe(
+        `${settingsFile()}: profile "default" has an unknown setting "inbox"; it takes policy, approver, inbox_url, temporal_profile`,
+      )
+      await write('[profile.default]\napprover = 7\n')
+      expect(failure(() => readUserSettings({ env: env() }))).toBe(
+        `${settingsFile()}: approver in profile "default" must be text in quotes`,
+      )
+      await write('approver = "alice"\n')
+      expect(failure(() => readUserSettings({ env: env() }))).toMatch(
+        /settings go in \[profile\.NAME\] tables/,
+      )
+      await write('[profile.default\n')
+      expect(failure(() => readUserSettings({ env: env() }))).toMatch(/is not a valid TOML file: .*\(line 1/)
+      expect(
+        failure(() => readUserSettings({ env: env({ TETHER_CONFIG_FILE: join(home, 'nope.toml') }) })),
+      ).toBe(
+        `TETHER_CONFIG_FILE names ${join(home, 'nope.toml')}, which does not exist; point it at tether's config file, or unset it`,
+      )
+    } finally {
+      await rm(join(home, '.config'), { recursive: true, force: true })
+    }
   })
 })
 

@@ -1,20 +1,10 @@
 /** `tether approvals`, `tether approve`, `tether deny`, `tether keys`: the approver's side of an `ask`. */
 
 import type { Command } from 'commander'
-import { AnswerError, answerApproval, draftAnswer, updateRejection } from '../../embed/index.js'
-import { fingerprintOf } from '../../identity/index.js'
-import {
-  type ApproverKey,
-  createKey,
-  KeyringError,
-  keysDir,
-  listKeys,
-  loadKey,
-} from '../../identity/keyring.js'
+import type { ApproverKey } from '../../identity/keyring.js'
 import { deadlineSetBy, formatDeadline, ruleWords, words } from '../../present/index.js'
-import { colour, print, printJson, printTable, visible, withAudit, withTemporal } from '../context.js'
+import { colour, print, printJson, printTable, rememberText, visible } from '../context.js'
 import { CliError } from '../errors.js'
-import { rememberText } from '../follow.js'
 
 /** Approvals read per query when listing them all. */
 const PAGE = 500
@@ -34,7 +24,7 @@ export function registerApprovals(program: Command): void {
     .command('approvals')
     .description('List approvals waiting for an answer, oldest first, with what "remember" would add.')
     .option('--approver <name>', 'only those this approver may answer')
-    .option('--run <run>', 'only those of one run')
+    .option('--run <run>', 'only those of one run (its id, or the start of one)')
     .option('--limit <n>', 'at most this many (default: all of them, read a page at a time)')
     .option('--json', 'print JSON')
     .action(async (options: { approver?: string; run?: string; limit?: string; json?: boolean }) => {
@@ -42,13 +32,15 @@ export function registerApprovals(program: Command): void {
       if (!(limit >= 1) || (Number.isFinite(limit) && !Number.isInteger(limit))) {
         throw new CliError(`--limit must be a positive whole number, not ${options.limit}`)
       }
+      const { resolveId, withAudit } = await import('../connect.js')
       const pending = await withAudit(async (audit) => {
+        const runId = options.run ? await resolveId(audit, 'run', options.run) : undefined
         const all: Awaited<ReturnType<typeof audit.pendingApprovals>> = []
         for (;;) {
           const last = all.at(-1)
           const page = await audit.pendingApprovals({
             ...(options.approver ? { approver: options.approver } : {}),
-            ...(options.run ? { runId: options.run } : {}),
+            ...(runId ? { runId } : {}),
             limit: Math.min(PAGE, limit - all.length),
             ...(last ? { after: last } : {}),
           })
@@ -82,9 +74,15 @@ export function registerApprovals(program: Command): void {
           ? 'Approve a waiting action (signed with your key when the policy lists keys); it is judged again before it runs.'
           : 'Deny a waiting action (signed with your key when the policy lists keys); the reason is shown to the model.',
       )
-      .argument('<approval>', 'the approval id (see `tether approvals`)')
-      .option('--as <name>', 'who is answering, as the policy names them (default: the name of --key)')
-      .option('--key <name>', `the key to sign with, from ${keysDir()} (default: --as, or your only key)`)
+      .argument('<approval>', 'the approval id (see `tether approvals`), or the start of one')
+      .option(
+        '--as <name>',
+        "who is answering, as the policy names them (default: TETHER_APPROVER, else your profile's approver, else the name of --key)",
+      )
+      .option(
+        '--key <name>',
+        'the key to sign with, from your keys folder (`tether keys list`; default: the approver name, or your only key)',
+      )
       .option(
         '--via <channel>',
         'auto (Update, or a Signal when no worker answers), update or signal',
@@ -114,8 +112,10 @@ export function registerApprovals(program: Command): void {
     .command('new')
     .description('Make a key pair; prints the approver entry to paste into the policy.')
     .argument('<name>', 'the approver name, as the policy will list it')
-    .action((name: string) => {
-      const { file, publicKey } = keyringCall(() => createKey(name))
+    .action(async (name: string) => {
+      const { createKey } = await import('../../identity/keyring.js')
+      const { fingerprintOf } = await import('../../identity/index.js')
+      const { file, publicKey } = await keyringCall(() => createKey(name))
       print(`private key: ${file} (mode 0600; it never leaves this machine)`)
       print(`fingerprint: ${fingerprintOf(publicKey)}`)
       print('add this to the policy (under approvers):')
@@ -125,25 +125,41 @@ export function registerApprovals(program: Command): void {
     .command('show')
     .description("A key's public half and the policy entry for it.")
     .argument('<name>', 'the key name')
-    .action((name: string) => {
-      const key = keyringCall(() => loadKey(name))
+    .action(async (name: string) => {
+      const { loadKey } = await import('../../identity/keyring.js')
+      const { fingerprintOf } = await import('../../identity/index.js')
+      const key = await keyringCall(() => loadKey(name))
       print(`${key.publicKey}  ${fingerprintOf(key.publicKey)}  ${key.file}`)
       print(`  - { name: ${name}, keys: ["${key.publicKey}"] }`)
     })
   keys
     .command('list')
     .description('The keys in the keyring.')
-    .action(() => {
-      const names = listKeys()
-      if (names.length === 0) return print(`no keys in ${keysDir()}; make one with \`tether keys new NAME\``)
+    .option('--json', 'print JSON')
+    .action(async (options: { json?: boolean }) => {
+      const { keysDir, listKeys, loadKey } = await import('../../identity/keyring.js')
+      const { fingerprintOf } = await import('../../identity/index.js')
+      const keys = []
+      for (const name of listKeys()) {
+        const key = await keyringCall(() => loadKey(name))
+        keys.push({
+          name,
+          fingerprint: fingerprintOf(key.publicKey) ?? '',
+          publicKey: key.publicKey,
+          file: key.file,
+        })
+      }
+      if (options.json) return printJson(keys)
+      if (keys.length === 0) return print(`no keys in ${keysDir()}; make one with \`tether keys new NAME\``)
       printTable(
         ['NAME', 'FINGERPRINT'],
-        names.map((name) => [name, fingerprintOf(keyringCall(() => loadKey(name)).publicKey) ?? '']),
+        keys.map((key) => [key.name, key.fingerprint]),
       )
     })
 }
 
-function keyringCall<T>(call: () => T): T {
+async function keyringCall<T>(call: () => T): Promise<T> {
+  const { KeyringError } = await import('../../identity/keyring.js')
   try {
     return call()
   } catch (error) {
@@ -152,9 +168,10 @@ function keyringCall<T>(call: () => T): T {
   }
 }
 
-/** The key to sign with: --key, else --as, else the only key in the keyring. */
-function signingKey(options: AnswerOptions): ApproverKey {
-  const name = options.key ?? options.as
+/** The key to sign with: --key, else the approver's name, else the only key in the keyring. */
+async function signingKey(options: AnswerOptions, approver: string | undefined): Promise<ApproverKey> {
+  const { keysDir, listKeys, loadKey } = await import('../../identity/keyring.js')
+  const name = options.key ?? approver
   if (name) return keyringCall(() => loadKey(name))
   const names = listKeys()
   if (names.length === 1) return keyringCall(() => loadKey(names[0] as string))
@@ -172,15 +189,18 @@ function rememberChoice(value: boolean | string | undefined): 'exact' | 'wider' 
   throw new CliError(`--remember takes exact or wider, not ${value}`)
 }
 
-async function decide(
-  approvalId: string,
-  decision: 'approve' | 'deny',
-  options: AnswerOptions,
-): Promise<void> {
+async function decide(given: string, decision: 'approve' | 'deny', options: AnswerOptions): Promise<void> {
   if (!['auto', 'update', 'signal'].includes(options.via)) {
     throw new CliError(`--via must be auto, update or signal, not ${options.via}`)
   }
-  const approval = await withAudit((audit) => audit.approval(approvalId))
+  const { resolveId, userSettings, withAudit, withTemporal } = await import('../connect.js')
+  const { AnswerError, answerApproval, draftAnswer, updateRejection } = await import('../../embed/index.js')
+  const { fingerprintOf } = await import('../../identity/index.js')
+  const { counted } = await import('../../present/index.js')
+  const { approvalId, approval } = await withAudit(async (audit) => {
+    const approvalId = await resolveId(audit, 'approval', given)
+    return { approvalId, approval: await audit.approval(approvalId) }
+  })
   if (!approval || approval.decision !== undefined) {
     throw new CliError(
       approval
@@ -189,9 +209,10 @@ async function decide(
     )
   }
   const signed = approval.identity === 'signed'
-  const key = signed ? signingKey(options) : undefined
-  const approver = options.as ?? key?.name
-  if (!approver) throw new CliError('say who is answering with --as NAME')
+  const named = options.as ?? userSettings().approver
+  const key = signed ? await signingKey(options, named) : undefined
+  const approver = named ?? key?.name
+  if (!approver) throw new CliError('say who is answering with --as NAME (or set approver in your profile)')
   const remember = decision === 'approve' ? rememberChoice(options.remember) : undefined
   let input: ReturnType<typeof draftAnswer>
   try {
@@ -231,7 +252,7 @@ async function decide(
   const result = outcome.result
   if (result?.decision === 'pending') {
     print(
-      `${colour.green('approved')} by ${approver} (${result.approvals} of ${result.required}); ${approval.act} ${visible(approval.target)} waits for ${result.required - result.approvals} more approver(s)`,
+      `${colour.green('approved')} by ${approver} (${result.approvals} of ${result.required}); ${approval.act} ${visible(approval.target)} waits for ${counted(result.required - result.approvals, 'more approver')}`,
     )
     return
   }

@@ -5,26 +5,17 @@
 
 import { readFile } from 'node:fs/promises'
 import type { Command } from 'commander'
-import {
-  ANCHORED_TABLES,
-  type AnchorReport,
-  type AnswerCheck,
-  type ApprovalAnswerRow,
-  type ApprovalRow,
-  type AuditStore,
-  checkProvenance,
-  type Finding,
-  HistoryUnavailableError,
-  type ProvenanceStatement,
-  verifyRecordedAnswer,
-  verifyRunHistory,
+import type {
+  AnchorReport,
+  AnswerCheck,
+  ApprovalAnswerRow,
+  ApprovalRow,
+  AuditStore,
+  Finding,
+  ProvenanceStatement,
 } from '../../audit/index.js'
-import { fingerprintOf, fromBase64, keyIdOf } from '../../identity/index.js'
-import { KeyringError, publicKeyFrom } from '../../identity/keyring.js'
 import { formatBytes, ruleWords, seconds, words } from '../../present/index.js'
-import { workerKeyFile } from '../../stack/index.js'
-import { treeDigest } from '../../workspace/index.js'
-import { print, printJson, printTable, visible, withAudit, withTemporal } from '../context.js'
+import { print, printJson, printTable, visible } from '../context.js'
 import { CliError } from '../errors.js'
 
 export function registerAudit(program: Command): void {
@@ -32,17 +23,19 @@ export function registerAudit(program: Command): void {
   audit
     .command('refused')
     .description('What the policy or an approver refused, newest first.')
-    .option('--run <run>', 'only one run')
+    .option('--run <run>', 'only one run (its id, or the start of one)')
     .option('--limit <n>', 'how many', '50')
     .option('--json', 'print JSON')
     .action(async (options: { run?: string; limit: string; json?: boolean }) => {
-      const page = await withAudit((store) =>
-        store.refusedActions({ limit: limit(options.limit), ...(options.run ? { runId: options.run } : {}) }),
-      )
+      const { withAudit } = await import('../connect.js')
+      const page = await withAudit(async (store) => {
+        const runId = await onlyRun(store, options.run)
+        return store.refusedActions({ limit: limit(options.limit), ...(runId ? { runId } : {}) })
+      })
       if (options.json) return printJson(page.items)
       if (page.items.length === 0) return print('nothing was refused')
       printTable(
-        ['WHEN', 'RUN', 'STEP', 'ACT', 'TARGET', 'BY', 'REASON'],
+        ['WHEN (UTC)', 'RUN', 'STEP', 'ACT', 'TARGET', 'BY', 'REASON'],
         page.items.map((e) => [
           e.at.toISOString().replace('T', ' ').slice(0, 19),
           e.runId,
@@ -59,13 +52,15 @@ export function registerAudit(program: Command): void {
   audit
     .command('ran')
     .description('The commands that actually ran, with status, exit code and duration.')
-    .option('--run <run>', 'only one run (default: the most recent runs)')
+    .option('--run <run>', 'only one run, its id or the start of one (default: the most recent runs)')
     .option('--limit <n>', 'how many runs to look at without --run', '10')
     .option('--json', 'print JSON')
     .action(async (options: { run?: string; limit: string; json?: boolean }) => {
+      const { withAudit } = await import('../connect.js')
       const commands = await withAudit(async (store) => {
-        const runs = options.run
-          ? [options.run]
+        const runId = await onlyRun(store, options.run)
+        const runs = runId
+          ? [runId]
           : (await store.listRuns({ limit: limit(options.limit) })).items.map((r) => r.runId)
         const all = []
         for (const runId of runs) all.push(...(await store.executedCommands({ runId })))
@@ -91,7 +86,7 @@ export function registerAudit(program: Command): void {
     .description(
       'Who answered which approval, how, and (with --verify) whether each signature still proves it.',
     )
-    .option('--run <run>', 'only one run')
+    .option('--run <run>', 'only one run (its id, or the start of one)')
     .option('--limit <n>', 'how many answers', '1000')
     .option(
       '--verify',
@@ -100,12 +95,15 @@ export function registerAudit(program: Command): void {
     )
     .option('--json', 'print JSON')
     .action(async (options: { run?: string; limit: string; verify?: boolean; json?: boolean }) => {
+      const { withAudit } = await import('../connect.js')
+      const { verifyRecordedAnswer } = await import('../../audit/index.js')
       const { records, anchored } = await withAudit(async (store) => {
+        const runId = await onlyRun(store, options.run)
         const records = await store.approvalAnswers({
           limit: limit(options.limit),
-          ...(options.run ? { runId: options.run } : {}),
+          ...(runId ? { runId } : {}),
         })
-        const runs = options.run ? [options.run] : [...new Set(records.map((r) => r.approval.runId))]
+        const runs = runId ? [runId] : [...new Set(records.map((r) => r.approval.runId))]
         return { records, anchored: options.verify ? await anchorRuns(store, runs) : undefined }
       })
       const rows: AnswerLine[] = records.map((record) => {
@@ -155,7 +153,7 @@ export function registerAudit(program: Command): void {
         print('no approval has been answered')
       } else {
         printTable(
-          ['WHEN', 'RUN', 'APPROVAL', 'ACTION', 'APPROVER', 'ANSWER', 'VIA', 'PROOF'],
+          ['WHEN (UTC)', 'RUN', 'APPROVAL', 'ACTION', 'APPROVER', 'ANSWER', 'VIA', 'PROOF'],
           [
             ...rows.map(({ approval, answer, check }) => [
               answer.answeredAt.toISOString().replace('T', ' ').slice(0, 19),
@@ -199,12 +197,18 @@ export function registerAudit(program: Command): void {
     .description(
       "Check a run's audit rows against its Temporal history: every row deleted, added or edited, and every answer's proof.",
     )
-    .argument('<run>', 'the run id')
+    .argument('<run>', 'the run id, or the start of one')
     .option('--json', 'print JSON')
-    .action(async (runId: string, options: { json?: boolean }) => {
+    .action(async (given: string, options: { json?: boolean }) => {
+      const { resolveId, withAudit, withTemporal } = await import('../connect.js')
+      const { ANCHORED_TABLES, HistoryUnavailableError, verifyRunHistory } = await import(
+        '../../audit/index.js'
+      )
       await quietReplays()
-      const report = await withAudit((store) =>
-        withTemporal(async (client) => {
+      let runId = given
+      const report = await withAudit(async (store) => {
+        runId = await resolveId(store, 'run', given)
+        return withTemporal(async (client) => {
           try {
             return await verifyRunHistory(client, store, runId)
           } catch (error) {
@@ -212,8 +216,8 @@ export function registerAudit(program: Command): void {
               throw new CliError(`cannot verify run ${runId}: ${error.message}`)
             throw error
           }
-        }),
-      )
+        })
+      })
       if (report.findings.length > 0) process.exitCode = 1
       if (options.json) return printJson(report)
       for (const finding of report.findings) {
@@ -234,7 +238,7 @@ export function registerAudit(program: Command): void {
     .description(
       "A run's signed provenance (an in-toto Statement in a DSSE envelope, signed by the worker's key), or with --verify FILE, check one offline.",
     )
-    .argument('[run]', 'the run id (print its envelope)')
+    .argument('[run]', 'the run id, or the start of one (print its envelope)')
     .option('--statement', 'print the statement inside the envelope instead of the envelope')
     .option(
       '--verify <file>',
@@ -250,12 +254,18 @@ export function registerAudit(program: Command): void {
     )
     .action(
       async (
-        runId: string | undefined,
+        given: string | undefined,
         options: { statement?: boolean; verify?: string; key?: string; workspace?: string },
       ) => {
         if (options.verify) return verifyProvenanceFile(options.verify, options)
-        if (!runId) throw new CliError('name the run (`tether audit provenance RUN`), or give --verify FILE')
-        const envelope = await withAudit((store) => store.provenance(runId))
+        if (!given) throw new CliError('name the run (`tether audit provenance RUN`), or give --verify FILE')
+        const { resolveId, withAudit } = await import('../connect.js')
+        const { fromBase64 } = await import('../../identity/index.js')
+        let runId = given
+        const envelope = await withAudit(async (store) => {
+          runId = await resolveId(store, 'run', given)
+          return store.provenance(runId)
+        })
         if (!envelope) {
           throw new CliError(
             `run ${runId} has no provenance: it has not finished, it was rejected before it ran, or it finished before provenance was recorded (see \`tether show ${runId}\`)`,
@@ -272,6 +282,11 @@ async function verifyProvenanceFile(
   file: string,
   options: { key?: string; workspace?: string },
 ): Promise<void> {
+  const { checkProvenance } = await import('../../audit/index.js')
+  const { fingerprintOf, keyIdOf } = await import('../../identity/index.js')
+  const { KeyringError, publicKeyFrom } = await import('../../identity/keyring.js')
+  const { workerKeyFile } = await import('../../stack/index.js')
+  const { treeDigest } = await import('../../workspace/index.js')
   let envelope: unknown
   try {
     envelope = JSON.parse(await readFile(file, 'utf8'))
@@ -333,6 +348,8 @@ async function anchorRuns(
   const reports = new Map<string, AnchorReport>()
   const unavailable = new Map<string, string>()
   if (runs.length === 0) return { reports, unavailable }
+  const { withTemporal } = await import('../connect.js')
+  const { HistoryUnavailableError, verifyRunHistory } = await import('../../audit/index.js')
   await quietReplays()
   try {
     await withTemporal(async (client) => {
@@ -398,6 +415,13 @@ async function quietReplays(): Promise<void> {
   } catch {
     // Installed already (a runtime is per process).
   }
+}
+
+/** The run `--run` names (an id, or the start of one), when it names one. */
+async function onlyRun(store: AuditStore, given: string | undefined): Promise<string | undefined> {
+  if (given === undefined) return undefined
+  const { resolveId } = await import('../connect.js')
+  return resolveId(store, 'run', given)
 }
 
 function limit(value: string): number {

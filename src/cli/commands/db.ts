@@ -4,8 +4,7 @@
  * lets an operator migrate ahead of a deploy, or check that nothing is pending.
  */
 import type { Command } from 'commander'
-import { AuditError, type MigrationReport, openAudit } from '../../audit/index.js'
-import { stateDir } from '../context.js'
+import type { MigrationReport } from '../../audit/index.js'
 import { CliError } from '../errors.js'
 
 interface MigrateOptions {
@@ -35,6 +34,8 @@ export function registerDb(program: Command): void {
 }
 
 async function migrate(options: MigrateOptions): Promise<{ target: string; report: MigrationReport }> {
+  const { AuditError, openAudit } = await import('../../audit/index.js')
+  const { stateDir } = await import('../connect.js')
   try {
     const store = await openAudit({
       databaseUrl: options.databaseUrl,

@@ -1,29 +1,21 @@
 /** `tether inbox` (the approvals inbox and run viewer) and `tether inbox token` (per-user access tokens). */
 import { join } from 'node:path'
 import type { Command } from 'commander'
-import {
-  type Access,
-  accessProblem,
-  addToken,
-  INBOX_PORT,
-  InboxError,
-  localToken,
-  readTokens,
-  startInbox,
-} from '../../inbox/index.js'
-import { colour, devStack, print, stateDir, withAudit, withTemporal } from '../context.js'
+import type { Access } from '../../inbox/index.js'
+import { colour, print } from '../context.js'
 import { CliError } from '../errors.js'
 
 interface InboxCliOptions {
   host: string
-  port: string
+  port?: string
   access: string
   tokens?: string
   identityHeader?: string
   temporalUi?: string
 }
 
-function tokensFile(given: string | undefined): string {
+async function tokensFile(given: string | undefined): Promise<string> {
+  const { stateDir } = await import('../connect.js')
   return given ?? join(stateDir(), 'inbox-tokens')
 }
 
@@ -35,24 +27,29 @@ export function registerInbox(program: Command): void {
         'its context; answers signed in the browser; runs, live. `tether dev` serves it too.',
     )
     .option('--host <address>', 'the address to listen on; anything but loopback needs --access', '127.0.0.1')
-    .option('--port <n>', 'the port', String(INBOX_PORT))
+    .option('--port <n>', 'the port (default 7280)')
     .option(
       '--access <mode>',
       "who may open it: local (loopback only, with the stack's token in the link it prints), tokens (per-user tokens) or header (an identity header set by an authenticating proxy)",
       'local',
     )
-    .option('--tokens <file>', `with --access tokens: the tokens file (default ${tokensFile(undefined)})`)
+    .option(
+      '--tokens <file>',
+      'with --access tokens: the tokens file (default: inbox-tokens in the state folder)',
+    )
     .option(
       '--identity-header <name>',
       'with --access header: the header your proxy sets to the signed-in name, e.g. X-Forwarded-User',
     )
     .option('--temporal-ui <url>', "the Temporal UI, for links to runs (default: tether dev's, if running)")
     .action(async (options: InboxCliOptions) => {
-      const access = accessFrom(options)
+      const { accessProblem, INBOX_PORT, InboxError, startInbox } = await import('../../inbox/index.js')
+      const { devStack, withAudit, withTemporal } = await import('../connect.js')
+      const access = await accessFrom(options)
       // Before anything is opened: an inbox others could reach without an access mode never starts.
       const problem = accessProblem(options.host, access.mode)
       if (problem) throw new CliError(problem)
-      const port = Number(options.port)
+      const port = Number(options.port ?? INBOX_PORT)
       if (!Number.isInteger(port) || port < 0 || port > 65_535) {
         throw new CliError(`--port must be a port number from 0 to 65535, not ${options.port}`)
       }
@@ -91,10 +88,16 @@ export function registerInbox(program: Command): void {
       'Make an access token for NAME (for `tether inbox --access tokens`) and print its login link.',
     )
     .argument('<name>', 'the person, as the policy names them as an approver')
-    .option('--tokens <file>', `the tokens file (default ${tokensFile(undefined)})`)
-    .option('--url <url>', 'where the inbox is reached, for the link', `http://127.0.0.1:${INBOX_PORT}`)
-    .action((name: string, options: { tokens?: string; url: string }) => {
-      const file = tokensFile(options.tokens)
+    .option('--tokens <file>', 'the tokens file (default: inbox-tokens in the state folder)')
+    .option(
+      '--url <url>',
+      "where the inbox is reached, for the link (default: TETHER_INBOX_URL, else your profile's inbox_url, else http://127.0.0.1:7280)",
+    )
+    .action(async (name: string, options: { tokens?: string; url?: string }) => {
+      const { addToken, INBOX_PORT, InboxError } = await import('../../inbox/index.js')
+      const { userSettings } = await import('../connect.js')
+      const file = await tokensFile(options.tokens)
+      const url = options.url ?? userSettings().inboxUrl ?? `http://127.0.0.1:${INBOX_PORT}`
       let token: string
       try {
         token = addToken(file, name)
@@ -103,17 +106,20 @@ export function registerInbox(program: Command): void {
         throw error
       }
       print(`added a token for ${name} to ${file} (mode 0600)`)
-      print(`login link (give it to ${name} only): ${options.url.replace(/\/$/, '')}/login?token=${token}`)
+      print(`login link (give it to ${name} only): ${url.replace(/\/$/, '')}/login?token=${token}`)
     })
 }
 
-function accessFrom(options: InboxCliOptions): Access {
+async function accessFrom(options: InboxCliOptions): Promise<Access> {
+  const { InboxError, localToken, readTokens } = await import('../../inbox/index.js')
+  const { stateDir } = await import('../connect.js')
+  const tokens = await tokensFile(options.tokens)
   try {
     switch (options.access) {
       case 'local':
         return { mode: 'local', token: localToken(stateDir()) }
       case 'tokens':
-        return { mode: 'tokens', names: readTokens(tokensFile(options.tokens)) }
+        return { mode: 'tokens', names: readTokens(tokens) }
       case 'header':
         if (!options.identityHeader || !/^[A-Za-z0-9-]+$/.test(options.identityHeader)) {
           throw new CliError('--access header needs --identity-header NAME (the header your proxy sets)')

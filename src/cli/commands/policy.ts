@@ -1,13 +1,6 @@
 /** `tether policy check`: how a policy judges a command or a path, with the judged tree. A query: exit 0. */
 import type { Command } from 'commander'
-import {
-  type Act,
-  loadPolicyFile,
-  Policy,
-  PolicyError,
-  renderExecVerdict,
-  type Verdict,
-} from '../../policy/index.js'
+import type { Act, Policy, Verdict } from '../../policy/index.js'
 import { print, printJson } from '../context.js'
 import { CliError } from '../errors.js'
 
@@ -30,7 +23,10 @@ export function registerPolicy(program: Command): void {
         'Exits 0 whatever the verdict; 1 when the policy file is invalid.',
     )
     .argument('[argv...]', 'the command to judge, program first (put it after --)')
-    .option('--policy <file>', 'a policy file (JSON or YAML); default: the tiered preset')
+    .option(
+      '--policy <file>',
+      "a policy file (JSON or YAML); default: TETHER_POLICY, else your profile's policy, else the tiered preset",
+    )
     .option('--read <path>', 'judge reading this workspace path (repeatable)', collect, [])
     .option('--write <path>', 'judge writing this workspace path (repeatable)', collect, [])
     .option('--net <host[:port]>', 'judge connecting to this host (repeatable)', collect, [])
@@ -50,7 +46,8 @@ export function registerPolicy(program: Command): void {
           'nothing to check: give a command after -- (e.g. -- git status) or --read/--write/--net',
         )
       }
-      const chosen = await choosePolicy(options.policy)
+      const { Policy, renderExecVerdict } = await import('../../policy/index.js')
+      const chosen = (await loadPolicy(options.policy)) ?? Policy.tiered()
       const verdicts: Verdict[] = targets.map(([act, target]) => chosen.check(act, target))
       const exec = argv.length > 0 ? chosen.checkExec(argv) : undefined
       if (options.json) {
@@ -62,8 +59,20 @@ export function registerPolicy(program: Command): void {
     })
 }
 
-async function choosePolicy(file: string | undefined): Promise<Policy> {
-  if (!file) return Policy.tiered()
+/**
+ * The policy file a command uses: the flag's, else TETHER_POLICY's, else the profile's (said on stderr, so
+ * nobody is surprised by a policy they did not name); undefined when none is set.
+ */
+export async function loadPolicy(flag: string | undefined): Promise<Policy | undefined> {
+  let file = flag
+  if (!file) {
+    const { userSettings } = await import('../connect.js')
+    const settings = userSettings()
+    file = settings.policy
+    if (file) process.stderr.write(`policy: ${file} (${settings.sources.policy})\n`)
+  }
+  if (!file) return undefined
+  const { loadPolicyFile, PolicyError } = await import('../../policy/index.js')
   try {
     return await loadPolicyFile(file)
   } catch (error) {

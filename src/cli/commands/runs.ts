@@ -1,21 +1,10 @@
-/** `tether run`, `tether ls`, `tether show`, `tether cancel`. */
-import { resolve } from 'node:path'
-import { WorkflowNotFoundError } from '@temporalio/client'
+/** `tether run`, `tether ls`, `tether show`, `tether cancel`. What each runs is loaded when it runs. */
+import type { Client } from '@temporalio/client'
 import type { Command } from 'commander'
-import {
-  newRunId,
-  RunIdTakenError,
-  RunRejectedError,
-  startAgentRun,
-  waitForStart,
-} from '../../embed/index.js'
-import { loadPolicyFile, Policy, PolicyError } from '../../policy/index.js'
-import { formatArgv, formatMoney } from '../../present/index.js'
-import { ContractError, FAILURE, type TaskContractInput } from '../../run/index.js'
-import { detectToolchain } from '../../workspace/index.js'
-import { colour, print, printJson, printTable, visible, withAudit, withTemporal } from '../context.js'
-import { CliError } from '../errors.js'
-import { followRun, printTimeline } from '../follow.js'
+import type { Policy } from '../../policy/index.js'
+import type { TaskContractInput } from '../../run/index.js'
+import { colour, print, printJson, printJsonLine, printTable, visible } from '../context.js'
+import { CliError, EXIT } from '../errors.js'
 
 interface RunOptions {
   goal: string
@@ -43,7 +32,10 @@ export function registerRuns(program: Command): void {
       'the command whose success ends the run, e.g. "npm test" (quotes group words); default: the test ' +
         'command detected from the workspace (package.json, Cargo.toml, go.mod, …); "none" for no gate',
     )
-    .option('--policy <file>', 'a policy file (JSON or YAML); default: the tiered preset')
+    .option(
+      '--policy <file>',
+      "a policy file (JSON or YAML); default: TETHER_POLICY, else your profile's policy, else the tiered preset",
+    )
     .option('--model <choice>', 'openrouter:<model>, anthropic:<model>, openai:<model>, scripted:<file>, …')
     .option('--max-steps <n>', 'step budget (default 50)')
     .option('--max-tokens <n>', 'token budget (default 2000000)')
@@ -53,9 +45,17 @@ export function registerRuns(program: Command): void {
       'cost cap, e.g. "25 USD": at it the run waits for a budget approver to raise it or end the run (default: none)',
     )
     .option('--id <run-id>', 'the run id (default: run-<time>-<random>)')
-    .option('--follow', 'show steps, commands and approvals as they happen, then the outcome')
-    .option('--json', 'print the run id (and with --follow the result) as JSON')
+    .option(
+      '--follow',
+      'show steps, commands and approvals as they happen, then the outcome (exit 3 unless it succeeds)',
+    )
+    .option('--json', 'print the run id as JSON; with --follow, one JSON object per event, a line each')
     .action(async (options: RunOptions) => {
+      const { withTemporal } = await import('../connect.js')
+      const { newRunId, RunIdTakenError, RunRejectedError, startAgentRun, waitForStart } = await import(
+        '../../embed/index.js'
+      )
+      const { ContractError, FAILURE } = await import('../../run/index.js')
       const contract = await buildContract(options)
       const policy = await runPolicy(options.policy, contract)
       await withTemporal(async (client, target) => {
@@ -73,7 +73,9 @@ export function registerRuns(program: Command): void {
           throw error
         }
         const runId = handle.workflowId
-        if (!options.json) print(`run ${colour.bold(runId)} started on task queue ${target.taskQueue}`)
+        if (options.json && options.follow) {
+          printJsonLine({ event: 'started', runId, taskQueue: target.taskQueue })
+        } else if (!options.json) print(`run ${colour.bold(runId)} started on task queue ${target.taskQueue}`)
         // The worker checks the contract against its world before the first step: a run that cannot work
         // is refused here, in one line, before anyone is asked anything.
         let started: Awaited<ReturnType<typeof waitForStart>>
@@ -98,11 +100,7 @@ export function registerRuns(program: Command): void {
           else print(`watch it with \`tether show ${runId} --follow\``)
           return
         }
-        const result = await withAudit((audit) =>
-          followRun(client, audit, runId, { json: options.json === true }),
-        )
-        if (options.json) printJson(result)
-        if (result.outcome !== 'verified' && result.outcome !== 'finished') process.exitCode = 3
+        await follow(client, runId, options.json === true)
       })
     })
 
@@ -116,6 +114,7 @@ export function registerRuns(program: Command): void {
       if (options.status && options.status !== 'running' && options.status !== 'finished') {
         throw new CliError(`--status must be running or finished, not ${options.status}`)
       }
+      const { withAudit } = await import('../connect.js')
       const page = await withAudit((audit) =>
         audit.listRuns({
           limit: positive(options.limit, '--limit'),
@@ -124,6 +123,7 @@ export function registerRuns(program: Command): void {
       )
       if (options.json) return printJson(page.items)
       if (page.items.length === 0) return print('no runs yet; start one with `tether run`')
+      const { formatMoney } = await import('../../present/index.js')
       printTable(
         ['RUN', 'STATUS', 'OUTCOME', 'STARTED (UTC)', 'SPENT', 'GOAL', 'REASON'],
         page.items.map((run) => [
@@ -141,22 +141,23 @@ export function registerRuns(program: Command): void {
   program
     .command('show')
     .description("A run's summary and timeline: steps, decisions, commands, approvals and gate results.")
-    .argument('<run>', 'the run id')
-    .option('--follow', 'keep showing new entries until the run ends')
-    .option('--json', 'print JSON')
-    .action(async (runId: string, options: { follow?: boolean; json?: boolean }) => {
+    .argument('<run>', 'the run id, or the start of one no other run id starts with')
+    .option('--follow', 'keep showing new entries until the run ends (exit 3 unless it succeeds)')
+    .option('--json', 'print JSON; with --follow, one JSON object per event, a line each')
+    .action(async (given: string, options: { follow?: boolean; json?: boolean }) => {
+      const { resolveId, withAudit, withTemporal } = await import('../connect.js')
       if (options.follow) {
-        const result = await withTemporal((client) =>
-          withAudit((audit) => followRun(client, audit, runId, { json: options.json === true })),
-        )
-        if (options.json) printJson(result)
+        const runId = await withAudit((audit) => resolveId(audit, 'run', given))
+        await withTemporal((client) => follow(client, runId, options.json === true))
         return
       }
       await withAudit(async (audit) => {
+        const runId = await resolveId(audit, 'run', given)
         const summary = await audit.runSummary(runId)
         if (!summary) throw new CliError(`no run ${runId} in the audit; list runs with \`tether ls\``)
         const timeline = await audit.runTimeline(runId)
         if (options.json) return printJson({ summary, timeline })
+        const { printTimeline } = await import('../timeline.js')
         printTimeline(summary, timeline)
       })
     })
@@ -164,8 +165,15 @@ export function registerRuns(program: Command): void {
   program
     .command('cancel')
     .description('Cancel a run: its running command is killed, pending approvals are resolved as cancelled.')
-    .argument('<run>', 'the run id')
-    .action(async (runId: string) => {
+    .argument('<run>', 'the run id, or the start of one no other run id starts with')
+    .action(async (given: string) => {
+      const { resolveId, withAudit, withTemporal } = await import('../connect.js')
+      const { WorkflowNotFoundError } = await import('@temporalio/client')
+      // The audit knows every run's id; one it does not know may still be a workflow on the server.
+      const runId = await withAudit((audit) => resolveId(audit, 'run', given)).catch((error: unknown) => {
+        if (error instanceof CliError && error.message.startsWith('no run ')) return given
+        throw error
+      })
       await withTemporal(async (client) => {
         const handle = client.workflow.getHandle(runId)
         try {
@@ -187,7 +195,16 @@ export function registerRuns(program: Command): void {
     })
 }
 
+/** Follows a run to its end; a run that ends without success exits 3. */
+async function follow(client: Client, runId: string, json: boolean): Promise<void> {
+  const { withAudit } = await import('../connect.js')
+  const { followRun } = await import('../follow.js')
+  const result = await withAudit((audit) => followRun(client, audit, runId, { json }))
+  if (result.outcome !== 'verified' && result.outcome !== 'finished') process.exitCode = EXIT.runFailed
+}
+
 async function buildContract(options: RunOptions): Promise<TaskContractInput> {
+  const { resolve } = await import('node:path')
   const workspace = resolve(options.workspace)
   const command = options.verify === undefined ? await detectedTest(workspace) : options.verify
   const verification = command && command !== 'none' ? { command: splitCommand(command) } : null
@@ -207,6 +224,8 @@ async function buildContract(options: RunOptions): Promise<TaskContractInput> {
 
 /** The project's own test command, when its toolchain says what it is (printed, so nobody is surprised). */
 async function detectedTest(workspace: string): Promise<string | undefined> {
+  const { detectToolchain } = await import('../../workspace/index.js')
+  const { formatArgv } = await import('../../present/index.js')
   const test = (await detectToolchain(workspace))?.commands.test
   if (!test) return undefined
   const line = formatArgv(test)
@@ -215,23 +234,20 @@ async function detectedTest(workspace: string): Promise<string | undefined> {
 }
 
 /**
- * The run's policy: the file given, or the tiered preset plus a `contract` layer allowing exactly the
- * verification command (the person who named it asked for it to run unattended).
+ * The run's policy: the file given (or configured: TETHER_POLICY, the profile's), or the tiered preset plus
+ * a `contract` layer allowing exactly the verification command (the person who named it asked for it to
+ * run unattended).
  */
 async function runPolicy(file: string | undefined, contract: TaskContractInput): Promise<Policy> {
-  if (file) {
-    try {
-      return await loadPolicyFile(file)
-    } catch (error) {
-      if (error instanceof PolicyError) throw new CliError(error.message)
-      throw error
-    }
-  }
-  const policy = Policy.tiered()
+  const { loadPolicy } = await import('./policy.js')
+  const policy = await loadPolicy(file)
+  if (policy) return policy
+  const { Policy } = await import('../../policy/index.js')
+  const tiered = Policy.tiered()
   const gate = contract.verification?.command.join(' ')
   // A command with glob characters would allow more than itself: then a policy file must say so.
-  if (!gate || /[*?]/.test(gate)) return policy
-  return policy.layer('contract').allowExec(gate)
+  if (!gate || /[*?]/.test(gate)) return tiered
+  return tiered.layer('contract').allowExec(gate)
 }
 
 /** Splits a command line into argv the way a person reads it: spaces separate, quotes group, no expansion. */

@@ -4,7 +4,9 @@
  * signs answers with WebCrypto, so the server never holds a key and cannot forge an approval. What it
  * signs comes from the same code as `tether approve` (identity/answer.ts): the statement over the action's
  * digest, recomputed here from the action the page shows, refused when it differs from the recorded one.
- * It also keeps live regions up to date (server-sent events) and shows deadlines in the viewer's zone.
+ * The name it signs as is the one the policies give the key (the run's approver list, or the inbox's
+ * lookup for the list page), never typed. It also keeps live regions up to date (server-sent events) and
+ * writes every time in the viewer's zone (UTC on hover).
  */
 import {
   type AnswerDraft,
@@ -18,10 +20,11 @@ import {
   statementBytes,
   toBase64,
 } from '../../identity/index.js'
-import { formatDeadline, visible } from '../../present/index.js'
+import { formatDeadline, localText, utcText, visible } from '../../present/index.js'
 
 interface StoredKey {
-  name: string
+  /** The approver name the policies give this key; undefined while the key is on no list. */
+  name?: string | undefined
   publicKey: string
   key: CryptoKey
 }
@@ -64,7 +67,7 @@ const forgetKey = () => request((s) => s.delete('approver'), 'readwrite')
 /** The DER bytes of an unencrypted PKCS#8 PEM (what `tether keys new` writes). */
 function pemBytes(text: string): Uint8Array {
   if (/BEGIN ENCRYPTED PRIVATE KEY/.test(text)) {
-    throw new Error('this key file is encrypted; use the unencrypted file `tether keys new` wrote')
+    throw new Error('this key file is encrypted; use the unencrypted file that tether keys new wrote')
   }
   const body = /-----BEGIN PRIVATE KEY-----([\s\S]*?)-----END PRIVATE KEY-----/.exec(text)?.[1]
   const bytes = body ? fromBase64(body.replace(/\s+/g, '')) : undefined
@@ -76,7 +79,7 @@ function pemBytes(text: string): Uint8Array {
  * Imports the key: once as extractable, only to learn its public half (the JWK's `x`), then for keeps as a
  * non-extractable key that can sign and never be read back.
  */
-async function importKey(pem: string, name: string): Promise<StoredKey> {
+async function importKey(pem: string): Promise<StoredKey> {
   const der = pemBytes(pem) as Uint8Array<ArrayBuffer>
   let probe: CryptoKey
   try {
@@ -88,9 +91,29 @@ async function importKey(pem: string, name: string): Promise<StoredKey> {
   const raw = x ? fromBase64(x) : undefined
   if (raw?.length !== 32) throw new Error('could not read the public half of this key')
   const key = await crypto.subtle.importKey('pkcs8', der, ED25519, false, ['sign'])
-  const stored = { name, publicKey: formatPublicKey(raw), key }
+  const publicKey = formatPublicKey(raw)
+  const stored = { name: await approverName(publicKey), publicKey, key }
   await saveKey(stored)
   return stored
+}
+
+/**
+ * The name the key signs as: the one this page's run gives it (an approval page carries the run's
+ * approvers), else the one the recorded policies give it (the inbox looks it up); undefined when it is on
+ * no list.
+ */
+async function approverName(publicKey: string): Promise<string | undefined> {
+  const onPage = approvalData()?.approvers.find((a) => a.keys.includes(publicKey))
+  if (onPage) return onPage.name
+  try {
+    const response = await fetch(`/api/approvers?key=${encodeURIComponent(publicKey)}`, {
+      credentials: 'same-origin',
+    })
+    const reply = (await response.json()) as { names?: string[] }
+    return reply.names?.length === 1 ? reply.names[0] : reply.names?.[0]
+  } catch {
+    return undefined
+  }
 }
 
 function fingerprint(publicKey: string): string {
@@ -107,40 +130,53 @@ function showKey(): void {
   const form = document.getElementById('key-import') as HTMLFormElement | null
   const forget = document.getElementById('key-forget')
   const summary = document.getElementById('key-summary')
-  const text = current
-    ? `Signing as ${current.name} with key ${fingerprint(current.publicKey)}.`
-    : 'No signing key in this browser: import the private key file `tether keys new NAME` made for you.'
+  const title = document.getElementById('key-title')
+  const print = current ? fingerprint(current.publicKey) : ''
+  const text = !current
+    ? 'No signing key in this browser: import the private key file that tether keys new NAME made for you.'
+    : current.name
+      ? `Signing as ${current.name} with key ${print}.`
+      : `This key (${print}) is on no run's approver list yet: ask the operator to add the entry that tether keys show NAME prints to the floor's approvers.`
   if (status) status.textContent = text
-  if (summary)
-    summary.textContent = current ? `Your key: ${current.name}` : 'No signing key in this browser yet.'
+  if (title) title.textContent = current?.name ? `Your signing key: ${current.name}` : 'Your signing key'
+  if (summary) summary.textContent = current?.name ? `Signing as ${current.name}` : 'No signing key yet'
   if (form) form.hidden = current !== undefined
   if (forget) forget.hidden = current === undefined
+  const signingAs = document.getElementById('signing-as')
+  if (signingAs) {
+    signingAs.textContent = current?.name
+      ? `Your answer is signed in this browser as ${current.name}.`
+      : 'Your answer is signed in this browser: import your key below first.'
+  }
 }
 
 function setUpKeyPanel(): void {
   const form = document.getElementById('key-import') as HTMLFormElement | null
   const file = document.getElementById('key-file') as HTMLInputElement | null
-  const name = document.getElementById('key-name') as HTMLInputElement | null
   const status = document.getElementById('key-status')
-  file?.addEventListener('change', () => {
-    const chosen = file.files?.[0]?.name
-    if (chosen && name && !name.value) name.value = chosen.replace(/\.pem$/i, '')
-  })
   form?.addEventListener('submit', (event) => {
     event.preventDefault()
     const chosen = file?.files?.[0]
-    const who = name?.value.trim() ?? ''
-    if (!chosen || !who) {
-      if (status) status.textContent = 'Choose your key file and say your approver name.'
+    if (!chosen) {
+      if (status) status.textContent = 'Choose your key file first.'
       return
     }
     chosen
       .text()
-      .then((pem) => importKey(pem, who))
+      .then((pem) => importKey(pem))
       .then((stored) => {
         current = stored
-        setCookie('tether_viewer', stored.name)
+        if (stored.name) setCookie('tether_viewer', stored.name)
         if (file) file.value = ''
+        // A key that signs as someone folds away; one on no list stays open, saying so.
+        const panel = document.getElementById('key-panel') as HTMLDetailsElement | null
+        if (panel && stored.name) panel.open = false
+        // Whatever the answer form said about a missing key no longer holds.
+        const result = document.getElementById('answer-result')
+        if (result?.className === 'error') {
+          result.textContent = ''
+          result.className = ''
+        }
         showKey()
       })
       .catch((error: unknown) => {
@@ -199,31 +235,28 @@ function setUpAnswerForm(): void {
   const approval = approvalData()
   if (!form || !approval) return
   const result = document.getElementById('answer-result') as HTMLElement
-  const editFields = document.getElementById('edit-fields')
   const replacement = document.getElementById('replacement') as HTMLTextAreaElement | null
   const preview = document.getElementById('replacement-preview')
-  const reason = document.getElementById('reason') as HTMLTextAreaElement
-  const choice = () => (new FormData(form).get('decision') as string | null) ?? 'approve'
 
   const report = (text: string, tone: 'error' | 'done' | '') => {
     result.textContent = text
     result.className = tone
   }
   const sync = () => {
-    if (editFields) editFields.hidden = choice() !== 'edit'
-    reason.setAttribute('aria-required', String(choice() === 'deny'))
     if (preview && replacement) {
       preview.textContent = `Will run: ${JSON.stringify(replacementArgv(replacement.value))}`
     }
   }
-  form.addEventListener('change', sync)
   replacement?.addEventListener('input', sync)
   sync()
 
+  // Each answer is its own button; which one was pressed is the answer.
   form.addEventListener('submit', (event) => {
     event.preventDefault()
+    const choice = (event.submitter as HTMLButtonElement | null)?.value
+    if (choice !== 'approve' && choice !== 'deny' && choice !== 'edit') return
     report('Sending…', '')
-    answer(form, approval, choice())
+    answer(form, approval, choice)
       .then((reply) => {
         report(reply.message, reply.ok ? 'done' : 'error')
         if (reply.ok) for (const element of form.elements) (element as HTMLInputElement).disabled = true
@@ -276,7 +309,7 @@ async function answer(
     decision: choice === 'deny' ? ('deny' as const) : ('approve' as const),
     approver,
     reason: reason || undefined,
-    remember: remember === 'exact' || remember === 'wider' ? remember : undefined,
+    remember: choice === 'approve' && (remember === 'exact' || remember === 'wider') ? remember : undefined,
     replacement,
     raiseTo: String(fields.get('raise-to') ?? '').trim() || undefined,
   }
@@ -316,10 +349,16 @@ async function answer(
 
 const zone = Intl.DateTimeFormat().resolvedOptions().timeZone
 
+/** Every time on the page in the viewer's zone (UTC on hover); deadlines with the time left. */
 function localiseTimes(root: ParentNode): void {
   const now = new Date()
   for (const element of root.querySelectorAll<HTMLTimeElement>('time[data-deadline]')) {
     element.textContent = formatDeadline(new Date(element.dateTime), now, zone)
+  }
+  for (const element of root.querySelectorAll<HTMLTimeElement>('time[data-local]')) {
+    const at = new Date(element.dateTime)
+    element.textContent = localText(at, zone)
+    element.title = utcText(at)
   }
 }
 
@@ -382,10 +421,18 @@ function start(): void {
   setUpAnswerForm()
   setUpLiveRegions()
   loadKey()
-    .then((stored) => {
+    .then(async (stored) => {
+      // A key that was on no list when imported may be on one now.
+      if (stored && !stored.name) {
+        stored.name = await approverName(stored.publicKey)
+        if (stored.name) await saveKey(stored)
+      }
       current = stored
-      if (stored) setCookie('tether_viewer', stored.name)
+      if (stored?.name) setCookie('tether_viewer', stored.name)
       showKey()
+      // Unfolded where it is needed now: an answer that must be signed, and no key to sign it with.
+      const panel = document.getElementById('key-panel') as HTMLDetailsElement | null
+      if (panel && !stored && approvalData()?.identity === 'signed') panel.open = true
     })
     .catch(() => {
       current = undefined

@@ -65,6 +65,29 @@ describe('audit migrations', () => {
     }
   })
 
+  it('check a database already at this schema without taking the migration lock', async () => {
+    // Every CLI command opens the audit: one that is up to date is read, never queued behind the lock. The
+    // server gives up on a lock after lock_timeout, so a check that took it fails here instead of waiting.
+    const checker = new pg.Pool({ connectionString: db.url, max: 1, options: '-c lock_timeout=2000' })
+    const holder = new pg.Client({ connectionString: db.url })
+    await migrate(checker)
+    const ledger = 'select checksum from tether_migrations where version = 1'
+    const original = (await checker.query<{ checksum: string }>(ledger)).rows[0]?.checksum
+    await holder.connect()
+    try {
+      // The lock the migrations take (LOCK_KEYS in src/audit/migrations.ts).
+      await holder.query('select pg_advisory_lock(518119, 4)')
+      expect(await migrate(checker)).toEqual({ applied: [], version: migrations.length, newer: [] })
+      // What is not up to date still waits for the lock, and so is refused here while it is held.
+      await holder.query(`update tether_migrations set checksum = 'edited' where version = 1`)
+      await expect(migrate(checker)).rejects.toThrow(/lock timeout/)
+    } finally {
+      await holder.query('update tether_migrations set checksum = $1 where version = 1', [original])
+      await holder.end()
+      await checker.end()
+    }
+  })
+
   it('refuse a database whose applied migration differs from this build', async () => {
     const drifted = await createTestDatabase('migrations_drift')
     try {

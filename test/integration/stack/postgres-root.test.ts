@@ -13,6 +13,8 @@ import { afterEach, describe, expect, it } from 'vitest'
 import {
   EmbeddedPostgresError,
   embeddedPostgresFolders,
+  isAlive,
+  resetLocalStack,
   startEmbeddedPostgres,
 } from '../../../src/stack/index.js'
 import { reachableBinaries, serverFolder, serverOwner } from '../../../src/stack/postgres-root.js'
@@ -159,5 +161,34 @@ describe('embedded PostgreSQL in a private folder', () => {
     expect(message).not.toContain('\n')
     expect(message).toMatch(/'postgres' user, which cannot reach .*; .*DATABASE_URL$/)
     expect((await stat(checkout)).mode & 0o777).toBe(0o700)
+  })
+})
+
+describe('resetting a local stack (tether dev --reset)', () => {
+  it('stops its PostgreSQL and deletes its data, wherever it is kept, and the Temporal history; settings stay', async () => {
+    const checkout = await folder('tether-reset-')
+    const serverRoot = await folder('tether-server-root-')
+    const state = join(checkout, 'state')
+    await mkdir(state, { mode: 0o700 })
+    const dataDir = join(state, 'postgres')
+    const server = await startEmbeddedPostgres({ dataDir, serverRoot })
+    for (const name of ['temporal.db', 'temporal.db-wal', 'temporal.db.log', 'floor.yaml', 'inbox-token']) {
+      await writeFile(join(state, name), 'x')
+    }
+    const removed = await resetLocalStack(state, { serverRoot })
+    expect(isAlive(server.pid)).toBe(false)
+    expect(removed).toEqual(
+      expect.arrayContaining([
+        dataDir,
+        join(state, 'temporal.db'),
+        join(state, 'temporal.db-wal'),
+        join(state, 'temporal.db.log'),
+        ...(root ? [serverFolder(dataDir, serverRoot)] : []),
+      ]),
+    )
+    expect((await readdir(state)).sort()).toEqual(['floor.yaml', 'inbox-token'])
+    // As root the data lived in the server folder: nothing of it is left there either.
+    expect(await readdir(serverRoot)).toEqual([])
+    expect(await resetLocalStack(state, { serverRoot })).toEqual([])
   })
 })

@@ -42,19 +42,22 @@ describe('a recorded history, replayed', () => {
     expect(execution?.calls.map((c) => `${c.type}${c.local ? ' (local)' : ''} ${c.state}`)).toEqual([
       'tetherPrepareRun (local) completed',
       'tetherStartRun completed',
+      // The turn judges its calls; an approved call is judged again before it runs.
       'tetherModelTurn completed',
-      'tetherCheckAction (local) completed',
       'tetherApprovalRequested completed',
       'tetherCheckAction (local) completed',
       'tetherApprovalDecided (local) completed',
       'tetherExec completed',
-      'tetherRecordStep (local) completed',
+      // The next turn records step 1; the last step, with no turn after it, records itself.
       'tetherModelTurn completed',
       'tetherRecordStep (local) completed',
       'tetherFinishRun completed',
     ])
-    const step = execution?.calls.find((c) => c.type === 'tetherRecordStep')
-    expect(step?.input).toMatchObject({ step: 1, decision: 'exec touch approved.txt → exit 0' })
+    const [first, second] = execution?.calls.filter((c) => c.type === 'tetherModelTurn') ?? []
+    expect(first?.result).toMatchObject({ verdicts: [{ effect: 'ask', act: 'exec' }] })
+    expect(second?.input).toMatchObject({
+      previousStep: { step: 1, decision: 'exec touch approved.txt → exit 0' },
+    })
   })
 
   it('reports every row history holds as deleted from an empty database', () => {
@@ -80,8 +83,10 @@ describe('a recorded history, replayed', () => {
   })
 
   it('matches a row written from the same call, and names the column of an edited one and an added row', () => {
-    const call = executions[0]?.calls.find((c) => c.type === 'tetherRecordStep') as ReplayedCall
-    const input = call.input as Record<string, unknown>
+    const turns = executions[0]?.calls.filter((c) => c.type === 'tetherModelTurn') ?? []
+    const { previousStep: input } = (turns[1] as ReplayedCall).input as {
+      previousStep: Record<string, unknown>
+    }
     const row = {
       run_id: RUN,
       step: 1,

@@ -41,6 +41,8 @@ describe('exec activity', () => {
     env.cancel()
     expect((await running).status).toBe('cancelled')
     expect(heartbeats.every((beat) => beat.bytes === 0)).toBe(true)
+    // Whoever follows the run reads what is running from the heartbeat.
+    expect(heartbeats.every((beat) => beat.command === 'sleep 30')).toBe(true)
     const elapsed = heartbeats.map((beat) => beat.elapsedMs)
     expect(elapsed).toEqual([...elapsed].sort((a, b) => a - b))
     expect(elapsed.at(-1)).toBeGreaterThan(0)

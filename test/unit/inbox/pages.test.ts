@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import type { ApprovalRow, InboxApproval, RunSummary, TimelineEntry } from '../../../src/audit/index.js'
-import { approvalPage, inboxPage, runPage } from '../../../src/inbox/pages.js'
+import { approvalPage, inboxPage, runPage, runsPage } from '../../../src/inbox/pages.js'
 
 const EVIL = '<script>alert(1)</script>"><img src=x onerror=alert(2)>\u202e'
 const clock = { now: new Date('2026-03-01T12:00:00Z'), timeZone: 'Asia/Tokyo' }
@@ -81,7 +81,11 @@ function tags(markup: string): string[] {
 }
 
 function expectNoInjection(markup: string) {
-  expect(tags(markup).filter((t) => t === 'img' || t === 'svg')).toEqual([])
+  expect(tags(markup).filter((t) => t === 'img')).toEqual([])
+  // The timeline's chart draws its own bars; nothing else may bring an svg.
+  expect(
+    tags(markup.replace(/<figure class="chart"[\s\S]*?<\/figure>/g, '')).filter((t) => t === 'svg'),
+  ).toEqual([])
   // The page's own two scripts: the bundle and (on an approval page) its JSON data.
   expect(tags(markup).filter((t) => t === 'script').length).toBeLessThanOrEqual(2)
   expect(markup).not.toContain('\u202e')
@@ -182,5 +186,168 @@ describe('inbox pages with hostile text', () => {
       clock,
     )
     expectNoInjection(markup)
+  })
+})
+
+describe('inbox pages a person reads', () => {
+  const step = (n: number, at: string, seconds: number, calls = 1): TimelineEntry => ({
+    type: 'step',
+    runId: 'r',
+    step: n,
+    toolCalls: Array.from({ length: calls }, (_, i) => ({
+      id: `c${i}`,
+      name: 'exec',
+      args: { argv: ['npm', 'test'] },
+    })),
+    decision: 'exec `npm test` → exit 1',
+    observation: '',
+    inputTokens: 100,
+    outputTokens: 1,
+    startedAt: new Date(at),
+    finishedAt: new Date(new Date(at).getTime() + seconds * 1000),
+  })
+  const quiet = { ...run, runId: 'r', goal: 'fix `add` in src/math.js', workspace: '/w', reason: undefined }
+  const page = (
+    summary: RunSummary,
+    timeline: TimelineEntry[],
+    extra: Partial<Parameters<typeof runPage>[0]> = {},
+  ) =>
+    runPage(
+      { summary, timeline, answers: [], messages: [], temporal: { status: 'running' }, ...extra },
+      {},
+      clock,
+    )
+
+  it('counts in words that agree with the number, and says when the first step is still under way', () => {
+    const first = page(
+      { ...quiet, steps: 0, pendingApprovals: 1, commands: 1, inputTokens: 0, outputTokens: 0 },
+      [],
+    )
+    expect(first).toContain('the first step is under way, 0 tokens, 1 command, 1 refused, 1 approval waiting')
+    expect(first).toContain('<dd id="run-now">waiting for an approval</dd>')
+    const ended = page({ ...quiet, status: 'finished', outcome: 'verified' }, [])
+    expect(ended).toContain('<dd id="run-now">nothing: the run has ended</dd>')
+    const later = page({ ...quiet, steps: 1, pendingApprovals: 0, commands: 2 }, [
+      step(1, '2026-03-01T10:00:00Z', 2),
+    ])
+    expect(later).toContain('1 step, 15 tokens, 2 commands, 1 refused, 0 approvals waiting')
+    expect(later).toContain('1 call · 101 tokens')
+    expect(later).not.toMatch(/\(s\)/)
+  })
+
+  it('shows times in the viewer’s zone with UTC on hover, code as code, and what is in flight', () => {
+    const markup = page(quiet, [step(1, '2026-03-01T10:00:00Z', 2)], {
+      temporal: {
+        status: 'running',
+        inFlight: { kind: 'command', command: 'npm test', bytes: 3500, elapsedMs: 12_000 },
+      },
+    })
+    expect(markup).toContain('title="2026-03-01 10:00 UTC" data-local>2026-03-01 19:00 GMT+9</time>')
+    expect(markup).toContain('fix <code>add</code> in src/math.js')
+    expect(markup).toContain('exec <code>npm test</code> → exit 1')
+    expect(markup).toContain('running <code>npm test</code> for 12s, 3.4 KiB of output so far')
+    const runs = runsPage({ runs: [{ ...quiet, waiting: false }] }, {}, {}, clock)
+    expect(runs).toContain('data-local>2026-03-01 19:00 GMT+9</time>')
+  })
+
+  it('draws where the time went once there are two steps, and shows an approval once', () => {
+    const approved: TimelineEntry = {
+      type: 'approval',
+      ...approval,
+      approvalId: 'a1',
+      runId: 'r',
+      target: 'touch x',
+      step: 2,
+      requestedAt: new Date('2026-03-01T10:00:05Z'),
+      decision: 'approved',
+      decidedBy: 'alice',
+      channel: 'update',
+      decidedAt: new Date('2026-03-01T10:00:35Z'),
+    }
+    const answered: TimelineEntry = {
+      type: 'policy',
+      id: 7,
+      runId: 'r',
+      step: 2,
+      call: 0,
+      kind: 'decision',
+      source: 'update',
+      act: 'exec',
+      target: 'touch x',
+      effect: 'allow',
+      decidedBy: 'alice',
+      reason: 'approved by alice',
+      at: new Date('2026-03-01T10:00:35Z'),
+    }
+    const one = page(quiet, [step(1, '2026-03-01T10:00:00Z', 2)])
+    expect(one).not.toContain('class="chart"')
+    const two = page({ ...quiet, finishedAt: new Date('2026-03-01T10:01:00Z') }, [
+      step(1, '2026-03-01T10:00:00Z', 2),
+      step(2, '2026-03-01T10:00:03Z', 40),
+      approved,
+      answered,
+    ])
+    const chart = /<figure class="chart"[\s\S]*?<\/figure>/.exec(two)?.[0] ?? ''
+    expect(chart.match(/<li>/g)).toHaveLength(2)
+    expect(chart).toContain('class="waited"')
+    expect(chart).toContain('waited 30.0 s for an answer')
+    // The approval's own entry says who answered; the policy record of that answer is not repeated.
+    expect(two.match(/approved<\/strong> by alice/g)).toHaveLength(1)
+    expect(two).not.toContain('approved by alice</')
+    expect(two).toContain('after 30.0 s')
+  })
+
+  it('keeps tabs in file contents and output, never in a command; marks a diff line by line', () => {
+    const markup = approvalPage(
+      {
+        approval: { ...approval, target: 'printf a\tb', tree: null },
+        run: quiet,
+        approvers: [],
+        messages: [
+          {
+            seq: 1,
+            role: 'tool',
+            content: { role: 'tool', results: [{ name: 'read_file', output: 'a\tb' }] },
+          },
+        ],
+        commands: [],
+        answers: [],
+        changes: {
+          kind: 'git',
+          status: ' M src/math.js\n',
+          diff: 'diff --git a/src/math.js b/src/math.js\n@@ -1 +1 @@\n-\treturn a - b\n+\treturn a + b\n',
+          elided: 0,
+        },
+      },
+      {},
+      clock,
+    )
+    expect(markup).toContain('<code class="target">printf a\\tb</code>')
+    expect(markup).toContain('<pre>a\tb</pre>')
+    expect(markup).toContain('<span class="del">-\treturn a - b</span>')
+    expect(markup).toContain('<span class="add">+\treturn a + b</span>')
+    expect(markup).toContain('<span class="hunk">@@ -1 +1 @@</span>')
+  })
+
+  it('offers one button per answer and chooses none; the key panel asks for no name', () => {
+    const markup = approvalPage(
+      {
+        approval,
+        run,
+        approvers: [],
+        messages: [],
+        commands: [],
+        answers: [],
+        changes: { kind: 'unavailable', why: 'x' },
+      },
+      {},
+      clock,
+    )
+    const form = /<form id="answer"[\s\S]*?<\/form>/.exec(markup)?.[0] ?? ''
+    expect(form).not.toMatch(/checked|type="radio"/)
+    expect(
+      [...form.matchAll(/<button type="submit" name="decision" value="(\w+)"/g)].map((m) => m[1]),
+    ).toEqual(['approve', 'deny', 'edit'])
+    expect(markup).not.toContain('id="key-name"')
   })
 })

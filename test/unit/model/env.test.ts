@@ -102,6 +102,11 @@ describe('providerFromEnv', () => {
     expect(provider).toMatchObject({ id: `scripted:${path}`, contextTokens: 5000 })
     const reply = await provider.generate({ system: '', messages: [{ role: 'user', content: 'hi' }] })
     expect(reply.text).toBe('hello')
+    // A worker keeps its providers: an edited script is played without a restart.
+    await writeFile(path, JSON.stringify({ turns: [{ text: 'hello, edited' }], contextTokens: 7000 }))
+    const again = await provider.generate({ system: '', messages: [{ role: 'user', content: 'hi' }] })
+    expect(again.text).toBe('hello, edited')
+    expect(provider.contextTokens).toBe(7000)
     await writeFile(path, JSON.stringify({ turns: [{ text: 1 }] }))
     expect(() => providerFromEnv({}, `scripted:${path}`)).toThrow(
       `model script ${path} is invalid: turn 0, text`,

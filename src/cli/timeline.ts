@@ -1,0 +1,102 @@
+/** A run's timeline for a person: a line per entry (`tether show`, and `--follow` as it grows). */
+
+import { type RunSummary, type TimelineEntry, tellsSomethingNew } from '../audit/reader.js'
+import {
+  counted,
+  deadlineSetBy,
+  formatBytes,
+  formatDeadline,
+  formatMoney,
+  ruleWords,
+  seconds,
+  words,
+} from '../present/index.js'
+import { colour, print, rememberText, visible } from './context.js'
+
+export function printTimeline(summary: RunSummary, timeline: TimelineEntry[]): void {
+  print(`${colour.bold(summary.runId)}  ${outcomeText(summary.outcome ?? summary.status)}`)
+  if (summary.reason) print(`reason: ${visible(summary.reason)}`)
+  print(colour.dim(`goal: ${summary.goal.split('\n')[0] ?? ''}`))
+  print(colour.dim(`sandbox: ${sandboxText(summary.sandbox)}`))
+  if (summary.policyDigest) {
+    print(
+      colour.dim(
+        `policy: ${summary.policyDigest.slice(0, 12)} (the worker's floor ${summary.floor ?? 'unrecorded'}, then the run's own layers; "(the worker's floor)" marks the floor's rules)`,
+      ),
+    )
+  }
+  if (summary.buildId)
+    print(colour.dim(`build: ${visible(summary.buildId)} (Worker Versioning: the run is pinned to it)`))
+  for (const entry of timeline.filter(tellsSomethingNew)) print(entryLine(entry))
+  print(
+    colour.dim(
+      `${counted(summary.steps, 'step')}, ${counted(summary.inputTokens + summary.outputTokens, 'token')}, ` +
+        spendText(summary.cost) +
+        (summary.durationMs !== undefined ? `, ${seconds(summary.durationMs)}` : ''),
+    ),
+  )
+}
+
+/** A run's spend as `tether show` says it. */
+function spendText(cost: number | undefined): string {
+  return cost === undefined ? 'spend unknown (no price for its model)' : `spent ${formatMoney(cost)}`
+}
+
+function sandboxText(mode: RunSummary['sandbox']): string {
+  if (mode === 'enforce') return 'enforce (commands ran inside the OS sandbox)'
+  if (mode === 'off') return "off (the worker's floor turned it off: commands ran with the worker's access)"
+  return 'not recorded (a run from before the sandbox)'
+}
+
+export function outcomeText(outcome: string): string {
+  if (outcome === 'verified' || outcome === 'finished') return colour.green(outcome)
+  if (outcome === 'running') return colour.yellow(outcome)
+  return colour.red(outcome)
+}
+
+export function entryKey(entry: TimelineEntry): string {
+  switch (entry.type) {
+    case 'step':
+      return `step:${entry.step}`
+    case 'policy':
+      return `policy:${entry.id}`
+    case 'exec':
+      return `exec:${entry.step}:${entry.call}:${entry.attempt}`
+    case 'gate':
+      return `gate:${entry.step}:${entry.kind}:${entry.at.getTime()}`
+    case 'approval':
+      return `approval:${entry.approvalId}:${entry.decision ?? 'pending'}`
+  }
+}
+
+export function entryLine(entry: TimelineEntry): string {
+  switch (entry.type) {
+    case 'step':
+      return `${colour.bold(`step ${entry.step}`)}  ${visible(entry.decision)}${
+        entry.cost === undefined ? '' : colour.dim(`  (${formatMoney(entry.cost)})`)
+      }`
+    case 'policy':
+      return entry.kind === 'refusal'
+        ? `  ${colour.red('refused')}   ${entry.act} ${visible(entry.target)}  ${colour.dim(
+            words(ruleWords(entry, String)),
+          )}`
+        : `  ${entry.effect === 'allow' ? colour.green('decided') : colour.yellow('decided')}   ${entry.act} ${visible(entry.target)}  ${colour.dim(`${entry.decidedBy ?? ''} via ${entry.source}: ${entry.reason}`)}`
+    case 'exec': {
+      const status = entry.status === 'exited' ? `exit ${entry.exitCode}` : entry.status
+      const bytes = entry.stdout.bytes + entry.stderr.bytes
+      return `  ${colour.dim('ran')}       ${visible(entry.argv.join(' '))}  → ${entry.exitCode === 0 ? colour.green(status) : colour.yellow(status)}  ${colour.dim(`${seconds(entry.durationMs)}, ${formatBytes(bytes)}`)}`
+    }
+    case 'gate':
+      return `  ${entry.kind === 'gate_passed' ? colour.green('gate') : entry.kind === 'gate_output' ? colour.dim('gate') : colour.red('gate')}      ${visible((entry.detail.split('\n')[0] ?? '').slice(0, 160))}`
+    case 'approval':
+      return entry.decision
+        ? `  ${colour.bold('approval')}  ${entry.act} ${visible(entry.target)} → ${entry.decision} by ${entry.decidedBy} via ${entry.channel}${entry.reason ? `: ${entry.reason}` : ''}` +
+            `${entry.replacement ? `; ran the edited command ${visible(entry.replacement.join(' '))} instead` : ''}` +
+            `${entry.raiseTo ? `; raised the cost cap to ${visible(entry.raiseTo)}` : ''}` +
+            `${entry.remember ? `; remembered ${visible(`\`${entry.remember}\``)}` : ''}`
+        : `  ${colour.yellow('waiting')}   approval ${entry.approvalId}: ${entry.act} ${visible(entry.target)} — answer by ${formatDeadline(entry.deadline)} (${deadlineSetBy(entry.deadlineBy)}) with \`tether approve ${entry.approvalId} --as <you>${entry.act === 'budget' ? ' --raise-to "<amount> USD"' : ''}\` or \`tether deny …\`` +
+            `${entry.approvalsRequired > 1 ? `; needs ${entry.approvalsRequired} approvers` : ''}` +
+            `${entry.identity === 'signed' ? ', signed' : entry.identity === 'unsigned' ? ', unsigned' : ''}` +
+            `${entry.rememberOffer ? `; remember would add ${visible(rememberText(entry))}` : ''}`
+  }
+}
