@@ -220,11 +220,19 @@ async function concurrentRuns(concurrent: number) {
   const stepsDone = concurrent * (each + 1)
   const stepsPerSecond = stepsDone / seconds
   // A workflow task that times out is a run that stalled (and replays): the cliff's signature.
-  let timeouts = 0
+  // (A sticky task not taken within its schedule-to-start timeout is one too: it goes to the shared queue.)
+  const timeoutKinds = new Map<string, number>()
   for (const run of runs) {
     const history = await stack.client.workflow.getHandle(run.runId).fetchHistory()
-    timeouts += (history.events ?? []).filter((e) => e.workflowTaskTimedOutEventAttributes).length
+    for (const event of history.events ?? []) {
+      const timedOut = event.workflowTaskTimedOutEventAttributes
+      if (!timedOut) continue
+      const kind = timedOut.timeoutType === 2 ? 'schedule-to-start' : 'start-to-close'
+      timeoutKinds.set(kind, (timeoutKinds.get(kind) ?? 0) + 1)
+    }
   }
+  const timeouts =
+    timeoutKinds.size === 0 ? '0' : [...timeoutKinds].map(([kind, count]) => `${count} ${kind}`).join(', ')
   console.log(
     `(c) ${concurrent} concurrent runs × ${each + 1} steps on one worker: ${stepsPerSecond.toFixed(1)} steps/s, ` +
       `${timeouts} workflow-task timeouts, worker RSS +${((rssPeak - rssBefore) / concurrent / 2 ** 20).toFixed(2)} MiB per active run at the peak`,

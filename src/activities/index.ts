@@ -5,10 +5,12 @@
 import { ApplicationFailure } from '@temporalio/common'
 import { AuditConflictError, AuditConnectionError, AuditInputError, type AuditStore } from '../audit/index.js'
 import { SandboxUnavailableError } from '../exec/index.js'
+import { McpSessions } from '../mcp/index.js'
 import { type ModelProvider, type PriceOverrides, providerFromEnv } from '../model/index.js'
 import { builtinFloor, type Floor } from '../policy/index.js'
 import { FAILURE, type TetherActivities } from '../run/index.js'
-import { workerKeyFile } from '../stack/index.js'
+import { type McpServerConfig, workerKeyFile } from '../stack/index.js'
+import { mcpActivities } from './mcp.js'
 import { modelActivities } from './model.js'
 import { type NamespaceFacts, policyActivities } from './policy.js'
 import { projectionActivities } from './projections.js'
@@ -49,6 +51,8 @@ export interface ActivityDependencies {
   workerKey?: string
   /** Where metrics go and whether spans carry content excerpts (embed/telemetry.ts); default: neither. */
   telemetry?: ActivityTelemetry
+  /** The operator's MCP servers, offered to runs (`TETHER_MCP_SERVERS`, read with `loadMcpServers`). */
+  mcpServers?: readonly McpServerConfig[]
   /** What this worker learned of its Temporal namespace when it started (the worker setup fills it in). */
   namespace?: NamespaceFacts
 }
@@ -66,10 +70,27 @@ export function createActivities(deps: ActivityDependencies): TetherActivities {
   const runs = new RunConfigs(deps.audit, floor)
   const { telemetry } = deps
   const metrics = new RunMetrics(telemetry?.meter)
+  const mcpServers = deps.mcpServers ?? []
   const activities: TetherActivities = {
-    ...policyActivities({ provider, sandbox, runs, prices: deps.prices, metrics, namespace: deps.namespace }),
+    ...policyActivities({
+      provider,
+      sandbox,
+      runs,
+      prices: deps.prices,
+      metrics,
+      mcpServers,
+      namespace: deps.namespace,
+    }),
     ...modelActivities({ audit: deps.audit, provider, runs, prices: deps.prices, telemetry, metrics }),
     ...toolActivities({ audit: deps.audit, runs, sandbox, metrics, telemetry }),
+    ...mcpActivities({
+      audit: deps.audit,
+      runs,
+      sandbox,
+      servers: mcpServers,
+      sessions: new McpSessions(),
+      env: deps.sandbox?.env ?? process.env,
+    }),
     ...projectionActivities({
       audit: deps.audit,
       runs,

@@ -12,6 +12,7 @@ import {
   boundReply,
   boundValue,
   buildSystemPrompt,
+  type ExtraTool,
   ModelConfigError,
   ModelError,
   type ModelProvider,
@@ -23,8 +24,8 @@ import {
 import { clip } from '../present/index.js'
 import type { ActionVerdict, JudgeRequest, ModelTurn, TetherActivities } from '../run/index.js'
 import { ATTR, auditRow, MODEL_FAILURE } from '../run/index.js'
-import type { ToolCall } from '../tools/index.js'
-import { validateToolCall, wellFormed } from '../tools/index.js'
+import type { McpToolDefinition, ToolCall } from '../tools/index.js'
+import { isMcpToolName, mcpToolDigest, validateToolCall, wellFormed } from '../tools/index.js'
 import { describeToolchain, detectToolchain } from '../workspace/index.js'
 import { heartbeating } from './heartbeat.js'
 import { judgeCalls } from './policy.js'
@@ -36,6 +37,8 @@ import { appendInOrder } from './transcript.js'
 /** Strings longer than this in a file tool's contents stay in the transcript; history gets a marker. */
 const ARGUMENT_HISTORY_LIMIT = 2_000
 const TEXT_HISTORY_LIMIT = 2_000
+/** Characters of an MCP tool's description offered to the model (the full one is in the audit). */
+const TOOL_DESCRIPTION_LIMIT = 4_000
 /** How much of a refused call's arguments history keeps (the transcript keeps more, see boundReply). */
 const REFUSED_HISTORY_BOUNDS = { chars: 200, entries: 20, depth: 3 }
 
@@ -89,7 +92,8 @@ async function modelTurn(
 /**
  * The policy's verdict on each call of the reply, judged here because this worker holds the run's compiled
  * policy: one activity per turn instead of a check per call. The same validation and judge as a separate
- * check would apply; a call that is not valid gets none (the workflow turns it into an observation).
+ * check would apply; a call that is not valid gets none (the workflow turns it into an observation), and
+ * neither does a call of an MCP tool: whether the run offers it is the workflow's, which checks it itself.
  */
 async function verdicts(
   deps: ModelDependencies,
@@ -97,17 +101,25 @@ async function verdicts(
   request: JudgeRequest,
   turn: ModelTurn,
 ): Promise<Array<ActionVerdict | null>> {
-  const validated = turn.toolCalls.map((call) => validateToolCall(call))
-  const calls = validated.flatMap((v) => (v.ok ? [v.call] : []))
+  const validated = turn.toolCalls.map((call) =>
+    isMcpToolName(call.name) ? undefined : validateToolCall(call),
+  )
+  const calls = validated.flatMap((v) => (v?.ok ? [v.call] : []))
   const judged =
     calls.length > 0 ? await judgeCalls(deps.runs, runId, request, calls, { metrics: deps.metrics }) : []
   let next = 0
-  return validated.map((v) => (v.ok ? (judged[next++] as ActionVerdict) : null))
+  return validated.map((v) => (v?.ok ? (judged[next++] as ActionVerdict) : null))
 }
 
 async function reply(
   deps: ModelDependencies,
-  { runId, replySeq, pending, contract: carried }: Parameters<TetherActivities['tetherModelTurn']>[0],
+  {
+    runId,
+    replySeq,
+    pending,
+    contract: carried,
+    mcpTools,
+  }: Parameters<TetherActivities['tetherModelTurn']>[0],
   signal: AbortSignal,
 ): Promise<ModelTurn> {
   // A previous attempt may have stored the reply and died before returning it: replay that reply rather
@@ -116,7 +128,8 @@ async function reply(
   const [existing] = await deps.audit.loadMessages(runId, { fromSeq: replySeq, limit: 1 })
   if (existing) return historyTurn(existing.content as StoredReply)
 
-  await appendInOrder(deps.audit, runId, pending)
+  if (pending.length > 0)
+    await deps.audit.together('appendMessages', (writes) => appendInOrder(writes, runId, pending))
   const transcript = (await deps.audit.loadMessages(runId, { limit: replySeq })).map((message) =>
     toTranscript(message.content as TranscriptMessage),
   )
@@ -136,7 +149,13 @@ async function reply(
   })
   let stored: StoredReply
   try {
-    const response = await provider.generate({ system, messages: transcript, signal })
+    const tools = await offeredTools(deps.audit, mcpTools ?? [])
+    const response = await provider.generate({
+      system,
+      messages: transcript,
+      signal,
+      ...(tools.length > 0 ? { tools } : {}),
+    })
     // The prompt's last message (what this turn answers) and the reply, only when excerpts are on.
     annotateContent(deps.telemetry, () => ({
       [ATTR.inputMessages]: JSON.stringify(transcript.slice(-1)),
@@ -172,6 +191,24 @@ async function reply(
     throw error
   }
   return historyTurn(stored)
+}
+
+/**
+ * The MCP tools offered this turn, as their reviewed definitions say (read from the audit by digest). A
+ * stored definition that no longer hashes to its digest was edited: that tool is not offered.
+ */
+async function offeredTools(
+  audit: AuditStore,
+  offered: ReadonlyArray<{ name: string; digest: string }>,
+): Promise<ExtraTool[]> {
+  if (offered.length === 0) return []
+  const stored = await audit.mcpDefinitions(offered.map((tool) => tool.digest))
+  return offered.flatMap(({ name, digest }) => {
+    const definition = stored.get(digest) as McpToolDefinition | undefined
+    if (!definition || definition.name !== name || mcpToolDigest(definition) !== digest) return []
+    const parameters = (definition.inputSchema ?? { type: 'object' }) as Record<string, unknown>
+    return [{ name, description: clip(definition.description || name, TOOL_DESCRIPTION_LIMIT), parameters }]
+  })
 }
 
 /** The stored reply without the bookkeeping fields the providers do not know. */

@@ -13,8 +13,11 @@ import {
   FAILURE,
   gateRefusal,
   type JudgeRequest,
+  type McpServerRef,
+  type McpToolState,
   type TetherActivities,
 } from '../run/index.js'
+import type { McpServerConfig } from '../stack/index.js'
 import type { ValidatedCall } from '../tools/index.js'
 import { workspaceView } from '../workspace/index.js'
 import { contractProblems } from './preflight.js'
@@ -42,6 +45,7 @@ export function policyActivities(deps: {
   runs: RunConfigs
   prices?: PriceOverrides | undefined
   metrics?: RunMetrics
+  mcpServers?: readonly McpServerConfig[]
   namespace?: NamespaceFacts | undefined
 }): Pick<TetherActivities, 'tetherPrepareRun' | 'tetherCheckAction'> {
   return {
@@ -64,6 +68,8 @@ export function policyActivities(deps: {
       if (noSandbox) problems.push(noSandbox)
       const approvers = [...(policy?.approvers ?? [])]
       const identity = policy?.identity
+      const mcp = mcpServersOf(contract.mcp, deps.mcpServers ?? [])
+      if ('problem' in mcp) problems.push(mcp.problem)
       // The attributes a run sets besides TetherPendingApproval, where the namespace has them.
       const searchAttributes = RUN_ATTRIBUTES.filter((name) => deps.namespace?.searchAttributes.has(name))
       const prepared = {
@@ -72,13 +78,14 @@ export function policyActivities(deps: {
         ...(identity ? { identity } : {}),
         ...(policy ? { budgetApprovers: [...policy.budgetApprovers] } : {}),
         ...(policy ? { policyDigest: policy.digest, floor: deps.runs.floor.source } : {}),
+        ...('servers' in mcp && mcp.servers.length > 0 ? { mcp: mcp.servers } : {}),
       }
       // All at once, so one correction fixes everything.
       return problems.length > 0 ? { ...prepared, rejected: problems.join('; ') } : prepared
     },
 
-    tetherCheckAction: ({ runId, policy, call, ...request }) =>
-      judgeCalls(deps.runs, runId, request, [call], { spec: policy, metrics: deps.metrics }).then(
+    tetherCheckAction: ({ runId, policy, call, mcp, ...request }) =>
+      judgeCalls(deps.runs, runId, request, [call], { spec: policy, mcp, metrics: deps.metrics }).then(
         ([verdict]) => verdict as ActionVerdict,
       ),
   }
@@ -87,21 +94,48 @@ export function policyActivities(deps: {
 /**
  * The policy's verdicts on calls, each judged over the workspace as it is now, under the run's effective
  * policy (by digest, else the run's `spec`) with what the run remembered on top; each verdict counted.
+ * `mcp`: for one call of an MCP tool, the run's state of that tool (without it, the judge takes the tool as
+ * not offered).
  */
 export async function judgeCalls(
   runs: RunConfigs,
   runId: string | undefined,
   { policyDigest, remembered, workspace, noRetry }: JudgeRequest,
   calls: readonly ValidatedCall[],
-  { spec, metrics }: { spec?: unknown; metrics?: RunMetrics | undefined } = {},
+  {
+    spec,
+    mcp,
+    metrics,
+  }: { spec?: unknown; mcp?: McpToolState | undefined; metrics?: RunMetrics | undefined } = {},
 ): Promise<ActionVerdict[]> {
   const policy = await runs.policy(runId, spec, remembered, policyDigest)
   const view = workspaceView(workspace)
   return calls.map((call) => {
-    const verdict = judgeCall(policy, view, call, noRetry)
+    const verdict = judgeCall(policy, view, call, noRetry, mcp)
     metrics?.verdict(verdict.act, verdict.effect)
     return verdict
   })
+}
+
+/** The worker's MCP servers a contract names (absent: all of them), or why a name is not one. */
+function mcpServersOf(
+  names: readonly string[] | undefined,
+  servers: readonly McpServerConfig[],
+): { servers: McpServerRef[] } | { problem: string } {
+  const chosen =
+    names === undefined ? servers : names.map((name) => servers.find((server) => server.name === name))
+  const missing = names?.filter((_, index) => chosen[index] === undefined) ?? []
+  if (missing.length > 0) {
+    const have =
+      servers.length > 0 ? `it has ${servers.map((server) => server.name).join(', ')}` : 'it has none'
+    return { problem: `mcp: this worker has no MCP server ${missing.join(', ')} (${have}); name one it has` }
+  }
+  return {
+    servers: (chosen as McpServerConfig[]).map((server) => ({
+      name: server.name,
+      timeoutMs: server.timeout,
+    })),
+  }
 }
 
 /** A policy refused on this worker, as RunConfigs reports it to Temporal. */

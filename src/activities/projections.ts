@@ -25,9 +25,13 @@ export async function recordStepRows(
   metrics: RunMetrics | undefined,
 ): Promise<void> {
   const { step, refusals } = stepRecords(record)
+  const first = await audit.together('recordStep', async (writes) => {
+    const inserted = await writes.recordStep(step)
+    if (refusals.length > 0) await writes.recordPolicyEvents(refusals)
+    return inserted
+  })
   // Counted once: when this write is the step's first.
-  if (await audit.recordStep(step)) metrics?.stepRecorded(record)
-  if (refusals.length > 0) await audit.recordPolicyEvents(refusals)
+  if (first) metrics?.stepRecorded(record)
 }
 
 /** Inside the projection activities' 10 s start-to-close (agentRun), so a slow webhook is retried, not cut. */

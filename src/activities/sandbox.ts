@@ -8,6 +8,7 @@ import { homedir } from 'node:os'
 import { join, resolve } from 'node:path'
 import {
   type ExecEnv,
+  type NetworkAccess,
   type SandboxOptions,
   SandboxUnavailableError,
   sandboxEnvironment,
@@ -83,11 +84,7 @@ export class CommandSandbox {
     const settings = policy.sandbox
     if (this.outside(policy)) return { env, envNames: names }
     const binds = toolchainBinds(this.env, settings.caches)
-    const mayReachNetwork =
-      policy.defaultFor('net') === 'allow' ||
-      policy
-        .toSpec()
-        .layers.some((layer) => layer.rules.some((rule) => rule.act === 'net' && rule.effect === 'allow'))
+    const network = this.networkAccess(policy)
     const sandbox: SandboxOptions = {
       workspace: run.workspace,
       home: this.env.HOME ?? homedir(),
@@ -96,27 +93,68 @@ export class CommandSandbox {
       hide: [...this.hide, ...binds.hide, ...settings.hide],
       limits: settings.limits,
       runtime: sandboxRuntime(this.env.PATH),
-      ...(mayReachNetwork
-        ? {
-            network: {
-              allow: (host: string, port: number) => {
-                const verdict = policy.check('net', hostPort(host, port))
-                return { allowed: verdict.effect === 'allow', reason: verdict.reason }
-              },
-              address: (address: string, port: number) => {
-                const verdict = policy.check('net', hostPort(address, port))
-                const refused = verdict.rule !== undefined && verdict.effect !== 'allow'
-                return {
-                  named: policy.namesAddress(hostPort(address, port)),
-                  ...(refused ? { refused: verdict.reason } : {}),
-                }
-              },
-              blocked: this.blocked,
-            },
-          }
-        : {}),
+      ...(network ? { network } : {}),
     }
     return { env, envNames: names, sandbox }
+  }
+
+  /**
+   * What an MCP server of the operator's runs with: a command's setup, but the workspace as the server's
+   * profile says, the host paths it lives in visible, and the worker variables the operator named for it
+   * (its credentials — whatever their names: the operator chose them, no run did).
+   */
+  serviceSetup(
+    policy: Policy,
+    run: { workspace: string },
+    server: {
+      workspace: 'read-write' | 'read-only' | 'none'
+      env: readonly string[]
+      readOnly: readonly string[]
+    },
+  ): CommandSetup {
+    const setup = this.setup(policy, { workspace: run.workspace })
+    const named: Record<string, string> = {}
+    for (const name of server.env) {
+      const value = this.env[name]
+      if (value !== undefined) named[name] = value
+    }
+    const env = { ...(setup.env as Record<string, string>), ...named }
+    const envNames = [...setup.envNames, ...Object.keys(named)]
+    if (!setup.sandbox) return { env, envNames }
+    const sandbox: SandboxOptions = {
+      ...setup.sandbox,
+      workspaceAccess: server.workspace,
+      readOnly: [...(setup.sandbox.readOnly ?? []), ...server.readOnly],
+    }
+    return { env, envNames, sandbox }
+  }
+
+  /**
+   * The destinations the policy's `net` rules let through (judged as addresses by the egress proxy), or
+   * undefined when no rule or default allows any: then nothing is reached at all.
+   */
+  networkAccess(policy: Policy): NetworkAccess | undefined {
+    const mayReachNetwork =
+      policy.defaultFor('net') === 'allow' ||
+      policy
+        .toSpec()
+        .layers.some((layer) => layer.rules.some((rule) => rule.act === 'net' && rule.effect === 'allow'))
+    if (!mayReachNetwork) return undefined
+    return {
+      allow: (host: string, port: number) => {
+        const verdict = policy.check('net', hostPort(host, port))
+        return { allowed: verdict.effect === 'allow', reason: verdict.reason }
+      },
+      address: (address: string, port: number) => {
+        const verdict = policy.check('net', hostPort(address, port))
+        const refused = verdict.rule !== undefined && verdict.effect !== 'allow'
+        return {
+          named: policy.namesAddress(hostPort(address, port)),
+          ...(refused ? { refused: verdict.reason } : {}),
+        }
+      },
+      blocked: this.blocked,
+    }
   }
 }
 

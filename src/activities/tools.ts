@@ -288,7 +288,7 @@ export function toolActivities(deps: {
  * An earlier attempt that finished the call and wrote its observation, then died before reporting: its
  * result stands, and the command is not run a second time.
  */
-async function recordedObservation(
+export async function recordedObservation(
   audit: AuditStore,
   input: { runId: string; seq: number },
 ): Promise<{ ok: boolean; summary: string } | undefined> {
@@ -342,8 +342,8 @@ function runFileTool(
       return listDir(root, call.args, options)
     case 'search':
       return searchFiles(root, call.args, { ...options, canRead: checks.canRead })
-    case 'exec':
-      throw ApplicationFailure.nonRetryable('exec is not a file tool', 'InvalidToolCall')
+    default:
+      throw ApplicationFailure.nonRetryable(`${call.name} is not a file tool`, 'InvalidToolCall')
   }
 }
 

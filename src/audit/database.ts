@@ -69,7 +69,16 @@ function statementName(text: string): string {
   return name
 }
 
-export class Database {
+/** What a writer needs: the pool (each statement commits on its own) or one transaction's connection. */
+export interface Queryable {
+  query<Row extends pg.QueryResultRow>(
+    operation: string,
+    text: string,
+    values?: unknown[],
+  ): Promise<pg.QueryResult<Row>>
+}
+
+export class Database implements Queryable {
   readonly pool: pg.Pool
   readonly server: ServerAddress
   /** Set once the store has connected: a server that is down at start-up is an error, not a wait. */
@@ -141,6 +150,24 @@ export class Database {
         delay = Math.min(delay * 2, OUTAGE_MAX_DELAY_MS)
       }
     }
+  }
+
+  /**
+   * Runs `work`'s statements in one transaction, one commit for all of them; rolls back if it throws, and
+   * after an outage runs all of it again (the writers are idempotent).
+   */
+  together<T>(operation: string, work: (tx: Queryable) => Promise<T>): Promise<T> {
+    return this.transaction(operation, (client) =>
+      work({
+        query: async <Row extends pg.QueryResultRow>(op: string, text: string, values?: unknown[]) => {
+          try {
+            return await client.query<Row>({ name: statementName(text), text, values })
+          } catch (error) {
+            throw this.translate(error, op)
+          }
+        },
+      }),
+    )
   }
 
   /** Runs `work` in a transaction on one connection; rolls back if it throws. */

@@ -52,6 +52,7 @@ export {
   type StepRecord,
   type Timestamp,
 } from './inputs.js'
+export type { McpCallRecord, McpCallRow, McpCallStatus, McpSighting } from './mcp.js'
 export { type Migration, type MigrationReport, migrations } from './migrations.js'
 export {
   BUILD_TYPE,
@@ -92,7 +93,14 @@ export {
   runStartedRecord,
   stepRecords,
 } from './records.js'
-export { AuditStore, type EmbeddedServer, migrate, type OpenAuditOptions, openAudit } from './store.js'
+export {
+  AuditStore,
+  type AuditWrites,
+  type EmbeddedServer,
+  migrate,
+  type OpenAuditOptions,
+  openAudit,
+} from './store.js'
 export { boundedText, TEXT_LIMIT } from './text.js'
 export { type PostgresTls, postgresTls, type SslMode } from './tls.js'
 export {

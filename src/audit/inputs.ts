@@ -12,16 +12,16 @@ import { boundedText } from './text.js'
 /** Longest read/write target accepted: a path, never file contents (PATH_MAX on Linux). */
 export const PATH_TARGET_LIMIT = 4096
 
-const id = z.string().min(1, 'must not be empty').max(512)
-const index = z.number().int().min(0)
-const count = z.number().int().min(0)
-const text = z.string().transform((value) => boundedText(value))
+export const id = z.string().min(1, 'must not be empty').max(512)
+export const index = z.number().int().min(0)
+export const count = z.number().int().min(0)
+export const text = z.string().transform((value) => boundedText(value))
 
 /**
  * Workflow time, as a Date or the ISO string a Date becomes when it crosses an activity boundary. Callers
  * pass it (never the database's clock), so a replayed write is byte-identical.
  */
-const timestamp = z
+export const timestamp = z
   .union([z.date(), z.iso.datetime({ offset: true })], 'expected a Date or an ISO-8601 timestamp')
   .transform((value) => (value instanceof Date ? value : new Date(value)))
 

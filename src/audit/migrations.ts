@@ -290,6 +290,63 @@ alter table runs add column build_id text;
   },
   {
     version: 9,
+    name: 'mcp tools and calls',
+    sql: `
+-- A call of an MCP server's tool is an act of its own.
+alter table policy_events drop constraint policy_events_act_check;
+alter table policy_events add constraint policy_events_act_check
+  check (act in ('read', 'write', 'exec', 'net', 'mcp'));
+alter table approvals drop constraint approvals_act_check;
+alter table approvals add constraint approvals_act_check
+  check (act in ('read', 'write', 'exec', 'net', 'mcp'));
+
+-- MCP tool definitions (name, description, input schema, annotations) by the digest runs pin them with.
+-- Content-addressed like policies: a row edited after the fact no longer matches its name, and is refused.
+create table mcp_definitions (
+  digest      text primary key check (digest ~ '^[0-9a-f]{64}$'),
+  definition  jsonb not null,
+  recorded_at timestamptz not null default now()
+);
+-- Every definition each run's listings saw, from the step it was first seen.
+create table mcp_tools (
+  run_id  text not null references runs (run_id) on delete cascade,
+  name    text not null,
+  digest  text not null references mcp_definitions (digest),
+  step    integer not null,
+  seen_at timestamptz not null,
+  primary key (run_id, name, digest)
+);
+-- Every MCP call that was made: which tool of which server, a digest of its arguments (the arguments
+-- themselves are in the transcript and, for refusals and approvals, in policy_events and approvals), the
+-- verdict that let it run, and its result bounded like a command's output.
+create table mcp_calls (
+  run_id           text not null references runs (run_id) on delete cascade,
+  step             integer not null,
+  call             integer not null,
+  attempt          integer not null default 1 check (attempt >= 1),
+  server           text not null,
+  tool             text not null,
+  digest           text not null,
+  arguments_sha256 text not null check (arguments_sha256 ~ '^[0-9a-f]{64}$'),
+  arguments_bytes  integer not null,
+  effect           text not null check (effect in ('allow', 'ask')),
+  rule             text,
+  layer            text,
+  status           text not null
+                   check (status in ('ok', 'error', 'withheld', 'unavailable', 'timed-out', 'cancelled')),
+  result_bytes     bigint not null,
+  result_sha256    text not null check (result_sha256 ~ '^[0-9a-f]{64}$'),
+  result_text      text not null,
+  result_elided    integer not null,
+  duration_ms      integer not null,
+  started_at       timestamptz not null,
+  finished_at      timestamptz not null,
+  primary key (run_id, step, call)
+);
+`,
+  },
+  {
+    version: 10,
     name: 'model costs, budget approvals and provenance',
     sql: `
 -- What each model turn cost in US dollars (exact to the micro-dollar; NULL: the model had no price), the
@@ -302,11 +359,11 @@ alter table runs add column cost_usd numeric(20, 6) check (cost_usd >= 0);
 -- approval raises the cap to raise_to (as the approver signed it) and whose denial ends the run.
 alter table approvals drop constraint approvals_act_check;
 alter table approvals add constraint approvals_act_check
-  check (act in ('read', 'write', 'exec', 'net', 'budget'));
+  check (act in ('read', 'write', 'exec', 'net', 'mcp', 'budget'));
 alter table approvals add column raise_to text;
 alter table policy_events drop constraint policy_events_act_check;
 alter table policy_events add constraint policy_events_act_check
-  check (act in ('read', 'write', 'exec', 'net', 'budget'));
+  check (act in ('read', 'write', 'exec', 'net', 'mcp', 'budget'));
 -- Each finished run's provenance: an in-toto Statement in a DSSE envelope, signed by the worker's key (keyid),
 -- naming the final workspace tree (subject_sha256).
 create table provenance (

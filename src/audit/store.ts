@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import type pg from 'pg'
 import type { DsseEnvelope } from '../identity/index.js'
 import { databaseUrl, type EmbeddedPostgres, startEmbeddedPostgres, tetherStateDir } from '../stack/index.js'
-import { Database, type OutagePolicy } from './database.js'
+import { Database, type OutagePolicy, type Queryable } from './database.js'
 import type {
   ApprovalDecisionRecord,
   ApprovalRequest,
@@ -18,6 +18,7 @@ import type {
   RunStarted,
   StepRecord,
 } from './inputs.js'
+import * as mcp from './mcp.js'
 import { applyMigrations, type MigrationReport } from './migrations.js'
 import type * as Provenance from './provenance.js'
 import * as queries from './queries.js'
@@ -49,6 +50,23 @@ export interface EmbeddedServer {
   pid: number
   port: number
 }
+
+/** The writes that can share one transaction (`AuditStore.together`), on the pool or on a transaction. */
+function writesOn(db: Queryable) {
+  return {
+    recordStep: (step: StepRecord) => writers.recordStep(db, step),
+    recordPolicyEvents: (events: readonly PolicyEvent[]) => writers.recordPolicyEvents(db, events),
+    recordExecResult: (result: ExecResultRecord) => writers.recordExecResult(db, result),
+    endExecAttempt: (key: writers.AttemptKey, outcome: string) => writers.endExecAttempt(db, key, outcome),
+    appendMessages: (
+      runId: string,
+      fromSeq: number,
+      messages: readonly unknown[],
+      options?: { attempt?: number },
+    ) => writers.appendMessages(db, runId, fromSeq, messages, options),
+  }
+}
+export type AuditWrites = ReturnType<typeof writesOn>
 
 export class AuditStore {
   private closed = false
@@ -82,13 +100,23 @@ export class AuditStore {
     return writers.recordRunFinished(this.db, run)
   }
   recordStep(step: StepRecord): Promise<boolean> {
-    return writers.recordStep(this.db, step)
+    return this.writes.recordStep(step)
   }
   recordPolicyEvents(events: readonly PolicyEvent[]): Promise<number> {
-    return writers.recordPolicyEvents(this.db, events)
+    return this.writes.recordPolicyEvents(events)
   }
   recordExecResult(result: ExecResultRecord): Promise<boolean> {
-    return writers.recordExecResult(this.db, result)
+    return this.writes.recordExecResult(result)
+  }
+  /**
+   * `work`'s writes in one transaction: one commit instead of one per write (a command's result, its
+   * observation and its attempt's end; a step's row with the next reply).
+   */
+  together<T>(operation: string, work: (writes: AuditWrites) => Promise<T>): Promise<T> {
+    return this.db.together(operation, (tx) => work(writesOn(tx)))
+  }
+  private get writes(): AuditWrites {
+    return writesOn(this.db)
   }
   /** Command attempts: a retried command never starts before the attempt before it is gone. */
   beginExecAttempt(key: writers.AttemptKey, worker: string): Promise<void> {
@@ -104,11 +132,26 @@ export class AuditStore {
     return writers.runningEarlierAttempts(this.db, key, staleMs)
   }
   endExecAttempt(key: writers.AttemptKey, outcome: string): Promise<void> {
-    return writers.endExecAttempt(this.db, key, outcome)
+    return this.writes.endExecAttempt(key, outcome)
   }
   /** Every attempt of every command of a run, in order. */
   execAttempts(runId: string): Promise<queries.ExecAttemptRow[]> {
     return queries.execAttempts(this.db, runId)
+  }
+  /** Definitions an MCP listing saw, and which run saw them from which step. */
+  recordMcpSightings(sightings: readonly mcp.McpSighting[]): Promise<void> {
+    return mcp.recordMcpSightings(this.db, sightings)
+  }
+  /** Stored MCP tool definitions by digest (the caller checks each against its digest). */
+  mcpDefinitions(digests: readonly string[]): Promise<Map<string, Record<string, unknown>>> {
+    return mcp.mcpDefinitions(this.db, digests)
+  }
+  recordMcpCall(call: mcp.McpCallRecord): Promise<boolean> {
+    return mcp.recordMcpCall(this.db, call)
+  }
+  /** The MCP calls a run made, in order. */
+  mcpCalls(runId: string): Promise<mcp.McpCallRow[]> {
+    return mcp.mcpCalls(this.db, runId)
   }
   recordGateEvent(event: GateEvent): Promise<boolean> {
     return writers.recordGateEvent(this.db, event)
@@ -125,7 +168,7 @@ export class AuditStore {
     messages: readonly unknown[],
     options?: { attempt?: number },
   ): Promise<number> {
-    return writers.appendMessages(this.db, runId, fromSeq, messages, options)
+    return this.writes.appendMessages(runId, fromSeq, messages, options)
   }
   loadMessages(
     runId: string,

@@ -4,7 +4,7 @@
  * the readers use them without loading the schemas.
  */
 
-export const acts = ['read', 'write', 'exec', 'net'] as const
+export const acts = ['read', 'write', 'exec', 'net', 'mcp'] as const
 /** What approvals and their policy events are about: an act, or the run's cost cap. */
 export const approvalActs = [...acts, 'budget'] as const
 export const effects = ['allow', 'ask', 'deny'] as const

@@ -15,7 +15,7 @@
  * Each writer returns whether the stored row now holds this write (true for a retry of the same write).
  */
 
-import type { Database } from './database.js'
+import type { Database, Queryable } from './database.js'
 import { AuditConflictError, AuditInputError } from './errors.js'
 import type * as Input from './inputs.js'
 
@@ -112,7 +112,7 @@ export async function recordRunFinished(db: Database, value: Input.RunFinished):
   return result.won
 }
 
-export async function recordStep(db: Database, value: Input.StepRecord): Promise<boolean> {
+export async function recordStep(db: Queryable, value: Input.StepRecord): Promise<boolean> {
   const input = await inputs()
   const step = input.parse(input.step, value, 'recordStep')
   const { rowCount } = await db.query(
@@ -141,7 +141,7 @@ export async function recordStep(db: Database, value: Input.StepRecord): Promise
 
 /** Writes a batch in one statement; returns how many rows were new. */
 export async function recordPolicyEvents(
-  db: Database,
+  db: Queryable,
   values: readonly Input.PolicyEvent[],
 ): Promise<number> {
   const input = await inputs()
@@ -176,7 +176,7 @@ export async function recordPolicyEvents(
   return rowCount ?? 0
 }
 
-export async function recordExecResult(db: Database, value: Input.ExecResultRecord): Promise<boolean> {
+export async function recordExecResult(db: Queryable, value: Input.ExecResultRecord): Promise<boolean> {
   const input = await inputs()
   const result = input.parse(input.execResult, value, 'recordExecResult')
   const { rowCount } = await db.query(
@@ -383,7 +383,7 @@ export async function recordApprovalDecision(
  * reply should reuse that reply (loadMessages) rather than ask the provider again.
  */
 export async function appendMessages(
-  db: Database,
+  db: Queryable,
   runId: string,
   fromSeq: number,
   values: readonly unknown[],
@@ -508,7 +508,7 @@ export async function runningEarlierAttempts(
   return rows
 }
 
-export async function endExecAttempt(db: Database, key: AttemptKey, outcome: string): Promise<void> {
+export async function endExecAttempt(db: Queryable, key: AttemptKey, outcome: string): Promise<void> {
   await db.query(
     'endExecAttempt',
     `update exec_attempts set ended_at = now(), alive_at = now(), outcome = $5

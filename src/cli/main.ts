@@ -14,6 +14,7 @@ import { registerCompletion } from './commands/completion.js'
 import { registerDb } from './commands/db.js'
 import { registerDev } from './commands/dev.js'
 import { registerInbox } from './commands/inbox.js'
+import { registerMcp } from './commands/mcp.js'
 import { registerPolicy } from './commands/policy.js'
 import { registerRuns } from './commands/runs.js'
 import { chooseProfile } from './context.js'
@@ -31,6 +32,7 @@ const registrations: Register[] = [
   registerDb,
   registerPolicy,
   registerCompletion,
+  registerMcp,
 ]
 
 const EXIT_HELP = `

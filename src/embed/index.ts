@@ -45,6 +45,13 @@ export {
   updateRejection,
   waitForStart,
 } from './client.js'
+export {
+  APPROVAL_META_KEY,
+  createTetherMcpServer,
+  loadMcpPolicies,
+  mcpHttpHandler,
+  type TetherMcpServerOptions,
+} from './mcp-server.js'
 export { type TetherPluginOptions, tetherPlugin } from './plugin.js'
 export { OTEL_WORKFLOW_INTERCEPTORS, WorkerTelemetry } from './telemetry.js'
 export {
@@ -53,7 +60,9 @@ export {
   startLocalTether,
   type TetherWorkerOptions,
   type WorkerFloor,
+  type WorkerMcpServers,
   type WorkerPrices,
   workerFloor,
+  workerMcpServers,
   workerPrices,
 } from './worker.js'

@@ -22,6 +22,7 @@ import type { ModelProvider } from '../model/index.js'
 import {
   databaseUrl,
   floorFile,
+  mcpServersFile,
   pricesFile,
   readTelemetry,
   runningDevStack,
@@ -34,8 +35,10 @@ import {
   TETHER_WORKER_DEFAULTS,
   tetherWorkflowsPath,
   type WorkerFloor,
+  type WorkerMcpServers,
   type WorkerPrices,
   workerFloor,
+  workerMcpServers,
 } from './worker.js'
 
 export interface TetherPluginOptions {
@@ -67,6 +70,8 @@ export interface TetherPluginOptions {
    * plugin (tether's spans then join its traces).
    */
   telemetry?: WorkerTelemetry | false
+  /** The operator's MCP servers offered to runs: a servers file's path or the servers (default: TETHER_MCP_SERVERS, else none). */
+  mcpServers?: WorkerMcpServers
 }
 
 export function tetherPlugin(options: TetherPluginOptions = {}): SimplePlugin {
@@ -90,6 +95,7 @@ export function tetherPlugin(options: TetherPluginOptions = {}): SimplePlugin {
         audit,
         namespace,
         floor: workerFloor(options.floor ?? floorFile()),
+        mcpServers: workerMcpServers(options.mcpServers ?? mcpServersFile()),
         ...priced(options.prices ?? pricesFile()),
         ...(options.provider ? { provider: options.provider } : {}),
         ...(telemetry ? { telemetry: telemetry.activities } : {}),

@@ -18,7 +18,9 @@ import {
   connectTemporalWorker,
   type LocalStack,
   type LocalStackOptions,
+  loadMcpServers,
   localTarget,
+  type McpServerConfig,
   startLocalStack,
   type TemporalTarget,
   type WorkerDeployment,
@@ -84,6 +86,8 @@ export interface TetherWorkerOptions {
    * it and shuts it down after the worker. Default: none.
    */
   telemetry?: WorkerTelemetry
+  /** The operator's MCP servers (see `workerMcpServers`); default: none. */
+  mcpServers?: WorkerMcpServers
 }
 
 /** Prices as a worker's configuration gives them: a price file's path, or the loaded overrides. */
@@ -92,6 +96,18 @@ export type WorkerPrices = PriceOverrides | string | undefined
 /** The operator's prices; a path is read once, here. Throws ModelConfigError naming the file and field. */
 export function workerPrices(prices: WorkerPrices): PriceOverrides | undefined {
   return typeof prices === 'string' ? loadPriceFile(prices) : prices
+}
+
+/** MCP servers as a worker's configuration gives them: a servers file's path, or the servers. */
+export type WorkerMcpServers = readonly McpServerConfig[] | string | undefined
+
+/**
+ * The MCP servers this worker offers its runs (docs/mcp.md): a path is read once, here; nothing given is
+ * none. Throws ConfigError with one line naming the file and field.
+ */
+export function workerMcpServers(servers: WorkerMcpServers): readonly McpServerConfig[] {
+  if (servers === undefined || servers === '') return []
+  return typeof servers === 'string' ? loadMcpServers(servers) : servers
 }
 
 /** A floor as a worker's configuration gives it: a floor file's path, a policy, or a loaded floor. */
@@ -155,6 +171,7 @@ export function createTetherWorker(options: TetherWorkerOptions): Promise<Worker
       floor: workerFloor(options.floor),
       ...priced(options.prices),
       ...(telemetry ? { telemetry: telemetry.activities } : {}),
+      mcpServers: workerMcpServers(options.mcpServers),
       ...(options.provider ? { provider: options.provider } : {}),
       ...(options.stateDir ? { sandbox: { hide: [options.stateDir] } } : {}),
     }),
@@ -211,6 +228,7 @@ export async function startLocalTether(
     prices?: WorkerPrices
     /** The worker's traces and metrics; started here, and shut down by `stop()` after the worker. */
     telemetry?: WorkerTelemetry
+    mcpServers?: WorkerMcpServers
   },
 ): Promise<LocalTether> {
   const stack = await startLocalStack({
@@ -249,6 +267,7 @@ export async function startLocalTether(
       ...(options.floor !== undefined ? { floor: options.floor } : {}),
       ...(options.prices !== undefined ? { prices: options.prices } : {}),
       ...(telemetry ? { telemetry } : {}),
+      ...(options.mcpServers !== undefined ? { mcpServers: options.mcpServers } : {}),
     })
     const running = worker.run()
     closers.push(async () => {

@@ -33,6 +33,7 @@ export {
   type CacheAccess,
   DEFAULT_SANDBOX_LIMITS,
   diskShortfall,
+  EgressJudge,
   type FilterArch,
   filterArch,
   IDENTITY_COUNT,
@@ -48,6 +49,7 @@ export {
   seccompFilter,
   toolchainBinds,
 } from './sandbox/index.js'
+export { type Service, type ServiceExit, type ServiceOptions, startService } from './service.js'
 export type {
   ExecEnv,
   ExecProgress,

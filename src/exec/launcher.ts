@@ -9,7 +9,8 @@
  * holding one has closed it), and the output never passes through the launcher.
  *
  * The launcher connects to the worker's socket server once per stream and first writes a random token that
- * only it and the worker know, so nothing else that reaches the server can pose as a command's output.
+ * only it and the worker know, so nothing else that reaches the server can pose as a command's output. A
+ * long-lived process that is spoken to (an MCP server) gets a third stream as its stdin.
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
@@ -19,7 +20,7 @@ import { createServer, type Server, type Socket } from 'node:net'
 import { join } from 'node:path'
 import { socketFolder, socketRoot } from './sockets.js'
 
-/** The token opening each stream: who it is for, then which stream (0 stdout, 1 stderr). */
+/** The token opening each stream: who it is for, then which stream (0 stdout, 1 stderr, 2 stdin). */
 const TOKEN_BYTES = 16
 const HEADER_BYTES = TOKEN_BYTES + 1
 /** How long a connection may take to say whose stream it is. */
@@ -50,22 +51,22 @@ const stream = (token, fd) => new Promise((resolve, reject) => {
   socket.once('error', reject)
   socket.once('connect', () => socket.write(Buffer.concat([Buffer.from(token, 'hex'), Buffer.of(fd)]), (error) => error ? reject(error) : resolve(socket)))
 })
-process.on('message', async ({ token, program, args, cwd, env }) => {
-  let out, err
+process.on('message', async ({ token, program, args, cwd, env, stdin }) => {
+  let out, err, input
   try {
-    ;[out, err] = await Promise.all([stream(token, 0), stream(token, 1)])
+    ;[out, err, input] = await Promise.all([stream(token, 0), stream(token, 1), stdin ? stream(token, 2) : undefined])
   } catch (error) {
-    out?.destroy(); err?.destroy()
+    out?.destroy(); err?.destroy(); input?.destroy()
     return reply({ token, event: 'error', code: 'ELAUNCHER', message: 'the launcher could not reach the worker: ' + error.message })
   }
   let child
   try {
-    child = spawn(program, args, { cwd, env, stdio: ['ignore', out, err], shell: false, detached: true })
+    child = spawn(program, args, { cwd, env, stdio: [input ?? 'ignore', out, err], shell: false, detached: true })
   } catch (error) {
     return reply({ token, event: 'error', code: error.code, message: error.message })
   } finally {
     // The command holds its own copies now; ours must not keep the streams open.
-    out.destroy(); err.destroy()
+    out.destroy(); err.destroy(); input?.destroy()
   }
   child.once('exit', (code, signal) => reply({ token, event: 'exit', code, signal }))
   // A pid means the program is running (an exec that failed gives none, and an error event instead): tell
@@ -101,20 +102,27 @@ export interface LaunchedProcess extends EventEmitter {
   pid?: number
   stdout: Socket
   stderr: Socket
+  /** The process's stdin, when it was started with one (`stdin: true`). */
+  stdin?: Socket
 }
 
 class Launched extends EventEmitter implements LaunchedProcess {
   pid?: number
   stdout!: Socket
   stderr!: Socket
-  private readonly streams: (Socket | undefined)[] = [undefined, undefined]
+  stdin?: Socket
+  private readonly streams: (Socket | undefined)[]
   private spawned = false
   private announced = false
   private failed = false
   private exit: { code: number | null; signal: NodeJS.Signals | null } | undefined
 
-  constructor(readonly token: string) {
+  constructor(
+    readonly token: string,
+    withStdin: boolean,
+  ) {
     super()
+    this.streams = withStdin ? [undefined, undefined, undefined] : [undefined, undefined]
   }
 
   /** Started and ended as far as this process will hear, or failed to start: nothing more will come. */
@@ -122,9 +130,9 @@ class Launched extends EventEmitter implements LaunchedProcess {
     return this.failed || (this.announced && this.exit !== undefined)
   }
 
-  /** A stream arrived from the launcher; the command counts as started once it has both and its pid. */
+  /** A stream arrived from the launcher; the command counts as started once it has all and its pid. */
   attach(fd: number, socket: Socket): void {
-    if (this.streams[fd] || this.failed) {
+    if (fd >= this.streams.length || this.streams[fd] || this.failed) {
       socket.destroy()
       return
     }
@@ -167,11 +175,12 @@ class Launched extends EventEmitter implements LaunchedProcess {
   }
 
   private announce(): void {
-    const [stdout, stderr] = this.streams
-    if (!this.spawned || !stdout || !stderr || this.announced) return
+    const [stdout, stderr, stdin] = this.streams
+    if (!this.spawned || this.streams.includes(undefined) || this.announced) return
     this.announced = true
-    this.stdout = stdout
-    this.stderr = stderr
+    this.stdout = stdout as Socket
+    this.stderr = stderr as Socket
+    if (stdin) this.stdin = stdin
     this.emit('spawn')
     if (this.exit) this.emit('exit', this.exit.code, this.exit.signal)
   }
@@ -235,12 +244,19 @@ class Launcher {
     return this.child.connected
   }
 
-  launch(program: string, args: string[], options: { cwd: string; env: NodeJS.ProcessEnv }): LaunchedProcess {
-    const launched = new Launched(randomBytes(TOKEN_BYTES).toString('hex'))
+  launch(program: string, args: string[], options: LaunchOptions): LaunchedProcess {
+    const launched = new Launched(randomBytes(TOKEN_BYTES).toString('hex'), options.stdin === true)
     this.pending.set(launched.token, launched)
     this.busy()
     this.child.send(
-      { token: launched.token, program, args, cwd: options.cwd, env: options.env },
+      {
+        token: launched.token,
+        program,
+        args,
+        cwd: options.cwd,
+        env: options.env,
+        stdin: options.stdin === true,
+      },
       (error: Error | null) => {
         if (error) launched.lost()
       },
@@ -259,7 +275,7 @@ class Launcher {
       socket.setTimeout(0)
       const launched = this.pending.get(header.subarray(0, TOKEN_BYTES).toString('hex'))
       const fd = header[TOKEN_BYTES] as number
-      if (!launched || fd > 1) {
+      if (!launched || fd > 2) {
         socket.destroy()
         return
       }
@@ -298,14 +314,21 @@ class Launcher {
 
 let launcher: Promise<Launcher> | undefined
 
+export interface LaunchOptions {
+  cwd: string
+  env: NodeJS.ProcessEnv
+  /** Give the process a stdin stream of ours (`LaunchedProcess.stdin`) instead of the null device. */
+  stdin?: boolean
+}
+
 /**
  * Starts `program` with `args` from the launcher (started on first use, and again if it died): in a new
- * session, stdin the null device, stdout and stderr streams back to this process.
+ * session, stdin the null device (or a stream, `stdin: true`), stdout and stderr streams back to this process.
  */
 export async function launch(
   program: string,
   args: string[],
-  options: { cwd: string; env: NodeJS.ProcessEnv },
+  options: LaunchOptions,
 ): Promise<LaunchedProcess> {
   for (;;) {
     if (!launcher) {

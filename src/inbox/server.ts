@@ -49,6 +49,8 @@ export interface InboxOptions {
   temporalUi?: string | undefined
   /** How often live regions are re-rendered (default 1 s). */
   liveIntervalMs?: number
+  /** tether's MCP server over Streamable HTTP at `/mcp`, behind the inbox's access (`mcpHttpHandler`). */
+  mcp?: { handle(request: IncomingMessage, response: ServerResponse): Promise<void>; close(): Promise<void> }
   log?: (line: string) => void
 }
 
@@ -125,6 +127,12 @@ export async function startInbox(options: InboxOptions): Promise<Inbox> {
       return path.startsWith('/api/')
         ? sendJson(response, visitor.status, { ok: false, type: 'Unauthorised', message: visitor.message })
         : send(response, visitor.status, 'text/html', messagePage('Not signed in', visitor.message))
+    }
+    // MCP clients are programs, not pages: the endpoint has the inbox's access, and speaks only MCP.
+    if (path === '/mcp') {
+      if (!options.mcp)
+        return sendJson(response, 404, { ok: false, type: 'NotFound', message: 'no MCP endpoint here' })
+      return options.mcp.handle(request, response)
     }
     const viewerName = cookies.get('tether_viewer')
     const viewer: Viewer = {
@@ -297,6 +305,7 @@ export async function startInbox(options: InboxOptions): Promise<Inbox> {
     port,
     close: async () => {
       for (const response of live) response.end()
+      await options.mcp?.close()
       const closed = new Promise<void>((resolve) => server.close(() => resolve()))
       // Kept-alive connections would hold the close open until they time out.
       server.closeAllConnections()

@@ -7,8 +7,8 @@
 import { type LongRunning, neverExitingCommand, type WorkspaceFiles } from '../commands/index.js'
 import { Policy, rememberRule, type Verdict } from '../policy/index.js'
 import { renderExecVerdict } from '../present/index.js'
-import type { Act, ActionVerdict } from '../run/index.js'
-import type { ValidatedCall } from '../tools/index.js'
+import type { Act, ActionVerdict, McpToolState } from '../run/index.js'
+import { type McpCall, mcpArguments, type ValidatedCall } from '../tools/index.js'
 
 /** tether's own rules: a verdict they decide names one of these, in layer `builtin`. */
 export const BUILTIN_RULES = {
@@ -20,6 +20,8 @@ export const BUILTIN_RULES = {
   analysisTooLarge: 'analysis too large',
   /** A file tool writing inside a repository's `.git`. */
   gitInternals: 'git internals',
+  /** A call of an MCP tool the run does not offer: no such tool, or one withheld since it changed. */
+  mcpNotOffered: 'mcp tool not offered',
 } as const
 
 export const BUILTIN_LAYER = 'builtin'
@@ -43,16 +45,21 @@ export function judgeCall(
   workspace: WorkspaceView,
   call: ValidatedCall,
   noRetry: readonly string[],
+  mcp?: McpToolState,
 ): ActionVerdict {
-  return withinSize(lean(judge(policy, workspace, call, noRetry)))
+  return withinSize(lean(judge(policy, workspace, call, noRetry, mcp)))
 }
 
-/** The verdict on one call; every path is judged as written and as it resolves on disk. */
+/**
+ * The verdict on one call; every path is judged as written and as it resolves on disk. `mcp`: what the run
+ * knows of the MCP tool a call names (whether it is offered, and what its reviewed definition says).
+ */
 export function judge(
   policy: Policy,
   workspace: WorkspaceView,
   call: ValidatedCall,
   noRetry: readonly string[],
+  mcp?: McpToolState,
 ): ActionVerdict {
   switch (call.name) {
     case 'exec':
@@ -65,6 +72,33 @@ export function judge(
     case 'write_file':
     case 'edit_file':
       return judgePath(policy, workspace, 'write', call.args.path)
+    default:
+      return judgeMcp(policy, call, mcp)
+  }
+}
+
+/** A call of an MCP tool: offered by the run, then judged as the tool and as the tool with its arguments. */
+function judgeMcp(policy: Policy, call: McpCall, tool: McpToolState | undefined): ActionVerdict {
+  const args = mcpArguments(call.args)
+  const target = `${call.name} ${args}`
+  if (!tool?.offered) {
+    return {
+      act: 'mcp',
+      target,
+      effect: 'deny',
+      rule: BUILTIN_RULES.mcpNotOffered,
+      layer: BUILTIN_LAYER,
+      reason: tool?.why ?? `no MCP server of this run offers ${call.name}`,
+    }
+  }
+  const verdict = policy.checkMcp(call.name, args, { readOnly: tool.readOnly === true })
+  const remember = rememberRule('mcp', target)
+  return {
+    act: 'mcp',
+    target,
+    ...verdictFields(verdict),
+    ...approvals(policy, verdict),
+    remember: remember.ok ? offer('mcp', remember) : remember,
   }
 }
 

@@ -3,7 +3,7 @@
  * Anthropic and OpenAI, and a scripted model for tests and offline demos. Errors are classified for
  * Temporal's retries; long transcripts are fitted to the model's context by eliding old tool outputs.
  */
-export { type AiSdkProviderOptions, aiSdkProvider, toModelMessages } from './ai-sdk.js'
+export { type AiSdkProviderOptions, aiSdkProvider, providerToolName, toModelMessages } from './ai-sdk.js'
 export { toolCatalogue } from './catalogue.js'
 export { providerFromEnv } from './env.js'
 export {
@@ -43,5 +43,12 @@ export {
   SCRIPT_FINISHED_TEXT,
   scriptedProvider,
 } from './scripted.js'
-export type { ModelProvider, ModelRequest, ModelResponse, ToolResult, TranscriptMessage } from './types.js'
+export type {
+  ExtraTool,
+  ModelProvider,
+  ModelRequest,
+  ModelResponse,
+  ToolResult,
+  TranscriptMessage,
+} from './types.js'
 export { transcriptMessageSchema } from './types.js'

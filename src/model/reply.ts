@@ -9,6 +9,8 @@
 import { clip, formatCount } from '../present/index.js'
 import {
   CALL_LIMITS,
+  isMcpToolName,
+  mcpArguments,
   type ToolCall,
   utf8Length,
   type ValidatedCall,
@@ -22,17 +24,17 @@ export const REPLY_LIMITS = {
   /** Characters of the reply's text stored in the transcript. */
   textChars: 100_000,
   /**
-   * UTF-8 bytes of the `exec` arguments of all calls in one reply. They travel through Temporal history
-   * exactly (the policy judges what will run), and so do the policy's verdicts on them, several times their
-   * size; history's payloads should stay well under 512 KiB.
+   * UTF-8 bytes of the `exec` arguments (and MCP tools' arguments, as JSON) of all calls in one reply. They
+   * travel through Temporal history exactly (the policy judges what will run), and so do the policy's
+   * verdicts on them, several times their size; history's payloads should stay well under 512 KiB.
    */
   argvBytes: CALL_LIMITS.argvBytes,
   /** UTF-8 bytes of the arguments of all valid calls in one reply, all stored in the transcript. */
   argumentBytes: 8 * 1024 * 1024,
   /** Characters of a call id; a longer or malformed one is replaced by `tether-call-<index>`. */
   idChars: 256,
-  /** Characters of a tool name kept (no tool has a longer one). */
-  nameChars: 100,
+  /** Characters of a tool name kept (no tool has a longer one: an MCP tool's `server.tool` is at most 193). */
+  nameChars: 200,
 } as const
 
 /** How much of a value a refused call keeps: in the transcript, and in history. */
@@ -65,12 +67,17 @@ export function boundReply(reply: { text: string; toolCalls: readonly ToolCall[]
     const checked = validateToolCall({ id, name, args: call.args })
     let invalid = checked.ok ? undefined : checked.error
     if (checked.ok) {
-      const argv = checked.call.name === 'exec' ? argvSize(checked.call.args.argv) : 0
+      const argv =
+        checked.call.name === 'exec'
+          ? argvSize(checked.call.args.argv)
+          : isMcpToolName(checked.call.name)
+            ? utf8Length(mcpArguments(checked.call.args))
+            : 0
       const size = stringBytes(checked.call.args)
       if (argvBytes + argv > REPLY_LIMITS.argvBytes) {
         invalid =
-          `invalid arguments for exec: the commands before it in this reply already pass ${formatCount(argvBytes)} ` +
-          `bytes of arguments, and one reply may pass ${formatCount(REPLY_LIMITS.argvBytes)} bytes in all: run it in your next turn`
+          `invalid arguments for ${name}: the ${name === 'exec' ? 'commands' : 'calls'} before it in this reply already pass ${formatCount(argvBytes)} ` +
+          `bytes of arguments, and one reply may pass ${formatCount(REPLY_LIMITS.argvBytes)} bytes in all: ${name === 'exec' ? 'run' : 'make'} it in your next turn`
       } else if (argumentBytes + size > REPLY_LIMITS.argumentBytes) {
         invalid =
           `invalid arguments for ${name}: the calls before it in this reply already carry ${formatCount(argumentBytes)} ` +

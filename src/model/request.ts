@@ -25,8 +25,18 @@ export function prepareRequest(request: ModelRequest, contextTokens: number): Pr
   checkTranscript(request.messages)
   const maxOutputTokens =
     request.maxOutputTokens ?? Math.min(DEFAULT_MAX_OUTPUT_TOKENS, Math.floor(contextTokens / 4))
-  const budget = contextTokens - maxOutputTokens - estimateTextTokens(request.system) - CATALOGUE_TOKENS
+  const budget =
+    contextTokens -
+    maxOutputTokens -
+    estimateTextTokens(request.system) -
+    CATALOGUE_TOKENS -
+    extraToolTokens(request.tools)
   return { messages: fitTranscript(request.messages, budget), maxOutputTokens }
+}
+
+/** What the tools offered besides tether's own cost in a request, as `fitTranscript` counts tokens. */
+function extraToolTokens(tools: ModelRequest['tools']): number {
+  return tools && tools.length > 0 ? estimateTextTokens(JSON.stringify(tools)) : 0
 }
 
 /**

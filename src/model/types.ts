@@ -32,9 +32,19 @@ export interface ToolResult {
   output: string
 }
 
+/** A tool offered besides tether's own: an MCP server's, named `server.tool`, as its reviewed definition says. */
+export interface ExtraTool {
+  name: string
+  description: string
+  /** The tool's input schema (JSON Schema). */
+  parameters: Record<string, unknown>
+}
+
 export interface ModelRequest {
   system: string
   messages: readonly TranscriptMessage[]
+  /** Tools offered this turn besides tether's own catalogue (the run's MCP tools). */
+  tools?: readonly ExtraTool[]
   /** Upper bound on the reply; also reserved out of the context budget when the transcript is fitted. */
   maxOutputTokens?: number
   /** Aborting cancels the call; an abort whose reason is a `TimeoutError` is reported as a timeout. */

@@ -22,6 +22,7 @@ export function builtinFloor(): Floor {
     .withDefault('write', 'allow')
     .withDefault('exec', 'allow')
     .withDefault('net', 'allow')
+    .withDefault('mcp', 'allow')
   return { policy, source: BUILTIN_FLOOR }
 }
 

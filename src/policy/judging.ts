@@ -71,6 +71,8 @@ interface Compiled {
   readonly readOnly: boolean
   /** What the read-only list's allow becomes when only the run, not the floor, included it (see RuleRef). */
   readonly readOnlyCeiling?: Effect | undefined
+  /** The same for MCP tools' read-only annotations (`mcp-read-only`). */
+  readonly mcpReadOnlyCeiling?: Effect | undefined
 }
 
 /** Program names people cannot read reliably: whitespace, control, invisible or non-ASCII characters. */
@@ -103,8 +105,14 @@ export class Judging {
         const { checks: _checks, ...verdict } = this.judgeTree(analyseScript(target), escapeText(target))
         return verdict
       }
+      case 'mcp': {
+        const space = target.indexOf(' ')
+        return space === -1
+          ? this.checkMcp(target)
+          : this.checkMcp(target.slice(0, space), target.slice(space + 1))
+      }
       default:
-        return refusal(act, target, `"${String(act)}" is not an act (read, write, exec or net).`)
+        return refusal(act, target, `"${String(act)}" is not an act (read, write, exec, net or mcp).`)
     }
   }
 
@@ -369,6 +377,32 @@ export class Judging {
     return found[SLOT.allow] !== Infinity && this.checkNet(target).effect === 'allow'
   }
 
+  /**
+   * A call of an MCP tool, judged as the tool (`server.tool`: what most rules name, like a host without its
+   * port) and as the tool with its arguments (`server.tool {…}`: what an exact remembered rule names).
+   */
+  checkMcp(tool: string, args?: string, context?: { readOnly?: boolean | undefined }): Verdict {
+    const target = args === undefined ? tool : `${tool} ${args}`
+    const display = escapeText(target)
+    const strict = args === undefined ? [tool] : [tool, target]
+    const found = scanForms(this.compiled.indexes.mcp, strict.map(fold), strict)
+    const verdict = this.decide('mcp', found, display)
+    // A server's own word that a tool only reads counts where the policy says it trusts it, and only
+    // where no rule decided: a deny or ask rule, and the floor's default, still hold.
+    if (verdict.rule !== undefined || verdict.effect === 'allow' || !context?.readOnly) return verdict
+    if (!this.state.include.includes('mcp-read-only')) return verdict
+    const allowed: Verdict = {
+      effect: 'allow',
+      rule: 'read-only annotation',
+      layer: 'mcp-read-only',
+      act: 'mcp',
+      target: display,
+      reason: `Calling "${display}" is allowed: its reviewed definition says it only reads, and the policy includes mcp-read-only.`,
+    }
+    const ceiling = this.compiled.mcpReadOnlyCeiling
+    return ceiling ? underFloor(allowed, ceiling) : allowed
+  }
+
   private checkNet(target: string): Verdict {
     const display = escapeText(target)
     const parsed = netTarget(target, display)
@@ -492,7 +526,9 @@ function compile(state: JudgedRules): Compiled {
       const index = refs.length
       const by = `rule "${escapeText(rule.pattern)}" in layer "${escapeText(layer.name)}"${where}`
       const ceiling =
-        layer.origin === 'run' && state.floor ? stricterThanAllow(state.floor.defaults[rule.act]) : undefined
+        layer.origin === 'run' && state.floor
+          ? stricterThanAllow(state.floor.defaults[rule.act] ?? 'deny')
+          : undefined
       refs.push({ pattern: rule.pattern, layer: layer.name, by, ...(ceiling ? { ceiling } : {}) })
       // Deny and ask match case-folded (generous); hosts are case-insensitive whatever the effect.
       const pattern = rule.effect !== 'allow' || rule.act === 'net' ? fold(rule.pattern) : rule.pattern
@@ -516,6 +552,10 @@ function compile(state: JudgedRules): Compiled {
   const floor = state.floor
   const readOnlyCeiling =
     floor && !floor.include.includes('read-only') ? stricterThanAllow(floor.defaults.exec) : undefined
+  const mcpReadOnlyCeiling =
+    floor && !floor.include.includes('mcp-read-only')
+      ? stricterThanAllow(floor.defaults.mcp ?? 'deny')
+      : undefined
   return {
     refs,
     indexes,
@@ -524,6 +564,7 @@ function compile(state: JudgedRules): Compiled {
     optionRules,
     readOnly: state.include.includes('read-only'),
     ...(readOnlyCeiling ? { readOnlyCeiling } : {}),
+    ...(mcpReadOnlyCeiling ? { mcpReadOnlyCeiling } : {}),
   }
 }
 
@@ -640,11 +681,16 @@ function refusal(act: Act, target: string, reason: string): Verdict {
 }
 
 function subject(act: Act, display: string): string {
-  return act === 'exec'
-    ? `"${display}"`
-    : act === 'net'
-      ? `connecting to "${display}"`
-      : `${act === 'read' ? 'reading' : 'writing'} "${display}"`
+  switch (act) {
+    case 'exec':
+      return `"${display}"`
+    case 'net':
+      return `connecting to "${display}"`
+    case 'mcp':
+      return `calling "${display}"`
+    default:
+      return `${act === 'read' ? 'reading' : 'writing'} "${display}"`
+  }
 }
 
 function quoteForReason(program: string): string {

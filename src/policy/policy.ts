@@ -58,9 +58,12 @@ export class Policy {
     return new Policy({ layers: [], defaults: allDefaults('allow'), include: [], approvers: [], current: -1 })
   }
 
-  /** Read allowed, write and exec asked, net denied; secrets (`.env`, keys) never read or written. */
+  /**
+   * Read allowed, write and exec asked, net and MCP calls denied (a server is trusted only where a rule
+   * says so); secrets (`.env`, keys) never read or written.
+   */
   static tiered(): Policy {
-    return Policy.withSecrets({ read: 'allow', write: 'ask', exec: 'ask', net: 'deny' })
+    return Policy.withSecrets({ read: 'allow', write: 'ask', exec: 'ask', net: 'deny', mcp: 'deny' })
   }
 
   /** Everything denied unless a rule allows it; secrets stay denied even under a broad allow. */
@@ -86,6 +89,8 @@ export class Policy {
     for (const act of ACTS) {
       const given = parsed.defaults?.[act]
       if (given) defaults[act] = given
+      // A policy that never names MCP trusts no server: its calls are denied (and it keeps its digest).
+      else if (act === 'mcp') defaults[act] ??= 'deny'
       else if (!defaults[act]) {
         const field = `defaults.${act}`
         throw new PolicyError(
@@ -114,11 +119,14 @@ export class Policy {
       const existing = layers.findIndex((l) => l.name === layer.name)
       const sandbox = layer.sandbox !== undefined ? { sandbox: layer.sandbox } : {}
       const origin = layer.origin !== undefined ? { origin: layer.origin } : {}
-      if (existing === -1) layers.push({ name: layer.name, ...origin, ...sandbox, rules: layer.rules })
+      const pins = layer.pins !== undefined ? { pins: layer.pins } : {}
+      if (existing === -1)
+        layers.push({ name: layer.name, ...origin, ...sandbox, ...pins, rules: layer.rules })
       else
         layers[existing] = {
           ...layers[existing]!,
           ...sandbox,
+          ...(layer.pins !== undefined ? { pins: { ...layers[existing]!.pins, ...layer.pins } } : {}),
           rules: [...layers[existing]!.rules, ...layer.rules],
         }
     }
@@ -209,7 +217,7 @@ export class Policy {
       approvers,
       identity,
       budgetApprovers,
-      floor: { source, defaults: { ...floor.state.defaults }, include: [...floor.state.include] },
+      floor: { source, defaults: writtenDefaults(floor.state.defaults), include: [...floor.state.include] },
       current: -1,
     })
     try {
@@ -225,11 +233,12 @@ export class Policy {
   toSpec(): PolicySpec {
     const spec: PolicySpec = {
       version: 1,
-      defaults: { ...this.state.defaults },
+      defaults: writtenDefaults(this.state.defaults),
       layers: this.state.layers.map((layer) => ({
         name: layer.name,
         ...(layer.origin !== undefined ? { origin: layer.origin } : {}),
         ...(layer.sandbox !== undefined ? { sandbox: structuredClone(layer.sandbox) } : {}),
+        ...(layer.pins !== undefined ? { pins: { ...layer.pins } } : {}),
         rules: layer.rules.map((rule) => ({ ...rule })),
       })),
     }
@@ -305,6 +314,19 @@ export class Policy {
     const policy = new Policy({ ...state, layers })
     policy.sandboxCache = combineSandbox(layers)
     return policy
+  }
+
+  /**
+   * The digests the layers pin for an MCP tool (`server.tool`): its definition must have every one of them
+   * (two different pins leave no definition that passes). Empty: nothing pinned up front.
+   */
+  pinsFor(tool: string): string[] {
+    const pins = new Set<string>()
+    for (const layer of this.state.layers) {
+      const pin = layer.pins && Object.hasOwn(layer.pins, tool) ? layer.pins[tool] : undefined
+      if (pin !== undefined) pins.add(pin)
+    }
+    return [...pins]
   }
 
   /** The effect an act gets when no rule matches. */
@@ -474,6 +496,15 @@ export class Policy {
   }
 
   /**
+   * Judges a call of an MCP tool: `tool` is `server.tool`, `args` its arguments as canonical JSON. A rule
+   * naming the tool covers every call of it; one naming `server.tool {…}` only calls with those arguments.
+   * `readOnly`: the tool's reviewed definition says it only reads, which allows it under `mcp-read-only`.
+   */
+  checkMcp(tool: string, args?: string, context?: { readOnly?: boolean }): Verdict {
+    return this.judging.checkMcp(tool, args, context)
+  }
+
+  /**
    * Whether an allow rule names the IP address of `target` (`address` or `address:port`) — the address
    * itself or a CIDR range holding it, never a glob — and the policy allows the target. The sandbox reaches
    * private and other special-purpose addresses only where a rule names them so.
@@ -549,6 +580,7 @@ function isBuiltinLayer(layer: { name: string; sandbox?: unknown; rules: readonl
   return (
     layer.name === builtin.name &&
     layer.sandbox === undefined &&
+    (layer as { pins?: unknown }).pins === undefined &&
     layer.rules.length === builtin.rules.length &&
     layer.rules.every((rule, i) => {
       const own = builtin.rules[i]!
@@ -567,12 +599,18 @@ function specDigest(spec: PolicySpec): string {
 }
 
 function allDefaults(effect: Effect): Record<Act, Effect> {
-  return { read: effect, write: effect, exec: effect, net: effect }
+  return { read: effect, write: effect, exec: effect, net: effect, mcp: effect }
+}
+
+/** The defaults as a spec writes them: `mcp` only when it is not `deny`, which leaving it out means. */
+function writtenDefaults(defaults: Readonly<Record<Act, Effect>>): PolicySpec['defaults'] {
+  const { mcp, ...rest } = defaults
+  return mcp === 'deny' ? { ...rest } : { ...rest, mcp }
 }
 
 function validRule(act: Act, effect: Effect, pattern: string): RuleSpec {
   if (!(ACTS as readonly string[]).includes(act))
-    throw new PolicyError(`"${String(act)}" is not an act: expected read, write, exec or net`, 'act')
+    throw new PolicyError(`"${String(act)}" is not an act: expected read, write, exec, net or mcp`, 'act')
   if (!(['allow', 'ask', 'deny'] as const).includes(effect))
     throw new PolicyError(`"${String(effect)}" is not an effect: expected allow, ask or deny`, 'effect')
   if (typeof pattern !== 'string' || pattern === '' || pattern.includes('\0')) {

@@ -6,6 +6,8 @@
  * and only for subcommands whose arguments cannot choose what runs, what is deleted or where it is sent:
  * never pushes, publishes, cleans, installs, `run`/`exec`, launch options. Programs that run other
  * programs' code (shells, interpreters, wrappers, `sudo`, bare `git`) are approved one call at a time.
+ * An MCP tool's call is remembered with its exact arguments, and never wider: its arguments choose what the
+ * tool does.
  */
 import { basename, runsOtherCommands, runsProgramText } from '../commands/index.js'
 import { normalisePath } from './policy.js'
@@ -45,6 +47,8 @@ const WIDER_SUBCOMMANDS = new Set([
 /** git's subcommands that only read. */
 const GIT_WIDER = new Set(['diff', 'log', 'show', 'status'])
 const GLOB = /[*?]/
+/** Characters of a remembered MCP rule (the tool and its arguments): it travels with every later verdict. */
+const MCP_REMEMBER_LIMIT = 2_000
 
 export function rememberRule(act: Act, target: string | readonly string[]): RememberedRule {
   if (act !== 'exec') {
@@ -55,7 +59,14 @@ export function rememberRule(act: Act, target: string | readonly string[]): Reme
         ok: false,
         reason: `"${target}" contains * or ?, which would remember more than this one target`,
       }
-    return { ok: true, act, exact: act === 'net' ? target.toLowerCase() : normalisePath(target) }
+    // A call of an MCP tool is remembered with its very arguments: they choose what the tool does.
+    if (act === 'mcp' && target.length > MCP_REMEMBER_LIMIT)
+      return {
+        ok: false,
+        reason: `the call's arguments run to ${target.length.toLocaleString('en-US')} characters, more than a remembered rule holds (${MCP_REMEMBER_LIMIT.toLocaleString('en-US')}); approve each call, or give the policy a rule for the tool`,
+      }
+    const exact = act === 'net' ? target.toLowerCase() : act === 'mcp' ? target : normalisePath(target)
+    return { ok: true, act, exact }
   }
   const argv = typeof target === 'string' ? [target] : [...target]
   const program = argv[0]

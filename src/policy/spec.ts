@@ -16,7 +16,7 @@ import { sandboxSettingsSchema } from './sandbox.js'
 import { ACTS, EFFECTS } from './types.js'
 
 export const PRESETS = ['permissive', 'tiered', 'strict'] as const
-export const INCLUDES = ['read-only'] as const
+export const INCLUDES = ['read-only', 'mcp-read-only'] as const
 
 const act = z.enum(ACTS)
 const effect = z.enum(EFFECTS)
@@ -25,6 +25,12 @@ const pattern = z
   .string()
   .min(1, 'a pattern must not be empty')
   .refine((p) => !p.includes('\0'), 'a pattern must not contain a NUL character')
+
+/** `server.tool`: an MCP server's name (the operator's), a dot, the tool's name (the server's). */
+const mcpToolName = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9_-]*\.[A-Za-z0-9_.-]{1,128}$/, 'expected server.tool (an MCP tool name)')
+const digest = z.string().regex(/^[0-9a-f]{64}$/, 'expected a hex SHA-256 digest (64 characters)')
 
 const ruleSchema = z
   .object({
@@ -56,6 +62,11 @@ const layerSchema = z
     origin: z.enum(LAYER_ORIGINS).optional(),
     /** `enforce`, `off` or detailed settings (docs/sandbox.md); only the operator (the floor) may loosen them. */
     sandbox: sandboxSettingsSchema.optional(),
+    /**
+     * MCP tool definitions this layer has reviewed: `server.tool` → the hex digest of its definition (what
+     * `tether mcp tools` prints). A run withholds a tool whose definition has another digest, and asks.
+     */
+    pins: z.record(mcpToolName, digest).optional(),
     rules: z.array(ruleSchema),
   })
   .strict()
@@ -66,7 +77,7 @@ export const policySpecSchema = z
     /** Start from a preset's layers and defaults; `defaults` and `layers` below then refine it. */
     preset: z.enum(PRESETS).optional(),
     defaults: z
-      .object({ read: effect, write: effect, exec: effect, net: effect })
+      .object({ read: effect, write: effect, exec: effect, net: effect, mcp: effect })
       .partial()
       .strict()
       .optional(),
@@ -89,7 +100,9 @@ export const policySpecSchema = z
     floor: z
       .object({
         source: z.string().min(1).max(4096),
-        defaults: z.object({ read: effect, write: effect, exec: effect, net: effect }).strict(),
+        defaults: z
+          .object({ read: effect, write: effect, exec: effect, net: effect, mcp: effect.optional() })
+          .strict(),
         include: z.array(z.enum(INCLUDES)),
       })
       .strict()
@@ -101,7 +114,10 @@ export type PolicySpecInput = z.input<typeof policySpecSchema>
 export type RuleSpec = z.infer<typeof ruleSchema>
 export type LayerSpec = z.infer<typeof layerSchema>
 
-/** What `toSpec()` returns: fully expanded (no preset), every default present. */
+/**
+ * What `toSpec()` returns: fully expanded (no preset), every default present — but `mcp`'s when it is
+ * `deny`, the value a policy that never names it has (so policies written before MCP keep their digests).
+ */
 export interface PolicySpec {
   version: 1
   defaults: {
@@ -109,6 +125,7 @@ export interface PolicySpec {
     write: z.infer<typeof effect>
     exec: z.infer<typeof effect>
     net: z.infer<typeof effect>
+    mcp?: z.infer<typeof effect>
   }
   layers: LayerSpec[]
   include?: Array<(typeof INCLUDES)[number]>

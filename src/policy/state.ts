@@ -11,6 +11,8 @@ export interface Layer {
   /** On an effective policy: the worker's floor, or the run's own policy (see `onFloor`). */
   readonly origin?: LayerOrigin | undefined
   readonly sandbox?: ParsedSandboxSettings | undefined
+  /** MCP tool definitions the layer reviewed: `server.tool` → digest. */
+  readonly pins?: Readonly<Record<string, string>> | undefined
   readonly rules: readonly RuleSpec[]
 }
 

@@ -2,10 +2,13 @@
 
 import type { ExecNodeKind } from '../commands/index.js'
 
-export const ACTS = ['read', 'write', 'exec', 'net'] as const
+export const ACTS = ['read', 'write', 'exec', 'net', 'mcp'] as const
 export const EFFECTS = ['allow', 'ask', 'deny'] as const
 
-/** `read`/`write` take workspace-relative paths, `exec` an argv, `net` `host` or `host:port`. */
+/**
+ * `read`/`write` take workspace-relative paths, `exec` an argv, `net` `host` or `host:port`, `mcp` a call of an
+ * MCP server's tool: `server.tool`, and `server.tool {arguments}` for a rule that names the arguments too.
+ */
 export type Act = (typeof ACTS)[number]
 export type Effect = (typeof EFFECTS)[number]
 

@@ -4,7 +4,7 @@
  * rename one; add a new name behind `patched()` instead.
  */
 
-import type { ValidatedCall } from '../tools/index.js'
+import type { OwnToolCall, ValidatedCall } from '../tools/index.js'
 import type { TaskContract } from './contract.js'
 import type {
   ActionVerdict,
@@ -12,6 +12,8 @@ import type {
   Channel,
   GateSummary,
   InlineMessage,
+  McpListing,
+  McpToolState,
   ModelTurn,
   PendingApproval,
   RememberedRule,
@@ -58,6 +60,8 @@ export interface TetherActivities {
       replySeq: number
       pending: InlineMessage[]
       contract?: TaskContract
+      /** The MCP tools offered this turn, by the digest of the definition the run reviewed. */
+      mcpTools?: Array<{ name: string; digest: string }>
       previousStep?: StepRecord
       judge?: JudgeRequest
     },
@@ -69,6 +73,8 @@ export interface TetherActivities {
       runId?: string
       policy?: unknown
       call: ValidatedCall
+      /** For a call of an MCP tool: whether the run offers it, and what its reviewed definition says. */
+      mcp?: McpToolState
     },
   ): Promise<ActionVerdict>
   /**
@@ -99,11 +105,35 @@ export interface TetherActivities {
       seq: number
       replySeq: number
       callId: string
-      name: Exclude<ValidatedCall['name'], 'exec'>
+      name: Exclude<OwnToolCall['name'], 'exec'>
       workspace: string
       policy?: unknown
       policyDigest?: string
       remembered: RememberedRule[]
+    },
+  ): Promise<ToolSummary>
+  /**
+   * Lists the tools of the run's MCP servers (starting them where this worker has not), records every
+   * definition it sees, and compares each with its pin: the run's (`pinned`, name → digest) or the policy's.
+   */
+  tetherMcpTools(input: RunRef & { servers: string[]; pinned: Record<string, string> }): Promise<McpListing>
+  /**
+   * Calls one MCP tool; the result, bounded like a command's output, goes to the transcript at `seq` and
+   * its row to `mcp_calls`. A tool whose definition is no longer `digest` is not called.
+   */
+  tetherMcpCall(
+    input: RunRef & {
+      pending: InlineMessage[]
+      call: number
+      seq: number
+      callId: string
+      tool: string
+      arguments: Record<string, unknown>
+      digest: string
+      timeoutMs: number
+      outputCeiling: number
+      /** The verdict that let it run, for the audit row. */
+      verdict: Pick<ActionVerdict, 'effect' | 'rule' | 'layer'>
     },
   ): Promise<ToolSummary>
   /** Runs the contract's verification command (allow-only) and records the gate events. */

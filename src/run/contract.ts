@@ -5,6 +5,7 @@
  */
 import { z } from 'zod'
 import { neverPassed } from '../commands/index.js'
+import { MCP_SERVER_NAME } from '../tools/index.js'
 import { parseMoney } from './money.js'
 
 const UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }
@@ -167,6 +168,11 @@ function contractSchema(read: ReadDuration, money: ReadDuration) {
             }),
         )
         .default([]),
+      /**
+       * Which of the worker's MCP servers the run uses, by the names the operator gave them; absent: every
+       * one the worker has. A name the worker does not have rejects the run at its first step.
+       */
+      mcp: z.array(z.string().regex(MCP_SERVER_NAME, 'an MCP server name is a-z, 0-9, _ and -')).optional(),
       /** Commands never re-run after a worker crash cut them off (policy glob patterns on the joined argv). */
       noRetry: z.array(z.string().min(1)).default(DEFAULT_NO_RETRY),
       approvals: z

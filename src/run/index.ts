@@ -8,6 +8,7 @@ export {
   ContractError,
   gateRefusal,
   parseContract,
+  parseDuration,
   type TaskContract,
   type TaskContractInput,
   taskContractSchema,

@@ -8,7 +8,7 @@ import type { DecisionStatement } from '../identity/index.js'
 import type { ToolCall } from '../tools/index.js'
 import type { TaskContract, TaskContractInput } from './contract.js'
 
-export type Act = 'read' | 'write' | 'exec' | 'net'
+export type Act = 'read' | 'write' | 'exec' | 'net' | 'mcp'
 export type Effect = 'allow' | 'ask' | 'deny'
 /** What an approval is about: an action the policy asked about, or the run's cost cap (`budget`). */
 export type ApprovalAct = Act | 'budget'
@@ -52,6 +52,53 @@ export interface CarriedState {
   cost?: number
   /** The cost cap a budget approver raised it to, when one did (it replaces `budgets.maxCost`). */
   costCap?: number
+  /** The MCP tools the run reviewed and refused (absent: none, or a run from before MCP). */
+  mcp?: McpCarried
+}
+
+/** An MCP server a run uses, as its preparation found it in the worker's configuration. */
+export interface McpServerRef {
+  name: string
+  /** How long one call of its tools may take. */
+  timeoutMs: number
+}
+
+/** What the workflow knows of an MCP tool when a call of it is judged. */
+export type McpToolState = { offered: true; readOnly?: true } | { offered: false; why: string }
+
+/** A tool as a listing found it: its name (`server.tool`) and the digest of its definition. */
+export interface ListedTool {
+  name: string
+  digest: string
+  /** The definition says it only reads (see `readsOnly`). */
+  readOnly?: true
+}
+
+/** A listed definition that is not the one reviewed (the run's pin, or the policy's): a person decides. */
+export interface ToolChange {
+  name: string
+  digest: string
+  /** Why it is asked about, in one sentence. */
+  reason: string
+  /** What changed, for the approver: a line diff of the definitions (bounded). */
+  diff: string
+}
+
+/** What `tetherMcpTools` found on the run's servers. */
+export interface McpListing {
+  tools: ListedTool[]
+  /** Listed definitions that differ from their pins; each is withheld until approved. */
+  changes: ToolChange[]
+  /** Servers that could not be listed: an observation, and the run goes on without their tools. */
+  unavailable: Array<{ server: string; reason: string }>
+}
+
+/** What a run keeps of its MCP tools across steps and continue-as-new. */
+export interface McpCarried {
+  /** The definitions reviewed: the first seen, or a change an approver approved. */
+  pins: Record<string, { digest: string; readOnly?: true }>
+  /** Changed definitions an approver refused (or nobody answered for): withheld without asking again. */
+  refused: Record<string, string>
 }
 
 export interface AgentRunResult {
@@ -108,6 +155,8 @@ export interface RunPreparation {
   floor?: string
   /** Who may raise the run's cost cap (approver names); absent in runs recorded before cost caps. */
   budgetApprovers?: string[]
+  /** The worker's MCP servers this run uses (absent or empty: none). */
+  mcp?: McpServerRef[]
   /**
    * tether's search attributes the namespace has registered (besides TetherPendingApproval): the run sets
    * only these, so a namespace without them still runs (recorded, so replay sets the same).

@@ -82,6 +82,10 @@ export interface TetherConfig {
   floor: string | undefined
   /** The operator's model price file (`TETHER_PRICES`); undefined means the shipped prices only. */
   prices: string | undefined
+  /** The operator's MCP servers file (`TETHER_MCP_SERVERS`); undefined: no MCP servers. */
+  mcpServers: string | undefined
+  /** tether as an MCP server: the folder of policies clients may name, and the workspace roots. */
+  mcpServe: { policies: string | undefined; workspaceRoots: string[] }
   /**
    * The Worker Deployment this worker belongs to and its build (`TETHER_DEPLOYMENT` and `TETHER_BUILD_ID`):
    * with them, runs are pinned to the build that started them. Undefined: no Worker Versioning.
@@ -132,6 +136,11 @@ export function readConfig(options: ReadConfigOptions = {}): TetherConfig {
     ...readAuditTarget(options),
     floor: floorFile(env),
     prices: pricesFile(env),
+    mcpServers: mcpServersFile(env),
+    mcpServe: {
+      policies: env.TETHER_MCP_POLICIES,
+      workspaceRoots: (env.TETHER_MCP_WORKSPACES ?? '').split(':').filter((root) => root !== ''),
+    },
     deployment: workerDeployment(env),
     workflowCache: workflowCacheSetting(env),
   }
@@ -291,6 +300,11 @@ export function databaseUrl(env: NodeJS.ProcessEnv = process.env): string | unde
 /** The operator's floor file a worker stands on (`TETHER_FLOOR`); undefined: the built-in floor. */
 export function floorFile(env: NodeJS.ProcessEnv = process.env): string | undefined {
   return presentVariables(env).TETHER_FLOOR
+}
+
+/** The operator's MCP servers file a worker offers its runs (`TETHER_MCP_SERVERS`); undefined: none. */
+export function mcpServersFile(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  return presentVariables(env).TETHER_MCP_SERVERS
 }
 
 /** What a person sets once instead of on every command, each from a flag, a variable or their config file. */

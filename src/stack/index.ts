@@ -23,6 +23,7 @@ export {
   databaseUrl,
   floorFile,
   localTarget,
+  mcpServersFile,
   type OtlpTarget,
   pricesFile,
   type ReadConfigOptions,
@@ -43,6 +44,7 @@ export {
   workerKeyFile,
   workflowCacheSetting,
 } from './config.js'
+export { expandVariables, loadMcpServers, type McpServerConfig } from './mcp-servers.js'
 export {
   type EmbeddedPostgres,
   EmbeddedPostgresError,

@@ -13,7 +13,22 @@ export {
   wellFormed,
 } from './limits.js'
 export {
+  isMcpToolName,
+  MCP_ARGUMENT_BYTES,
+  MCP_SERVER_NAME,
+  MCP_TOOL_NAME,
+  type McpCall,
+  type McpToolAnnotations,
+  type McpToolDefinition,
+  type McpToolName,
+  mcpArguments,
+  mcpToolDigest,
+  readsOnly,
+  splitMcpToolName,
+} from './mcp.js'
+export {
   isToolName,
+  type OwnToolCall,
   TOOL_NAMES,
   type ToolArgs,
   type ToolCall,

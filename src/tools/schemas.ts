@@ -7,6 +7,7 @@
 import { z } from 'zod'
 import { clip, formatCount } from '../present/index.js'
 import { argvProblem, CALL_LIMITS, contentProblem, pathProblem, patternProblem } from './limits.js'
+import { isMcpToolName, type McpCall, validateMcpCall } from './mcp.js'
 
 const workspacePath = z
   .string()
@@ -89,7 +90,13 @@ export interface ToolCall {
   invalid?: string
 }
 
-export type ValidatedCall = { [N in ToolName]: { id: string; name: N; args: ToolArgs<N> } }[ToolName]
+/** A call of one of tether's own tools, or of an MCP server's tool (`server.tool`). */
+export type ValidatedCall =
+  | { [N in ToolName]: { id: string; name: N; args: ToolArgs<N> } }[ToolName]
+  | McpCall
+
+/** tether's own tools' calls (the MCP tools' are `McpCall`). */
+export type OwnToolCall = Exclude<ValidatedCall, McpCall>
 
 /** Characters of a validation error: it travels through history and into the transcript. */
 const ERROR_LIMIT = 1_000
@@ -102,6 +109,11 @@ export function validateToolCall(
   call: ToolCall,
 ): { ok: true; call: ValidatedCall } | { ok: false; error: string } {
   if (call.invalid !== undefined) return { ok: false, error: clip(call.invalid, ERROR_LIMIT) }
+  // A tool of an MCP server: whether this run offers it is the judge's to say.
+  if (isMcpToolName(call.name)) {
+    const checked = validateMcpCall({ id: call.id, name: call.name, args: call.args })
+    return checked.ok ? checked : { ok: false, error: clip(checked.error, ERROR_LIMIT) }
+  }
   if (!isToolName(call.name)) {
     return {
       ok: false,
@@ -118,14 +130,14 @@ export function validateToolCall(
     )
     return { ok: false, error: clip(`invalid arguments for ${call.name}: ${issues.join('; ')}`, ERROR_LIMIT) }
   }
-  const validated = { id: call.id, name: call.name, args: parsed.data } as ValidatedCall
+  const validated = { id: call.id, name: call.name, args: parsed.data } as OwnToolCall
   const problem = sizeProblem(validated)
   if (problem)
     return { ok: false, error: clip(`invalid arguments for ${call.name}: ${problem}`, ERROR_LIMIT) }
   return { ok: true, call: validated }
 }
 
-function sizeProblem(call: ValidatedCall): string | undefined {
+function sizeProblem(call: OwnToolCall): string | undefined {
   switch (call.name) {
     case 'exec':
       return argvProblem(call.args.argv)

@@ -54,8 +54,9 @@ import {
   parseMoney,
   type TaskContract,
 } from '../run/index.js'
-import { type ValidatedCall, validateToolCall } from '../tools/index.js'
+import type { McpCall, ValidatedCall } from '../tools/index.js'
 import { ApprovalBook, type DecisionInput } from './approvals.js'
+import { DEFINITION_REVIEW_CALL, definitionReview, isMcpCall, McpBook, validateCall } from './mcp.js'
 import {
   budgetOutcome,
   commandTimeout,
@@ -161,6 +162,28 @@ const provenance = proxyActivities<TetherActivities>({
   retry: { maximumAttempts: 3 },
 })
 
+// Listing a run's MCP servers may start them (a package to load, a handshake); a server that fails is an
+// observation the activity returns, so what is retried here is this worker's own trouble (the audit).
+const mcpListings = proxyActivities<TetherActivities>({
+  startToCloseTimeout: '3 minutes',
+  heartbeatTimeout: '10 seconds',
+  retry: {
+    initialInterval: '1 second',
+    backoffCoefficient: 2,
+    maximumInterval: '1 minute',
+    maximumAttempts: 10,
+  },
+})
+
+/** One MCP call: its server's timeout, plus slack to start the server and list its tools first. */
+function mcpCalls(timeoutMs: number) {
+  return proxyActivities<TetherActivities>({
+    startToCloseTimeout: timeoutMs + 120_000,
+    heartbeatTimeout: '10 seconds',
+    retry: { initialInterval: '1 second', maximumAttempts: 3 },
+  })
+}
+
 function execActivities(timeoutMs: number) {
   // One attempt's cap is the command's own timeout plus slack for drain and kill; a worker crash is noticed
   // by the heartbeat timeout, and the retry re-runs the command — unless it is on the contract's noRetry
@@ -207,6 +230,7 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
     trueDeadline: patched('true-deadline'),
     continueOnCurrentBuild: patched('continue-on-current-build'),
     judgeWithTurn: patched('judge-with-turn'),
+    mcpTools: patched('mcp-tools'),
     costBudget: patched('cost-budget'),
     provenance: patched('provenance'),
   }
@@ -389,6 +413,7 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
     throw ApplicationFailure.nonRetryable(preparation.rejected, FAILURE.contractRejected)
   }
   const { approvers } = preparation
+  const mcp = new McpBook(preparation.mcp ?? [], input.carried?.mcp)
   // Runs recorded before identity existed trusted the names their policy listed.
   book.setIdentity(
     preparation.identity ?? { mode: 'unsigned', approvers: approvers.map((name) => ({ name, keys: [] })) },
@@ -409,7 +434,11 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
         const next = {
           contract,
           policy: input.policy,
-          carried: { ...state, continuedAsNew: state.continuedAsNew + 1 },
+          carried: {
+            ...state,
+            continuedAsNew: state.continuedAsNew + 1,
+            ...(mcp.active ? { mcp: mcp.carry() } : {}),
+          },
         }
         // A run is pinned to the build that started it (Worker Versioning); the next run of its chain
         // starts on the deployment's current build. Without versioned workers this changes nothing.
@@ -422,11 +451,19 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
       state.step += 1
       const step = state.step
       inStep = { step, startedAt: stepStarted }
+      if (mcp.active && changes.mcpTools) await reviewMcpTools(step)
       setPhase('model')
       const replySeq = state.nextSeq
       const turn = await traceTurn(runId, step, () =>
         model.tetherModelTurn.executeWithOptions(meta(`model turn ${step}`), [
-          { runId, step, replySeq, pending: state.pending, ...handedToTurn() },
+          {
+            runId,
+            step,
+            replySeq,
+            pending: state.pending,
+            ...handedToTurn(),
+            ...(mcp.active ? { mcpTools: mcp.offer() } : {}),
+          },
         ]),
       )
       unrecordedStep = undefined
@@ -519,14 +556,17 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
       []
 
     for (const [index, raw] of calls.entries()) {
-      const validated = validateToolCall(raw)
+      const validated = validateCall(raw, mcp)
       if (!validated.ok) {
         state.pending.push(invalidCallObservation(resultSeqs[index] as number, raw, validated.error))
         lines.push(`${raw.name}: invalid call`)
         continue
       }
       // Judged with the turn where the worker did (judge-with-turn); else by a check of its own.
-      const verdict = turn.verdicts?.[index] ?? (await checkAction(validated.call))
+      // A call of an MCP tool is always checked here: only the workflow knows whether the run offers it.
+      const verdict =
+        (isMcpCall(validated.call) ? undefined : turn.verdicts?.[index]) ??
+        (await checkAction(validated.call))
       judged.push({ index, call: validated.call, verdict })
     }
 
@@ -613,29 +653,89 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
                 },
               ],
             )
-          : await files.tetherFileTool.executeWithOptions(
-              meta(`${call.name} ${'path' in call.args ? call.args.path : call.args.pattern}`),
-              [
-                {
-                  runId,
-                  step,
-                  pending: state.pending,
-                  call: index,
-                  seq,
-                  replySeq,
-                  callId: call.id,
-                  name: call.name,
-                  workspace: contract.workspace,
-                  remembered: state.remembered,
-                  ...policyDigest,
-                },
-              ],
-            )
+          : isMcpCall(call)
+            ? await callMcp(step, index, seq, call, verdict)
+            : await files.tetherFileTool.executeWithOptions(
+                meta(`${call.name} ${'path' in call.args ? call.args.path : call.args.pattern}`),
+                [
+                  {
+                    runId,
+                    step,
+                    pending: state.pending,
+                    call: index,
+                    seq,
+                    replySeq,
+                    callId: call.id,
+                    name: call.name,
+                    workspace: contract.workspace,
+                    remembered: state.remembered,
+                    ...policyDigest,
+                  },
+                ],
+              )
       // The activity wrote the workflow's own observations before its result.
       state.pending = []
       lines.push(clip(summary.summary, 300))
       return { verdict, summary, approvalId }
     }
+  }
+
+  /**
+   * The run's MCP tools before the model's turn: listed (a server that cannot be reached is an observation),
+   * new ones pinned, and each definition that is not the reviewed one asked about, the step waiting for the
+   * answers: approved, it is offered from now on; refused or unanswered, it stays withheld.
+   */
+  async function reviewMcpTools(step: number): Promise<void> {
+    const listing = await mcpListings.tetherMcpTools.executeWithOptions(
+      meta(`list MCP tools (step ${step})`),
+      [{ runId, step, servers: mcp.servers.map((server) => server.name), pinned: mcp.pinned() }],
+    )
+    const changed = mcp.take(listing)
+    const note = mcp.note(() => reserveSeq(state))
+    if (note) state.pending.push(note)
+    if (changed.length === 0) return
+    // The step before is in the audit while the run waits for people, as when a call is asked about.
+    await flushStep()
+    setPhase(
+      'approval',
+      `waiting for a person: changed MCP tool definitions ${clip(changed.map((change) => change.name).join(', '), 300)}`,
+    )
+    const asked: string[] = []
+    for (const [i, change] of changed.entries())
+      asked.push(await requestApproval(step, DEFINITION_REVIEW_CALL + i, definitionReview(change)))
+    await waitForPeople(asked)
+    for (const [i, change] of changed.entries()) {
+      const request = book.get(asked[i] as string) as PendingApproval
+      const resolution = book.resolution(asked[i] as string) as Resolution
+      if (resolution.decision === 'approved') mcp.accept(change)
+      else mcp.refuse(change)
+      await decisionRecorder().tetherApprovalDecided({ runId, request, resolution })
+    }
+  }
+
+  /** One call of an MCP tool the policy let through, against the definition the run reviewed. */
+  function callMcp(step: number, index: number, seq: number, call: McpCall, verdict: ActionVerdict) {
+    const timeoutMs = mcp.timeoutMs(call.name)
+    return mcpCalls(timeoutMs).tetherMcpCall.executeWithOptions(meta(`mcp ${call.name}`), [
+      {
+        runId,
+        step,
+        pending: state.pending,
+        call: index,
+        seq,
+        callId: call.id,
+        tool: call.name,
+        arguments: call.args,
+        digest: mcp.digest(call.name),
+        timeoutMs,
+        outputCeiling: contract.outputCeiling,
+        verdict: {
+          effect: verdict.effect,
+          ...(verdict.rule !== undefined ? { rule: verdict.rule } : {}),
+          ...(verdict.layer !== undefined ? { layer: verdict.layer } : {}),
+        },
+      },
+    ])
   }
 
   /**
@@ -656,6 +756,7 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
       workspace: contract.workspace,
       call,
       noRetry: contract.noRetry,
+      ...(isMcpCall(call) ? { mcp: mcp.state(call.name) } : {}),
     })
   }
 
@@ -786,7 +887,8 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
         await projections.tetherRemindApprover({ runId, request, reminder })
       }
     }
-    const outOfBudget = end < request.deadline
+    // With true deadlines the request's deadline may be the budget's own end: then it is the budget that ran out.
+    const outOfBudget = end < request.deadline || request.deadlineBy === 'wall-time budget'
     book.expire(
       approvalId,
       'timeout',

@@ -3,10 +3,9 @@
  * takes the run over. Each test prints its time to resume (from the kill to the retry starting on the new
  * worker); docs/durability.md lists them per activity kind.
  */
-import { type ChildProcess, spawn } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import type { WorkflowHandle } from '@temporalio/client'
 import { tsToMs } from '@temporalio/common/lib/time.js'
 import { temporal } from '@temporalio/proto'
@@ -16,6 +15,7 @@ import type { agentRun } from '../../src/workflows/index.js'
 import { npmWorkspace, openTestAudit, startRun, testPolicy, writeScript } from '../support/agent.js'
 import { type LlmServer, openAiChat, startLlmServer } from '../support/llm-server.js'
 import { connectClient, uniqueTaskQueue } from '../support/temporal.js'
+import { startWorkerChild } from '../support/worker-child.js'
 
 let audit: AuditStore
 let client: Awaited<ReturnType<typeof connectClient>>
@@ -33,29 +33,18 @@ afterAll(async () => {
 })
 
 function startWorkerProcess(taskQueue: string, env: Record<string, string> = {}): Promise<ChildProcess> {
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', fileURLToPath(new URL('../support/worker-process.ts', import.meta.url))],
+  return startWorkerChild(
     {
-      env: {
-        ...process.env,
-        TEMPORAL_ADDRESS: inject('temporalAddress'),
-        TEMPORAL_NAMESPACE: inject('namespace'),
-        DATABASE_URL: inject('databaseUrl'),
-        TETHER_TASK_QUEUE: taskQueue,
-        WORKFLOW_BUNDLE: inject('workflowBundlePath'),
-        ...env,
-      },
-      stdio: ['ignore', 'pipe', 'inherit'],
+      ...process.env,
+      TEMPORAL_ADDRESS: inject('temporalAddress'),
+      TEMPORAL_NAMESPACE: inject('namespace'),
+      DATABASE_URL: inject('databaseUrl'),
+      TETHER_TASK_QUEUE: taskQueue,
+      WORKFLOW_BUNDLE: inject('workflowBundlePath'),
+      ...env,
     },
+    workers,
   )
-  workers.push(child)
-  return new Promise((resolve, reject) => {
-    child.stdout?.on('data', (chunk: Buffer) => {
-      if (chunk.toString().includes('worker ready')) resolve(child)
-    })
-    child.on('exit', (code) => reject(new Error(`worker process exited with ${code} before it was ready`)))
-  })
 }
 
 // Records each start, then works for a few seconds.

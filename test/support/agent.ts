@@ -14,6 +14,7 @@ import { type WorkerFloor, workerFloor } from '../../src/embed/worker.js'
 import type { ModelScript, PriceOverrides } from '../../src/model/index.js'
 import { Policy } from '../../src/policy/index.js'
 import type { TaskContractInput } from '../../src/run/contract.js'
+import type { McpServerConfig } from '../../src/stack/index.js'
 import { agentRun } from '../../src/workflows/index.js'
 import { connectClient, createWorker, uniqueTaskQueue } from './temporal.js'
 
@@ -53,6 +54,7 @@ export async function startAgentWorker(
     sandbox?: SandboxDependencies
     floor?: WorkerFloor
     prices?: PriceOverrides
+    mcpServers?: McpServerConfig[]
   } = {},
 ) {
   const taskQueue = options.taskQueue ?? uniqueTaskQueue('agent')
@@ -61,6 +63,7 @@ export async function startAgentWorker(
     floor: workerFloor(options.floor),
     ...(options.sandbox ? { sandbox: options.sandbox } : {}),
     ...(options.prices ? { prices: options.prices } : {}),
+    ...(options.mcpServers ? { mcpServers: options.mcpServers } : {}),
   })
   const { worker, connection } = await createWorker({ taskQueue, activities })
   const running = worker.run()

@@ -1,11 +1,12 @@
 /**
  * A tether worker in its own process, so a test can SIGKILL it mid-command like a crashed machine.
- * Env: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, DATABASE_URL, TETHER_TASK_QUEUE, WORKFLOW_BUNDLE.
+ * Env: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, DATABASE_URL, TETHER_TASK_QUEUE, WORKFLOW_BUNDLE; TETHER_FLOOR
+ * (optional: the operator's floor file).
  */
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker'
 import { createActivities, waitThroughOutages } from '../../src/activities/index.js'
 import { openAudit } from '../../src/audit/index.js'
-import { TETHER_WORKER_DEFAULTS } from '../../src/embed/worker.js'
+import { TETHER_WORKER_DEFAULTS, workerFloor } from '../../src/embed/worker.js'
 
 Runtime.install({ logger: new DefaultLogger('WARN') })
 const env = (name: string) => {
@@ -21,7 +22,7 @@ const worker = await Worker.create({
   namespace: env('TEMPORAL_NAMESPACE'),
   taskQueue: env('TETHER_TASK_QUEUE'),
   workflowBundle: { codePath: env('WORKFLOW_BUNDLE') },
-  activities: createActivities({ audit }),
+  activities: createActivities({ audit, floor: workerFloor(process.env.TETHER_FLOOR) }),
 })
 process.stdout.write('worker ready\n')
 await worker.run()

@@ -3,9 +3,9 @@
  * TOML profiles and TLS variables, certificate files checked before connecting, and the one line that says
  * why a server refused (found by probing real loopback servers with real certificates).
  */
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { createServer as createTcpServer, type Server, type Socket } from 'node:net'
-import { homedir } from 'node:os'
+import { homedir, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createServer as createTlsServer } from 'node:tls'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -18,6 +18,7 @@ import {
   readUserSettings,
   temporalAddress,
 } from '../../src/stack/config.js'
+import { expandVariables, loadMcpServers } from '../../src/stack/index.js'
 import { tetherStateDir } from '../../src/stack/state.js'
 import { type Certificates, makeCertificates } from '../support/certificates.js'
 
@@ -64,8 +65,18 @@ describe('readConfig', () => {
       taskQueue: 'tether',
       databaseUrl: undefined,
       stateDir: join(homedir(), '.local', 'state', 'tether'),
+      mcpServe: { policies: undefined, workspaceRoots: [] },
     })
     expect(readConfig({ env: env({ TETHER_STATE_DIR: '/srv/tether' }) }).stateDir).toBe('/srv/tether')
+    const mcp = readConfig({
+      env: env({
+        TETHER_MCP_SERVERS: '/etc/tether/mcp.yaml',
+        TETHER_MCP_POLICIES: '/etc/tether/policies',
+        TETHER_MCP_WORKSPACES: '/srv/a:/srv/b',
+      }),
+    })
+    expect(mcp.mcpServers).toBe('/etc/tether/mcp.yaml')
+    expect(mcp.mcpServe).toEqual({ policies: '/etc/tether/policies', workspaceRoots: ['/srv/a', '/srv/b'] })
   })
 
   it('treats an empty variable as unset, for every setting', () => {
@@ -508,5 +519,50 @@ describe('connectionProblem', () => {
     expect(await connectionProblem(refused, target)).toBe(
       'Temporal at 127.0.0.1:7233 refused the API key in TEMPORAL_API_KEY (unauthenticated); check that it is current and allowed in namespace prod',
     )
+  })
+})
+
+/** `${NAME}`, the configuration's placeholder, spelled so that no linter takes it for a template. */
+const placeholder = (name: string) => ['$', '{', name, '}'].join('')
+
+describe("the operator's MCP servers file", () => {
+  it('reads stdio and HTTP servers with their defaults, and expands the operator variables', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'tether-mcp-config-'))
+    const file = join(dir, 'mcp.yaml')
+    await writeFile(
+      file,
+      [
+        'servers:',
+        '  fs:',
+        `    command: [node, server.js, "${placeholder('workspace')}"]`,
+        '    workspace: read-only',
+        '  gh:',
+        '    url: https://mcp.example.com/mcp',
+        `    headers: { Authorization: "Bearer ${placeholder('GH_TOKEN')}" }`,
+        '    timeout: 2m',
+      ].join('\n'),
+    )
+    const [fs, gh] = loadMcpServers(file)
+    expect(fs).toEqual({
+      name: 'fs',
+      kind: 'stdio',
+      command: ['node', 'server.js', placeholder('workspace')],
+      workspace: 'read-only',
+      env: [],
+      readOnly: [],
+      timeout: 60_000,
+    })
+    expect(gh).toMatchObject({ name: 'gh', kind: 'http', timeout: 120_000 })
+    const token = placeholder('GH_TOKEN')
+    expect(expandVariables(`Bearer ${token}`, { env: { GH_TOKEN: 't0k' } }, 'gh')).toBe('Bearer t0k')
+    expect(expandVariables(`${placeholder('workspace')}/x`, { workspace: '/srv/ws', env: {} }, 'fs')).toBe(
+      '/srv/ws/x',
+    )
+    expect(() => expandVariables(token, { env: {} }, "the MCP server gh's header Authorization")).toThrow(
+      "the MCP server gh's header Authorization: the variable GH_TOKEN is not set on this worker",
+    )
+    await writeFile(file, 'servers:\n  Bad Name:\n    command: [x]\n')
+    expect(() => loadMcpServers(file)).toThrow(/servers\.Bad Name: a server name is a-z/)
+    await rm(dir, { recursive: true, force: true })
   })
 })

@@ -10,6 +10,7 @@ import type { Command } from 'commander'
 import type { TetherConfig } from '../../stack/index.js'
 import { colour, print } from '../context.js'
 import { CliError } from '../errors.js'
+import { mcpEndpoint } from './mcp.js'
 
 interface DevOptions {
   headless?: boolean
@@ -97,6 +98,7 @@ async function serve(
     floor,
     prices,
     telemetry,
+    mcpServers: config.mcpServers,
     log: (line) => print(colour.dim(line)),
   })
   const { stack, audit } = local
@@ -115,6 +117,7 @@ async function serve(
           anyPortIfTaken: true,
           temporalUi: stack.uiUrl,
           log: (line) => print(colour.dim(line)),
+          mcp: await mcpEndpoint(local.client, audit, taskQueue),
         })
       : undefined
     const record = {
@@ -167,7 +170,7 @@ const DEV_FLOOR = `# The operator's floor of this tether dev stack: the first la
 # the approvers with their keys and the identity mode are decided here, never by a run.
 # Edit it, then restart tether dev. Reference: docs/policy.md#the-operators-floor
 preset: tiered                 # brings the built-in secret denies (.env, keys)
-defaults: { read: allow, write: allow, exec: allow, net: allow }   # each run's policy decides within
+defaults: { read: allow, write: allow, exec: allow, net: allow, mcp: allow }   # each run's policy decides within
 layers:
   - name: floor
     sandbox: enforce           # commands run in the sandbox; only a floor may say off

@@ -4,6 +4,7 @@ import type { Command } from 'commander'
 import type { Access } from '../../inbox/index.js'
 import { colour, print } from '../context.js'
 import { CliError } from '../errors.js'
+import { mcpEndpoint } from './mcp.js'
 
 interface InboxCliOptions {
   host: string
@@ -66,6 +67,7 @@ export function registerInbox(program: Command): void {
               access,
               temporalUi: options.temporalUi ?? devStack()?.uiUrl,
               log: (line) => process.stderr.write(`${line}\n`),
+              mcp: await mcpEndpoint(client, audit, target.taskQueue),
             })
           } catch (error) {
             if (error instanceof InboxError) throw new CliError(error.message)

@@ -189,9 +189,14 @@ export async function prepareSandbox(
     // A hidden folder that holds the workspace is emptied first and the workspace bound back into it;
     // every other one is hidden last, so it covers whatever the binds above brought back.
     for (const path of hidden.filter((path) => within(workspace, path))) mounts.hide(path)
-    mounts.bind('--bind', workspace, workspace)
-    // Git's configuration, hooks and info inside it read-only (git.ts): bound on the workspace's own content.
-    args.push(...gitBinds(workspace))
+    const access = options.workspaceAccess ?? 'read-write'
+    if (access === 'none') mounts.hide(workspace)
+    else if (access === 'read-only') mounts.bind('--ro-bind', workspace, workspace)
+    else {
+      mounts.bind('--bind', workspace, workspace)
+      // Git's configuration, hooks and info inside it read-only (git.ts): bound on the workspace's own content.
+      args.push(...gitBinds(workspace))
+    }
     for (const path of hidden.filter((path) => !within(workspace, path))) mounts.hide(path)
     // The empty folders that hide, and /dev, are bwrap's own tmpfs: read-only, or a command could fill them.
     for (const path of hidden.filter((path) => isDirectory(path))) args.push('--remount-ro', path)

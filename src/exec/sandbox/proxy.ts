@@ -92,11 +92,19 @@ function reachesThisMachine(socket: Socket): boolean {
   return sameIp(near, far) || specialRange(near)?.self === true
 }
 
-/** Judges the destinations of one command (see the module comment); resolves tether's services once. */
+/**
+ * Judges the destinations of one command (see the module comment); resolves tether's services once. The
+ * worker's own MCP client judges an operator's HTTP server with `reachSelf: 'when-named'`: this machine's
+ * addresses (a server beside the worker) are then reached where a net allow rule names the address, like a
+ * private one — never tether's own services.
+ */
 export class EgressJudge {
   private services: Promise<BlockedService[]> | undefined
 
-  constructor(private readonly access: NetworkAccess) {}
+  constructor(
+    private readonly access: NetworkAccess,
+    private readonly options: { reachSelf?: 'never' | 'when-named' } = {},
+  ) {}
 
   /** `host` is a name or an IP address (IPv6 with or without brackets). */
   async judge(host: string, port: number): Promise<Judgement> {
@@ -151,9 +159,14 @@ export class EgressJudge {
     const own = ownAddresses()
     for (const candidate of judged) {
       const range = specialRange(candidate)
-      if (range?.self) return what(candidate, `${range.kind} (${range.range}): ${NEVER}`)
       const mine = own.find((entry) => sameIp(entry.address, candidate))
-      if (mine) return what(candidate, `an address of this worker (${mine.name}): ${NEVER}`)
+      if (!range?.self && !mine) continue
+      if (this.options.reachSelf === 'when-named') {
+        const said = this.access.address?.(formatIp(candidate), port)
+        if (said?.named && !said.refused) continue
+      }
+      if (range?.self) return what(candidate, `${range.kind} (${range.range}): ${NEVER}`)
+      return what(candidate, `an address of this worker (${mine!.name}): ${NEVER}`)
     }
     for (const candidate of judged) {
       const said = this.access.address?.(formatIp(candidate), port)

@@ -54,6 +54,11 @@ export interface NetworkAccess {
 export interface SandboxOptions {
   /** The host folder commands may write, bound read-write at its own path; `cwd` must be inside it. */
   workspace: string
+  /**
+   * How the workspace is seen: read-write (every command), read-only, or not at all (hidden, like tether's
+   * state) — the profiles an operator gives an MCP server. Default read-write.
+   */
+  workspaceAccess?: 'read-write' | 'read-only' | 'none'
   /** The worker's home folder; inside, it is an empty private folder (default: `os.homedir()`). */
   home?: string
   /** Host paths kept visible read-only although a hidden folder (home) holds them: toolchains. */
