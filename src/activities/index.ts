@@ -9,7 +9,8 @@ import { McpSessions } from '../mcp/index.js'
 import { type ModelProvider, type PriceOverrides, providerFromEnv } from '../model/index.js'
 import { builtinFloor, type Floor } from '../policy/index.js'
 import { FAILURE, type TetherActivities } from '../run/index.js'
-import { type McpServerConfig, workerKeyFile } from '../stack/index.js'
+import { type ObjectStore, openObjectStore, WorkspaceSnapshots } from '../snapshots/index.js'
+import { type McpServerConfig, snapshotSettings, workerKeyFile } from '../stack/index.js'
 import { mcpActivities } from './mcp.js'
 import { modelActivities } from './model.js'
 import { type NamespaceFacts, policyActivities } from './policy.js'
@@ -17,6 +18,7 @@ import { projectionActivities } from './projections.js'
 import { provenanceActivities } from './provenance.js'
 import { RunConfigs } from './run-config.js'
 import { CommandSandbox, type SandboxDependencies } from './sandbox.js'
+import { StepSnapshots } from './snapshots.js'
 import { type ActivityTelemetry, RunMetrics } from './telemetry.js'
 import { toolActivities } from './tools.js'
 
@@ -51,6 +53,11 @@ export interface ActivityDependencies {
   workerKey?: string
   /** Where metrics go and whether spans carry content excerpts (embed/telemetry.ts); default: neither. */
   telemetry?: ActivityTelemetry
+  /**
+   * Workspace snapshots: the store (default from `TETHER_SNAPSHOTS`: the audit database; `off` for none)
+   * and the folder where workspaces from a source are laid out (default `TETHER_WORKSPACES`).
+   */
+  snapshots?: { store?: ObjectStore | 'off'; workspaces?: string }
   /** The operator's MCP servers, offered to runs (`TETHER_MCP_SERVERS`, read with `loadMcpServers`). */
   mcpServers?: readonly McpServerConfig[]
   /** What this worker learned of its Temporal namespace when it started (the worker setup fills it in). */
@@ -70,6 +77,22 @@ export function createActivities(deps: ActivityDependencies): TetherActivities {
   const runs = new RunConfigs(deps.audit, floor)
   const { telemetry } = deps
   const metrics = new RunMetrics(telemetry?.meter)
+  const settings = snapshotSettings()
+  let service: WorkspaceSnapshots | undefined | null = null
+  const snapshots = new StepSnapshots({
+    // Made at first use: a plugin's audit store opens only when its Worker runs.
+    service: () => {
+      if (service !== null) return service
+      const store = deps.snapshots?.store ?? openObjectStore(settings.store, deps.audit.pool)
+      service = store && store !== 'off' ? new WorkspaceSnapshots(store, deps.audit.pool) : undefined
+      return service
+    },
+    audit: deps.audit,
+    runs,
+    sandbox,
+    workspaces: deps.snapshots?.workspaces ?? settings.workspaces,
+    retentionDays: settings.retentionDays,
+  })
   const mcpServers = deps.mcpServers ?? []
   const activities: TetherActivities = {
     ...policyActivities({
@@ -78,11 +101,20 @@ export function createActivities(deps: ActivityDependencies): TetherActivities {
       runs,
       prices: deps.prices,
       metrics,
+      snapshots,
       mcpServers,
       namespace: deps.namespace,
     }),
-    ...modelActivities({ audit: deps.audit, provider, runs, prices: deps.prices, telemetry, metrics }),
-    ...toolActivities({ audit: deps.audit, runs, sandbox, metrics, telemetry }),
+    ...modelActivities({
+      audit: deps.audit,
+      provider,
+      runs,
+      snapshots,
+      prices: deps.prices,
+      telemetry,
+      metrics,
+    }),
+    ...toolActivities({ audit: deps.audit, runs, sandbox, snapshots, metrics, telemetry }),
     ...mcpActivities({
       audit: deps.audit,
       runs,
@@ -90,6 +122,7 @@ export function createActivities(deps: ActivityDependencies): TetherActivities {
       servers: mcpServers,
       sessions: new McpSessions(),
       env: deps.sandbox?.env ?? process.env,
+      folder: (runId, workspace) => snapshots.folder(runId, workspace),
     }),
     ...projectionActivities({
       audit: deps.audit,
@@ -97,7 +130,7 @@ export function createActivities(deps: ActivityDependencies): TetherActivities {
       metrics,
       ...(deps.fetch ? { fetch: deps.fetch } : {}),
     }),
-    ...provenanceActivities({ audit: deps.audit, keyFile }),
+    ...provenanceActivities({ audit: deps.audit, runs, snapshots, keyFile }),
   }
   return Object.fromEntries(
     Object.entries(activities).map(([name, fn]) => [

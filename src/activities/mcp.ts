@@ -13,6 +13,7 @@ import { type McpConnection, McpSession, type McpSessions, resultText } from '..
 import type { Policy } from '../policy/index.js'
 import { clip, definitionText, formatCount, lineDiff } from '../present/index.js'
 import type { McpListing, TetherActivities, ToolChange } from '../run/index.js'
+import { workspaceOf } from '../run/index.js'
 import { expandVariables, type McpServerConfig } from '../stack/index.js'
 import {
   type McpToolDefinition,
@@ -41,6 +42,8 @@ export interface McpDependencies {
   sessions: McpSessions
   /** The worker's environment: where `${NAME}` in a server's configuration is read. */
   env: NodeJS.ProcessEnv
+  /** The folder of a run's workspace on this worker (a run from a `source` has one of this worker's own). */
+  folder: (runId: string, workspace: string) => string
 }
 
 export function mcpActivities(
@@ -52,7 +55,7 @@ export function mcpActivities(
   async function runPolicy(runId: string): Promise<{ policy: Policy; workspace: string }> {
     const run = await runs.get(runId)
     const policy = await runs.policy(runId, undefined, [], run.policyDigest)
-    return { policy, workspace: run.contract.workspace }
+    return { policy, workspace: deps.folder(runId, workspaceOf(run.contract)) }
   }
 
   /** This run's session with `server` on this worker, started (or reached) when there is none. */

@@ -23,7 +23,7 @@ import {
 } from '../model/index.js'
 import { clip } from '../present/index.js'
 import type { ActionVerdict, JudgeRequest, ModelTurn, TetherActivities } from '../run/index.js'
-import { ATTR, auditRow, MODEL_FAILURE } from '../run/index.js'
+import { ATTR, auditRow, MODEL_FAILURE, workspaceOf } from '../run/index.js'
 import type { McpToolDefinition, ToolCall } from '../tools/index.js'
 import { isMcpToolName, mcpToolDigest, validateToolCall, wellFormed } from '../tools/index.js'
 import { describeToolchain, detectToolchain } from '../workspace/index.js'
@@ -31,6 +31,7 @@ import { heartbeating } from './heartbeat.js'
 import { judgeCalls } from './policy.js'
 import { recordStepRows } from './projections.js'
 import type { RunConfigs } from './run-config.js'
+import type { StepSnapshots } from './snapshots.js'
 import { type ActivityTelemetry, annotate, annotateContent, type RunMetrics } from './telemetry.js'
 import { appendInOrder } from './transcript.js'
 
@@ -59,6 +60,7 @@ interface ModelDependencies {
   audit: AuditStore
   provider: (choice: string | undefined) => ModelProvider
   runs: RunConfigs
+  snapshots: StepSnapshots
   /** The operator's prices over the shipped ones (TETHER_PRICES). */
   prices?: PriceOverrides | undefined
   telemetry?: ActivityTelemetry | undefined
@@ -105,8 +107,7 @@ async function verdicts(
     isMcpToolName(call.name) ? undefined : validateToolCall(call),
   )
   const calls = validated.flatMap((v) => (v?.ok ? [v.call] : []))
-  const judged =
-    calls.length > 0 ? await judgeCalls(deps.runs, runId, request, calls, { metrics: deps.metrics }) : []
+  const judged = calls.length > 0 ? await judgeCalls(deps, runId, request, calls) : []
   let next = 0
   return validated.map((v) => (v?.ok ? (judged[next++] as ActionVerdict) : null))
 }
@@ -141,7 +142,7 @@ async function reply(
   } catch (error) {
     throw ApplicationFailure.nonRetryable((error as Error).message, 'ModelConfigError')
   }
-  const toolchain = await detectToolchain(contract.workspace)
+  const toolchain = await detectToolchain(deps.snapshots.folder(runId, workspaceOf(contract)))
   const system = buildSystemPrompt({
     goal: contract.goal,
     ...(toolchain ? { toolchain: describeToolchain(toolchain) } : {}),

@@ -20,9 +20,11 @@ import {
 import type { McpServerConfig } from '../stack/index.js'
 import type { ValidatedCall } from '../tools/index.js'
 import { workspaceView } from '../workspace/index.js'
+import { heartbeating } from './heartbeat.js'
 import { contractProblems } from './preflight.js'
 import type { RunConfigs } from './run-config.js'
 import type { CommandSandbox } from './sandbox.js'
+import type { StepSnapshots } from './snapshots.js'
 import type { RunMetrics } from './telemetry.js'
 
 /** Facts about the Temporal namespace a worker serves, learned when it starts. */
@@ -45,9 +47,10 @@ export function policyActivities(deps: {
   runs: RunConfigs
   prices?: PriceOverrides | undefined
   metrics?: RunMetrics
+  snapshots: StepSnapshots
   mcpServers?: readonly McpServerConfig[]
   namespace?: NamespaceFacts | undefined
-}): Pick<TetherActivities, 'tetherPrepareRun' | 'tetherCheckAction'> {
+}): Pick<TetherActivities, 'tetherPrepareRun' | 'tetherCheckAction' | 'tetherLayOutWorkspace'> {
   return {
     async tetherPrepareRun({ contract, policy: spec }) {
       const problems = await contractProblems(contract, deps.provider)
@@ -85,34 +88,34 @@ export function policyActivities(deps: {
     },
 
     tetherCheckAction: ({ runId, policy, call, mcp, ...request }) =>
-      judgeCalls(deps.runs, runId, request, [call], { spec: policy, mcp, metrics: deps.metrics }).then(
-        ([verdict]) => verdict as ActionVerdict,
-      ),
+      judgeCalls(deps, runId, request, [call], policy, mcp).then(([verdict]) => verdict as ActionVerdict),
+
+    tetherLayOutWorkspace: (input) => heartbeating(() => deps.snapshots.layOut(input)),
   }
 }
 
 /**
- * The policy's verdicts on calls, each judged over the workspace as it is now, under the run's effective
- * policy (by digest, else the run's `spec`) with what the run remembered on top; each verdict counted.
- * `mcp`: for one call of an MCP tool, the run's state of that tool (without it, the judge takes the tool as
- * not offered).
+ * The policy's verdicts on calls, each judged over the workspace as it is now on this worker (restored first
+ * when this worker lacks it), under the run's effective policy (by digest, else the run's `spec`) with what
+ * the run remembered on top; each verdict counted. `mcp`: for one call of an MCP tool, the run's state of
+ * that tool (without it, the judge takes the tool as not offered).
  */
 export async function judgeCalls(
-  runs: RunConfigs,
+  deps: { runs: RunConfigs; snapshots: StepSnapshots; metrics?: RunMetrics | undefined },
   runId: string | undefined,
-  { policyDigest, remembered, workspace, noRetry }: JudgeRequest,
+  { policyDigest, remembered, workspace, noRetry, tree }: JudgeRequest,
   calls: readonly ValidatedCall[],
-  {
-    spec,
-    mcp,
-    metrics,
-  }: { spec?: unknown; mcp?: McpToolState | undefined; metrics?: RunMetrics | undefined } = {},
+  spec?: unknown,
+  mcp?: McpToolState,
 ): Promise<ActionVerdict[]> {
-  const policy = await runs.policy(runId, spec, remembered, policyDigest)
-  const view = workspaceView(workspace)
+  const policy = await deps.runs.policy(runId, spec, remembered, policyDigest)
+  const { path } = runId
+    ? await deps.snapshots.before({ runId, workspace, tree, policyDigest }, 'read')
+    : { path: workspace }
+  const view = workspaceView(path)
   return calls.map((call) => {
     const verdict = judgeCall(policy, view, call, noRetry, mcp)
-    metrics?.verdict(verdict.act, verdict.effect)
+    deps.metrics?.verdict(verdict.act, verdict.effect)
     return verdict
   })
 }

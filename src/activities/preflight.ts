@@ -17,11 +17,13 @@ export async function contractProblems(
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<string[]> {
   const problems: string[] = []
-  const workspace = await workspaceProblem(contract.workspace)
+  // A workspace from a source is laid out by the worker at the run's start: there is no folder to check yet.
+  const folder = contract.workspace
+  const workspace = folder !== undefined ? await workspaceProblem(folder) : undefined
   if (workspace) problems.push(workspace)
   const program = contract.verification?.command[0]
-  if (program !== undefined && !workspace) {
-    const missing = await programProblem(program, contract.workspace, env)
+  if (program !== undefined && !workspace && (folder !== undefined || !program.includes('/'))) {
+    const missing = await programProblem(program, folder ?? '/', env)
     if (missing) problems.push(`the verification command's program ${missing}`)
   }
   try {

@@ -8,7 +8,9 @@ import { homedir } from 'node:os'
 import { join, resolve } from 'node:path'
 import {
   type ExecEnv,
+  type ExecResult,
   type NetworkAccess,
+  type RunCommandOptions,
   type SandboxOptions,
   SandboxUnavailableError,
   sandboxEnvironment,
@@ -170,4 +172,27 @@ function tetherStateFolders(env: NodeJS.ProcessEnv): string[] {
     join(env.XDG_CACHE_HOME ?? join(home, '.cache'), 'tether'),
     ...(env.TETHER_KEYS_DIR ? [resolve(env.TETHER_KEYS_DIR)] : []),
   ]
+}
+
+/** A command's setup as `runCommand` takes it. */
+export function commandOptions(setup: CommandSetup): Pick<RunCommandOptions, 'env' | 'sandbox'> {
+  return { env: setup.env, ...(setup.sandbox ? { sandbox: setup.sandbox } : {}) }
+}
+
+/**
+ * What the audit keeps of a finished command, the same for an agent's command, the gate and tether's own
+ * workspace commands; of the boundary, the names of the variables passed (never values) and the sandbox report.
+ */
+export function resultRecord(setup: CommandSetup, result: ExecResult, startedAt: Date) {
+  return {
+    status: result.status,
+    ...(result.exitCode !== undefined ? { exitCode: result.exitCode } : {}),
+    ...(result.signal !== undefined ? { signal: result.signal } : {}),
+    durationMs: Math.round(result.durationMs),
+    stdout: result.stdout,
+    stderr: result.stderr,
+    startedAt,
+    finishedAt: new Date(),
+    sandbox: { mode: setup.sandbox ? 'enforce' : 'off', envNames: setup.envNames, ...result.sandbox },
+  }
 }

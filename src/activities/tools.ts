@@ -7,11 +7,11 @@
 import { Context } from '@temporalio/activity'
 import { ApplicationFailure } from '@temporalio/common'
 import type { AuditStore } from '../audit/index.js'
-import { ExecInputError, type ExecResult, type RunCommandOptions, type SandboxReport } from '../exec/index.js'
+import { ExecInputError, type ExecResult, type SandboxReport } from '../exec/index.js'
 import { judge } from '../judge/index.js'
 import { clip, formatArgv, formatBytes } from '../present/index.js'
 import type { TetherActivities } from '../run/index.js'
-import { ATTR, auditRow, FAILURE, gateFailureMessage, type InlineMessage } from '../run/index.js'
+import { ATTR, auditRow, FAILURE, gateFailureMessage, type InlineMessage, workspaceOf } from '../run/index.js'
 import { type ValidatedCall, validateToolCall } from '../tools/index.js'
 import {
   adviceFor,
@@ -27,7 +27,8 @@ import { CommandAttempts } from './attempts.js'
 import { runCommandWithHeartbeats } from './exec.js'
 import { heartbeating } from './heartbeat.js'
 import type { RunConfigs } from './run-config.js'
-import type { CommandSandbox, CommandSetup } from './sandbox.js'
+import { type CommandSandbox, commandOptions, resultRecord } from './sandbox.js'
+import type { StepSnapshots } from './snapshots.js'
 import { type ActivityTelemetry, annotate, annotateContent, type RunMetrics } from './telemetry.js'
 import { appendInOrder } from './transcript.js'
 
@@ -35,10 +36,11 @@ export function toolActivities(deps: {
   audit: AuditStore
   runs: RunConfigs
   sandbox: CommandSandbox
+  snapshots: StepSnapshots
   metrics?: RunMetrics
   telemetry?: ActivityTelemetry | undefined
 }): Pick<TetherActivities, 'tetherExec' | 'tetherFileTool' | 'tetherVerify'> {
-  const { audit, runs, sandbox } = deps
+  const { audit, runs, sandbox, snapshots } = deps
   /** What the span of a command's activity says of it, and what the metrics count. */
   const reportCommand = (argv: readonly string[], result: ExecResult) => {
     if (result.sandbox?.limitHit) deps.metrics?.limitHit(result.sandbox.limitHit)
@@ -60,9 +62,11 @@ export function toolActivities(deps: {
     ])
 
   async function fileTool(input: Parameters<TetherActivities['tetherFileTool']>[0]) {
-    const { runId, name, workspace } = input
+    const { runId, name } = input
+    const changes = name === 'write_file' || name === 'edit_file'
     const recorded = await recordedObservation(audit, input)
-    if (recorded) return recorded
+    if (recorded) return { ...recorded, ...(changes ? await snapshots.recorded(input, 'tool') : {}) }
+    const { path: workspace, note } = await snapshots.before(input, changes ? 'change' : 'read')
     const call = await callFromTranscript(audit, runId, input.replySeq, input.call, name)
     // Judged again at execution: a symlink swapped since the policy check must not slip through.
     const policy = await runs.policy(runId, input.policy, input.remembered, input.policyDigest)
@@ -88,9 +92,10 @@ export function toolActivities(deps: {
         canRead: (path) => policy.check('read', path).effect !== 'deny',
       })
     }
-    await writeObservation(input, name, outcome.output)
+    await writeObservation(input, name, noted(note, outcome.output))
     annotateContent(deps.telemetry, () => ({ [ATTR.fileExcerpt]: outcome.output }))
-    return { ok: outcome.ok, summary: clip(outcome.summary, 300) }
+    const tree = changes ? await snapshots.after(input, 'tool') : {}
+    return { ok: outcome.ok, summary: clip(outcome.summary, 300), ...tree }
   }
 
   return {
@@ -99,7 +104,7 @@ export function toolActivities(deps: {
       annotate({ [ATTR.runId]: runId, [ATTR.auditRows]: [auditRow('exec_results', step, call)] })
       const context = Context.current()
       const recorded = await recordedObservation(audit, input)
-      if (recorded) return recorded
+      if (recorded) return { ...recorded, ...(await snapshots.recorded(input, 'tool')) }
       // Never two attempts of one command at once: an earlier one still running is stopped first.
       const attempt = await attempts.begin({ runId, step, call, attempt: context.info.attempt }, context)
       let outcome = 'failed'
@@ -108,7 +113,7 @@ export function toolActivities(deps: {
         const finished = context.info.attempt > 1 ? await recordedObservation(audit, input) : undefined
         if (finished) {
           outcome = 'recorded by an earlier attempt'
-          return finished
+          return { ...finished, ...(await snapshots.recorded(input, 'tool')) }
         }
         // A retry after a crash re-runs the command, unless re-running it could do harm twice.
         if (context.info.attempt > 1 && input.noRetry) {
@@ -123,18 +128,20 @@ export function toolActivities(deps: {
             status: 'interrupted',
           }
         }
+        const { path: workspace, note: workspaceNote } = await snapshots.before(input, 'change')
+        const note = [workspaceNote, input.note].filter(Boolean).join('\n') || undefined
         const [run, policy] = await Promise.all([
           runs.get(runId),
           runs.policy(runId, undefined, [], input.policyDigest),
         ])
-        const setup = sandbox.setup(policy, { workspace: input.workspace, env: run.contract.env })
+        const setup = sandbox.setup(policy, { workspace, env: run.contract.env })
         const startedAt = new Date()
         let result: ExecResult
         try {
           result = await runCommandWithHeartbeats({
             argv,
-            cwd: input.workspace,
-            workspace: input.workspace,
+            cwd: workspace,
+            workspace,
             timeoutMs: input.timeoutMs,
             outputCeiling: input.outputCeiling,
             signal: attempt.superseded,
@@ -173,12 +180,13 @@ export function toolActivities(deps: {
         // The partial result is recorded above; a cancelled activity still reports as cancelled.
         if (result.status === 'cancelled' && context.cancellationSignal.aborted)
           throw context.cancellationSignal.reason
-        await writeObservation(input, 'exec', noted(input.note, execObservation(argv, result)))
+        await writeObservation(input, 'exec', noted(note, execObservation(argv, result)))
         return {
           ok: result.status === 'exited' && result.exitCode === 0,
           summary: `exec ${clip(argv.join(' '), 120)} → ${statusText(result)}`,
           status: result.status,
           ...(result.exitCode !== undefined ? { exitCode: result.exitCode } : {}),
+          ...(await snapshots.after(input, 'tool')),
         }
       } finally {
         await attempt.end(outcome)
@@ -198,6 +206,7 @@ export function toolActivities(deps: {
       policy: spec,
       policyDigest,
       timeoutMs,
+      tree,
     }) {
       annotate({
         [ATTR.runId]: runId,
@@ -217,7 +226,9 @@ export function toolActivities(deps: {
         await audit.recordGateEvent({ runId, step, kind: 'gate_phase_failed', detail, at: at() })
         return { passed: false, summary: detail, status: 'refused' }
       }
-      const setup = sandbox.setup(policy, contract)
+      const ref = { runId, step, call: -1, workspace: workspaceOf(contract), tree, policyDigest }
+      const { path: workspace } = await snapshots.before(ref, 'change')
+      const setup = sandbox.setup(policy, { workspace, env: contract.env })
       const context = Context.current()
       // The gate is call -1 of its step: fenced and recorded in "what ran" like any command.
       const key = { runId, step, call: -1, attempt: context.info.attempt }
@@ -227,8 +238,8 @@ export function toolActivities(deps: {
       try {
         result = await runCommandWithHeartbeats({
           argv: command,
-          cwd: contract.workspace,
-          workspace: contract.workspace,
+          cwd: workspace,
+          workspace,
           timeoutMs,
           outputCeiling: contract.outputCeiling,
           signal: attempt.superseded,
@@ -244,7 +255,7 @@ export function toolActivities(deps: {
         ...key,
         kind: 'gate',
         argv: command,
-        cwd: contract.workspace,
+        cwd: workspaceOf(contract),
         ...resultRecord(setup, result, startedAt),
       })
       if (result.status === 'cancelled' && context.cancellationSignal.aborted) {
@@ -274,11 +285,14 @@ export function toolActivities(deps: {
           gateFailureMessage(seq, `${summary}\n${execObservation(command, result)}`),
         ])
       }
+      const verified = await snapshots.after(ref, 'gate')
+      if (passed) await snapshots.branch(ref, verified.tree, `verified: ${summary}`)
       return {
         passed,
         summary,
         status: result.status,
         ...(result.exitCode !== undefined ? { exitCode: result.exitCode } : {}),
+        ...verified,
       }
     },
   }
@@ -344,28 +358,6 @@ function runFileTool(
       return searchFiles(root, call.args, { ...options, canRead: checks.canRead })
     default:
       throw ApplicationFailure.nonRetryable(`${call.name} is not a file tool`, 'InvalidToolCall')
-  }
-}
-
-function commandOptions(setup: CommandSetup): Pick<RunCommandOptions, 'env' | 'sandbox'> {
-  return { env: setup.env, ...(setup.sandbox ? { sandbox: setup.sandbox } : {}) }
-}
-
-/**
- * What the audit keeps of a finished command, the same for an agent's command and the gate; of the boundary,
- * the names of the variables passed (never values) and the sandbox report.
- */
-function resultRecord(setup: CommandSetup, result: ExecResult, startedAt: Date) {
-  return {
-    status: result.status,
-    ...(result.exitCode !== undefined ? { exitCode: result.exitCode } : {}),
-    ...(result.signal !== undefined ? { signal: result.signal } : {}),
-    durationMs: Math.round(result.durationMs),
-    stdout: result.stdout,
-    stderr: result.stderr,
-    startedAt,
-    finishedAt: new Date(),
-    sandbox: { mode: setup.sandbox ? 'enforce' : 'off', envNames: setup.envNames, ...result.sandbox },
   }
 }
 

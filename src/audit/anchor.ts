@@ -12,17 +12,19 @@
  *
  * Covered: runs, steps, policy_events, exec_results (which command, its status and exit code), approvals,
  * approval_answers, and the policies history names. Not covered, because history does not hold them:
- * command output and durations, the transcript (messages), gate_events and exec_attempts.
+ * command output and durations, the transcript (messages), gate_events and exec_attempts, and what the
+ * worker records of the workspace itself (workspace_snapshots, and exec_results of kind `workspace`).
  */
 
 import { canonicalJson } from '../identity/index.js'
 import { Policy, PolicyError } from '../policy/index.js'
-import type {
-  GateSummary,
-  RunPreparation,
-  TaskContract,
-  TetherActivities,
-  ToolSummary,
+import {
+  type GateSummary,
+  type RunPreparation,
+  type TaskContract,
+  type TetherActivities,
+  type ToolSummary,
+  workspaceOf,
 } from '../run/index.js'
 import * as input from './inputs.js'
 import type { ApprovalAnswerRow, StoredRunRows } from './queries.js'
@@ -527,7 +529,7 @@ export function compareWithHistory(
           const gate = call.input as Input<'tetherVerify'>
           const verification = contract?.verification
           if (verification && contract)
-            command(gate.step, -1, verification.command, contract.workspace, 'gate', call)
+            command(gate.step, -1, verification.command, workspaceOf(contract), 'gate', call)
           break
         }
       }

@@ -177,7 +177,7 @@ export const execResult = z
     runId: id,
     step: index,
     /** The call's index in its step; -1 for the verification gate. */
-    call: z.number().int().min(-1),
+    call: z.number().int().min(-4),
     argv: z.array(z.string().transform((arg) => boundedText(arg))).min(1, 'argv needs at least the program'),
     cwd: text,
     status: z.enum(execStatuses),
@@ -192,11 +192,18 @@ export const execResult = z
     attempt: z.number().int().min(1).default(1),
     /** Sandbox facts (variable names passed, limits, the limit hit, network destinations); absent when off. */
     sandbox: json.optional(),
-    /** `gate` for the verification command (recorded as call -1 of its step). */
-    kind: z.enum(['tool', 'gate']).default('tool'),
+    /**
+     * `gate` for the verification command (recorded as call -1 of its step); `workspace` for a command tether
+     * itself runs on the workspace (a source's clone, a cache's rebuild: calls below -1).
+     */
+    kind: z.enum(['tool', 'gate', 'workspace']).default('tool'),
   })
   .refine((result) => (result.call === -1) === (result.kind === 'gate'), {
     message: 'the gate is call -1 of its step, and only the gate is',
+    path: ['call'],
+  })
+  .refine((result) => result.call < -1 === (result.kind === 'workspace'), {
+    message: "tether's own workspace commands are the calls below -1 of their step, and only they are",
     path: ['call'],
   })
 

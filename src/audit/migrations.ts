@@ -347,6 +347,54 @@ create table mcp_calls (
   },
   {
     version: 10,
+    name: 'workspace snapshots',
+    sql: `
+-- Snapshot objects (files, chunks, links and folders of workspace trees), named by the SHA-256 of their bytes:
+-- the default snapshot store. Shared by every run, so a file kept by a thousand steps is stored once.
+create table snapshot_objects (
+  hash       text primary key check (hash ~ '^[0-9a-f]{64}$'),
+  data       bytea not null,
+  size       integer not null,
+  created_at timestamptz not null default now()
+);
+
+-- The workspace's tree after every step that could change it (kind tool or gate, call -1 for the gate), when
+-- the run started (step 0, kind start), and when it was found changed outside the run (kind outside-edit).
+-- Rows stay after retention has collected the objects (collected_at): the hash still proves what was.
+create table workspace_snapshots (
+  run_id        text not null references runs (run_id) on delete cascade,
+  step          integer not null check (step >= 0),
+  call          integer not null,
+  kind          text not null check (kind in ('start', 'tool', 'gate', 'outside-edit')),
+  id            bigint generated always as identity,
+  root          text not null check (root ~ '^[0-9a-f]{64}$'),
+  store         text not null,
+  files         integer not null,
+  bytes         bigint not null,
+  new_objects   integer not null,
+  new_bytes     bigint not null,
+  detail        text,
+  taken_at      timestamptz not null,
+  collected_at  timestamptz,
+  primary key (run_id, step, call, kind)
+);
+create index workspace_snapshots_root on workspace_snapshots (root);
+
+-- Commands tether itself runs on a workspace (a source's clone and checkout, a cache's rebuild on a new worker)
+-- are in "what ran" too, as calls below -1 of their step.
+alter table exec_results drop constraint exec_results_kind_check;
+alter table exec_results add constraint exec_results_kind_check check (kind in ('tool', 'gate', 'workspace'));
+
+-- Bumped by every collection: a worker that remembers which objects a store holds forgets it when this moves.
+create table snapshot_collections (
+  id          integer primary key check (id = 1),
+  generation  bigint not null,
+  ran_at      timestamptz not null
+);
+`,
+  },
+  {
+    version: 11,
     name: 'model costs, budget approvals and provenance',
     sql: `
 -- What each model turn cost in US dollars (exact to the micro-dollar; NULL: the model had no price), the

@@ -2,7 +2,8 @@
  * A run's provenance: an in-toto Statement (v1) whose subject is the final workspace tree and whose predicate
  * is SLSA provenance v1 with tether's build type — what the run was asked to do (the contract, the run's own
  * policy), what it stood on (the effective policy's digest and layers, the floor, the approvers), the models
- * it used, and what happened (every command's argv digest, exit status and sandbox profile, every approval
+ * it used, and what happened (every command's argv digest, exit status and sandbox profile, every MCP call's
+ * tool and arguments digest with the verdict that let it run, every approval
  * with its signatures, the network destinations allowed, the gate's result, the outcome). Built from the
  * run's audit rows once it has finished; the worker signs it into a DSSE envelope (activities/provenance.ts).
  * The layout is documented in docs/observability.md#provenance.
@@ -25,6 +26,8 @@ export interface ProvenanceRows {
   effective?: unknown
   steps: Row[]
   commands: Row[]
+  /** Calls of MCP tools that were made (absent in rows read before MCP). */
+  mcpCalls?: Row[]
   approvals: Row[]
   answers: Row[]
   gates: Row[]
@@ -37,13 +40,15 @@ export interface ProvenanceSubject {
   sha256: string
   files: number
   bytes: number
+  /** The same tree's root hash among the run's workspace snapshots, when the run had them. */
+  snapshot?: string
 }
 
 /** A run's rows for its provenance, each kind in order; undefined for an unknown run. */
 export async function provenanceRows(db: Database, runId: string): Promise<ProvenanceRows | undefined> {
   const rows = (sql: string) =>
     db.query<{ row: Row }>('provenanceRows', sql, [runId]).then((result) => result.rows.map((r) => r.row))
-  const [[run], [effective], steps, commands, approvals, answers, gates] = await Promise.all([
+  const [[run], [effective], steps, commands, mcpCalls, approvals, answers, gates] = await Promise.all([
     rows('select to_json(r) as row from runs r where run_id = $1'),
     rows(`select json_build_object('spec', p.spec) as row
             from runs r join policies p on p.digest = r.policy_digest where r.run_id = $1`),
@@ -51,6 +56,8 @@ export async function provenanceRows(db: Database, runId: string): Promise<Prove
             cost_usd from steps where run_id = $1) t order by step`),
     rows(`select to_json(t) as row from (select step, call, kind, argv, status, exit_code, signal, sandbox
             from exec_results where run_id = $1) t order by step, call < 0, call`),
+    rows(`select to_json(t) as row from (select step, call, server, tool, digest, arguments_sha256, effect,
+            rule, layer, status from mcp_calls where run_id = $1) t order by step, call`),
     rows('select to_json(a) as row from approvals a where run_id = $1 order by requested_at, approval_id'),
     rows(`select to_json(w) as row from approval_answers w join approvals a using (approval_id)
            where a.run_id = $1 order by w.answered_at, w.approval_id, w.approver`),
@@ -63,6 +70,7 @@ export async function provenanceRows(db: Database, runId: string): Promise<Prove
     ...(effective ? { effective: effective.spec } : {}),
     steps,
     commands,
+    mcpCalls,
     approvals,
     answers,
     gates,
@@ -107,6 +115,7 @@ export function provenanceStatement(
           format: subject.format,
           files: subject.files,
           bytes: subject.bytes,
+          ...(subject.snapshot ? { snapshot: subject.snapshot } : {}),
         },
       },
     ],
@@ -155,6 +164,7 @@ export function provenanceStatement(
             },
           },
           ...rows.commands.map(commandByproduct),
+          ...(rows.mcpCalls ?? []).map(mcpCallByproduct),
           ...rows.approvals.map((approval) => approvalByproduct(approval, rows.answers)),
           ...network,
           {
@@ -193,6 +203,25 @@ function commandByproduct(command: Row): Record<string, unknown> {
             ...(sandbox.identity ? { identity: sandbox.identity } : {}),
           }
         : { mode: 'off' },
+    },
+  }
+}
+
+/** An MCP call: its arguments by digest, the tool (and the definition it was made against), the verdict. */
+function mcpCallByproduct(call: Row): Record<string, unknown> {
+  return {
+    name: 'mcp call',
+    digest: { sha256: call.arguments_sha256 },
+    annotations: {
+      step: call.step,
+      call: call.call,
+      server: call.server,
+      tool: call.tool,
+      definition: call.digest,
+      effect: call.effect,
+      rule: call.rule ?? null,
+      layer: call.layer ?? null,
+      status: call.status,
     },
   }
 }

@@ -61,7 +61,7 @@ export interface ExecutedCommand {
   /** What the sandbox saw (variable names passed, limits, the limit hit, network); absent when off. */
   sandbox?: unknown
   /** `gate`: the verification command (call -1 of its step); `tool`: the model's exec call. */
-  kind: 'tool' | 'gate'
+  kind: 'tool' | 'gate' | 'workspace'
 }
 
 export interface StepRow {
@@ -886,7 +886,7 @@ export async function runRows(
     `select 'runs' as kind, to_json(t) as row from runs t where run_id = $1
      union all select 'steps', to_json(t) from steps t where run_id = $1
      union all select 'policy_events', to_json(t) from policy_events t where run_id = $1
-     union all select 'exec_results', to_json(t) from exec_results t where run_id = $1
+     union all select 'exec_results', to_json(t) from exec_results t where run_id = $1 and kind <> 'workspace'
      union all select 'approvals', to_json(t) from approvals t where run_id = $1
      union all select 'approval_answers', to_json(w)
                  from approval_answers w join approvals a using (approval_id) where a.run_id = $1

@@ -5,7 +5,13 @@
  */
 
 import { Policy, PolicyError } from '../policy/index.js'
-import type { PendingApproval, Resolution, StepRecord as StepInput, TetherActivities } from '../run/index.js'
+import {
+  describeWorkspace,
+  type PendingApproval,
+  type Resolution,
+  type StepRecord as StepInput,
+  type TetherActivities,
+} from '../run/index.js'
 import type {
   ApprovalDecisionRecord,
   ApprovalRequest,
@@ -34,7 +40,7 @@ export function runStartedRecord(
     runId: input.runId,
     ...(input.executionId ? { executionId: input.executionId } : {}),
     goal: input.contract.goal,
-    workspace: input.contract.workspace,
+    workspace: describeWorkspace(input.contract),
     contract: input.contract,
     policy: input.policy,
     taskQueue: input.taskQueue,

@@ -17,6 +17,7 @@ import { registerInbox } from './commands/inbox.js'
 import { registerMcp } from './commands/mcp.js'
 import { registerPolicy } from './commands/policy.js'
 import { registerRuns } from './commands/runs.js'
+import { registerSnapshots } from './commands/snapshots.js'
 import { chooseProfile } from './context.js'
 import { CliError, EXIT } from './errors.js'
 
@@ -26,6 +27,7 @@ export type Register = (program: Command) => void
 const registrations: Register[] = [
   registerDev,
   registerRuns,
+  registerSnapshots,
   registerApprovals,
   registerInbox,
   registerAudit,

@@ -13,12 +13,21 @@ import {
   type WorkflowHandle,
   WorkflowUpdateFailedError,
 } from '@temporalio/client'
-import type { ApprovalRow } from '../audit/index.js'
+import type { ApprovalRow, AuditStore } from '../audit/index.js'
 import { type AnswerDraft, AnswerError, prepareAnswer } from '../identity/index.js'
 import type { ApproverKey } from '../identity/keyring.js'
-import type { Policy } from '../policy/index.js'
+import { Policy, stricterPolicy } from '../policy/index.js'
 import { clip } from '../present/index.js'
-import { ContractError, gateRefusal, parseContract, type TaskContractInput } from '../run/index.js'
+import {
+  ContractError,
+  contractInput,
+  describeWorkspace,
+  gateRefusal,
+  parseContract,
+  type TaskContract,
+  type TaskContractInput,
+} from '../run/index.js'
+import { treeAtStep } from '../snapshots/index.js'
 import {
   agentRun,
   type DecideResult,
@@ -58,7 +67,7 @@ export async function startAgentRun(
       args: [{ contract: options.contract, policy: options.policy.toSpec() }],
       // What Temporal's UI and CLI show first: the goal, and where the run works.
       staticSummary: clip(contract.goal.replace(/\s+/g, ' '), 200),
-      staticDetails: `workspace \`${contract.workspace}\``,
+      staticDetails: `workspace \`${describeWorkspace(contract)}\``,
     })
   } catch (error) {
     if (error instanceof WorkflowExecutionAlreadyStartedError) {
@@ -66,6 +75,60 @@ export async function startAgentRun(
     }
     throw error
   }
+}
+
+export interface RewindOptions {
+  /** The run to go back in. */
+  run: string
+  /** The step whose tree and transcript the new run starts from (0: the workspace as the run found it). */
+  toStep: number
+  taskQueue: string
+  /**
+   * Layers stacked on the earlier run's own policy: the new run works under the same policy or a stricter
+   * one, never a looser (see `stricterPolicy`).
+   */
+  policy?: Policy
+  /** Default: `run-<utc date and time>-<random>`. */
+  runId?: string
+}
+
+/**
+ * Starts a new run linked to `run`, from its step `toStep`: the workspace tree that step ended with and the
+ * transcript up to there, the same contract (goal, gate, budgets) and the same or a stricter policy. The
+ * earlier run's audit is never touched; `tether show` of either names the other.
+ */
+export async function rewindRun(
+  client: Client,
+  audit: AuditStore,
+  options: RewindOptions,
+): Promise<WorkflowHandle<typeof agentRun>> {
+  const config = await audit.runConfig(options.run)
+  if (!config) throw new ContractError(`no run ${options.run} in the audit; list runs with \`tether ls\``)
+  const summary = await audit.runSummary(options.run)
+  const steps = summary?.steps ?? Number.POSITIVE_INFINITY
+  if (!Number.isInteger(options.toStep) || options.toStep < 0 || options.toStep > steps) {
+    throw new ContractError(
+      `run ${options.run} has steps 0 to ${steps}; --to-step ${options.toStep} is not one of them`,
+    )
+  }
+  const tree = await treeAtStep(audit.pool, options.run, options.toStep)
+  if (!tree) {
+    throw new ContractError(
+      `run ${options.run} has no workspace snapshot at or before step ${options.toStep} (it ran before snapshots, or with them off)`,
+    )
+  }
+  if (tree.collectedAt) {
+    throw new ContractError(
+      `the snapshots of run ${options.run} were collected on ${tree.collectedAt.toISOString()} (retention)`,
+    )
+  }
+  const { workspace: _folder, source: _source, ...contract } = contractInput(config.contract as TaskContract)
+  return startAgentRun(client, {
+    contract: { ...contract, source: { run: options.run, step: options.toStep, transcript: true } },
+    policy: stricterPolicy(Policy.fromSpec(config.policy), options.policy),
+    taskQueue: options.taskQueue,
+    ...(options.runId ? { runId: options.runId } : {}),
+  })
 }
 
 /** A run id that an earlier run already used: run ids are never reused. */

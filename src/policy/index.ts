@@ -44,6 +44,7 @@ export {
   type SandboxSettings,
 } from './sandbox.js'
 export type { FloorRecord, LayerOrigin, LayerSpec, PolicySpec, PolicySpecInput, RuleSpec } from './spec.js'
+export { stricterPolicy } from './tighten.js'
 export {
   ACTS,
   type Act,

@@ -20,6 +20,7 @@ import type {
   Resolution,
   RunPreparation,
   ToolSummary,
+  WorkspaceLaidOut,
 } from './types.js'
 
 export interface RunRef {
@@ -78,6 +79,11 @@ export interface TetherActivities {
     },
   ): Promise<ActionVerdict>
   /**
+   * At a run's start: the workspace laid out from the contract's source (or the contract's folder as it
+   * is), and its first snapshot; for a rewind, the earlier run's transcript carried over.
+   */
+  tetherLayOutWorkspace(input: { runId: string; policyDigest?: string }): Promise<WorkspaceLaidOut>
+  /**
    * Runs one command; its observation goes to the transcript at `seq` (after `pending`, the observations
    * the workflow made itself since the last write: the transcript has no gaps) and its row to `exec_results`.
    */
@@ -95,6 +101,8 @@ export interface TetherActivities {
       policyDigest?: string
       /** Told to the model before the result: the command runs in place of the one it asked for. */
       note?: string
+      /** The workspace's root hash history recorded last (absent in runs from before snapshots). */
+      tree?: string
     },
   ): Promise<ToolSummary>
   /** Runs one file tool; the full arguments are read back from the transcript (the reply at `replySeq`). */
@@ -110,6 +118,7 @@ export interface TetherActivities {
       policy?: unknown
       policyDigest?: string
       remembered: RememberedRule[]
+      tree?: string
     },
   ): Promise<ToolSummary>
   /**
@@ -145,6 +154,7 @@ export interface TetherActivities {
       policy?: unknown
       policyDigest?: string
       timeoutMs: number
+      tree?: string
     },
   ): Promise<GateSummary>
   /** Projects one finished step: its row and its refusals (idempotent). */
@@ -178,7 +188,11 @@ export interface TetherActivities {
    * Signs the finished run's provenance (an in-toto Statement in a DSSE envelope, subject the final
    * workspace tree) with the worker's key and stores it; returns the subject's digest and the key's id.
    */
-  tetherRecordProvenance(input: { runId: string }): Promise<{ subject: string; keyid: string }>
+  tetherRecordProvenance(input: {
+    runId: string
+    /** The workspace's root hash history recorded last (absent: no snapshots, the folder as it is). */
+    tree?: string
+  }): Promise<{ subject: string; keyid: string }>
   tetherRemindApprover(input: {
     runId: string
     request: PendingApproval
@@ -194,6 +208,8 @@ export interface JudgeRequest {
   remembered: RememberedRule[]
   workspace: string
   noRetry: string[]
+  /** The workspace's root hash history recorded last (absent in runs from before snapshots). */
+  tree?: string
 }
 
 export interface StepRecord {

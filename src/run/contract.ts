@@ -6,7 +6,7 @@
 import { z } from 'zod'
 import { neverPassed } from '../commands/index.js'
 import { MCP_SERVER_NAME } from '../tools/index.js'
-import { parseMoney } from './money.js'
+import { CURRENCY, microsToUsd, parseMoney } from './money.js'
 
 const UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }
 
@@ -107,6 +107,36 @@ export const verificationSchema = z
   })
   .strict()
 
+/**
+ * Where a workspace comes from when it is not a folder on the worker: a git repository and ref, cloned by
+ * the worker under the run's policy, or the tree an earlier run had at the end of a step (with that run's
+ * transcript up to there, for a rewind).
+ */
+export const sourceSchema = z.union([
+  z
+    .object({
+      git: z.string().min(1, 'the git source needs a repository URL or path'),
+      ref: z.string().min(1).optional(),
+    })
+    .strict(),
+  z
+    .object({
+      run: z.string().min(1),
+      step: z.number().int().min(0),
+      transcript: z.boolean().default(false),
+    })
+    .strict(),
+])
+export type WorkspaceSource = z.output<typeof sourceSchema>
+
+const cachePath = z
+  .string()
+  .min(1)
+  .refine(
+    (path) => !path.split('/').some((part) => part === '..') && !path.startsWith('/'),
+    'a cache is a workspace-relative path without ..',
+  )
+
 type ReadDuration = (value: unknown, ctx: z.RefinementCtx) => number
 
 /** A cap in money: `"25 USD"` → micro-dollars (money.ts). */
@@ -129,10 +159,20 @@ function contractSchema(read: ReadDuration, money: ReadDuration) {
   return z
     .object({
       goal: z.string().trim().min(1, 'the goal must say what the run should achieve'),
+      /** The project's folder on the worker; or, with `source`, absent: the worker lays it out in its own. */
       workspace: z
         .string()
         .min(1)
-        .refine((path) => path.startsWith('/'), 'the workspace must be an absolute path'),
+        .refine((path) => path.startsWith('/'), 'the workspace must be an absolute path')
+        .optional(),
+      source: sourceSchema.optional(),
+      /** Paths that are caches (left out of snapshots, rebuilt on a new worker), beyond the toolchain's. */
+      caches: z
+        .object({ add: z.array(cachePath).default([]), remove: z.array(cachePath).default([]) })
+        .strict()
+        .prefault({}),
+      /** When the workspace is a git repository: its verified tree becomes a commit on `tether/<run id>`. */
+      branch: z.boolean().default(true),
       verification: verificationSchema.nullable().default(null),
       verifyWhen: z.enum(['on-finish', 'every-step']).default('on-finish'),
       budgets: z
@@ -188,6 +228,11 @@ function contractSchema(read: ReadDuration, money: ReadDuration) {
         .prefault({}),
     })
     .strict()
+    .refine((contract) => (contract.workspace === undefined) !== (contract.source === undefined), {
+      message:
+        'name either a workspace (a folder on the worker) or a source (a git repository, or a step of an earlier run), not both',
+      path: ['workspace'],
+    })
 }
 
 export const taskContractSchema = contractSchema(toMilliseconds, toMicros)
@@ -213,6 +258,44 @@ export function gateRefusal(
     `the verification command \`${contract.verification.command.join(' ')}\` is not allowed by the policy ` +
     `(${verdict.effect}: ${verdict.reason}); the gate runs unattended, so the policy must allow it`
   )
+}
+
+/**
+ * The workspace as activities are given it: the contract's folder, or `''` when the workspace comes from a
+ * source — then each worker lays it out in a folder of its own, which the activities find by run id.
+ */
+export function workspaceOf(contract: Pick<TaskContract, 'workspace'>): string {
+  return contract.workspace ?? ''
+}
+
+/** Where a run's workspace is, in words for the audit and people: the folder, or its source. */
+export function describeWorkspace(contract: Pick<TaskContract, 'workspace' | 'source'>): string {
+  const { source } = contract
+  if (contract.workspace !== undefined || !source) return contract.workspace ?? ''
+  if ('git' in source) return `git ${source.git}${source.ref ? ` at ${source.ref}` : ''}`
+  return `run ${source.run} at step ${source.step}`
+}
+
+/** A validated contract written back as input (durations as text again): what a new run from it is given. */
+export function contractInput(contract: TaskContract): TaskContractInput {
+  const ms = (value: number) => `${value}ms`
+  const { reminderEvery, ...approvals } = contract.approvals
+  const { maxCost, ...budgets } = contract.budgets
+  return {
+    ...contract,
+    budgets: {
+      ...budgets,
+      maxWallTime: ms(budgets.maxWallTime),
+      // Micro-dollars as money again: the cap the new run is given is the one this run had.
+      ...(maxCost !== undefined ? { maxCost: `${microsToUsd(maxCost)} ${CURRENCY}` } : {}),
+    },
+    execTimeout: ms(contract.execTimeout),
+    approvals: {
+      ...approvals,
+      timeout: ms(approvals.timeout),
+      ...(reminderEvery !== undefined ? { reminderEvery: ms(reminderEvery) } : {}),
+    },
+  }
 }
 
 export class ContractError extends Error {

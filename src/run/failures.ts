@@ -22,6 +22,8 @@ export const FAILURE = {
   sandboxUnavailable: 'SandboxUnavailable',
   /** A later attempt of a command took over from this one. */
   superseded: 'Superseded',
+  /** The run's workspace cannot be laid out or restored on this worker (its source, its snapshots). */
+  workspaceUnavailable: 'WorkspaceUnavailable',
   /** The run has no verification command. */
   noGate: 'NoGate',
   /** The run's provenance cannot be made (its workspace cannot be read). */

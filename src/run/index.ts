@@ -6,12 +6,16 @@
 export type { JudgeRequest, StepRecord, TetherActivities } from './activities.js'
 export {
   ContractError,
+  contractInput,
+  describeWorkspace,
   gateRefusal,
   parseContract,
   parseDuration,
   type TaskContract,
   type TaskContractInput,
   taskContractSchema,
+  type WorkspaceSource,
+  workspaceOf,
 } from './contract.js'
 export {
   type DecisionInput,

@@ -52,6 +52,8 @@ export interface CarriedState {
   cost?: number
   /** The cost cap a budget approver raised it to, when one did (it replaces `budgets.maxCost`). */
   costCap?: number
+  /** The workspace's root hash history recorded last (absent in runs from before snapshots). */
+  tree?: string
   /** The MCP tools the run reviewed and refused (absent: none, or a run from before MCP). */
   mcp?: McpCarried
 }
@@ -197,6 +199,8 @@ export interface ToolSummary {
   summary: string
   status?: string
   exitCode?: number
+  /** The workspace's root hash after a tool that can change it (its snapshot). */
+  tree?: string
 }
 
 export interface GateSummary {
@@ -204,6 +208,14 @@ export interface GateSummary {
   summary: string
   exitCode?: number
   status: string
+  /** The workspace's root hash after the gate. */
+  tree?: string
+}
+
+/** The workspace at a run's start: its first snapshot, and the next message seq when a transcript came along. */
+export interface WorkspaceLaidOut {
+  tree?: string
+  nextSeq?: number
 }
 
 /** How an approval was answered: by an approver (Update or Signal), by its deadline, or by cancellation. */

@@ -302,6 +302,59 @@ export function floorFile(env: NodeJS.ProcessEnv = process.env): string | undefi
   return presentVariables(env).TETHER_FLOOR
 }
 
+/** Where workspace snapshots are kept: the audit database, an S3-compatible bucket, or nowhere. */
+export type SnapshotStoreSetting =
+  | { kind: 'postgres' }
+  | { kind: 'off' }
+  | { kind: 's3'; bucket: string; prefix: string; endpoint?: string | undefined; region?: string | undefined }
+
+export interface SnapshotSettings {
+  store: SnapshotStoreSetting
+  /** Days a run's snapshots are kept after it ends (`TETHER_SNAPSHOT_RETENTION_DAYS`, default 30). */
+  retentionDays: number
+  /** Where the worker lays out workspaces that come from a source (`TETHER_WORKSPACES`). */
+  workspaces: string
+}
+
+/**
+ * The snapshot settings: `TETHER_SNAPSHOTS` (`postgres`, the default; `s3://bucket/prefix` with
+ * `TETHER_S3_ENDPOINT` for an S3-compatible server, credentials as the AWS SDK reads them; or `off`),
+ * `TETHER_SNAPSHOT_RETENTION_DAYS`, and `TETHER_WORKSPACES` (default `workspaces` in the state folder).
+ */
+export function snapshotSettings(env: NodeJS.ProcessEnv = process.env): SnapshotSettings {
+  const present = presentVariables(env)
+  const raw = present.TETHER_SNAPSHOTS ?? 'postgres'
+  let store: SnapshotStoreSetting
+  if (raw === 'postgres' || raw === 'off') store = { kind: raw }
+  else {
+    const match = /^s3:\/\/([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])(?:\/(.*))?$/.exec(raw)
+    if (!match) {
+      throw new ConfigError(
+        `TETHER_SNAPSHOTS is "${raw}"; write postgres, off, or s3://BUCKET/PREFIX (with TETHER_S3_ENDPOINT for a server other than AWS)`,
+      )
+    }
+    const prefix = match[2] ?? ''
+    store = {
+      kind: 's3',
+      bucket: match[1] as string,
+      prefix: prefix === '' || prefix.endsWith('/') ? prefix : `${prefix}/`,
+      ...(present.TETHER_S3_ENDPOINT ? { endpoint: present.TETHER_S3_ENDPOINT } : {}),
+      ...(present.AWS_REGION ? { region: present.AWS_REGION } : {}),
+    }
+  }
+  const days = present.TETHER_SNAPSHOT_RETENTION_DAYS ?? '30'
+  const retentionDays = Number(days)
+  if (!/^\d+(\.\d+)?$/.test(days) || retentionDays <= 0) {
+    throw new ConfigError(
+      `TETHER_SNAPSHOT_RETENTION_DAYS is "${days}"; write a number of days above zero, e.g. 30`,
+    )
+  }
+  const workspaces = present.TETHER_WORKSPACES
+    ? resolve(present.TETHER_WORKSPACES)
+    : join(tetherStateDir(env), 'workspaces')
+  return { store, retentionDays, workspaces }
+}
+
 /** The operator's MCP servers file a worker offers its runs (`TETHER_MCP_SERVERS`); undefined: none. */
 export function mcpServersFile(env: NodeJS.ProcessEnv = process.env): string | undefined {
   return presentVariables(env).TETHER_MCP_SERVERS

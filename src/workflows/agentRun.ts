@@ -48,11 +48,13 @@ import type {
   TetherActivities,
 } from '../run/index.js'
 import {
+  describeWorkspace,
   FAILURE,
   MODEL_FAILURES_NOT_RETRIED,
   parseContract,
   parseMoney,
   type TaskContract,
+  workspaceOf,
 } from '../run/index.js'
 import type { McpCall, ValidatedCall } from '../tools/index.js'
 import { ApprovalBook, type DecisionInput } from './approvals.js'
@@ -162,6 +164,13 @@ const provenance = proxyActivities<TetherActivities>({
   retry: { maximumAttempts: 3 },
 })
 
+// Laying out a workspace may clone a repository or restore a large tree: long, so it heartbeats.
+const workspaceSetup = proxyActivities<TetherActivities>({
+  startToCloseTimeout: '30 minutes',
+  heartbeatTimeout: '10 seconds',
+  retry: { initialInterval: '1 second', maximumAttempts: 3 },
+})
+
 // Listing a run's MCP servers may start them (a package to load, a handshake); a server that fails is an
 // observation the activity returns, so what is retried here is this worker's own trouble (the audit).
 const mcpListings = proxyActivities<TetherActivities>({
@@ -231,6 +240,7 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
     continueOnCurrentBuild: patched('continue-on-current-build'),
     judgeWithTurn: patched('judge-with-turn'),
     mcpTools: patched('mcp-tools'),
+    snapshots: patched('workspace-snapshots'),
     costBudget: patched('cost-budget'),
     provenance: patched('provenance'),
   }
@@ -289,7 +299,7 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
   /** The run's current details in Temporal's UI and CLI: where it works, under what, and where it is. */
   const showDetails = (now?: string) => {
     const lines = [
-      `**workspace** \`${contract.workspace}\``,
+      `**workspace** \`${describeWorkspace(contract)}\``,
       ...(policyDigest.policyDigest ? [`**policy** \`${policyDigest.policyDigest.slice(0, 12)}\``] : []),
       `**step** ${state.step} · **${phase}**${now ? ` — ${now}` : ''}`,
       ...(outcome ? [`**outcome** ${outcome}`] : []),
@@ -352,8 +362,9 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
    */
   async function recordProvenance(): Promise<void> {
     try {
+      // The tree history recorded last: the worker digests the workspace as the run left it.
       await provenance.tetherRecordProvenance.executeWithOptions(meta("sign the run's provenance"), [
-        { runId },
+        { runId, ...tree() },
       ])
     } catch (error) {
       if (!(error instanceof ActivityFailure)) throw error
@@ -394,9 +405,9 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
   if (preparation.policyDigest) policyDigest = { policyDigest: preparation.policyDigest }
   if (changes.legible) {
     legible = { searchAttributes: new Set(preparation.searchAttributes ?? []) }
-    upsertMemo({ goal: clip(contract.goal, 500), workspace: contract.workspace, ...policyDigest })
+    upsertMemo({ goal: clip(contract.goal, 500), workspace: describeWorkspace(contract), ...policyDigest })
     if (legible.searchAttributes.has(WORKSPACE_ATTRIBUTE.name)) {
-      upsertSearchAttributes([{ key: WORKSPACE_ATTRIBUTE, value: clip(contract.workspace, 1_000) }])
+      upsertSearchAttributes([{ key: WORKSPACE_ATTRIBUTE, value: clip(describeWorkspace(contract), 1_000) }])
     }
   }
   showDetails()
@@ -421,6 +432,7 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
 
   try {
     await recordStart()
+    await layOutWorkspace()
 
     for (;;) {
       const budget = budgetOutcome(state, contract, Date.now())
@@ -539,12 +551,33 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
             seq,
             timeoutMs,
             ...policyDigest,
+            ...tree(),
           },
         ],
       ),
     )
     if (seq !== null && !gate.passed) state.pending = []
+    if (gate.tree) state.tree = gate.tree
     return gate
+  }
+
+  /**
+   * The workspace as state: laid out from the contract's source (or taken as it is) and snapshotted before
+   * the first step, so every tool after it is given the root hash history recorded last (`tree`), and each
+   * one that can change the workspace returns the next. A continuation carries the tree on.
+   */
+  async function layOutWorkspace(): Promise<void> {
+    if (input.carried || !changes.snapshots) return
+    const laid = await workspaceSetup.tetherLayOutWorkspace.executeWithOptions(
+      meta('lay out the workspace and take its first snapshot'),
+      [{ runId, ...policyDigest }],
+    )
+    if (laid.tree) state.tree = laid.tree
+    if (laid.nextSeq !== undefined) state.nextSeq = laid.nextSeq
+  }
+
+  function tree(): { tree: string } | Record<string, never> {
+    return state.tree ? { tree: state.tree } : {}
   }
 
   /** Judges every call, asks humans for the asks (all at once), then runs what may run, in call order. */
@@ -644,12 +677,13 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
                   seq,
                   callId: call.id,
                   argv: call.args.argv,
-                  workspace: contract.workspace,
+                  workspace: workspaceOf(contract),
                   timeoutMs,
                   outputCeiling: contract.outputCeiling,
                   noRetry: verdict.noRetry === true,
                   ...(note ? { note } : {}),
                   ...policyDigest,
+                  ...tree(),
                 },
               ],
             )
@@ -667,14 +701,16 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
                     replySeq,
                     callId: call.id,
                     name: call.name,
-                    workspace: contract.workspace,
+                    workspace: workspaceOf(contract),
                     remembered: state.remembered,
                     ...policyDigest,
+                    ...tree(),
                   },
                 ],
               )
       // The activity wrote the workflow's own observations before its result.
       state.pending = []
+      if (summary.tree) state.tree = summary.tree
       lines.push(clip(summary.summary, 300))
       return { verdict, summary, approvalId }
     }
@@ -753,9 +789,10 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
       runId,
       ...policyDigest,
       remembered: state.remembered,
-      workspace: contract.workspace,
+      workspace: workspaceOf(contract),
       call,
       noRetry: contract.noRetry,
+      ...tree(),
       ...(isMcpCall(call) ? { mcp: mcp.state(call.name) } : {}),
     })
   }
@@ -949,8 +986,9 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
       judge: {
         ...policyDigest,
         remembered: state.remembered,
-        workspace: contract.workspace,
+        workspace: workspaceOf(contract),
         noRetry: contract.noRetry,
+        ...tree(),
       },
       ...(unrecordedStep ? { previousStep: unrecordedStep } : {}),
     }

@@ -6,8 +6,8 @@
  * the repository's bookkeeping, not the tree, and are left out, as are sockets, pipes and devices. Symbolic
  * links are not followed.
  *
- * The workspace snapshots of issue 27 record a content-addressed tree with a root hash per step; when they
- * land, that root hash replaces this function as the subject (one call site: the provenance activity).
+ * A run with workspace snapshots also has their root hash for the same tree (the statement carries it beside
+ * this digest); this one stays the subject because anyone can recompute it from a folder, without the store.
  */
 import { createHash } from 'node:crypto'
 import { createReadStream } from 'node:fs'

@@ -3,23 +3,22 @@
  * takes the run over. Each test prints its time to resume (from the kill to the retry starting on the new
  * worker); docs/durability.md lists them per activity kind.
  */
-import type { ChildProcess } from 'node:child_process'
 import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { WorkflowHandle } from '@temporalio/client'
 import { tsToMs } from '@temporalio/common/lib/time.js'
 import { temporal } from '@temporalio/proto'
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { AuditStore } from '../../src/audit/index.js'
 import type { agentRun } from '../../src/workflows/index.js'
 import { npmWorkspace, openTestAudit, startRun, testPolicy, writeScript } from '../support/agent.js'
 import { type LlmServer, openAiChat, startLlmServer } from '../support/llm-server.js'
 import { connectClient, uniqueTaskQueue } from '../support/temporal.js'
-import { startWorkerChild } from '../support/worker-child.js'
+import { workerProcesses } from '../support/worker-processes.js'
 
 let audit: AuditStore
 let client: Awaited<ReturnType<typeof connectClient>>
-const workers: ChildProcess[] = []
+const workers = workerProcesses()
 
 beforeAll(async () => {
   audit = await openTestAudit()
@@ -27,25 +26,12 @@ beforeAll(async () => {
 })
 
 afterAll(async () => {
-  for (const worker of workers) worker.kill('SIGKILL')
+  workers.killAll()
   await client?.close()
   await audit?.close()
 })
 
-function startWorkerProcess(taskQueue: string, env: Record<string, string> = {}): Promise<ChildProcess> {
-  return startWorkerChild(
-    {
-      ...process.env,
-      TEMPORAL_ADDRESS: inject('temporalAddress'),
-      TEMPORAL_NAMESPACE: inject('namespace'),
-      DATABASE_URL: inject('databaseUrl'),
-      TETHER_TASK_QUEUE: taskQueue,
-      WORKFLOW_BUNDLE: inject('workflowBundlePath'),
-      ...env,
-    },
-    workers,
-  )
-}
+const startWorkerProcess = (taskQueue: string, env?: Record<string, string>) => workers.start(taskQueue, env)
 
 // Records each start, then works for a few seconds.
 const SLOW = `require('node:fs').appendFileSync('starts.log', Date.now() + '\\n'); setTimeout(() => console.log('slow done'), 4000)`

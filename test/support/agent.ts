@@ -8,7 +8,12 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { Client } from '@temporalio/client'
 import { afterAll, beforeAll, inject } from 'vitest'
-import { createActivities, type SandboxDependencies, waitThroughOutages } from '../../src/activities/index.js'
+import {
+  type ActivityDependencies,
+  createActivities,
+  type SandboxDependencies,
+  waitThroughOutages,
+} from '../../src/activities/index.js'
 import { type AuditStore, openAudit } from '../../src/audit/index.js'
 import { type WorkerFloor, workerFloor } from '../../src/embed/worker.js'
 import type { ModelScript, PriceOverrides } from '../../src/model/index.js'
@@ -54,6 +59,7 @@ export async function startAgentWorker(
     sandbox?: SandboxDependencies
     floor?: WorkerFloor
     prices?: PriceOverrides
+    snapshots?: ActivityDependencies['snapshots']
     mcpServers?: McpServerConfig[]
   } = {},
 ) {
@@ -63,6 +69,7 @@ export async function startAgentWorker(
     floor: workerFloor(options.floor),
     ...(options.sandbox ? { sandbox: options.sandbox } : {}),
     ...(options.prices ? { prices: options.prices } : {}),
+    ...(options.snapshots ? { snapshots: options.snapshots } : {}),
     ...(options.mcpServers ? { mcpServers: options.mcpServers } : {}),
   })
   const { worker, connection } = await createWorker({ taskQueue, activities })
@@ -103,6 +110,8 @@ export async function startScriptedRun(
     contract?: Record<string, unknown>
     policy?: Policy
     files?: Record<string, string>
+    /** Runs on the workspace after `files` are written, before the run starts. */
+    prepare?: (path: string) => void
     taskQueue?: string
     /** The run's id; a recorded history with signed answers replays only under the id they signed. */
     workflowId?: string
@@ -112,6 +121,7 @@ export async function startScriptedRun(
   for (const [name, content] of Object.entries(options.files ?? {})) {
     await writeFile(join(ws.path, name), content)
   }
+  options.prepare?.(ws.path)
   const model = `scripted:${await writeScript(ws.path, { turns } as never)}`
   const handle = await startRun(
     on.client,

@@ -8,7 +8,9 @@ import { CliError, EXIT } from '../errors.js'
 
 interface RunOptions {
   goal: string
-  workspace: string
+  workspace?: string
+  git?: string
+  ref?: string
   verify?: string
   policy?: string
   model?: string
@@ -26,7 +28,12 @@ export function registerRuns(program: Command): void {
     .command('run')
     .description('Start an agent run on a workspace; with --follow, watch it until it ends.')
     .requiredOption('--goal <text>', 'what the run should achieve')
-    .requiredOption('--workspace <dir>', 'the project folder the agent works in')
+    .option('--workspace <dir>', 'the project folder the agent works in')
+    .option(
+      '--git <url>',
+      'instead of --workspace: a git repository the worker clones, under the run policy, into a folder of its own',
+    )
+    .option('--ref <ref>', 'with --git: the branch, tag or commit to check out')
     .option(
       '--verify <command>',
       'the command whose success ends the run, e.g. "npm test" (quotes group words); default: the test ' +
@@ -156,9 +163,13 @@ export function registerRuns(program: Command): void {
         const summary = await audit.runSummary(runId)
         if (!summary) throw new CliError(`no run ${runId} in the audit; list runs with \`tether ls\``)
         const timeline = await audit.runTimeline(runId)
-        if (options.json) return printJson({ summary, timeline })
+        const { runLinks } = await import('../../snapshots/index.js')
+        const links = await runLinks(audit.pool, runId)
+        if (options.json) return printJson({ summary, timeline, links })
         const { printTimeline } = await import('../timeline.js')
+        const { linkLines } = await import('./snapshots.js')
         printTimeline(summary, timeline)
+        for (const line of linkLines(links)) print(line)
       })
     })
 
@@ -204,13 +215,24 @@ async function follow(client: Client, runId: string, json: boolean): Promise<voi
 }
 
 async function buildContract(options: RunOptions): Promise<TaskContractInput> {
+  if ((options.workspace === undefined) === (options.git === undefined)) {
+    throw new CliError('give the project as --workspace DIR or as --git URL (with --ref), one of the two')
+  }
+  if (options.ref !== undefined && options.git === undefined) throw new CliError('--ref goes with --git')
   const { resolve } = await import('node:path')
-  const workspace = resolve(options.workspace)
-  const command = options.verify === undefined ? await detectedTest(workspace) : options.verify
+  const workspace = options.workspace === undefined ? undefined : resolve(options.workspace)
+  if (!workspace && options.verify === undefined) {
+    throw new CliError(
+      'with --git, name the gate: --verify "npm test" (or --verify none); there is no folder here to detect it from',
+    )
+  }
+  const command = options.verify === undefined ? await detectedTest(workspace as string) : options.verify
   const verification = command && command !== 'none' ? { command: splitCommand(command) } : null
   return {
     goal: options.goal,
-    workspace,
+    ...(workspace
+      ? { workspace }
+      : { source: { git: options.git as string, ...(options.ref ? { ref: options.ref } : {}) } }),
     verification,
     ...(options.model ? { model: options.model } : {}),
     budgets: {

@@ -17,7 +17,10 @@ const TABLES = [
   'policies',
   'policy_events',
   'runs',
+  'snapshot_collections',
+  'snapshot_objects',
   'steps',
+  'workspace_snapshots',
 ]
 
 describe('audit migrations', () => {

@@ -9,6 +9,7 @@ import { heartbeating } from '../../../src/activities/heartbeat.js'
 import { policyActivities } from '../../../src/activities/policy.js'
 import { RunConfigs } from '../../../src/activities/run-config.js'
 import { CommandSandbox } from '../../../src/activities/sandbox.js'
+import { StepSnapshots } from '../../../src/activities/snapshots.js'
 import { builtinFloor, Policy } from '../../../src/policy/index.js'
 import type { ValidatedCall } from '../../../src/tools/schemas.js'
 
@@ -43,6 +44,14 @@ describe('the policy check on a command', () => {
     sandbox: new CommandSandbox({ env: {} }),
     // Judged from the spec each call carries, as inputs recorded before run-id lookups did: no audit needed.
     runs: new RunConfigs(undefined as never, builtinFloor()),
+    // A call without a run id has no snapshots to consult.
+    snapshots: new StepSnapshots({
+      service: () => undefined,
+      audit: undefined as never,
+      runs: undefined as never,
+      sandbox: new CommandSandbox({ env: {} }),
+      workspaces: '/nonexistent',
+    }),
   })
   const check = (argv: string[]) =>
     tetherCheckAction({

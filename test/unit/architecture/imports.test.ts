@@ -12,7 +12,7 @@ const SRC = fileURLToPath(new URL('../../../src/', import.meta.url))
 
 const LAYERS = {
   core: ['commands', 'policy', 'judge', 'run', 'identity', 'present', 'tools'],
-  adapters: ['exec', 'workspace', 'audit', 'model', 'stack', 'mcp'],
+  adapters: ['exec', 'workspace', 'audit', 'model', 'stack', 'snapshots', 'mcp'],
   surfaces: ['workflows', 'activities', 'embed', 'cli', 'inbox'],
 } as const
 const RANK: Record<string, number> = {}

@@ -156,6 +156,20 @@ describe('the provenance statement', () => {
         sandbox: null,
       },
     ],
+    mcpCalls: [
+      {
+        step: 2,
+        call: 0,
+        server: 'docs',
+        tool: 'search',
+        digest: 'd'.repeat(64),
+        arguments_sha256: 'e'.repeat(64),
+        effect: 'allow',
+        rule: null,
+        layer: null,
+        status: 'ok',
+      },
+    ],
     approvals: [
       {
         approval_id: 'ap-1',
@@ -214,7 +228,7 @@ describe('the provenance statement', () => {
     })
   })
 
-  it('records each command by argv digest with its exit and sandbox, the approvals with their proof, the network allowed and the gate', () => {
+  it('records each command by argv digest with its exit and sandbox, each MCP call, the approvals with their proof, the network allowed and the gate', () => {
     const byproducts = (statement.predicate as { runDetails: { byproducts: Array<Record<string, unknown>> } })
       .runDetails.byproducts
     expect(byproducts).toEqual([
@@ -237,6 +251,21 @@ describe('the provenance statement', () => {
         name: 'gate command',
         annotations: expect.objectContaining({ sandbox: { mode: 'off' } }),
       }),
+      {
+        name: 'mcp call',
+        digest: { sha256: 'e'.repeat(64) },
+        annotations: {
+          step: 2,
+          call: 0,
+          server: 'docs',
+          tool: 'search',
+          definition: 'd'.repeat(64),
+          effect: 'allow',
+          rule: null,
+          layer: null,
+          status: 'ok',
+        },
+      },
       expect.objectContaining({
         name: 'approval',
         digest: { sha256: 'b'.repeat(64) },

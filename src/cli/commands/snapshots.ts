@@ -1,0 +1,64 @@
+/** `tether rewind`, `tether diff` and `tether snapshots`: the workspace as state, by step. */
+import type { Command } from 'commander'
+
+export function registerSnapshots(program: Command): void {
+  program
+    .command('rewind')
+    .description(
+      "Start a new run linked to RUN from step N's workspace tree and transcript, under RUN's policy (or a stricter one).",
+    )
+    .argument('<run>', 'the run to go back in')
+    .requiredOption(
+      '--to-step <n>',
+      'the step whose end the new run starts from (0: the workspace as RUN found it)',
+    )
+    .option('--policy <file>', "a policy file stacked on RUN's own policy: it can only make it stricter")
+    .option('--id <run-id>', 'the new run id (default: run-<time>-<random>)')
+    .option('--json', 'print the new run id as JSON')
+    .action((...args: Parameters<typeof import('../snapshot-actions.js').rewind>) =>
+      import('../snapshot-actions.js').then((actions) => actions.rewind(...args)),
+    )
+
+  program
+    .command('diff')
+    .description("What changed in a run's workspace between two steps' trees.")
+    .argument('<run>', 'the run id')
+    .requiredOption('--from <step>', 'the earlier step (0: the workspace as the run found it)')
+    .requiredOption('--to <step>', 'the later step')
+    .option('--json', 'print JSON')
+    .action((...args: Parameters<typeof import('../snapshot-actions.js').diff>) =>
+      import('../snapshot-actions.js').then((actions) => actions.diff(...args)),
+    )
+
+  const snapshots = program
+    .command('snapshots')
+    .description(
+      "A run's workspace snapshots, one per step that could change it; `gc` collects what retention lets go.",
+    )
+    .argument('[run]', 'the run id')
+    .option('--json', 'print JSON')
+    .action((...args: Parameters<typeof import('../snapshot-actions.js').list>) =>
+      import('../snapshot-actions.js').then((actions) => actions.list(...args)),
+    )
+  snapshots
+    .command('gc')
+    .description(
+      'Collect snapshot objects no retained run references (runs ended more than the retention ago).',
+    )
+    .option('--dry-run', 'say what would be collected; delete nothing')
+    .option('--json', 'print JSON')
+    .action((...args: Parameters<typeof import('../snapshot-actions.js').gc>) =>
+      import('../snapshot-actions.js').then((actions) => actions.gc(...args)),
+    )
+}
+
+/** The lines `tether show` adds about a run's links: what it was rewound from, and what from it. */
+export function linkLines(links: {
+  from?: { runId: string; step: number } | undefined
+  into: Array<{ runId: string; step: number }>
+}): string[] {
+  const lines: string[] = []
+  if (links.from) lines.push(`rewound from ${links.from.runId} at step ${links.from.step}`)
+  for (const into of links.into) lines.push(`rewound into ${into.runId} (from step ${into.step})`)
+  return lines
+}

@@ -1,0 +1,181 @@
+/**
+ * What `tether rewind`, `diff` and `snapshots` do, loaded when one of them runs (registering them loads only
+ * commander and their help).
+ */
+import type { AuditStore } from '../audit/index.js'
+import { RunIdTakenError, rewindRun } from '../embed/index.js'
+import { loadPolicyFile, PolicyError } from '../policy/index.js'
+import { formatBytes } from '../present/index.js'
+import { ContractError } from '../run/index.js'
+import {
+  collectSnapshots,
+  diffTrees,
+  displayName,
+  type ObjectStore,
+  openObjectStore,
+  runSnapshots,
+  SnapshotStoreError,
+  treeAtStep,
+} from '../snapshots/index.js'
+import { ConfigError, snapshotSettings } from '../stack/index.js'
+import { withAudit, withTemporal } from './connect.js'
+import { colour, print, printJson, printTable } from './context.js'
+import { CliError } from './errors.js'
+
+export async function rewind(
+  run: string,
+  options: { toStep: string; policy?: string; id?: string; json?: boolean },
+): Promise<void> {
+  const toStep = Number(options.toStep)
+  if (!Number.isInteger(toStep) || toStep < 0) {
+    throw new CliError(`--to-step must be a whole number from 0, not ${options.toStep}`)
+  }
+  let policy: Awaited<ReturnType<typeof loadPolicyFile>> | undefined
+  try {
+    policy = options.policy ? await loadPolicyFile(options.policy) : undefined
+  } catch (error) {
+    if (error instanceof PolicyError) throw new CliError(error.message)
+    throw error
+  }
+  await withTemporal((client, target) =>
+    withAudit(async (audit) => {
+      let handle: Awaited<ReturnType<typeof rewindRun>>
+      try {
+        handle = await rewindRun(client, audit, {
+          run,
+          toStep,
+          taskQueue: target.taskQueue,
+          ...(policy ? { policy } : {}),
+          ...(options.id ? { runId: options.id } : {}),
+        })
+      } catch (error) {
+        if (
+          error instanceof ContractError ||
+          error instanceof RunIdTakenError ||
+          error instanceof PolicyError
+        )
+          throw new CliError(error.message)
+        throw error
+      }
+      if (options.json)
+        return printJson({ runId: handle.workflowId, rewoundFrom: { runId: run, step: toStep } })
+      print(
+        `run ${colour.bold(handle.workflowId)} started from step ${toStep} of ${run} on task queue ${target.taskQueue}`,
+      )
+      print(`watch it with \`tether show ${handle.workflowId} --follow\``)
+    }),
+  )
+}
+
+export async function diff(
+  run: string,
+  options: { from: string; to: string; json?: boolean },
+): Promise<void> {
+  const [from, to] = [step(options.from, '--from'), step(options.to, '--to')]
+  await withAudit(async (audit) => {
+    const [a, b] = await Promise.all([treeAtStep(audit.pool, run, from), treeAtStep(audit.pool, run, to)])
+    if (!a || !b) {
+      throw new CliError(
+        `run ${run} has no workspace snapshot at or before step ${!a ? from : to}; \`tether snapshots ${run}\` lists them`,
+      )
+    }
+    const store = storeFor(audit, a.store)
+    const changes = await guarded(() => diffTrees(store, a.root, b.root))
+    if (options.json) {
+      return printJson({
+        from: a,
+        to: b,
+        changes: changes.map((c) => ({ ...c, path: displayName(c.path) })),
+      })
+    }
+    print(`${run}: step ${from} (${a.root.slice(0, 12)}) → step ${to} (${b.root.slice(0, 12)})`)
+    if (changes.length === 0) return print('no changes')
+    for (const c of changes) {
+      const size =
+        c.change === 'M'
+          ? `${formatBytes(c.before ?? 0)} → ${formatBytes(c.size)}`
+          : c.kind === 'd'
+            ? 'folder'
+            : formatBytes(c.size)
+      print(`${c.change} ${displayName(c.path)}  (${size})`)
+    }
+  })
+}
+
+export async function list(run: string | undefined, options: { json?: boolean }): Promise<void> {
+  if (!run) throw new CliError('name a run: `tether snapshots RUN`, or `tether snapshots gc`')
+  await withAudit(async (audit) => {
+    const rows = await runSnapshots(audit.pool, run)
+    if (options.json) return printJson(rows)
+    if (rows.length === 0) return print(`run ${run} has no workspace snapshots`)
+    printTable(
+      ['STEP', 'CALL', 'KIND', 'TREE', 'FILES', 'SIZE', 'NEW', 'NOTE'],
+      rows.map((r) => [
+        String(r.step),
+        r.call === -1 ? 'gate' : String(r.call),
+        r.kind,
+        r.root.slice(0, 12),
+        String(r.files),
+        formatBytes(r.bytes),
+        formatBytes(r.newBytes),
+        r.collectedAt ? `collected ${r.collectedAt.toISOString().slice(0, 10)}` : (r.detail ?? ''),
+      ]),
+    )
+  })
+}
+
+export async function gc(options: { dryRun?: boolean; json?: boolean }): Promise<void> {
+  const settings = readSettings()
+  await withAudit(async (audit) => {
+    const store = storeFor(audit)
+    const report = await guarded(() =>
+      collectSnapshots(audit.pool, store, {
+        retentionDays: settings.retentionDays,
+        ...(options.dryRun ? { dryRun: true } : {}),
+      }),
+    )
+    if (options.json) return printJson(report)
+    if (!report.ran) return print('another collection is running; nothing was done')
+    print(
+      `${options.dryRun ? 'would collect' : 'collected'} ${report.deletedObjects} objects from ${store.name}; ` +
+        `kept ${report.keptObjects} objects of ${report.keptTrees} trees (retention ${settings.retentionDays} days)`,
+    )
+  })
+}
+
+function step(value: string, flag: string): number {
+  const n = Number(value)
+  if (!Number.isInteger(n) || n < 0) throw new CliError(`${flag} must be a step number from 0, not ${value}`)
+  return n
+}
+
+function readSettings() {
+  try {
+    return snapshotSettings()
+  } catch (error) {
+    if (error instanceof ConfigError) throw new CliError(error.message)
+    throw error
+  }
+}
+
+/** The configured store; it must be the one that holds `recorded` (a row's store), when one is named. */
+function storeFor(audit: AuditStore, recorded?: string): ObjectStore {
+  const store = openObjectStore(readSettings().store, audit.pool)
+  if (!store)
+    throw new CliError('snapshots are off here (TETHER_SNAPSHOTS=off); set it to the store the worker uses')
+  if (recorded && recorded !== store.name) {
+    throw new CliError(
+      `the snapshots are in ${recorded}, but TETHER_SNAPSHOTS here names ${store.name}; set it (and TETHER_S3_ENDPOINT) as the worker has it`,
+    )
+  }
+  return store
+}
+
+async function guarded<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work()
+  } catch (error) {
+    if (error instanceof SnapshotStoreError) throw new CliError(error.message)
+    throw error
+  }
+}

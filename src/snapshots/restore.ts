@@ -1,0 +1,212 @@
+/**
+ * Laying a tree out on disk, into a folder that is empty (or absent), and reading trees back for a diff.
+ * Every object is checked against its name as it arrives, so the files written are the files recorded; a
+ * stat-only scan afterwards confirms the folder's root hash.
+ */
+import {
+  chmodSync,
+  closeSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  symlinkSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs'
+import { setImmediate as yieldToLoop } from 'node:timers/promises'
+import type { WorkspaceIndex } from './scan.js'
+import type { ObjectStore } from './store.js'
+import { decodeChunks, decodeTree, type TreeEntry, TreeFormatError } from './tree.js'
+
+/** Bytes of file content fetched per round trip. */
+const BATCH_BYTES = 16 * 1024 * 1024
+
+export class RestoreError extends Error {
+  override name = 'RestoreError'
+}
+
+interface Placed {
+  rel: string
+  entry: TreeEntry
+}
+
+/**
+ * Every entry of the tree `root`, folders before what they hold, fetched a level at a time. `page` is told
+ * the hash of every page of a large folder read on the way (objects the tree holds that are not entries).
+ */
+export async function readTree(
+  store: ObjectStore,
+  root: string,
+  page?: (hash: string) => void,
+): Promise<Placed[]> {
+  const placed: Placed[] = []
+  let level: Array<{ rel: string; hash: string }> = [{ rel: '', hash: root }]
+  while (level.length > 0) {
+    const folders = await readFolders(
+      store,
+      level.map((t) => t.hash),
+      page,
+    )
+    const next: typeof level = []
+    for (const { rel, hash } of level) {
+      for (const entry of folders.get(hash) as TreeEntry[]) {
+        const childRel = rel === '' ? entry.name : `${rel}/${entry.name}`
+        placed.push({ rel: childRel, entry })
+        if (entry.kind === 'd') next.push({ rel: childRel, hash: entry.hash })
+      }
+    }
+    level = next
+  }
+  return placed
+}
+
+/** Folders' entries by hash: a large folder's pages are fetched (in one round trip) and joined in order. */
+export async function readFolders(
+  store: ObjectStore,
+  hashes: readonly string[],
+  page?: (hash: string) => void,
+): Promise<Map<string, TreeEntry[]>> {
+  const objects = await store.get([...new Set(hashes)])
+  const decoded = new Map([...objects].map(([hash, data]) => [hash, decodeTree(data)]))
+  const pages = [...new Set([...decoded.values()].flat().flatMap((e) => (e.kind === 'p' ? [e.hash] : [])))]
+  const fetched = pages.length > 0 ? await store.get(pages) : new Map<string, Buffer>()
+  for (const hash of pages) page?.(hash)
+  const folders = new Map<string, TreeEntry[]>()
+  for (const [hash, entries] of decoded) {
+    folders.set(
+      hash,
+      entries.flatMap((e) => (e.kind === 'p' ? pageEntries(fetched.get(e.hash) as Buffer) : [e])),
+    )
+  }
+  return folders
+}
+
+function pageEntries(data: Buffer): TreeEntry[] {
+  const entries = decodeTree(data)
+  if (entries.some((e) => e.kind === 'p'))
+    throw new TreeFormatError('a page of a folder lists pages of its own')
+  return entries
+}
+
+/**
+ * Writes the tree `root` into `folder` (created if absent; it must be empty) and remembers every file in
+ * `index`. Returns the files and bytes written.
+ */
+export async function restoreTree(
+  store: ObjectStore,
+  root: string,
+  folder: string,
+  index: WorkspaceIndex,
+): Promise<{ files: number; bytes: number }> {
+  mkdirSync(folder, { recursive: true, mode: 0o700 })
+  if (readdirSync(folder).length > 0) {
+    throw new RestoreError(`cannot restore into ${folder}: the folder is not empty`)
+  }
+  const base = Buffer.from(folder, 'utf8').toString('latin1')
+  const abs = (rel: string) => Buffer.from(`${base}/${rel}`, 'latin1')
+  const placed = await readTree(store, root)
+  const folders: Placed[] = []
+  const files: Placed[] = []
+  for (const item of placed) {
+    if (item.entry.kind === 'd') {
+      mkdirSync(abs(item.rel), { mode: 0o700 })
+      folders.push(item)
+    } else files.push(item)
+  }
+
+  // Chunked files: their chunk lists first, so every content object is known before fetching.
+  const chunked = files.filter((f) => f.entry.kind === 'F')
+  const lists = chunked.length > 0 ? await store.get(chunked.map((f) => f.entry.hash)) : new Map()
+  const parts = new Map<string, string[]>()
+  for (const f of chunked) parts.set(f.rel, decodeChunks(lists.get(f.entry.hash) as Buffer))
+
+  let bytes = 0
+  let batch: Placed[] = []
+  let batchBytes = 0
+  const flush = async () => {
+    const wanted = batch.map((f) => f.entry.hash)
+    const objects = wanted.length > 0 ? await store.get(wanted) : new Map<string, Buffer>()
+    for (const f of batch) write(f, objects)
+    batch = []
+    batchBytes = 0
+    await yieldToLoop()
+  }
+  const write = (f: Placed, objects: Map<string, Buffer>) => {
+    const path = abs(f.rel)
+    if (f.entry.kind === 'l') {
+      symlinkSync(objects.get(f.entry.hash) as Buffer, path)
+      index.remember(f.rel, lstatSync(path), 'l', f.entry.hash)
+      return
+    }
+    writeFileSync(path, objects.get(f.entry.hash) as Buffer, { mode: 0o600 })
+    chmodSync(path, f.entry.mode)
+    bytes += f.entry.size
+    index.remember(f.rel, lstatSync(path), 'f', f.entry.hash)
+  }
+  for (const f of files) {
+    // A chunked file goes alone, chunk by chunk.
+    if (parts.has(f.rel)) {
+      await restoreChunked(f)
+      continue
+    }
+    if (batchBytes + f.entry.size > BATCH_BYTES && batch.length > 0) await flush()
+    batch.push(f)
+    batchBytes += f.entry.size
+  }
+  if (batch.length > 0) await flush()
+  // Folders last, deepest first: a folder without write permission is filled before it is closed.
+  for (const item of folders.reverse()) chmodSync(abs(item.rel), item.entry.mode)
+
+  async function restoreChunked(f: Placed) {
+    // Chunk by chunk, so a large file never sits in memory whole.
+    const path = abs(f.rel)
+    const fd = openSync(path, 'w', 0o600)
+    try {
+      for (const chunk of parts.get(f.rel) as string[]) {
+        const data = (await store.get([chunk])).get(chunk) as Buffer
+        let written = 0
+        while (written < data.length) written += writeSync(fd, data, written)
+      }
+    } finally {
+      closeSync(fd)
+    }
+    chmodSync(path, f.entry.mode)
+    bytes += f.entry.size
+    index.remember(f.rel, lstatSync(path), 'F', f.entry.hash)
+  }
+  return { files: files.length, bytes }
+}
+
+export interface TreeChange {
+  /** `A` added, `D` deleted, `M` content changed, `T` kind changed (file ↔ link ↔ folder), `P` mode only. */
+  change: 'A' | 'D' | 'M' | 'T' | 'P'
+  /** Workspace-relative, as bytes in a latin1 string. */
+  path: string
+  kind: TreeEntry['kind']
+  size: number
+  /** The size before, for `M` and `T`. */
+  before?: number
+}
+
+/** What changed from tree `from` to tree `to`, path by path (a folder added or deleted is listed whole). */
+export async function diffTrees(store: ObjectStore, from: string, to: string): Promise<TreeChange[]> {
+  if (from === to) return []
+  const [a, b] = await Promise.all([readTree(store, from), readTree(store, to)])
+  const before = new Map(a.map((p) => [p.rel, p.entry]))
+  const after = new Map(b.map((p) => [p.rel, p.entry]))
+  const changes: TreeChange[] = []
+  for (const [path, entry] of after) {
+    const old = before.get(path)
+    if (!old) changes.push({ change: 'A', path, kind: entry.kind, size: entry.size })
+    else if ((old.kind === 'd') !== (entry.kind === 'd') || (old.kind === 'l') !== (entry.kind === 'l'))
+      changes.push({ change: 'T', path, kind: entry.kind, size: entry.size, before: old.size })
+    else if (entry.kind !== 'd' && old.hash !== entry.hash)
+      changes.push({ change: 'M', path, kind: entry.kind, size: entry.size, before: old.size })
+    else if (old.mode !== entry.mode) changes.push({ change: 'P', path, kind: entry.kind, size: entry.size })
+  }
+  for (const [path, entry] of before) {
+    if (!after.has(path)) changes.push({ change: 'D', path, kind: entry.kind, size: entry.size })
+  }
+  return changes.sort((x, y) => (x.path < y.path ? -1 : x.path > y.path ? 1 : 0))
+}

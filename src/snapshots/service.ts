@@ -1,0 +1,221 @@
+/**
+ * A worker's snapshots: what it remembers of each workspace folder it served (the stat index, the last
+ * root), which objects it knows the store holds, and the three things activities ask of it — take a
+ * snapshot, bring a folder to a recorded tree, and say whether a folder is at one.
+ */
+import { existsSync } from 'node:fs'
+import { rm } from 'node:fs/promises'
+import type pg from 'pg'
+import {
+  collectionGeneration,
+  collectSnapshots,
+  recordSnapshot,
+  type SnapshotKind,
+  type SnapshotRow,
+  underSnapshotLock,
+} from './catalog.js'
+import { diffTrees, restoreTree, type TreeChange } from './restore.js'
+import {
+  type Exclusion,
+  objectBytes,
+  type Scan,
+  scanTree,
+  WorkspaceChangedError,
+  WorkspaceIndex,
+} from './scan.js'
+import type { ObjectStore } from './store.js'
+import { displayName } from './tree.js'
+
+/** Objects remembered as held by the store, before the memory is started afresh. */
+const KNOWN_LIMIT = 1_000_000
+/** Bytes uploaded per call to the store. */
+const UPLOAD_BYTES = 16 * 1024 * 1024
+/** How often retention runs on its own: a worker starting a run collects when the last collection is older. */
+const COLLECT_EVERY_MS = 6 * 3_600_000
+
+export interface SnapshotRef {
+  runId: string
+  step: number
+  call: number
+  kind: SnapshotKind
+}
+
+export interface TakenSnapshot {
+  root: string
+  row: SnapshotRow
+  scan: Scan
+}
+
+export class WorkspaceSnapshots {
+  private readonly indexes = new Map<string, WorkspaceIndex>()
+  private readonly known = new Set<string>()
+  private generation = -1
+  private readonly queues = new Map<string, Promise<unknown>>()
+
+  constructor(
+    readonly store: ObjectStore,
+    private readonly pool: pg.Pool,
+  ) {}
+
+  /** Runs `work` alone on `folder`: two activities never scan or restore one folder at once. */
+  exclusive<T>(folder: string, work: () => Promise<T>): Promise<T> {
+    const before = this.queues.get(folder) ?? Promise.resolve()
+    const mine = before.then(work, work)
+    const settled = mine.catch(() => {})
+    this.queues.set(folder, settled)
+    void settled.then(() => {
+      if (this.queues.get(folder) === settled) this.queues.delete(folder)
+    })
+    return mine
+  }
+
+  private index(folder: string): WorkspaceIndex {
+    let index = this.indexes.get(folder)
+    if (!index) {
+      index = new WorkspaceIndex()
+      this.indexes.set(folder, index)
+    }
+    return index
+  }
+
+  /** The root this worker last saw `folder` at (a scan or a restore), if it has seen it. */
+  lastRoot(folder: string): string | undefined {
+    return this.indexes.get(folder)?.root
+  }
+
+  /** The folder's tree now (objects not uploaded): for comparing with a recorded root. */
+  scan(folder: string, exclusion: { key: string; excluded: Exclusion }): Promise<Scan> {
+    return scanTree(folder, this.index(folder), exclusion)
+  }
+
+  /** Scans `folder`, stores what the store lacks and records the row, under the snapshot lock. */
+  async take(
+    ref: SnapshotRef,
+    folder: string,
+    exclusion: { key: string; excluded: Exclusion },
+    detail?: string,
+  ): Promise<TakenSnapshot> {
+    for (let attempt = 1; ; attempt++) {
+      const scan = await this.scan(folder, exclusion)
+      try {
+        return await this.store_(ref, scan, detail)
+      } catch (error) {
+        // A file changed between its hash and its upload: the tree is taken again, once.
+        if (!(error instanceof WorkspaceChangedError) || attempt > 1) throw error
+      }
+    }
+  }
+
+  private store_(ref: SnapshotRef, scan: Scan, detail: string | undefined): Promise<TakenSnapshot> {
+    return underSnapshotLock(this.pool, async (client) => {
+      const generation = await collectionGeneration(client)
+      if (generation !== this.generation || this.known.size > KNOWN_LIMIT) {
+        this.known.clear()
+        this.generation = generation
+      }
+      const candidates = [...scan.objects.keys()].filter((hash) => !this.known.has(hash))
+      const missing = await this.store.missing(candidates)
+      let newBytes = 0
+      let batch: Array<{ hash: string; data: Buffer }> = []
+      let batchBytes = 0
+      for (const hash of missing) {
+        const data = objectBytes(
+          hash,
+          scan.objects.get(hash) as NonNullable<ReturnType<typeof scan.objects.get>>,
+        )
+        batch.push({ hash, data })
+        batchBytes += data.length
+        newBytes += data.length
+        if (batchBytes >= UPLOAD_BYTES) {
+          await this.store.put(batch)
+          batch = []
+          batchBytes = 0
+        }
+      }
+      if (batch.length > 0) await this.store.put(batch)
+      for (const hash of candidates) this.known.add(hash)
+      const row: SnapshotRow = {
+        ...ref,
+        root: scan.root,
+        store: this.store.name,
+        files: scan.files,
+        bytes: scan.bytes,
+        newObjects: missing.length,
+        newBytes,
+        detail,
+        takenAt: new Date(),
+      }
+      await recordSnapshot(client, row)
+      return { root: scan.root, row, scan }
+    })
+  }
+
+  /**
+   * Lays the tree `root` out in `folder`, which must be absent or empty, and confirms by a scan that the
+   * folder is at `root` (every object was checked against its name as it arrived).
+   */
+  async restore(
+    root: string,
+    folder: string,
+    exclusion: { key: string; excluded: Exclusion },
+  ): Promise<{ files: number; bytes: number }> {
+    const index = new WorkspaceIndex()
+    this.indexes.set(folder, index)
+    let written: { files: number; bytes: number }
+    try {
+      written = await restoreTree(this.store, root, folder, index)
+    } catch (error) {
+      this.indexes.delete(folder)
+      throw error
+    }
+    const check = await scanTree(folder, index, exclusion)
+    if (check.root !== root) {
+      this.indexes.delete(folder)
+      await rm(folder, { recursive: true, force: true })
+      throw new Error(
+        `the restored workspace hashes to ${check.root.slice(0, 12)}…, not the recorded ${root.slice(0, 12)}…; nothing was kept`,
+      )
+    }
+    return written
+  }
+
+  /** What changed from tree `from` to tree `to`. */
+  diff(from: string, to: string): Promise<TreeChange[]> {
+    return diffTrees(this.store, from, to)
+  }
+
+  /**
+   * Collects what retention lets go when no collection ran in the last hours (any worker's counts), in the
+   * background; a collection running elsewhere makes this one a no-op.
+   */
+  collectIfDue(retentionDays: number, log: (line: string) => void = () => {}): void {
+    const due = async () => {
+      const { rows } = await this.pool.query<{ due: boolean }>(
+        `select coalesce(max(ran_at) < now() - make_interval(secs => $1), true) as due from snapshot_collections`,
+        [COLLECT_EVERY_MS / 1000],
+      )
+      if (!rows[0]?.due) return
+      const report = await collectSnapshots(this.pool, this.store, { retentionDays })
+      if (report.ran && report.deletedObjects > 0) {
+        log(`snapshot retention: collected ${report.deletedObjects} objects from ${this.store.name}`)
+      }
+    }
+    due().catch((error) => log(`snapshot retention failed: ${(error as Error).message}`))
+  }
+
+  /** Forgets a folder (it was deleted, or laid out again). */
+  forget(folder: string): void {
+    this.indexes.delete(folder)
+  }
+
+  exists(folder: string): boolean {
+    return existsSync(folder)
+  }
+}
+
+/** Changes in a line a person (or the model) reads: `M src/a.js, A notes.txt, and 3 more`. */
+export function describeChanges(changes: readonly TreeChange[], limit = 20): string {
+  const shown = changes.slice(0, limit).map((c) => `${c.change} ${displayName(c.path)}`)
+  const more = changes.length - shown.length
+  return `${shown.join(', ')}${more > 0 ? `, and ${more} more` : ''}`
+}

@@ -1,0 +1,97 @@
+/**
+ * Snapshot objects in PostgreSQL: the audit database's `snapshot_objects` table (migration 8). The default
+ * store: nothing more to run. Reads and writes go in batches, so a restore of thousands of small files is a
+ * handful of round trips.
+ */
+import type pg from 'pg'
+import { checked, type ObjectStore, SnapshotStoreError, type StoredObject } from './store.js'
+
+/** Bytes per batch read or written: large enough for few round trips, small enough for bounded memory. */
+const BATCH_BYTES = 16 * 1024 * 1024
+const BATCH_HASHES = 2_000
+
+export function postgresStore(pool: pg.Pool): ObjectStore {
+  const name = 'postgres'
+  return {
+    name,
+    async missing(hashes) {
+      const missing: string[] = []
+      for (let i = 0; i < hashes.length; i += BATCH_HASHES) {
+        const batch = hashes.slice(i, i + BATCH_HASHES)
+        const { rows } = await pool.query<{ hash: string }>(
+          'select hash from snapshot_objects where hash = any($1::text[])',
+          [batch],
+        )
+        const held = new Set(rows.map((row) => row.hash))
+        for (const hash of batch) if (!held.has(hash)) missing.push(hash)
+      }
+      return missing
+    },
+
+    async put(objects) {
+      let batch: Array<{ hash: string; data: Buffer }> = []
+      let bytes = 0
+      const flush = async () => {
+        if (batch.length === 0) return
+        await pool.query(
+          `insert into snapshot_objects (hash, data, size)
+           select hash, data, octet_length(data) from unnest($1::text[], $2::bytea[]) as o(hash, data)
+           on conflict (hash) do nothing`,
+          [batch.map((o) => o.hash), batch.map((o) => o.data)],
+        )
+        batch = []
+        bytes = 0
+      }
+      for (const object of objects) {
+        if (bytes + object.data.length > BATCH_BYTES) await flush()
+        batch.push(object)
+        bytes += object.data.length
+      }
+      await flush()
+    },
+
+    async get(hashes) {
+      const found = new Map<string, Buffer>()
+      const wanted = [...new Set(hashes)]
+      for (let i = 0; i < wanted.length; i += BATCH_HASHES / 4) {
+        const batch = wanted.slice(i, i + BATCH_HASHES / 4)
+        const { rows } = await pool.query<{ hash: string; data: Buffer }>(
+          'select hash, data from snapshot_objects where hash = any($1::text[])',
+          [batch],
+        )
+        for (const row of rows) found.set(row.hash, checked(name, row.hash, row.data))
+      }
+      const absent = wanted.filter((hash) => !found.has(hash))
+      if (absent.length > 0) throw missingObjects(name, absent)
+      return found
+    },
+
+    async *list(): AsyncIterable<StoredObject> {
+      let after = ''
+      for (;;) {
+        const { rows } = await pool.query<{ hash: string; created_at: Date }>(
+          'select hash, created_at from snapshot_objects where hash > $1 order by hash limit 5000',
+          [after],
+        )
+        for (const row of rows) yield { hash: row.hash, createdAt: row.created_at }
+        if (rows.length < 5000) return
+        after = rows[rows.length - 1]?.hash as string
+      }
+    },
+
+    async delete(hashes) {
+      for (let i = 0; i < hashes.length; i += BATCH_HASHES) {
+        await pool.query('delete from snapshot_objects where hash = any($1::text[])', [
+          hashes.slice(i, i + BATCH_HASHES),
+        ])
+      }
+    },
+  }
+}
+
+export function missingObjects(store: string, hashes: readonly string[]): SnapshotStoreError {
+  return new SnapshotStoreError(
+    `the snapshot store ${store} lacks ${hashes.length} object${hashes.length === 1 ? '' : 's'} ` +
+      `(${hashes[0]?.slice(0, 12)}…): they were collected, or this worker uses another store than the one that took the snapshot`,
+  )
+}

@@ -1,0 +1,388 @@
+/**
+ * Workspace snapshots against the real PostgreSQL store, through real runs: rewind to a step, what is never
+ * stored (secrets the policy hides), what is rebuilt rather than stored (caches), outside edits reported,
+ * retention that never collects what another run references, and the verified tree as a git branch.
+ */
+import { execFileSync } from 'node:child_process'
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { readFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { Client } from '@temporalio/client'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { AuditStore } from '../../src/audit/index.js'
+import { rewindRun } from '../../src/embed/client.js'
+import { Policy } from '../../src/policy/index.js'
+import {
+  collectSnapshots,
+  decodeTree,
+  postgresStore,
+  readTree,
+  runLinks,
+  runSnapshots,
+  WorkspaceSnapshots,
+} from '../../src/snapshots/index.js'
+import { decideUpdate, pendingApprovalsQuery } from '../../src/workflows/index.js'
+import { openTestAudit, startAgentWorker, startScriptedRun } from '../support/agent.js'
+import { connectClient } from '../support/temporal.js'
+
+let audit: AuditStore
+let client: Client
+let taskQueue: string
+let closeClient: () => Promise<void>
+let stopWorker: () => Promise<void>
+const roots: string[] = []
+const workspaces = mkdtempSync(join(tmpdir(), 'tether-workspaces-'))
+
+beforeAll(async () => {
+  audit = await openTestAudit()
+  const connected = await connectClient()
+  client = connected.client
+  closeClient = connected.close
+  const worker = await startAgentWorker(audit, {
+    snapshots: { store: postgresStore(audit.pool), workspaces },
+  })
+  taskQueue = worker.taskQueue
+  stopWorker = worker.stop
+})
+
+afterAll(async () => {
+  await stopWorker?.()
+  await closeClient?.()
+  await audit?.close()
+  for (const root of [...roots, workspaces]) rmSync(root, { recursive: true, force: true })
+})
+
+const write = (path: string, content: string) => ({ name: 'write_file', args: { path, content } })
+const exec = (...argv: string[]) => ({ name: 'exec', args: { argv } })
+const policy = () =>
+  Policy.tiered().layer('project').allowWrite('*').allowExec('npm install').allowExec('node *')
+
+async function run(turns: unknown[], options: Parameters<typeof startScriptedRun>[2] = {}) {
+  const started = await startScriptedRun({ client, taskQueue }, turns, { policy: policy(), ...options })
+  roots.push(started.ws.path)
+  return started
+}
+
+/** A policy whose unmatched commands (`touch`) are asked of alice, who answers unsigned. */
+const approving = (project = Policy.tiered().layer('project').allowWrite('*')) =>
+  Policy.fromSpec({ ...project.toSpec(), identity: 'unsigned', approvers: ['alice'] })
+
+/** Waits for the run's one pending ask, then alice approves it. */
+async function approveAsAlice(handle: Awaited<ReturnType<typeof run>>['handle']) {
+  await expect
+    .poll(async () => (await handle.query(pendingApprovalsQuery)).length, { timeout: 60_000 })
+    .toBe(1)
+  const [pending] = await handle.query(pendingApprovalsQuery)
+  await handle.executeUpdate(decideUpdate, {
+    args: [{ approvalId: pending?.approvalId as string, decision: 'approve', approver: 'alice' }],
+  })
+}
+
+/** A collection now; a worker may be collecting on its own just now (it holds the lock): then it waits its turn. */
+async function collectNow() {
+  const store = postgresStore(audit.pool)
+  let report = await collectSnapshots(audit.pool, store, { retentionDays: 30 })
+  for (let tries = 0; !report.ran && tries < 50; tries++) {
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    report = await collectSnapshots(audit.pool, store, { retentionDays: 30 })
+  }
+  expect(report.ran).toBe(true)
+}
+
+describe('rewind', () => {
+  it("starts a new linked run from step 2's tree and transcript", async () => {
+    const { handle } = await run([
+      { toolCalls: [write('one.txt', '1')] },
+      { toolCalls: [write('two.txt', '2')] },
+      { toolCalls: [write('three.txt', '3')] },
+      { toolCalls: [write('four.txt', '4')] },
+      { toolCalls: [write('five.txt', '5')] },
+      { text: 'done' },
+    ])
+    expect(await handle.result()).toMatchObject({ outcome: 'finished', steps: 6 })
+    const earlier = handle.workflowId
+    const rows = await runSnapshots(audit.pool, earlier)
+    const step2 = rows.filter((r) => r.step <= 2).at(-1)
+    expect(step2).toMatchObject({ step: 2, kind: 'tool' })
+
+    const rewound = await rewindRun(client, audit, {
+      run: earlier,
+      toStep: 2,
+      taskQueue,
+      // Stricter: one more deny. The run's policy stays under it.
+      policy: Policy.tiered().layer('review').denyExec('curl*'),
+    })
+    // The script plays on from its third turn: the transcript carried two replies.
+    expect(await rewound.result()).toMatchObject({ outcome: 'finished', steps: 4 })
+    const later = rewound.workflowId
+    const [start] = await runSnapshots(audit.pool, later)
+    expect(start).toMatchObject({ step: 0, kind: 'start', root: step2?.root })
+
+    const before = (await audit.loadMessages(earlier)).map((m) => m.content)
+    const after = (await audit.loadMessages(later)).map((m) => m.content)
+    // Goal, two replies, two results: carried as they were; then the new run's own.
+    expect(after.slice(0, 5)).toEqual(before.slice(0, 5))
+    expect(JSON.stringify(after[5])).toContain('three.txt')
+
+    expect(await runLinks(audit.pool, later)).toEqual({ from: { runId: earlier, step: 2 }, into: [] })
+    expect(await runLinks(audit.pool, earlier)).toEqual({ into: [{ runId: later, step: 2 }] })
+    const config = await audit.runConfig(later)
+    const layers = ((config?.policy ?? { layers: [] }) as { layers: Array<{ name: string }> }).layers.map(
+      (l) => l.name,
+    )
+    expect(layers).toEqual(expect.arrayContaining(['project', 'review']))
+    // The earlier run's audit is untouched.
+    expect(await runSnapshots(audit.pool, earlier)).toEqual(rows)
+  })
+})
+
+describe('what is not state', () => {
+  it('never stores a file the policy hides from reads', async () => {
+    const secret = `SECRET-${Math.random().toString(36).slice(2)}`
+    const { handle } = await run([{ toolCalls: [write('notes.txt', 'fine')] }, { text: 'done' }], {
+      files: { '.env': `TOKEN=${secret}\n` },
+    })
+    expect(await handle.result()).toMatchObject({ outcome: 'finished' })
+    const rows = await runSnapshots(audit.pool, handle.workflowId)
+    expect(rows.length).toBeGreaterThanOrEqual(2)
+    const store = postgresStore(audit.pool)
+    for (const row of rows) expect((await readTree(store, row.root)).map((p) => p.rel)).not.toContain('.env')
+    const last = rows.at(-1) as (typeof rows)[number]
+    expect((await readTree(store, last.root)).map((p) => p.rel)).toContain('notes.txt')
+    const { rows: leaked } = await audit.pool.query(
+      `select count(*)::int as n from snapshot_objects where position(convert_to($1, 'UTF8') in data) > 0`,
+      [secret],
+    )
+    expect(leaked[0].n).toBe(0)
+  })
+
+  it('leaves a cache out and rebuilds it with the toolchain install on a worker that restores the tree', async () => {
+    const { ws, handle } = await run(
+      [
+        {
+          toolCalls: [
+            write('dep/package.json', JSON.stringify({ name: 'dep', version: '1.0.0', main: 'index.js' })),
+          ],
+        },
+        { toolCalls: [write('dep/index.js', "module.exports = 'from the dependency'\n")] },
+        { toolCalls: [exec('npm', 'install')] },
+        { toolCalls: [exec('node', 'uses-dep.cjs')] },
+        { text: 'done' },
+      ],
+      {
+        files: {
+          'package.json': JSON.stringify({
+            name: 'cached',
+            version: '1.0.0',
+            dependencies: { dep: 'file:./dep' },
+          }),
+          'uses-dep.cjs': "console.log(require('dep'))\n",
+        },
+      },
+    )
+    expect(await handle.result()).toMatchObject({ outcome: 'finished' })
+    expect(existsSync(join(ws.path, 'node_modules/dep'))).toBe(true)
+    const rows = await runSnapshots(audit.pool, handle.workflowId)
+    const afterInstall = rows.find((r) => r.step === 3 && r.kind === 'tool')
+    const names = (await readTree(postgresStore(audit.pool), afterInstall?.root as string)).map((p) => p.rel)
+    expect(names).toContain('package-lock.json')
+    expect(names.some((name) => name.startsWith('node_modules'))).toBe(false)
+
+    // A new run from step 3's tree lands in a folder of this worker's own, restored without node_modules:
+    // its first command finds the cache rebuilt by `npm install`.
+    const rewound = await rewindRun(client, audit, { run: handle.workflowId, toStep: 3, taskQueue })
+    expect(await rewound.result()).toMatchObject({ outcome: 'finished' })
+    const commands = await audit.executedCommands({ runId: rewound.workflowId })
+    const byCall = [...commands].sort((a, b) => a.call - b.call)
+    expect(byCall.map((c) => [c.call, c.argv.join(' '), c.status, c.exitCode])).toEqual([
+      [-2, 'npm install', 'exited', 0],
+      [0, 'node uses-dep.cjs', 'exited', 0],
+    ])
+    expect(byCall[1]?.stdout.text).toContain('from the dependency')
+  })
+})
+
+describe('an outside edit', () => {
+  it('is recorded and told to the model, not used silently', async () => {
+    const { ws, handle } = await run(
+      [
+        { toolCalls: [write('mine.txt', 'by the run')] },
+        { toolCalls: [exec('touch', 'asked.txt')] },
+        { text: 'done' },
+      ],
+      { policy: approving() },
+    )
+    // While the run waits for a person, someone edits its workspace.
+    await expect
+      .poll(async () => (await handle.query(pendingApprovalsQuery)).length, { timeout: 60_000 })
+      .toBe(1)
+    writeFileSync(join(ws.path, 'mine.txt'), 'edited by hand')
+    mkdirSync(join(ws.path, 'extra'))
+    await approveAsAlice(handle)
+    expect(await handle.result()).toMatchObject({ outcome: 'finished' })
+    const rows = await runSnapshots(audit.pool, handle.workflowId)
+    const edit = rows.find((r) => r.kind === 'outside-edit')
+    expect(edit).toMatchObject({ step: 2, call: 0, detail: 'A extra, M mine.txt' })
+    const observation = JSON.stringify((await audit.loadMessages(handle.workflowId))[4]?.content)
+    expect(observation).toContain('[workspace] changed outside the run')
+    expect(observation).toContain('M mine.txt')
+    expect(await readFile(join(ws.path, 'mine.txt'), 'utf8')).toBe('edited by hand')
+  })
+})
+
+describe('a large folder', () => {
+  it('grows the store by the changed file and a page, not the whole listing, and restores and diffs whole', async () => {
+    const snapshots = new WorkspaceSnapshots(postgresStore(audit.pool), audit.pool)
+    const runId = `paged-${Math.random().toString(36).slice(2)}`
+    await audit.pool.query(
+      `insert into runs (run_id, goal, workspace, contract, policy, started_at) values ($1, 'g', '/w', '{}', '{}', now())`,
+      [runId],
+    )
+    const root = mkdtempSync(join(tmpdir(), 'tether-paged-'))
+    roots.push(root)
+    const salt = Math.random().toString(36)
+    for (let i = 0; i < 400; i++) writeFileSync(join(root, `file-${i}.txt`), `${salt} ${i}`)
+    const exclusion = { key: 'none', excluded: () => false }
+    const first = await snapshots.take({ runId, step: 0, call: 0, kind: 'start' }, root, exclusion)
+    const changed = `${salt} changed`.repeat(100)
+    writeFileSync(join(root, 'file-123.txt'), changed)
+    const second = await snapshots.take({ runId, step: 1, call: 0, kind: 'tool' }, root, exclusion)
+    // One listing of 400 entries is about 40 KB; its page and the list of pages are a few.
+    expect(second.row.newBytes - changed.length).toBeGreaterThan(0)
+    expect(second.row.newBytes - changed.length).toBeLessThan(5_000)
+    expect(await snapshots.diff(first.root, second.root)).toEqual([
+      expect.objectContaining({ change: 'M', path: 'file-123.txt' }),
+    ])
+    const into = join(mkdtempSync(join(tmpdir(), 'tether-paged-restore-')), 'ws')
+    roots.push(into)
+    await snapshots.restore(second.root, into, exclusion)
+    expect(await readFile(join(into, 'file-123.txt'), 'utf8')).toBe(changed)
+    expect(await readFile(join(into, 'file-399.txt'), 'utf8')).toBe(`${salt} 399`)
+    // Its pages are part of the tree: retention keeps them while the run is kept, however old they are.
+    const pages: string[] = []
+    await readTree(postgresStore(audit.pool), second.root, (page) => pages.push(page))
+    expect(pages.length).toBeGreaterThan(1)
+    await audit.pool.query(
+      `update snapshot_objects set created_at = now() - interval '45 days' where hash = any($1)`,
+      [pages],
+    )
+    await collectNow()
+    expect(await snapshots.store.missing(pages)).toEqual([])
+  })
+})
+
+describe('retention', () => {
+  it('collects what only an expired run referenced, never what a retained run still does', async () => {
+    const store = postgresStore(audit.pool)
+    const snapshots = new WorkspaceSnapshots(store, audit.pool)
+    const shared = `shared ${Math.random()}`
+    const only = `only the old run ${Math.random()}`
+    const folder = (files: Record<string, string>) => {
+      const root = mkdtempSync(join(tmpdir(), 'tether-retention-'))
+      roots.push(root)
+      for (const [name, content] of Object.entries(files)) writeFileSync(join(root, name), content)
+      return root
+    }
+    const runRow = async (runId: string, finishedDaysAgo: number | null) => {
+      const started = new Date(Date.now() - 50 * 86_400_000)
+      const finished = finishedDaysAgo === null ? null : new Date(Date.now() - finishedDaysAgo * 86_400_000)
+      await audit.pool.query(
+        `insert into runs (run_id, goal, workspace, contract, policy, started_at, status, finished_at)
+         values ($1, 'g', '/w', '{}', '{}', $2, $3, $4)`,
+        [runId, started, finished ? 'finished' : 'running', finished],
+      )
+    }
+    const old = `retention-old-${Math.random().toString(36).slice(2)}`
+    const live = `retention-live-${Math.random().toString(36).slice(2)}`
+    await runRow(old, 40)
+    await runRow(live, null)
+    const exclusion = { key: 'none', excluded: () => false }
+    const a = await snapshots.take(
+      { runId: old, step: 0, call: 0, kind: 'start' },
+      folder({ s: shared, o: only }),
+      exclusion,
+    )
+    const b = await snapshots.take(
+      { runId: live, step: 0, call: 0, kind: 'start' },
+      folder({ s: shared }),
+      exclusion,
+    )
+    const hashes = Object.fromEntries(
+      decodeTree((await store.get([a.root])).get(a.root) as Buffer).map((e) => [e.name, e.hash]),
+    )
+    const [sharedHash, onlyHash] = [hashes.s as string, hashes.o as string]
+    // Old enough to be collected: written long ago (other tests' objects stay young, out of reach).
+    await audit.pool.query(
+      `update snapshot_objects set created_at = now() - interval '45 days' where hash = any($1)`,
+      [[a.root, b.root, sharedHash, onlyHash]],
+    )
+    await collectNow()
+    expect(await store.missing([a.root, onlyHash, b.root, sharedHash])).toEqual([a.root, onlyHash])
+    const [oldRow] = await runSnapshots(audit.pool, old)
+    expect(oldRow?.collectedAt).toBeInstanceOf(Date)
+    const [liveRow] = await runSnapshots(audit.pool, live)
+    expect(liveRow?.collectedAt).toBeUndefined()
+  })
+})
+
+describe('a branch as the output', () => {
+  // The worker wrote these objects itself; git as root reads a folder the commands' identity may own.
+  const git = (cwd: string, ...args: string[]) =>
+    execFileSync('git', ['-c', 'safe.directory=*', ...args], { cwd, encoding: 'utf8' }).trim()
+
+  it('makes the verified tree a commit on tether/<run id>, with the goal, outcome and approvers, and no secret or cache', async () => {
+    const secret = `SECRET-${Math.random().toString(36).slice(2)}`
+    const { ws, handle } = await run(
+      [
+        { toolCalls: [write('src/made.txt', 'by the run')] },
+        { toolCalls: [exec('touch', 'asked.txt')] },
+        { text: 'done' },
+      ],
+      {
+        policy: approving(Policy.tiered().layer('project').allowWrite('*').allowExec('true')),
+        contract: { goal: 'Make a file\n\nand keep it', verification: { command: ['true'] } },
+        files: { '.env': `TOKEN=${secret}\n` },
+        prepare: (path) => {
+          mkdirSync(join(path, 'node_modules', 'dep'), { recursive: true })
+          writeFileSync(join(path, 'node_modules', 'dep', 'index.js'), 'cached')
+          git(path, 'init', '--quiet', '--initial-branch=main')
+          git(path, 'add', 'package.json')
+          git(path, '-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '--quiet', '-m', 'fixture')
+        },
+      },
+    )
+    const head = git(ws.path, 'rev-parse', 'HEAD')
+    await approveAsAlice(handle)
+    expect(await handle.result()).toMatchObject({ outcome: 'verified' })
+    const runId = handle.workflowId
+    const gate = (await runSnapshots(audit.pool, runId)).find((r) => r.kind === 'gate')
+    const branch = `tether/${runId}`
+    const commit = git(ws.path, 'rev-parse', '--verify', branch)
+    expect(gate?.detail).toBe(`branch ${branch} at ${commit}`)
+    // A sound commit on the repository's HEAD, which itself did not move.
+    git(ws.path, 'fsck', '--strict', '--no-dangling')
+    expect(git(ws.path, 'rev-parse', 'HEAD')).toBe(head)
+    expect(git(ws.path, 'rev-parse', `${branch}^`)).toBe(head)
+    const files = git(ws.path, 'ls-tree', '-r', '--name-only', branch).split('\n')
+    expect(files).toEqual(expect.arrayContaining(['package.json', 'src/made.txt', 'asked.txt']))
+    expect(
+      files.filter((f) => f === '.env' || f.startsWith('node_modules/') || f.startsWith('.git/')),
+    ).toEqual([])
+    expect(git(ws.path, 'show', `${branch}:src/made.txt`)).toBe('by the run')
+    expect(git(ws.path, 'log', '-1', '--format=%s', branch)).toBe('Make a file')
+    const trailers = git(ws.path, 'log', '-1', '--format=%(trailers:only)', branch)
+    expect(trailers).toBe(`Tether-Run: ${runId}\nTether-Tree: ${gate?.root}\nApproved-by: alice`)
+    expect(git(ws.path, 'log', '-1', '--format=%b', branch)).toContain('Outcome: verified')
+  })
+
+  it('is not written when the contract says branch: false', async () => {
+    const { ws, handle } = await run([{ text: 'done' }], {
+      contract: { branch: false, verification: { command: ['true'] } },
+      policy: Policy.tiered().layer('project').allowExec('true'),
+      prepare: (path) => git(path, 'init', '--quiet', '--initial-branch=main'),
+    })
+    expect(await handle.result()).toMatchObject({ outcome: 'verified' })
+    expect(git(ws.path, 'for-each-ref', '--format=%(refname)')).toBe('')
+  })
+})

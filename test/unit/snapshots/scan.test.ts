@@ -1,0 +1,115 @@
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, describe, expect, it } from 'vitest'
+import {
+  CHUNK_BYTES,
+  decodeTree,
+  type Exclusion,
+  exclusion,
+  scanTree,
+  WorkspaceIndex,
+} from '../../../src/snapshots/index.js'
+
+const folders: string[] = []
+afterEach(() => {
+  for (const folder of folders.splice(0)) rmSync(folder, { recursive: true, force: true })
+})
+
+function workspace(files: Record<string, string> = {}): string {
+  const root = mkdtempSync(join(tmpdir(), 'tether-scan-'))
+  folders.push(root)
+  for (const [path, content] of Object.entries(files)) {
+    mkdirSync(join(root, path, '..'), { recursive: true })
+    writeFileSync(join(root, path), content)
+  }
+  return root
+}
+
+const nothing: { key: string; excluded: Exclusion } = { key: 'none', excluded: () => false }
+const scan = (root: string, index = new WorkspaceIndex(), ex = nothing) => scanTree(root, index, ex)
+
+describe('the tree of a workspace', () => {
+  it('is the same for the same files, modes, links and folders, wherever they are', async () => {
+    const a = workspace({ 'src/a.js': 'one', 'b.txt': 'two' })
+    const b = workspace({ 'b.txt': 'two', 'src/a.js': 'one' })
+    expect((await scan(a)).root).toBe((await scan(b)).root)
+  })
+
+  it('changes with content, mode, a symlink target, and an empty folder', async () => {
+    const root = workspace({ 'a.txt': 'one' })
+    const first = (await scan(root)).root
+    chmodSync(join(root, 'a.txt'), 0o755)
+    const moded = (await scan(root)).root
+    expect(moded).not.toBe(first)
+    mkdirSync(join(root, 'empty'))
+    const withFolder = (await scan(root)).root
+    expect(withFolder).not.toBe(moded)
+    symlinkSync('a.txt', join(root, 'link'))
+    const linked = (await scan(root)).root
+    rmSync(join(root, 'link'))
+    symlinkSync('elsewhere', join(root, 'link'))
+    expect((await scan(root)).root).not.toBe(linked)
+    expect(linked).not.toBe(withFolder)
+  })
+
+  it('keeps names that are not UTF-8 byte for byte', async () => {
+    const root = workspace()
+    const name = Buffer.from([0x66, 0xff, 0x2e, 0x74])
+    writeFileSync(Buffer.concat([Buffer.from(`${root}/`), name]), 'x')
+    const result = await scan(root)
+    const top = decodeTree(result.objects.get(result.root) as Buffer)
+    expect(Buffer.from(top[0]?.name as string, 'latin1')).toEqual(name)
+  })
+
+  it('reads only what changed: a file is hashed again only when its stat says it may differ', async () => {
+    const files = Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`d/f${i}.txt`, `file ${i}`]))
+    const root = workspace(files)
+    // Old modification and change times are trusted; files written within the racy window are not.
+    const index = new WorkspaceIndex()
+    const first = await scan(root, index)
+    expect(first.hashed).toBe(50)
+    const racy = await scan(root, index)
+    expect(racy.root).toBe(first.root)
+    // Written just now, so racy: read again until they are old enough.
+    expect(racy.hashed).toBe(50)
+    for (let i = 0; i < 50; i++) utimesSync(join(root, `d/f${i}.txt`), 1_000_000, 1_000_000)
+    await new Promise((resolve) => setTimeout(resolve, 2_100))
+    await scan(root, index)
+    const steady = await scan(root, index)
+    expect(steady.hashed).toBe(0)
+    writeFileSync(join(root, 'd/f7.txt'), 'file 8')
+    // Same size, and the modification time put back: the change time still shows the rewrite.
+    utimesSync(join(root, 'd/f7.txt'), 1_000_000, 1_000_000)
+    const changed = await scan(root, index)
+    expect(changed.hashed).toBe(1)
+    expect(changed.root).not.toBe(first.root)
+  }, 20_000)
+
+  it('stores a large file as chunks', async () => {
+    const root = workspace()
+    writeFileSync(join(root, 'big.bin'), Buffer.alloc(CHUNK_BYTES * 2 + 10, 7))
+    const result = await scan(root)
+    const [entry] = decodeTree(result.objects.get(result.root) as Buffer)
+    expect(entry).toMatchObject({ kind: 'F', size: CHUNK_BYTES * 2 + 10 })
+    // Two equal full chunks and a tail: two content objects, the list and the folder.
+    expect(result.objects.size).toBe(4)
+  })
+
+  it('leaves out declared caches and what the policy hides from reads', async () => {
+    const root = workspace({
+      'src/a.js': 'code',
+      'node_modules/x/index.js': 'dependency',
+      'pkg/node_modules/y.js': 'nested',
+      '.env': 'SECRET=1',
+      'config/.env': 'SECRET=2',
+    })
+    const ex = { key: 'k', excluded: exclusion(['node_modules'], (path) => /(^|\/)\.env$/.test(path)) }
+    const result = await scan(root, new WorkspaceIndex(), ex)
+    const names = decodeTree(result.objects.get(result.root) as Buffer).map((e) => e.name)
+    expect(names).toEqual(['config', 'pkg', 'src'])
+    const stored = [...result.objects.values()].filter(Buffer.isBuffer).map((b) => b.toString())
+    expect(stored.some((text) => text.includes('SECRET'))).toBe(false)
+    expect(stored.some((text) => text.includes('dependency') || text.includes('nested'))).toBe(false)
+  })
+})
