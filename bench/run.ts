@@ -7,7 +7,8 @@
  * (b) Temporal history bytes per step at 10, 100 and 1,000 steps (summed over continue-as-new runs);
  * (c) steps/s for 20 concurrent runs on one worker, and the CPU each step cost in each process tree the bench
  *     started (worker, launcher and sandboxes, Temporal, PostgreSQL: support.ts `readCpu`), against the
- *     machine's (`--concurrent`: only this);
+ *     machine's (`--concurrent`: only this); with `--concurrent N`, p50 and p99 of a step's time under N runs
+ *     at once, without and with fairness keys side by side;
  * (d) ms/step with tracing on (a second worker on the same server exporting every span over OTLP/HTTP to a
  *     loopback receiver, metrics on a Prometheus endpoint) against tracing off (`--tracing`: only this).
  * Rounds interleave the floor, tether and the in-process run, so machine noise hits them alike.
@@ -18,7 +19,7 @@ import { availableParallelism } from 'node:os'
 import { MockActivityEnvironment } from '@temporalio/testing'
 import { NativeConnection } from '@temporalio/worker'
 import { createActivities } from '../src/activities/index.js'
-import { newRunId } from '../src/embed/client.js'
+import { newRunId, type StartRunOptions } from '../src/embed/client.js'
 import { WorkerTelemetry } from '../src/embed/telemetry.js'
 import { createTetherWorker } from '../src/embed/worker.js'
 import { Policy } from '../src/policy/index.js'
@@ -30,20 +31,31 @@ import {
   LAUNCHER,
   median,
   POSTGRES,
+  percentile,
   readCpu,
   repeated,
   scriptedRun,
   scriptedTurns,
   startBenchStack,
   startFloorProbe,
+  stepTimes,
   TEMPORAL,
   WORKER,
 } from './support.js'
 
 const policy = Policy.tiered().layer('bench').allowExec('true')
 /** A scripted run of `steps` commands, on the stack's worker or the one serving `taskQueue`. */
-const durableRun = (stack: BenchStack, steps: number, taskQueue = stack.taskQueue) =>
-  scriptedRun({ ...stack, taskQueue }, repeated(['true'], steps), policy)
+const durableRun = (
+  stack: BenchStack,
+  steps: number,
+  options: { taskQueue?: string; scheduling?: StartRunOptions['scheduling'] } = {},
+) =>
+  scriptedRun(
+    { ...stack, taskQueue: options.taskQueue ?? stack.taskQueue },
+    repeated(['true'], steps),
+    policy,
+    options.scheduling,
+  )
 
 /** The same steps, the same activities and the same Postgres writes, with no Temporal in between. */
 async function inProcessRun(stack: BenchStack, steps: number) {
@@ -297,13 +309,13 @@ async function tracingOverhead() {
   try {
     const steps = 50
     const rounds = 5
-    await durableRun(stack, 5, taskQueue) // warm-up: the traced bundle, connections, caches
+    await durableRun(stack, 5, { taskQueue }) // warm-up: the traced bundle, connections, caches
     const off: number[] = []
     const on: number[] = []
     for (let round = 0; round < rounds; round++) {
       const plain = await durableRun(stack, steps)
       off.push(plain.ms / plain.steps)
-      const traced = await durableRun(stack, steps, taskQueue)
+      const traced = await durableRun(stack, steps, { taskQueue })
       on.push(traced.ms / traced.steps)
     }
     const [offMs, onMs] = [median(off), median(on)]
@@ -326,6 +338,29 @@ async function tracingOverhead() {
   }
 }
 
+/**
+ * How evenly `concurrent` runs at once share the worker: p50 and p99 of a step's time (from the end of the
+ * run's previous step, or its start), without fairness keys (first come, first served) and with one key per
+ * run (each in turn), one after the other on the same stack. Target: p99 within 3× p50.
+ */
+async function fairness(concurrent: number) {
+  const each = 5
+  console.log(
+    `(c) a step's time under ${concurrent} concurrent runs of ${each + 1} steps (target p99 ≤ 3 × p50)`,
+  )
+  for (const fair of [false, true]) {
+    const runs = await Promise.all(
+      Array.from({ length: concurrent }, () => durableRun(stack, each, { scheduling: { fair } })),
+    )
+    const times = (await Promise.all(runs.map((run) => stepTimes(stack, run)))).flat().sort((a, b) => a - b)
+    const [p50, p99] = [percentile(times, 50), percentile(times, 99)]
+    console.log(
+      `    ${(fair ? 'with fairness keys' : 'without fairness').padEnd(20)} p50 ${p50} ms, p99 ${p99} ms, ` +
+        `max ${times.at(-1)} ms: p99 / p50 ${(p99 / p50).toFixed(1)}`,
+    )
+  }
+}
+
 try {
   // `--concurrent [N]`: only (c), at 20 runs and then at N beside it (the cliff test: target within 15%);
   // `--tracing`: only (d).
@@ -341,6 +376,7 @@ try {
       console.log(
         `    ${many} runs against 20: ${((wide / twenty) * 100).toFixed(0)}% of the throughput (target ≥ 85%)`,
       )
+      await fairness(many)
     }
     if (only !== '--concurrent') await tracingOverhead()
   }

@@ -13,7 +13,7 @@ import { historyToJSON } from '@temporalio/common/lib/proto-utils.js'
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker'
 import type pg from 'pg'
 import type { AuditStore } from '../src/audit/index.js'
-import { newRunId, startAgentRun } from '../src/embed/client.js'
+import { newRunId, type StartRunOptions, startAgentRun } from '../src/embed/client.js'
 import { startLocalTether } from '../src/embed/worker.js'
 import type { Policy } from '../src/policy/index.js'
 
@@ -90,9 +90,11 @@ export async function startScriptedRun(
   stack: BenchStack,
   calls: readonly (readonly string[])[],
   policy: Policy,
+  scheduling?: StartRunOptions['scheduling'],
 ) {
   const ws = await stack.workspace(scriptedTurns(calls))
   const started = performance.now()
+  const startedAt = Date.now()
   const handle = await startAgentRun(stack.client, {
     contract: {
       goal: 'bench',
@@ -103,18 +105,39 @@ export async function startScriptedRun(
     policy,
     taskQueue: stack.taskQueue,
     runId: newRunId(),
+    ...(scheduling ? { scheduling } : {}),
   })
   const result = handle.result().then((outcome) => {
     if (outcome.outcome !== 'finished')
       throw new Error(`bench run ended ${outcome.outcome}: ${outcome.reason}`)
-    return { ms: performance.now() - started, runId: handle.workflowId, steps: outcome.steps }
+    return { ms: performance.now() - started, startedAt, runId: handle.workflowId, steps: outcome.steps }
   })
   return { runId: handle.workflowId, workspace: ws.path, result }
 }
 
 /** One scripted agentRun, start to finish (see `startScriptedRun`). */
-export async function scriptedRun(stack: BenchStack, calls: readonly (readonly string[])[], policy: Policy) {
-  return (await startScriptedRun(stack, calls, policy)).result
+export async function scriptedRun(
+  stack: BenchStack,
+  calls: readonly (readonly string[])[],
+  policy: Policy,
+  scheduling?: StartRunOptions['scheduling'],
+) {
+  return (await startScriptedRun(stack, calls, policy, scheduling)).result
+}
+
+/** How long each step of a run took, from the run's start: the time between its steps' ends (ms). */
+export async function stepTimes(
+  stack: BenchStack,
+  run: { runId: string; startedAt: number },
+): Promise<number[]> {
+  const times: number[] = []
+  let last = run.startedAt
+  for (const entry of await stack.audit.runTimeline(run.runId)) {
+    if (entry.type !== 'step') continue
+    times.push(entry.finishedAt.getTime() - last)
+    last = entry.finishedAt.getTime()
+  }
+  return times
 }
 
 /**

@@ -6,18 +6,30 @@
  * every earlier attempt has ended (each one sees, on its next keep-alive, that it was superseded and kills
  * its process tree) or has gone silent long enough that its worker must be dead (its commands died with
  * it: the orphan guard and the sandbox's `--die-with-parent` see to that).
+ *
+ * A worker that is lost or stops is not the command's fault: Temporal retries a command without limit, and
+ * only failures of the command's own (its program could not start, its sandbox failed) count, here, toward
+ * COMMAND_FAILURE_LIMIT. A stopping worker hands its command over: the attempt ends `handed over` at once
+ * and the next one starts on another worker a second later, without waiting for a heartbeat to time out.
  */
 
 import { hostname } from 'node:os'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Context } from '@temporalio/activity'
-import type { AuditStore } from '../audit/index.js'
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common'
+import { AuditConnectionError, type AuditStore } from '../audit/index.js'
+import { FAILURE } from '../run/index.js'
 
 /** How often a running attempt says it is alive (and looks for a newer attempt). */
 const KEEP_ALIVE_MS = 2_000
 /** An attempt not seen alive for this long belonged to a dead worker (well above KEEP_ALIVE_MS). */
 const STALE_MS = 15_000
 const WAIT_POLL_MS = 250
+/**
+ * Failures of a command's own one command may have: a sandbox that cannot start one would otherwise be
+ * retried for ever. Attempts a lost or stopping worker cut off, or that waited out the audit, do not count.
+ */
+export const COMMAND_FAILURE_LIMIT = 3
 
 export interface AttemptKey {
   runId: string
@@ -38,6 +50,25 @@ export interface Attempt {
   end(outcome: string): Promise<void>
 }
 
+/** Whether the activity was cancelled because its worker is shutting down (after its grace time). */
+export function workerStopping(context: Context): boolean {
+  if (!context.cancellationSignal.aborted) return false
+  const reason: unknown = context.cancellationSignal.reason
+  return (
+    context.cancellationDetails?.workerShutdown === true ||
+    (reason instanceof CancelledFailure && reason.message === 'WORKER_SHUTDOWN')
+  )
+}
+
+/** What an attempt whose worker is stopping throws: retried a second later, on another worker. */
+export function handedOver(what: string): ApplicationFailure {
+  return ApplicationFailure.create({
+    type: FAILURE.workerStopping,
+    message: `this worker is stopping; ${what} is handed to another worker`,
+    nextRetryDelay: '1 second',
+  })
+}
+
 export class CommandAttempts {
   private readonly running = new Map<string, Running>()
   private readonly worker = `${hostname()}:${process.pid}`
@@ -53,6 +84,39 @@ export class CommandAttempts {
       return false
     } catch (error) {
       return (error as NodeJS.ErrnoException).code === 'ESRCH'
+    }
+  }
+
+  /**
+   * How an attempt that threw ends in `exec_attempts`, and what the activity throws instead: a stopping
+   * worker hands the command over; an audit that is away is waited out (retried); the workflow's own
+   * cancellation, and failures that say not to retry, pass as they are (`outcome` stays). Anything else is a
+   * failure of the command or its sandbox: `failed`, and the COMMAND_FAILURE_LIMIT-th ends the retries.
+   */
+  async failure(
+    key: AttemptKey,
+    error: unknown,
+    outcome: string,
+    context: Context,
+    what: string,
+  ): Promise<{ outcome: string; error: unknown }> {
+    if (workerStopping(context)) return { outcome: 'handed over', error: handedOver(what) }
+    if (context.cancellationSignal.aborted) return { outcome: 'cancelled', error }
+    if (error instanceof ApplicationFailure && error.nonRetryable) return { outcome, error }
+    if (error instanceof AuditConnectionError) return { outcome: 'audit unavailable', error }
+    const earlier = (await this.audit.execAttempts(key.runId)).filter(
+      (a) => a.step === key.step && a.call === key.call && a.attempt < key.attempt && a.outcome === 'failed',
+    )
+    if (earlier.length + 1 < COMMAND_FAILURE_LIMIT) return { outcome: 'failed', error }
+    const message = error instanceof Error ? error.message : String(error)
+    return {
+      outcome: 'failed',
+      error: ApplicationFailure.create({
+        type: FAILURE.commandFailed,
+        message: `${what} failed ${COMMAND_FAILURE_LIMIT} times (lost and stopping workers aside): ${message}`,
+        nonRetryable: true,
+        cause: error instanceof Error ? error : undefined,
+      }),
     }
   }
 
@@ -74,7 +138,12 @@ export class CommandAttempts {
           await this.audit.endExecAttempt({ ...key, attempt: earlier.attempt }, 'lost')
         if (running.length === dead.length) break
         context.heartbeat()
-        if (context.cancellationSignal.aborted) throw context.cancellationSignal.reason
+        if (context.cancellationSignal.aborted) {
+          // Closed now, so the attempt after it does not wait for this one to go stale.
+          const stopping = workerStopping(context)
+          await this.audit.endExecAttempt(key, stopping ? 'handed over' : 'cancelled')
+          throw stopping ? handedOver('the command') : context.cancellationSignal.reason
+        }
         await sleep(WAIT_POLL_MS)
       }
     }

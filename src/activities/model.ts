@@ -10,7 +10,6 @@ import { ApplicationFailure } from '@temporalio/common'
 import { AuditInputError, type AuditStore } from '../audit/index.js'
 import {
   boundReply,
-  boundValue,
   buildSystemPrompt,
   type ExtraTool,
   ModelConfigError,
@@ -25,7 +24,7 @@ import { clip } from '../present/index.js'
 import type { ActionVerdict, JudgeRequest, ModelTurn, TetherActivities } from '../run/index.js'
 import { ATTR, auditRow, MODEL_FAILURE, workspaceOf } from '../run/index.js'
 import type { McpToolDefinition, ToolCall } from '../tools/index.js'
-import { isMcpToolName, mcpToolDigest, validateToolCall, wellFormed } from '../tools/index.js'
+import { boundValue, isMcpToolName, mcpToolDigest, validateToolCall, wellFormed } from '../tools/index.js'
 import { describeToolchain, detectToolchain } from '../workspace/index.js'
 import { heartbeating } from './heartbeat.js'
 import { judgeCalls } from './policy.js'

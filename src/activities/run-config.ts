@@ -23,14 +23,15 @@ export interface RunConfig {
 /** Runs remembered per worker; a run's contract and policy never change, so entries never go stale. */
 const CAPACITY = 512
 /**
- * Distinct policies kept compiled. A compiled policy weighs hundreds of KB (its rule tries) and most runs on
- * a worker share one spec, so runs with the same policy share one compiled policy instead of one each.
+ * What the compiled policies a worker keeps may take, by their compiled size (policy/limits.ts). Most runs on
+ * a worker share one spec, so runs with the same policy share one compiled policy instead of one each; a
+ * policy's size is bounded when it loads, and so is what all of them keep of the worker's memory.
  */
-const POLICY_CAPACITY = 32
+const POLICY_CACHE_BYTES = 128 * 1024 * 1024
 
 export class RunConfigs {
   private readonly entries = new Map<string, Promise<RunConfig>>()
-  private readonly policies = new Map<string, Policy>()
+  private readonly policies = new PolicyCache(POLICY_CACHE_BYTES)
 
   constructor(
     private readonly audit: AuditStore,
@@ -94,10 +95,7 @@ export class RunConfigs {
    */
   private async byDigest(runId: string, digest: string): Promise<Policy> {
     const cached = this.policies.get(digest)
-    if (cached) {
-      remember(this.policies, digest, cached, POLICY_CAPACITY)
-      return cached
-    }
+    if (cached) return cached
     const stored = await this.audit.policyByDigest(digest)
     let policy: Policy
     if (stored !== undefined) {
@@ -112,7 +110,7 @@ export class RunConfigs {
     } else {
       policy = this.effectiveAs(runId, (await this.get(runId)).policy, digest)
     }
-    remember(this.policies, digest, policy, POLICY_CAPACITY)
+    this.policies.set(digest, policy)
     return policy
   }
 
@@ -135,8 +133,10 @@ export class RunConfigs {
   /** A run's own spec on this worker's floor, compiled once per distinct spec (as Postgres returns jsonb). */
   private compiled(spec: unknown): Policy {
     const key = JSON.stringify(spec)
-    const policy = this.policies.get(key) ?? this.onFloor(spec)
-    remember(this.policies, key, policy, POLICY_CAPACITY)
+    const cached = this.policies.get(key)
+    if (cached) return cached
+    const policy = this.onFloor(spec)
+    this.policies.set(key, policy)
     return policy
   }
 
@@ -148,6 +148,49 @@ export class RunConfigs {
         throw ApplicationFailure.nonRetryable(error.message, FAILURE.policyError)
       throw error
     }
+  }
+}
+
+/**
+ * Compiled policies by key (a digest, or a spec's JSON), the least recently used dropped first once what they
+ * take — compiled size and key — passes `budget` bytes. One policy over the budget on its own is not kept.
+ */
+export class PolicyCache {
+  private readonly entries = new Map<string, { policy: Policy; bytes: number }>()
+  private used = 0
+
+  constructor(private readonly budget: number) {}
+
+  get(key: string): Policy | undefined {
+    const entry = this.entries.get(key)
+    if (!entry) return undefined
+    this.entries.delete(key)
+    this.entries.set(key, entry)
+    return entry.policy
+  }
+
+  set(key: string, policy: Policy): void {
+    this.drop(key)
+    const bytes = policy.compiledSize + 2 * key.length
+    if (bytes > this.budget) return
+    this.entries.set(key, { policy, bytes })
+    this.used += bytes
+    for (const oldest of this.entries.keys()) {
+      if (this.used <= this.budget) break
+      this.drop(oldest)
+    }
+  }
+
+  /** Bytes the kept policies take, by the same count. */
+  get bytes(): number {
+    return this.used
+  }
+
+  private drop(key: string): void {
+    const entry = this.entries.get(key)
+    if (!entry) return
+    this.entries.delete(key)
+    this.used -= entry.bytes
   }
 }
 

@@ -4,9 +4,10 @@
  * audit, then returns one summary line — command output never travels through Temporal history.
  */
 
+import { createHash } from 'node:crypto'
 import { Context } from '@temporalio/activity'
 import { ApplicationFailure } from '@temporalio/common'
-import type { AuditStore } from '../audit/index.js'
+import type { AuditStore, ExecResultRecord } from '../audit/index.js'
 import { ExecInputError, type ExecResult, type SandboxReport } from '../exec/index.js'
 import { judge } from '../judge/index.js'
 import { clip, formatArgv, formatBytes } from '../present/index.js'
@@ -23,7 +24,7 @@ import {
   workspaceView,
   writeFile,
 } from '../workspace/index.js'
-import { CommandAttempts } from './attempts.js'
+import { CommandAttempts, workerStopping } from './attempts.js'
 import { runCommandWithHeartbeats } from './exec.js'
 import { heartbeating } from './heartbeat.js'
 import type { RunConfigs } from './run-config.js'
@@ -106,7 +107,8 @@ export function toolActivities(deps: {
       const recorded = await recordedObservation(audit, input)
       if (recorded) return { ...recorded, ...(await snapshots.recorded(input, 'tool')) }
       // Never two attempts of one command at once: an earlier one still running is stopped first.
-      const attempt = await attempts.begin({ runId, step, call, attempt: context.info.attempt }, context)
+      const key = { runId, step, call, attempt: context.info.attempt }
+      const attempt = await attempts.begin(key, context)
       let outcome = 'failed'
       try {
         // An earlier attempt may have finished (and recorded its result) while this one waited for it.
@@ -120,6 +122,8 @@ export function toolActivities(deps: {
           const output =
             `[exec interrupted] \`${argv.join(' ')}\` was cut off by a worker failure and was not run again ` +
             '(it is on the no-retry list); its outcome is unknown. Check its effect before you repeat it.'
+          // In "what ran" too, from when it started: a cut-off push or deploy is what an auditor most needs.
+          await audit.recordExecResult(await cutOffRecord(audit, key, argv, input.workspace))
           await writeObservation(input, 'exec', noted(input.note, output))
           outcome = 'not re-run'
           return {
@@ -158,6 +162,8 @@ export function toolActivities(deps: {
             status: 'refused',
           }
         }
+        // A stopping worker hands the command over (see attempts.ts): nothing is recorded of it here.
+        if (workerStopping(context)) throw context.cancellationSignal.reason
         // A later attempt took over: it runs the command; this one records nothing.
         if (attempt.superseded.aborted && !context.cancellationSignal.aborted) {
           outcome = 'superseded'
@@ -188,6 +194,16 @@ export function toolActivities(deps: {
           ...(result.exitCode !== undefined ? { exitCode: result.exitCode } : {}),
           ...(await snapshots.after(input, 'tool')),
         }
+      } catch (error) {
+        const failed = await attempts.failure(
+          key,
+          error,
+          outcome,
+          context,
+          `\`${clip(argv.join(' '), 120)}\``,
+        )
+        outcome = failed.outcome
+        throw failed.error
       } finally {
         await attempt.end(outcome)
       }
@@ -235,6 +251,7 @@ export function toolActivities(deps: {
       const attempt = await attempts.begin(key, context)
       const startedAt = new Date()
       let result: ExecResult
+      let outcome = 'failed'
       try {
         result = await runCommandWithHeartbeats({
           argv: command,
@@ -245,8 +262,15 @@ export function toolActivities(deps: {
           signal: attempt.superseded,
           ...commandOptions(setup),
         })
+        outcome = result.status
+        // A stopping worker hands the gate over, like any command.
+        if (workerStopping(context)) throw context.cancellationSignal.reason
+      } catch (error) {
+        const failed = await attempts.failure(key, error, outcome, context, 'the verification command')
+        outcome = failed.outcome
+        throw failed.error
       } finally {
-        await attempt.end('ended')
+        await attempt.end(outcome)
       }
       if (attempt.superseded.aborted && !context.cancellationSignal.aborted) {
         throw ApplicationFailure.nonRetryable('a later attempt of the gate took over', FAILURE.superseded)
@@ -295,6 +319,44 @@ export function toolActivities(deps: {
         ...verified,
       }
     },
+  }
+}
+
+/** Nothing captured: what a cut-off command's streams are recorded as. */
+const NOT_CAPTURED = {
+  text: '',
+  elided: 0,
+  bytes: 0,
+  lines: 0,
+  sha256: createHash('sha256').update('').digest('hex'),
+}
+
+/**
+ * The "what ran" row of a command a lost or stopping worker cut off and that is not run again: `unknown`,
+ * from the start of the attempt that ran it to when that attempt was found cut off.
+ */
+async function cutOffRecord(
+  audit: AuditStore,
+  key: { runId: string; step: number; call: number; attempt: number },
+  argv: string[],
+  cwd: string,
+): Promise<ExecResultRecord> {
+  const earlier = (await audit.execAttempts(key.runId)).filter(
+    (a) => a.step === key.step && a.call === key.call && a.attempt < key.attempt,
+  )
+  const ran = earlier.find((a) => a.outcome === 'lost' || a.outcome === 'handed over') ?? earlier[0]
+  const finishedAt = ran?.endedAt ?? new Date()
+  const startedAt = ran?.startedAt ?? finishedAt
+  return {
+    ...key,
+    argv,
+    cwd,
+    status: 'unknown',
+    durationMs: Math.max(0, finishedAt.getTime() - startedAt.getTime()),
+    stdout: NOT_CAPTURED,
+    stderr: NOT_CAPTURED,
+    startedAt,
+    finishedAt,
   }
 }
 

@@ -704,6 +704,9 @@ export function compareWithHistory(
     } else if (summary && summary.status === undefined) {
       // Recorded by an earlier attempt that died before reporting: the row is that attempt's.
       required = true
+    } else if (summary?.status === 'interrupted') {
+      // Cut off and not run again (noRetry): its row says so (runs recorded before had none).
+      columns.status = 'unknown'
     }
     expected.insert('exec_results', execKey(step, call), columns, required)
   }

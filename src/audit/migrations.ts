@@ -395,6 +395,17 @@ create table snapshot_collections (
   },
   {
     version: 11,
+    name: 'commands cut off',
+    sql: `
+-- A command a lost or stopping worker cut off, and which was not run again (it is on the run's noRetry list),
+-- is in "what ran" too: status 'unknown', started when the attempt that ran it started.
+alter table exec_results drop constraint exec_results_status_check;
+alter table exec_results add constraint exec_results_status_check
+  check (status in ('exited', 'signalled', 'timed-out', 'cancelled', 'unavailable', 'unknown'));
+`,
+  },
+  {
+    version: 12,
     name: 'model costs, budget approvals and provenance',
     sql: `
 -- What each model turn cost in US dollars (exact to the micro-dollar; NULL: the model had no price), the

@@ -8,7 +8,15 @@ export const acts = ['read', 'write', 'exec', 'net', 'mcp'] as const
 /** What approvals and their policy events are about: an act, or the run's cost cap. */
 export const approvalActs = [...acts, 'budget'] as const
 export const effects = ['allow', 'ask', 'deny'] as const
-export const execStatuses = ['exited', 'signalled', 'timed-out', 'cancelled', 'unavailable'] as const
+/** How a command ended; `unknown`: a lost or stopping worker cut it off, and it was not run again (noRetry). */
+export const execStatuses = [
+  'exited',
+  'signalled',
+  'timed-out',
+  'cancelled',
+  'unavailable',
+  'unknown',
+] as const
 export const gateKinds = ['gate_output', 'gate_phase_failed', 'gate_passed'] as const
 export const approvalDecisions = ['approved', 'denied', 'timeout', 'cancelled'] as const
 export const decisionChannels = ['update', 'signal', 'timeout', 'cancel'] as const

@@ -5,6 +5,7 @@
  */
 import type { ApprovalRow } from '../audit/reader.js'
 import { backticks, rememberWords, visible, words } from '../present/index.js'
+import { CliError } from './errors.js'
 
 export { visible }
 
@@ -35,6 +36,23 @@ export function printTable(header: string[], rows: string[][]): void {
       .trimEnd()
   print(colour.dim(line(header)))
   for (const row of rows) print(line(row))
+}
+
+/**
+ * A flag's positive whole number, written in decimal digits only: `0x10`, `1e3`, `16.0` and ` 16` are
+ * refused rather than read as something the person may not have meant.
+ */
+export function wholeNumber(value: string, flag: string): number {
+  const n = /^\d+$/.test(value) ? Number(value) : Number.NaN
+  if (!Number.isSafeInteger(n) || n < 1)
+    throw new CliError(`${flag} must be a positive whole number (digits only), not ${JSON.stringify(value)}`)
+  return n
+}
+
+/** A run id given on the command line (commander's parser for `<run>` and `--run`): never empty. */
+export function runArgument(value: string): string {
+  if (value.trim() === '') throw new CliError('the run id is empty; name a run (`tether ls` lists them)')
+  return value
 }
 
 let profile: string | undefined

@@ -2,6 +2,7 @@
 
 import { type RunSummary, type TimelineEntry, tellsSomethingNew } from '../audit/reader.js'
 import {
+  commandStatus,
   counted,
   deadlineSetBy,
   formatBytes,
@@ -82,7 +83,7 @@ export function entryLine(entry: TimelineEntry): string {
           )}`
         : `  ${entry.effect === 'allow' ? colour.green('decided') : colour.yellow('decided')}   ${entry.act} ${visible(entry.target)}  ${colour.dim(`${entry.decidedBy ?? ''} via ${entry.source}: ${entry.reason}`)}`
     case 'exec': {
-      const status = entry.status === 'exited' ? `exit ${entry.exitCode}` : entry.status
+      const status = commandStatus(entry)
       const bytes = entry.stdout.bytes + entry.stderr.bytes
       return `  ${colour.dim('ran')}       ${visible(entry.argv.join(' '))}  → ${entry.exitCode === 0 ? colour.green(status) : colour.yellow(status)}  ${colour.dim(`${seconds(entry.durationMs)}, ${formatBytes(bytes)}`)}`
     }

@@ -3,7 +3,7 @@
  * tooling call. Bad input is refused here, before anything reaches Temporal.
  */
 
-import { randomBytes } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import {
   ApplicationFailure,
@@ -16,7 +16,7 @@ import {
 import type { ApprovalRow, AuditStore } from '../audit/index.js'
 import { type AnswerDraft, AnswerError, prepareAnswer } from '../identity/index.js'
 import type { ApproverKey } from '../identity/keyring.js'
-import { Policy, stricterPolicy } from '../policy/index.js'
+import { Policy, PolicyError, stricterPolicy } from '../policy/index.js'
 import { clip } from '../present/index.js'
 import {
   ContractError,
@@ -24,6 +24,8 @@ import {
   describeWorkspace,
   gateRefusal,
   parseContract,
+  runIdProblem,
+  startProblem,
   type TaskContract,
   type TaskContractInput,
 } from '../run/index.js'
@@ -44,30 +46,69 @@ export interface StartRunOptions {
   taskQueue: string
   /** Default: `run-<utc date and time>-<random>`. */
   runId?: string
+  /**
+   * How the run shares its task queue under overload (Temporal's priority and fairness keys): `tenant` is
+   * its fairness key — runs of one tenant share one turn — and without it each run is its own; a run a
+   * person waits on (`interactive`, as `tether run` is) goes before batch runs. `fair: false` leaves the run
+   * without keys, as runs were started before (for comparison: `bench/run --concurrent`).
+   */
+  scheduling?: { tenant?: string; interactive?: boolean; fair?: boolean }
+}
+
+/** Temporal's priority keys: lower goes first; its default is 3. */
+const INTERACTIVE_PRIORITY = 2
+const BATCH_PRIORITY = 3
+/** A fairness key may take 64 bytes. */
+const FAIRNESS_KEY_BYTES = 64
+
+/** The Temporal priority of a run: its fairness key (its tenant, or itself) and whether a person waits. */
+export function runPriority(
+  runId: string,
+  scheduling: StartRunOptions['scheduling'] = {},
+): { priorityKey: number; fairnessKey?: string } {
+  const priorityKey = scheduling.interactive ? INTERACTIVE_PRIORITY : BATCH_PRIORITY
+  if (scheduling.fair === false) return { priorityKey }
+  const key = scheduling.tenant ? `tenant:${scheduling.tenant}` : `run:${runId}`
+  // A longer key is named by its digest: two keys never share a turn by being cut to the same prefix.
+  const fairnessKey =
+    Buffer.byteLength(key) <= FAIRNESS_KEY_BYTES
+      ? key
+      : `sha256:${createHash('sha256').update(key).digest('base64url')}`
+  return { priorityKey, fairnessKey }
 }
 
 /**
- * Starts `agentRun`; an invalid contract, or one whose gate the policy would not allow, is refused before
- * it starts. The contract travels as given (durations as text), and the run validates it again.
+ * Starts `agentRun`; a run id that cannot name a run, a goal, contract or policy over its size limit
+ * (START_LIMITS), an invalid contract, or one whose gate the policy would not allow, is refused before
+ * anything reaches Temporal: `InvalidRunIdError`, `ContractError`, `PolicyError`, each one line naming the
+ * limit. The contract travels as given (durations as text), and the run validates it again.
  */
 export async function startAgentRun(
   client: Client,
   options: StartRunOptions,
 ): Promise<WorkflowHandle<typeof agentRun>> {
+  const runId = options.runId ?? newRunId()
+  const badId = typeof runId === 'string' ? runIdProblem(runId) : 'the run id is not a string'
+  if (badId) throw new InvalidRunIdError(badId)
+  const spec = options.policy.toSpec()
+  const tooBig = startProblem({ contract: options.contract, policy: spec })
+  if (tooBig?.field === 'policy') throw new PolicyError(tooBig.message)
+  if (tooBig) throw new ContractError(tooBig.message)
   const contract = parseContract(options.contract)
   const refused = gateRefusal(contract, options.policy)
   if (refused) throw new ContractError(refused)
-  const runId = options.runId ?? newRunId()
   try {
     return await client.workflow.start(agentRun, {
       taskQueue: options.taskQueue,
       workflowId: runId,
       // A run id names one run forever: its audit, its transcript, its approvals.
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
-      args: [{ contract: options.contract, policy: options.policy.toSpec() }],
+      args: [{ contract: options.contract, policy: spec }],
       // What Temporal's UI and CLI show first: the goal, and where the run works.
       staticSummary: clip(contract.goal.replace(/\s+/g, ' '), 200),
       staticDetails: `workspace \`${describeWorkspace(contract)}\``,
+      // Activities inherit it: every task of the run is ordered by it under overload.
+      priority: runPriority(runId, options.scheduling),
     })
   } catch (error) {
     if (error instanceof WorkflowExecutionAlreadyStartedError) {
@@ -137,6 +178,11 @@ export class RunIdTakenError extends Error {
   constructor(readonly runId: string) {
     super(`run id ${runId} is taken (an earlier run used it); a run id is never reused: choose another`)
   }
+}
+
+/** A run id that cannot name a run: empty, too long, or holding characters that break a line or hide. */
+export class InvalidRunIdError extends Error {
+  override name = 'InvalidRunIdError'
 }
 
 /** A run that failed before it started working: its contract does not fit the worker's world. */

@@ -10,9 +10,10 @@
  *   noticed after this long, and a cancellation reaches the activity within about 0.8 × this (the SDK
  *   sends heartbeats, and so learns of cancellation, at most that often).
  * - `retry.maximumAttempts: 1` as the default, for callers that run a command at most once. `agentRun`
- *   raises it (to 3) so a command cut off by a lost worker runs again on another — unless the contract's
- *   `noRetry` list names it (`git push`, `npm publish`): then the next attempt only tells the model its
- *   outcome is unknown. `ExecInputError` is never retried: the same input is refused again.
+ *   lifts the limit so a command cut off by a lost or stopping worker runs again on another, however often
+ *   that happens (the activity itself counts the command's own failures) — unless the contract's `noRetry`
+ *   list names it (`git push`, `npm publish`): then the next attempt only tells the model its outcome is
+ *   unknown. `ExecInputError` is never retried: the same input is refused again.
  * - `cancellationType: WAIT_CANCELLATION_COMPLETED`: the workflow's cancellation waits until the activity
  *   has killed the process tree, so "cancelled" in history means nothing is left running.
  */

@@ -6,8 +6,9 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { Client } from '@temporalio/client'
-import type { AuditStore } from '../audit/index.js'
+import { AuditInputError, type AuditStore } from '../audit/index.js'
 import { APPROVER_NAME } from '../identity/index.js'
+import { formatBytes } from '../present/index.js'
 import { usualPort } from '../stack/index.js'
 import { type Access, accessProblem, identify, loginToken, newLocalToken, TOKEN_COOKIE } from './access.js'
 import { forwardAnswer } from './answer.js'
@@ -90,6 +91,13 @@ export async function startInbox(options: InboxOptions): Promise<Inbox> {
   const live = new Set<ServerResponse>()
   const server = createServer((request, response) => {
     handle(request, response).catch((error: unknown) => {
+      // An address no page has (a broken %-escape, a cursor or filter the inbox never made) is the asker's.
+      if (error instanceof URIError || error instanceof AuditInputError) {
+        if (response.headersSent) return void response.end()
+        const what =
+          error instanceof URIError ? 'a broken %-escape' : 'a page cursor or filter this inbox never made'
+        return send(response, 400, 'text/html', messagePage('Not a page', `That address holds ${what}.`))
+      }
       options.log?.(`inbox: ${request.method} ${request.url}: ${(error as Error).stack ?? error}`)
       if (!response.headersSent) {
         send(response, 500, 'text/html', messagePage('Something went wrong', firstLine(error)))
@@ -146,17 +154,19 @@ export async function startInbox(options: InboxOptions): Promise<Inbox> {
       const refused = postRefusal(request)
       if (refused) return sendJson(response, 403, { ok: false, type: 'Forbidden', message: refused })
       const body = await readJson(request)
-      if (body === undefined) {
-        return sendJson(response, 400, {
+      if (!body.ok) {
+        return sendJson(response, body.tooLarge ? 413 : 400, {
           ok: false,
           type: 'InvalidDecision',
-          message: 'the body is not JSON',
+          message: body.tooLarge
+            ? `the body is over ${formatBytes(BODY_LIMIT)}; an answer is far smaller`
+            : 'the body is not JSON',
         })
       }
       const { status, reply } = await forwardAnswer(
         options,
         decodeURIComponent(answer[1] as string),
-        body,
+        body.value,
         visitor.user,
       )
       return sendJson(response, status, reply)
@@ -388,18 +398,20 @@ function postRefusal(request: IncomingMessage): string | undefined {
 
 const BODY_LIMIT = 256 * 1024
 
-async function readJson(request: IncomingMessage): Promise<unknown> {
+async function readJson(
+  request: IncomingMessage,
+): Promise<{ ok: true; value: unknown } | { ok: false; tooLarge: boolean }> {
   let size = 0
   const chunks: Buffer[] = []
   for await (const chunk of request) {
     size += (chunk as Buffer).length
-    if (size > BODY_LIMIT) return undefined
+    if (size > BODY_LIMIT) return { ok: false, tooLarge: true }
     chunks.push(chunk as Buffer)
   }
   try {
-    return JSON.parse(Buffer.concat(chunks).toString('utf8'))
+    return { ok: true, value: JSON.parse(Buffer.concat(chunks).toString('utf8')) }
   } catch {
-    return undefined
+    return { ok: false, tooLarge: false }
   }
 }
 

@@ -16,6 +16,7 @@ import type {
 import { renderCommand } from '../policy/index.js'
 import {
   clipNoted,
+  commandStatus,
   counted,
   type Decider,
   deadlineSetBy,
@@ -163,12 +164,6 @@ export function transcript(messages: StoredMessage[]): Html {
   })}</ol>`
 }
 
-export function exitText(command: Pick<ExecutedCommand, 'status' | 'exitCode' | 'signal'>): string {
-  if (command.status === 'exited') return `exit ${command.exitCode}`
-  if (command.status === 'signalled') return `killed by ${command.signal ?? 'a signal'}`
-  return command.status
-}
-
 function stream(name: string, capture: ExecutedCommand['stdout']): Html {
   return html`<div class="stream"><span class="who">${name}</span> ${formatBytes(capture.bytes)}, ${counted(capture.lines, 'line')},
     sha256 <code class="hash">${capture.sha256}</code>${capture.elided ? html`, ${counted(capture.elided, 'character')} elided` : ''}
@@ -179,7 +174,7 @@ function stream(name: string, capture: ExecutedCommand['stdout']): Html {
 export function commandResult(command: ExecutedCommand, key: string): Html {
   const ok = command.status === 'exited' && command.exitCode === 0
   return html`<div class="command">
-    ${code(renderCommand(command.argv))} → <strong class="${ok ? 'ok' : 'bad'}">${exitText(command)}</strong>
+    ${code(renderCommand(command.argv))} → <strong class="${ok ? 'ok' : 'bad'}">${commandStatus(command)}</strong>
     in ${formatDuration(command.durationMs)}, ${formatBytes(command.stdout.bytes + command.stderr.bytes)} of output
     <details data-key="${key}"><summary>Output and hashes</summary>${stream('stdout', command.stdout)}${stream('stderr', command.stderr)}</details>
   </div>`
@@ -306,7 +301,7 @@ export function timelineChart(timeline: TimelineEntry[], runStart: Date, runEnd:
             entry.startedAt,
             entry.finishedAt,
             entry.status === 'exited' && entry.exitCode === 0 ? 'ran-ok' : 'ran-bad',
-            `${renderCommand(entry.argv)}: ${exitText(entry)}, ${formatDuration(entry.durationMs)}`,
+            `${renderCommand(entry.argv)}: ${commandStatus(entry)}, ${formatDuration(entry.durationMs)}`,
           )
         : entry.type === 'approval' && entry.decidedAt
           ? bar(

@@ -26,14 +26,7 @@ export {
   turnCost,
 } from './prices.js'
 export { buildSystemPrompt, type SystemPromptInput } from './prompt.js'
-export {
-  type BoundedReply,
-  boundReply,
-  boundString,
-  boundValue,
-  REPLY_LIMITS,
-  type ValueBounds,
-} from './reply.js'
+export { type BoundedReply, boundReply, REPLY_LIMITS } from './reply.js'
 export { DEFAULT_MAX_OUTPUT_TOKENS, prepareRequest } from './request.js'
 export {
   loadModelScript,

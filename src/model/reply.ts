@@ -8,12 +8,15 @@
 
 import { clip, formatCount } from '../present/index.js'
 import {
+  boundString,
+  boundValue,
   CALL_LIMITS,
   isMcpToolName,
   mcpArguments,
   type ToolCall,
   utf8Length,
   type ValidatedCall,
+  type ValueBounds,
   validateToolCall,
   wellFormed,
 } from '../tools/index.js'
@@ -36,16 +39,6 @@ export const REPLY_LIMITS = {
   /** Characters of a tool name kept (no tool has a longer one: an MCP tool's `server.tool` is at most 193). */
   nameChars: 200,
 } as const
-
-/** How much of a value a refused call keeps: in the transcript, and in history. */
-export interface ValueBounds {
-  /** Characters of each string. */
-  chars: number
-  /** Elements of each array and entries of each object. */
-  entries: number
-  /** Levels of nesting. */
-  depth: number
-}
 
 export const STORED_VALUE_BOUNDS: ValueBounds = { chars: 2_000, entries: 50, depth: 6 }
 
@@ -95,36 +88,6 @@ export function boundReply(reply: { text: string; toolCalls: readonly ToolCall[]
       ? `\n[tether: ${formatCount(dropped)} more tool calls of this reply were dropped unanswered; a reply may make at most ${REPLY_LIMITS.calls}]`
       : ''
   return { text: `${boundString(reply.text, REPLY_LIMITS.textChars)}${notes}`, toolCalls }
-}
-
-/**
- * `value` with strings, arrays, objects and nesting cut to `bounds`, every cut saying what was left out,
- * and every string well-formed — storable and sendable whatever the model produced.
- */
-export function boundValue(value: unknown, bounds: ValueBounds, depth = 0): unknown {
-  if (typeof value === 'string') return boundString(value, bounds.chars)
-  if (value === null || typeof value !== 'object') return value
-  if (depth >= bounds.depth) return '[… nested too deep; not kept]'
-  if (Array.isArray(value)) {
-    const kept: unknown[] = value.slice(0, bounds.entries).map((item) => boundValue(item, bounds, depth + 1))
-    if (value.length > bounds.entries)
-      kept.push(`[… ${formatCount(value.length - bounds.entries)} more elements not kept]`)
-    return kept
-  }
-  const entries = Object.entries(value)
-  const kept = entries
-    .slice(0, bounds.entries)
-    .map(([key, item]) => [boundString(key, 100), boundValue(item, bounds, depth + 1)])
-  if (entries.length > bounds.entries) {
-    kept.push(['…', `[… ${formatCount(entries.length - bounds.entries)} more entries not kept]`])
-  }
-  return Object.fromEntries(kept)
-}
-
-/** `text` cut to `chars` with a note of what was left out, and made well-formed. */
-export function boundString(text: string, chars: number): string {
-  if (text.length <= chars) return wellFormed(text)
-  return `${wellFormed(text.slice(0, chars))}… [${formatCount(text.length - chars)} more characters not kept]`
 }
 
 function boundId(id: unknown, index: number): string {

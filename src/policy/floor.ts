@@ -6,7 +6,7 @@
  * decided (every default `allow`, so the run's own policy decides within it).
  */
 import { PolicyError } from './errors.js'
-import { parsePolicyText } from './file.js'
+import { parsePolicyText, readPolicyFile } from './file.js'
 import { Policy } from './policy.js'
 
 export interface Floor {
@@ -26,9 +26,6 @@ export function builtinFloor(): Floor {
   return { policy, source: BUILTIN_FLOOR }
 }
 
-/** A floor file is a policy an operator writes by hand: far below this. */
-const FLOOR_FILE_LIMIT = 1024 * 1024
-
 /**
  * Reads a floor file (a policy file: JSON or YAML), once, when a worker starts — synchronously, so a
  * plugin can take one where the Worker is constructed. A floor whose rules or defaults ask must say who
@@ -36,26 +33,7 @@ const FLOOR_FILE_LIMIT = 1024 * 1024
  * approvers for the floor's asks.
  */
 export function loadFloor(path: string): Floor {
-  const fs = globalThis.process?.getBuiltinModule?.('node:fs')
-  if (!fs) throw new PolicyError(`${path}: a floor file can only be read under Node.js`, undefined, path)
-  let text: string
-  try {
-    const stat = fs.statSync(path)
-    if (!stat.isFile()) throw new PolicyError(`${path}: the floor is not a regular file`, undefined, path)
-    if (stat.size > FLOOR_FILE_LIMIT) {
-      throw new PolicyError(
-        `${path}: the floor file has ${stat.size.toLocaleString('en-US')} bytes, more than the ${FLOOR_FILE_LIMIT.toLocaleString('en-US')} a floor may have`,
-        undefined,
-        path,
-      )
-    }
-    text = fs.readFileSync(path, 'utf8')
-  } catch (error) {
-    if (error instanceof PolicyError) throw error
-    const code = (error as NodeJS.ErrnoException).code
-    const why = code === 'ENOENT' ? 'no such file' : (code ?? String(error))
-    throw new PolicyError(`${path}: cannot read the floor file (${why}); check the path`, undefined, path)
-  }
+  const text = readPolicyFile(path, 'floor file')
   const policy = parsePolicyText(text, path)
   checkFloor(policy, path)
   return { policy, source: path }

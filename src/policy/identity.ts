@@ -8,6 +8,7 @@
 import { z } from 'zod'
 import { APPROVER_NAME, formatPublicKey, parsePublicKey } from '../identity/index.js'
 import { PolicyError } from './errors.js'
+import { POLICY_LIMITS } from './limits.js'
 
 export const IDENTITY_MODES = ['signed', 'unsigned'] as const
 export type IdentityMode = (typeof IDENTITY_MODES)[number]
@@ -36,7 +37,7 @@ function keyProblem(text: string): string | undefined {
 
 export const approverSchema = z.union([
   approverName,
-  z.object({ name: approverName, keys: z.array(publicKey).optional() }).strict(),
+  z.object({ name: approverName, keys: z.array(publicKey).max(POLICY_LIMITS.keys).optional() }).strict(),
 ])
 
 export type ApproverSpec = z.input<typeof approverSchema>

@@ -31,6 +31,7 @@ export {
 export { PolicyError } from './errors.js'
 export { loadPolicyFile, parsePolicyText } from './file.js'
 export { BUILTIN_FLOOR, builtinFloor, type Floor, floorOf, loadFloor, onFloor } from './floor.js'
+export { POLICY_LIMITS } from './limits.js'
 export { hostPort } from './net.js'
 export { Policy } from './policy.js'
 export { type RememberedRule, rememberRule } from './remember.js'

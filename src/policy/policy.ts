@@ -21,6 +21,7 @@ import {
   normaliseApprovers,
 } from './identity.js'
 import { Judging } from './judging.js'
+import { compiledSize, sizeProblem } from './limits.js'
 import { netPatternProblem } from './net.js'
 import { combineSandbox, type SandboxPolicy, type SandboxSettings, sandboxSettingsSchema } from './sandbox.js'
 import {
@@ -204,6 +205,9 @@ export class Policy {
       }
     }
     checkApprovalCounts(runLayers, approvers, undefined)
+    // Each was within the limits on its own; what the run works under, both together, must be too.
+    const size = sizeProblem([...floorLayers, ...runLayers])
+    if (size) throw new PolicyError(`the run's policy on the worker's floor (${source}): ${size}`, 'layers')
     const budgetApprovers = budgetApproversOnFloor(
       { ...floor.state, budgetApprovers: floor.budgetApprovers },
       { budgetApprovers: run.budgetApprovers },
@@ -258,6 +262,11 @@ export class Policy {
   get digest(): string {
     this.digestCache ??= specDigest(this.toSpec())
     return this.digestCache
+  }
+
+  /** What its rules take compiled, at most (see limits.ts): what a worker's cache of policies counts. */
+  get compiledSize(): number {
+    return compiledSize(this.state.layers.flatMap((layer) => layer.rules))
   }
 
   /** The floor this effective policy stands on (`onFloor`), if any. */

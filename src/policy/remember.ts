@@ -10,6 +10,8 @@
  * tool does.
  */
 import { basename, runsOtherCommands, runsProgramText } from '../commands/index.js'
+import { overLimit } from '../present/index.js'
+import { POLICY_LIMITS } from './limits.js'
 import { normalisePath } from './policy.js'
 import type { Act } from './types.js'
 
@@ -51,6 +53,18 @@ const GLOB = /[*?]/
 const MCP_REMEMBER_LIMIT = 2_000
 
 export function rememberRule(act: Act, target: string | readonly string[]): RememberedRule {
+  const rule = exactRule(act, target)
+  // A remembered rule is a pattern like any other, and travels in the run's state (continue-as-new) too.
+  if (rule.ok && rule.exact.length > POLICY_LIMITS.patternChars) {
+    return {
+      ok: false,
+      reason: `the rule would be ${overLimit(rule.exact.length, 'characters', POLICY_LIMITS.patternChars, 'pattern')}`,
+    }
+  }
+  return rule
+}
+
+function exactRule(act: Act, target: string | readonly string[]): RememberedRule {
   if (act !== 'exec') {
     if (typeof target !== 'string' || target === '')
       return { ok: false, reason: `a ${act} target must be a non-empty string` }

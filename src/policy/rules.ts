@@ -1,7 +1,7 @@
 /**
  * Precompiled rules. All rules of one act (every effect, every layer) go into one `RuleIndex`, which answers
  * "which is the first rule, in stack order, of each effect that matches this target?" in one pass over the
- * target instead of trying every rule: exact and prefix patterns share a character trie, suffix patterns a
+ * target instead of trying every rule: exact and prefix patterns share a radix trie, suffix patterns a
  * reversed one, `*text*` is a substring test, and only patterns with `?` or inner `*` fall back to a RegExp.
  */
 
@@ -16,22 +16,29 @@ export const ALL_EFFECTS = 0b111
 
 const NONE = Number.POSITIVE_INFINITY
 
+/**
+ * A radix trie: a chain of characters with nothing branching off it is one node whose `label` holds them all,
+ * so a node exists only where a pattern ends or two patterns part, and a long pattern costs its characters
+ * (a slice of the pattern itself) plus a node or two — memory per character is a small constant.
+ */
 interface TrieNode {
-  /** Children by ASCII code (an array index is the cheapest step of a walk), others in a map. */
-  ascii: Array<TrieNode | undefined> | undefined
-  other: Map<number, TrieNode> | undefined
+  /** The characters from the parent to this node, in walking order (empty at the root). */
+  label: string
+  /** Children by the first character of their label. */
+  children: Map<number, TrieNode> | undefined
   /** First rule (per effect slot) whose exact pattern ends here. */
   exact: number[]
   /** First rule (per effect slot) whose `literal*` pattern ends here. */
   prefix: number[]
 }
 
-function trieNode(): TrieNode {
-  return { ascii: undefined, other: undefined, exact: [NONE, NONE, NONE], prefix: [NONE, NONE, NONE] }
+function trieNode(label: string): TrieNode {
+  return { label, children: undefined, exact: [NONE, NONE, NONE], prefix: [NONE, NONE, NONE] }
 }
 
-function child(node: TrieNode, code: number): TrieNode | undefined {
-  return code < 128 ? node.ascii?.[code] : node.other?.get(code)
+function addChild(node: TrieNode, child: TrieNode): void {
+  node.children ??= new Map()
+  node.children.set(child.label.charCodeAt(0), child)
 }
 
 function trieInsert(
@@ -42,22 +49,42 @@ function trieInsert(
   field: 'exact' | 'prefix',
 ): void {
   let node = root
-  for (let i = 0; i < literal.length; i++) {
-    const code = literal.charCodeAt(i)
-    let next = child(node, code)
+  let i = 0
+  while (i < literal.length) {
+    let next = node.children?.get(literal.charCodeAt(i))
     if (!next) {
-      next = trieNode()
-      if (code < 128) {
-        node.ascii ??= new Array<TrieNode | undefined>(128).fill(undefined)
-        node.ascii[code] = next
-      } else {
-        node.other ??= new Map()
-        node.other.set(code, next)
-      }
+      next = trieNode(literal.slice(i))
+      addChild(node, next)
+      node = next
+      break
+    }
+    const label = next.label
+    let common = 1
+    while (common < label.length && i + common < literal.length) {
+      if (label.charCodeAt(common) !== literal.charCodeAt(i + common)) break
+      common++
+    }
+    if (common < label.length) {
+      // The literal parts from (or ends inside) the label: split it there.
+      const head = trieNode(label.slice(0, common))
+      next.label = label.slice(common)
+      addChild(head, next)
+      addChild(node, head)
+      next = head
     }
     node = next
+    i += common
   }
   if (index < node[field][slot]!) node[field][slot] = index
+}
+
+/** Whether `target` up to `end`, read backwards, starts with `label`. */
+function endsWithReversed(target: string, end: number, label: string): boolean {
+  if (label.length > end) return false
+  for (let k = 1; k < label.length; k++) {
+    if (target.charCodeAt(end - 1 - k) !== label.charCodeAt(k)) return false
+  }
+  return true
 }
 
 /** Lowers `found[slot]` to `candidates[slot]` for every slot in `effects`. */
@@ -74,8 +101,8 @@ interface Listed<T> {
 }
 
 export class RuleIndex {
-  private readonly forward = trieNode()
-  private readonly backward = trieNode()
+  private readonly forward = trieNode('')
+  private readonly backward = trieNode('')
   private hasBackward = false
   private readonly contained: Array<Listed<string>> = []
   private readonly regexps: Array<Listed<RegExp>> = []
@@ -127,21 +154,30 @@ export class RuleIndex {
 
   /** For each effect in the `effects` mask, lowers `found[slot]` to the first rule matching `target`. */
   scan(target: string, effects: number, found: number[]): void {
-    let node: TrieNode | undefined = this.forward
-    take(node.prefix, effects, found)
-    for (let i = 0; i < target.length; i++) {
-      node = child(node, target.charCodeAt(i))
-      if (!node) break
+    let node: TrieNode = this.forward
+    let at = 0
+    for (;;) {
       take(node.prefix, effects, found)
+      if (at === target.length) {
+        take(node.exact, effects, found)
+        break
+      }
+      const next = node.children?.get(target.charCodeAt(at))
+      if (!next || !target.startsWith(next.label, at)) break
+      node = next
+      at += next.label.length
     }
-    if (node) take(node.exact, effects, found)
     if (this.hasBackward) {
-      let back: TrieNode | undefined = this.backward
-      take(back.prefix, effects, found)
-      for (let i = target.length - 1; i >= 0; i--) {
-        back = child(back, target.charCodeAt(i))
-        if (!back) break
+      // The reversed trie, walked from the target's last character back (its labels are reversed too).
+      let back: TrieNode = this.backward
+      let end = target.length
+      for (;;) {
         take(back.prefix, effects, found)
+        if (end === 0) break
+        const next = back.children?.get(target.charCodeAt(end - 1))
+        if (!next || !endsWithReversed(target, end, next.label)) break
+        back = next
+        end -= next.label.length
       }
     }
     for (const { value, slot, index } of this.contained) {

@@ -3,6 +3,7 @@
  * what travels through Temporal history). Validated with zod; errors name the field's path.
  */
 import { z } from 'zod'
+import { nameProblem, overLimit } from '../present/index.js'
 import { PolicyError } from './errors.js'
 import {
   type ApproverSpec,
@@ -11,6 +12,7 @@ import {
   IDENTITY_MODES,
   type IdentityMode,
 } from './identity.js'
+import { POLICY_LIMITS, sizeProblem } from './limits.js'
 import { netPatternProblem } from './net.js'
 import { sandboxSettingsSchema } from './sandbox.js'
 import { ACTS, EFFECTS } from './types.js'
@@ -21,10 +23,20 @@ export const INCLUDES = ['read-only', 'mcp-read-only'] as const
 const act = z.enum(ACTS)
 const effect = z.enum(EFFECTS)
 
-const pattern = z
-  .string()
-  .min(1, 'a pattern must not be empty')
-  .refine((p) => !p.includes('\0'), 'a pattern must not contain a NUL character')
+/** A pattern or an example: at most the pattern limit, and nothing that reads as something else. */
+const patternText = (what: string) =>
+  z.string().superRefine((text, ctx) => {
+    const problem =
+      text.length > POLICY_LIMITS.patternChars
+        ? `${what} of ${overLimit(text.length, 'characters', POLICY_LIMITS.patternChars, 'pattern')}`
+        : text.includes('\0')
+          ? `${what} must not contain a NUL character`
+          : nameProblem(what, text)
+    if (problem) ctx.addIssue({ code: 'custom', message: problem })
+  })
+
+const pattern = z.string().min(1, 'a pattern must not be empty').pipe(patternText('a pattern'))
+const example = z.string().min(1).pipe(patternText('an example'))
 
 /** `server.tool`: an MCP server's name (the operator's), a dot, the tool's name (the server's). */
 const mcpToolName = z
@@ -40,9 +52,9 @@ const ruleSchema = z
     /** An ask rule may need several distinct approvers (two-person rule); one denial ends it. */
     approvals: z.number().int().min(1).max(10).optional(),
     /** Example targets (for exec: command lines) this rule must decide; checked when the policy loads. */
-    match: z.array(z.string().min(1)).optional(),
+    match: z.array(example).optional(),
     /** Example targets this rule must not decide. */
-    not_match: z.array(z.string().min(1)).optional(),
+    not_match: z.array(example).optional(),
   })
   .strict()
   .superRefine((rule, ctx) => {
@@ -57,7 +69,14 @@ export type LayerOrigin = (typeof LAYER_ORIGINS)[number]
 
 const layerSchema = z
   .object({
-    name: z.string().min(1, 'a layer needs a name').max(100),
+    name: z
+      .string()
+      .min(1, 'a layer needs a name')
+      .max(100)
+      .superRefine((name, ctx) => {
+        const problem = nameProblem('a layer name', name)
+        if (problem) ctx.addIssue({ code: 'custom', message: problem })
+      }),
     /** Set by the worker when it stacks a run's policy on its floor; never written in a run's own policy. */
     origin: z.enum(LAYER_ORIGINS).optional(),
     /** `enforce`, `off` or detailed settings (docs/sandbox.md); only the operator (the floor) may loosen them. */
@@ -88,7 +107,7 @@ export const policySpecSchema = z
      * Who may answer an `ask`: names with their Ed25519 public keys (`{ name, keys }`), or plain names under
      * `identity: unsigned`. Empty or absent: anyone (unsigned).
      */
-    approvers: z.array(approverSchema).optional(),
+    approvers: z.array(approverSchema).max(POLICY_LIMITS.approvers).optional(),
     /** `signed` (default when approvers are listed) or `unsigned` (names are trusted: local work only). */
     identity: z.enum(IDENTITY_MODES).optional(),
     /**
@@ -152,11 +171,28 @@ export function fieldPath(path: ReadonlyArray<PropertyKey>): string {
 }
 
 export function parseSpec(input: unknown, file?: string): z.infer<typeof policySpecSchema> {
+  const fail = (field: string, message: string): never => {
+    throw new PolicyError(`${file ? `${file}: ` : ''}${field}: ${message}`, field, file)
+  }
+  // Measured before anything is parsed: a policy over a limit is refused at once, however big it is.
+  const size = sizeProblem((input as { layers?: unknown } | null)?.layers)
+  if (size) fail('layers', size)
   const result = policySpecSchema.safeParse(input)
   if (result.success) return result.data
-  const issue = result.error.issues[0]!
-  const field = fieldPath(issue.path)
-  throw new PolicyError(`${file ? `${file}: ` : ''}${field}: ${describeIssue(issue)}`, field, file)
+  const issue = reported(result.error.issues)
+  return fail(fieldPath(issue.path), describeIssue(issue))
+}
+
+/**
+ * The issue a person is told about: an unknown field before what it leaves missing (a misspelt `efect` is
+ * reported as unknown, not as a missing `effect`), else the first.
+ */
+function reported(issues: readonly z.core.$ZodIssue[]): z.core.$ZodIssue {
+  const first = issues[0]!
+  const unknown = issues.find(
+    (issue) => issue.code === 'unrecognized_keys' && issue.path.every((key, i) => first.path[i] === key),
+  )
+  return unknown ?? first
 }
 
 function describeIssue(issue: z.core.$ZodIssue): string {

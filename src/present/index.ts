@@ -5,7 +5,7 @@
  */
 export { type ApprovalNotice, approvalMessage, type NoticedApproval, slackText } from './approval-message.js'
 export { definitionText, lineDiff } from './diff.js'
-export { INVISIBLE_CHARACTER, INVISIBLE_CLASS, invisibleCharacters } from './invisible.js'
+export { INVISIBLE_CHARACTER, INVISIBLE_CLASS, invisibleCharacters, nameProblem } from './invisible.js'
 export { elapsedText, type InFlight, inFlightWords } from './progress.js'
 export { escapeText, formatArgv, isPlainWord, quoteWord, renderCommand, renderExecVerdict } from './render.js'
 export {
@@ -21,11 +21,13 @@ export { visible } from './visible.js'
 export {
   clip,
   clipNoted,
+  commandStatus,
   counted,
   exactBytes,
   formatBytes,
   formatCount,
   formatDuration,
   formatMoney,
+  overLimit,
   seconds,
 } from './words.js'

@@ -19,3 +19,21 @@ export function invisibleCharacters(): RegExp {
 
 /** The character class itself, for patterns that combine it with more (`[<>&…]`). */
 export const INVISIBLE_CLASS = CLASS
+
+/**
+ * What a name may not hold — a run id, a layer name, a rule's pattern, an approver: the invisible
+ * characters above, and every space but the plain one (a no-break or thin space passes for it). A name is
+ * shown on one line and compared by eye; any of these can break the line or make one name look like another.
+ */
+const REFUSED_IN_NAMES = new RegExp(`[${CLASS}\\u00a0\\u1680\\u2000-\\u200a\\u202f\\u205f\\u3000]`, 'u')
+
+/**
+ * Why `name` cannot be a name (`what`: "the run id", "a layer name"), naming the first refused character and
+ * where it is; undefined when it can.
+ */
+export function nameProblem(what: string, name: string): string | undefined {
+  const found = REFUSED_IN_NAMES.exec(name)
+  if (!found) return undefined
+  const code = (found[0].codePointAt(0) as number).toString(16).toUpperCase().padStart(4, '0')
+  return `${what} holds U+${code} at character ${found.index + 1}; write it without control, invisible, bidirectional or unusual space characters`
+}

@@ -18,6 +18,26 @@ export function formatCount(value: number): string {
   return value.toLocaleString('en-US')
 }
 
+/** `12,345 characters; the pattern limit is 4,096`: a count and the limit it passes, for a one-line refusal. */
+export function overLimit(count: number, unit: string, limit: number, name: string): string {
+  return `${formatCount(count)} ${unit}; the ${name} limit is ${formatCount(limit)}`
+}
+
+/**
+ * How a command ended, as "what ran" shows it: `exit 1`, `killed by SIGKILL`, `timed-out`, and for one a lost
+ * or stopping worker cut off (not run again: it was on the noRetry list) `unknown (worker lost)`.
+ */
+export function commandStatus(command: {
+  status: string
+  exitCode?: number | undefined
+  signal?: string | undefined
+}): string {
+  if (command.status === 'exited') return `exit ${command.exitCode}`
+  if (command.status === 'signalled') return `killed by ${command.signal ?? 'a signal'}`
+  if (command.status === 'unknown') return 'unknown (worker lost)'
+  return command.status
+}
+
 /** `1 call`, `2 calls`, `0 steps`; `plural` when adding an s is wrong. */
 export function counted(count: number, noun: string, plural = `${noun}s`): string {
   return `${formatCount(count)} ${count === 1 ? noun : plural}`

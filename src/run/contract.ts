@@ -14,12 +14,18 @@ const UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000
 export const MAX_DURATION_MS = 365 * UNITS.d!
 const MAX_DURATION_TEXT = '365d'
 
-/** Parses `15m`, `2h`, `30s`, `1d`, `500ms` to milliseconds; anything else is undefined. */
-export function parseDuration(value: string): number | undefined {
-  const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$/.exec(value)
+/**
+ * Parses `15m`, `2h`, `30s`, `1d`, `500ms` to milliseconds; anything else (`30 m` too: one word, as a flag
+ * takes it) is undefined. `spaced` reads a space between number and unit, as runs recorded before did.
+ */
+export function parseDuration(value: string, options: { spaced?: boolean } = {}): number | undefined {
+  const match = (options.spaced ? SPACED_DURATION : DURATION).exec(value)
   if (!match) return undefined
   return Math.round(Number(match[1]) * (UNITS[match[2] as string] as number))
 }
+
+const DURATION = /^\s*(\d+(?:\.\d+)?)(ms|s|m|h|d)\s*$/
+const SPACED_DURATION = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$/
 
 /** `1800` read as seconds, written the way a person would: `30m`, `4h`, `90s`. */
 function asSeconds(n: number): string {
@@ -42,30 +48,32 @@ function unitHint(n: number): string {
  * A contract duration: text with a unit, more than zero and at most a year. A bare number is refused with
  * the fix, because nobody can tell whether `1800` meant seconds or milliseconds.
  */
-const toMilliseconds = (value: unknown, ctx: z.RefinementCtx): number => {
-  const fail = (message: string) => {
-    ctx.addIssue({ code: 'custom', message })
-    return z.NEVER
+const durationReader =
+  (spaced: boolean) =>
+  (value: unknown, ctx: z.RefinementCtx): number => {
+    const fail = (message: string) => {
+      ctx.addIssue({ code: 'custom', message })
+      return z.NEVER
+    }
+    if (typeof value === 'number' || (typeof value === 'string' && /^\s*\d+(\.\d+)?\s*$/.test(value))) {
+      const n = Number(value)
+      return fail(
+        `${JSON.stringify(value)} ${typeof value === 'number' ? 'is a number' : 'has no unit'}; write a duration with a unit, ${unitHint(n)}`,
+      )
+    }
+    if (typeof value !== 'string')
+      return fail(`expected a duration such as "15m", got ${JSON.stringify(value)}`)
+    const ms = parseDuration(value, { spaced })
+    if (ms === undefined) {
+      return fail(
+        `expected a duration such as "1500ms", "30s", "15m", "2h" or "1d", got ${JSON.stringify(value)}`,
+      )
+    }
+    if (ms <= 0) return fail(`${JSON.stringify(value)} must be longer than zero`)
+    if (ms > MAX_DURATION_MS)
+      return fail(`${JSON.stringify(value)} is longer than the limit of ${MAX_DURATION_TEXT}`)
+    return ms
   }
-  if (typeof value === 'number' || (typeof value === 'string' && /^\s*\d+(\.\d+)?\s*$/.test(value))) {
-    const n = Number(value)
-    return fail(
-      `${JSON.stringify(value)} ${typeof value === 'number' ? 'is a number' : 'has no unit'}; write a duration with a unit, ${unitHint(n)}`,
-    )
-  }
-  if (typeof value !== 'string')
-    return fail(`expected a duration such as "15m", got ${JSON.stringify(value)}`)
-  const ms = parseDuration(value)
-  if (ms === undefined) {
-    return fail(
-      `expected a duration such as "1500ms", "30s", "15m", "2h" or "1d", got ${JSON.stringify(value)}`,
-    )
-  }
-  if (ms <= 0) return fail(`${JSON.stringify(value)} must be longer than zero`)
-  if (ms > MAX_DURATION_MS)
-    return fail(`${JSON.stringify(value)} is longer than the limit of ${MAX_DURATION_TEXT}`)
-  return ms
-}
 
 /**
  * How runs recorded before durations needed units read them: a number is milliseconds, no upper bound.
@@ -78,7 +86,7 @@ const toMillisecondsLegacy = (value: unknown, ctx: z.RefinementCtx): number => {
         ? value
         : undefined
       : typeof value === 'string'
-        ? parseDuration(value)
+        ? parseDuration(value, { spaced: true })
         : undefined
   if (ms === undefined || ms <= 0) {
     ctx.addIssue({
@@ -235,7 +243,9 @@ function contractSchema(read: ReadDuration, money: ReadDuration) {
     })
 }
 
-export const taskContractSchema = contractSchema(toMilliseconds, toMicros)
+export const taskContractSchema = contractSchema(durationReader(false), toMicros)
+/** Runs recorded before inputs were bounded also read `30 m`. */
+const spacedContractSchema = contractSchema(durationReader(true), toMicros)
 const legacyContractSchema = contractSchema(toMillisecondsLegacy, toMicrosLegacy)
 
 /** A contract as written by a person (defaults optional, durations as text). */
@@ -304,10 +314,19 @@ export class ContractError extends Error {
 
 /**
  * Validates a contract; the error names each bad field and what was expected. `legacyDurations` reads
- * durations as runs recorded before units were required did (numbers are milliseconds): for those only.
+ * durations as runs recorded before units were required did (numbers are milliseconds), `spacedDurations`
+ * as runs recorded before inputs were bounded did (`30 m`): for those only.
  */
-export function parseContract(input: unknown, options: { legacyDurations?: boolean } = {}): TaskContract {
-  const parsed = (options.legacyDurations ? legacyContractSchema : taskContractSchema).safeParse(input)
+export function parseContract(
+  input: unknown,
+  options: { legacyDurations?: boolean; spacedDurations?: boolean } = {},
+): TaskContract {
+  const schema = options.legacyDurations
+    ? legacyContractSchema
+    : options.spacedDurations
+      ? spacedContractSchema
+      : taskContractSchema
+  const parsed = schema.safeParse(input)
   if (parsed.success) return parsed.data
   const issues = parsed.error.issues.map(
     (issue) => `${issue.path.join('.') || '(contract)'}: ${issue.message}`,

@@ -24,6 +24,10 @@ export const FAILURE = {
   superseded: 'Superseded',
   /** The run's workspace cannot be laid out or restored on this worker (its source, its snapshots). */
   workspaceUnavailable: 'WorkspaceUnavailable',
+  /** The worker is stopping: its command goes to another worker (retried at once; no attempt used up). */
+  workerStopping: 'WorkerStopping',
+  /** A command (or the gate) failed by itself — its program or its sandbox — as often as a command may. */
+  commandFailed: 'CommandFailed',
   /** The run has no verification command. */
   noGate: 'NoGate',
   /** The run's provenance cannot be made (its workspace cannot be read). */

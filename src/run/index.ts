@@ -18,12 +18,15 @@ export {
   workspaceOf,
 } from './contract.js'
 export {
+  DECISION_LIMITS,
   type DecisionInput,
   type DecisionRejection,
   decisionSchema,
+  legacyDecisionSchema,
   SIGNATURE_SKEW_MS,
 } from './decision.js'
 export { FAILURE, MODEL_FAILURE, MODEL_FAILURES_NOT_RETRIED } from './failures.js'
+export { runIdProblem, START_LIMITS, type StartProblem, startProblem } from './limits.js'
 export { gateFailureMessage } from './messages.js'
 export { CURRENCY, MAX_MONEY_MICROS, MICROS_PER_USD, microsToUsd, parseMoney } from './money.js'
 export { type Flight, type FlightKind, inFlight, type PendingActivityView } from './progress.js'

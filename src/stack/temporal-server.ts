@@ -34,6 +34,9 @@ export const LOCAL_TEMPORAL_TUNING = {
     // A timer is due no sooner than this after it is created: the default 1 s makes a short timer (an
     // activity retry's backoff, a brief sleep) fire up to 1 s late.
     'history.timerProcessorMaxTimeShift': '10ms',
+    // Tasks with fairness keys (each run's, or its tenant's) are dispatched in turn, not first come first
+    // served: under overload no run waits behind a burst of another's tasks (embed/client.ts runPriority).
+    'matching.enableFairness': true,
   },
   sqlitePragmas: {
     // Appends to a log instead of rewriting pages, and readers no longer wait for the writer.

@@ -2,6 +2,7 @@
  * The tools offered to the model — their schemas and names — and the sizes a call may have, checked before
  * anything runs. Pure: the workflow, the model adapter and the activities validate with the same code.
  */
+export { boundString, boundValue, type ValueBounds } from './bounded.js'
 export {
   argvProblem,
   CALL_LIMITS,

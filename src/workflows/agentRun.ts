@@ -53,6 +53,7 @@ import {
   MODEL_FAILURES_NOT_RETRIED,
   parseContract,
   parseMoney,
+  startProblem,
   type TaskContract,
   workspaceOf,
 } from '../run/index.js'
@@ -171,6 +172,17 @@ const workspaceSetup = proxyActivities<TetherActivities>({
   retry: { initialInterval: '1 second', maximumAttempts: 3 },
 })
 
+/**
+ * How a command (and the gate) is retried: without limit, because a lost or stopping worker is not the
+ * command's fault — the activity itself ends the retries once the command's own failures reach their limit
+ * (activities/attempts.ts). A retry after a lost worker comes within seconds of its heartbeat timeout.
+ */
+const COMMAND_RETRY = {
+  initialInterval: '1 second',
+  maximumInterval: '10 seconds',
+  maximumAttempts: Number.POSITIVE_INFINITY,
+}
+
 // Listing a run's MCP servers may start them (a package to load, a handshake); a server that fails is an
 // observation the activity returns, so what is retried here is this worker's own trouble (the audit).
 const mcpListings = proxyActivities<TetherActivities>({
@@ -198,10 +210,7 @@ function execActivities(timeoutMs: number) {
   // by the heartbeat timeout, and the retry re-runs the command — unless it is on the contract's noRetry
   // list, in which case the retry tells the model the outcome is unknown instead (see tetherExec).
   const options = execActivityOptions(timeoutMs)
-  return proxyActivities<TetherActivities>({
-    ...options,
-    retry: { ...options.retry, initialInterval: '1 second', maximumAttempts: 3 },
-  })
+  return proxyActivities<TetherActivities>({ ...options, retry: { ...options.retry, ...COMMAND_RETRY } })
 }
 
 /** What a step's row keeps of the model's turn. */
@@ -212,11 +221,7 @@ type StepTurn = Pick<ModelTurn, 'text' | 'toolCalls' | 'usage' | 'model' | 'cost
  */
 function gateActivities(timeoutMs: number) {
   const { startToCloseTimeout, heartbeatTimeout } = execActivityOptions(timeoutMs)
-  return proxyActivities<TetherActivities>({
-    startToCloseTimeout,
-    heartbeatTimeout,
-    retry: { maximumAttempts: 3 },
-  })
+  return proxyActivities<TetherActivities>({ startToCloseTimeout, heartbeatTimeout, retry: COMMAND_RETRY })
 }
 
 /** Cap for the bounded texts that travel through history (the transcript keeps the full text). */
@@ -241,11 +246,14 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
     judgeWithTurn: patched('judge-with-turn'),
     mcpTools: patched('mcp-tools'),
     snapshots: patched('workspace-snapshots'),
+    // What crosses into the run is bounded before it is stored, echoed or passed on.
+    bounded: patched('bounded-inputs'),
     costBudget: patched('cost-budget'),
     provenance: patched('provenance'),
   }
+  if (changes.bounded) refuseOversizedStart(input)
   const state: RunState = initialState(input.carried, Date.now())
-  const book = new ApprovalBook(runId)
+  const book = new ApprovalBook(runId, changes.bounded)
   /** Whether the TetherPendingApproval search attribute says this run waits for a person. */
   let waitingForPeople = false
   /** The step in progress, until its row is recorded: what a run that ends mid-step still records. */
@@ -1028,13 +1036,24 @@ function argvOf(call: ValidatedCall): readonly string[] | undefined {
 
 function parseInput(input: AgentRunInput): TaskContract {
   // Runs started before durations needed a unit read numbers as milliseconds; so does a continuation,
-  // whose contract the first run already validated (and passes on in milliseconds).
+  // whose contract the first run already validated (and passes on in milliseconds). Spaced durations
+  // (`30 m`) are read as runs recorded before clients refused them read them.
   const legacyDurations = input.carried !== undefined || !patched('contract-durations-with-units')
   try {
-    return parseContract(input.contract, { legacyDurations })
+    return parseContract(input.contract, { legacyDurations, spacedDurations: true })
   } catch (error) {
-    throw ApplicationFailure.nonRetryable((error as Error).message, FAILURE.contractError)
+    // Clipped: the message may quote a field, and a failure over Temporal's limit would not be recorded.
+    throw ApplicationFailure.nonRetryable(clip((error as Error).message, 2_000), FAILURE.contractError)
   }
+}
+
+/**
+ * A client other than tether's may not have checked the sizes: over one, the run ends here, in its first
+ * task, before it schedules anything Temporal would refuse (a continuation's were checked when it started).
+ */
+function refuseOversizedStart(input: AgentRunInput): void {
+  const problem = input.carried === undefined ? startProblem(input) : undefined
+  if (problem) throw ApplicationFailure.nonRetryable(problem.message, FAILURE.contractError)
 }
 
 /**

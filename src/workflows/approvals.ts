@@ -19,12 +19,15 @@ import {
 import { formatMoney } from '../present/index.js'
 import type { Answer, Channel, PendingApproval, Resolution } from '../run/index.js'
 import {
+  DECISION_LIMITS,
   type DecisionInput,
   type DecisionRejection,
   decisionSchema,
+  legacyDecisionSchema,
   parseMoney,
   SIGNATURE_SKEW_MS,
 } from '../run/index.js'
+import { boundString } from '../tools/index.js'
 
 export type { DecisionInput, DecisionRejection } from '../run/index.js'
 
@@ -52,10 +55,17 @@ type Checked = { ok: true; decision: DecisionInput; answer: Omit<Answer, 'channe
 export class ApprovalBook {
   private readonly entries = new Map<string, Entry>()
   private identity: BookIdentity = { mode: 'unsigned', approvers: [] }
-  /** Answers that were refused, kept so they can be recorded; never applied. */
+  /** Answers that were refused, kept (bounded) so they can be recorded; never applied. */
   readonly rejected: Array<{ channel: Channel; at: number; error: string; input: unknown }> = []
 
-  constructor(private readonly runId: string) {}
+  constructor(
+    private readonly runId: string,
+    /**
+     * Every answer bounded before it is stored, echoed or recorded (DECISION_LIMITS); false only for runs
+     * recorded before, which replay as they ran.
+     */
+    private readonly bounded = true,
+  ) {}
 
   /** Set once the policy is known (before any approval is requested). */
   setIdentity(identity: BookIdentity): void {
@@ -72,8 +82,12 @@ export class ApprovalBook {
 
   /** Why `input` may not be applied now, or the checked answer. Read-only: safe in an Update validator. */
   validate(input: unknown, now: number): Checked {
-    const reject = (type: DecisionRejection, error: string): Rejected => ({ ok: false, type, error })
-    const parsed = decisionSchema.safeParse(input)
+    const reject = (type: DecisionRejection, error: string): Rejected => ({
+      ok: false,
+      type,
+      error: this.bounded ? boundString(error, DECISION_LIMITS.refusalChars) : error,
+    })
+    const parsed = (this.bounded ? decisionSchema : legacyDecisionSchema).safeParse(input)
     if (!parsed.success) {
       const issues = parsed.error.issues.map(
         (issue) => `${issue.path.join('.') || '(decision)'}: ${issue.message}`,
@@ -215,7 +229,12 @@ export class ApprovalBook {
   ): { ok: true; resolution?: Resolution; approvals: number; required: number } | Rejected {
     const checked = this.validate(input, now)
     if (!checked.ok) {
-      this.rejected.push({ channel, at: now, error: checked.error, input })
+      this.rejected.push({
+        channel,
+        at: now,
+        error: checked.error,
+        input: this.bounded ? claimed(input) : input,
+      })
       return checked
     }
     const entry = this.entries.get(checked.decision.approvalId) as Entry
@@ -296,6 +315,24 @@ export class ApprovalBook {
   get(approvalId: string): PendingApproval | undefined {
     return this.entries.get(approvalId)?.request
   }
+}
+
+/**
+ * What a refused answer claimed, as the audit records it (who, for which approval, which way), each bounded:
+ * the rest of what was sent is not kept.
+ */
+function claimed(input: unknown): Record<string, string> {
+  const sent = (typeof input === 'object' && input !== null ? input : {}) as Record<string, unknown>
+  const kept: Record<string, string> = {}
+  for (const [field, chars] of [
+    ['approvalId', DECISION_LIMITS.approvalIdChars],
+    ['approver', DECISION_LIMITS.approverChars],
+    ['decision', 10],
+  ] as const) {
+    const value = sent[field]
+    if (typeof value === 'string') kept[field] = boundString(value, chars)
+  }
+  return kept
 }
 
 /** The exact rule an answer remembers, or why it cannot (the request offered no such rule). */

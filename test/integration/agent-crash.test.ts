@@ -9,9 +9,10 @@ import type { WorkflowHandle } from '@temporalio/client'
 import { tsToMs } from '@temporalio/common/lib/time.js'
 import { temporal } from '@temporalio/proto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { AuditStore } from '../../src/audit/index.js'
+import { type AuditStore, verifyRunHistory } from '../../src/audit/index.js'
 import type { agentRun } from '../../src/workflows/index.js'
 import { npmWorkspace, openTestAudit, startRun, testPolicy, writeScript } from '../support/agent.js'
+import { tether } from '../support/cli.js'
 import { type LlmServer, openAiChat, startLlmServer } from '../support/llm-server.js'
 import { connectClient, uniqueTaskQueue } from '../support/temporal.js'
 import { workerProcesses } from '../support/worker-processes.js'
@@ -89,15 +90,88 @@ describe('crash-resume', () => {
           [1, 0, 2, 'exited', 0],
         ])
       } else {
-        expect(commands).toEqual([])
         const observation = JSON.stringify(transcript[2]?.content)
         expect(observation).toContain('[exec interrupted]')
         expect(observation).toContain('outcome is unknown')
+        // What ran shows it, from the start of the attempt that ran it.
+        const [first] = await audit.execAttempts(handle.workflowId)
+        expect(commands.map((c) => [c.step, c.call, c.attempt, c.status, c.argv.join(' ')])).toEqual([
+          [1, 0, 2, 'unknown', 'node slow.cjs'],
+        ])
+        expect(commands[0]?.startedAt).toEqual(first?.startedAt)
+        const ran = await tether(['audit', 'ran', '--run', handle.workflowId])
+        expect(ran.stdout).toMatch(/ 1 +node slow\.cjs +unknown \(worker lost\) /)
+        // The audit still agrees with the run's history, the cut-off row included.
+        const report = await verifyRunHistory(client.client, audit, handle.workflowId)
+        expect(report.findings).toEqual([])
+        expect(report.checked.exec_results).toBe(1)
       }
     } finally {
       await ws.cleanup()
     }
   })
+})
+
+// Records each start; works until it is cut off, except on its seventh start, when it finishes in a second
+// (a fixed duration would race a loaded machine's worker start-up, and could finish before it is cut off).
+const LONG = [
+  "const fs = require('node:fs')",
+  "fs.appendFileSync('starts.log', Date.now() + '\\n')",
+  "const n = fs.readFileSync('starts.log', 'utf8').trim().split('\\n').length",
+  "setTimeout(() => console.log('long done'), n < 7 ? 600000 : 1000)",
+].join('; ')
+
+describe('rolling restarts', () => {
+  it('finish a command cut off by three SIGKILLs and three SIGTERMs: six attempts cut off, one that ended', async () => {
+    const taskQueue = uniqueTaskQueue('rolling')
+    const ws = await npmWorkspace()
+    // A stopping worker gives its command a grace time before handing it over: 30 s in production.
+    const env = { SHUTDOWN_GRACE: '1 second' }
+    try {
+      await writeFile(join(ws.path, 'long.cjs'), LONG)
+      const model = `scripted:${await writeScript(ws.path, {
+        turns: [{ toolCalls: [{ name: 'exec', args: { argv: ['node', 'long.cjs'] } }] }, { text: 'done' }],
+      })}`
+      let worker = await startWorkerProcess(taskQueue, env)
+      const handle = await startRun(
+        client.client,
+        taskQueue,
+        { goal: 'survive a rolling restart', workspace: ws.path, model },
+        testPolicy().allowExec('node long.cjs'),
+      )
+      const signals = ['SIGKILL', 'SIGKILL', 'SIGKILL', 'SIGTERM', 'SIGTERM', 'SIGTERM'] as const
+      for (const [i, signal] of signals.entries()) {
+        await expect.poll(() => starts(ws.path), { timeout: 120_000, interval: 200 }).toHaveLength(i + 1)
+        // As a rolling restart does it: the next worker is up before this one goes.
+        const next = await startWorkerProcess(taskQueue, env)
+        const gone = new Promise((resolve) => worker.once('exit', resolve))
+        worker.kill(signal)
+        await gone
+        worker = next
+      }
+      const result = await handle.result()
+      expect(result).toMatchObject({ outcome: 'finished', steps: 2 })
+      expect(await starts(ws.path)).toHaveLength(7)
+
+      const attempts = await audit.execAttempts(handle.workflowId)
+      expect(attempts.map((a) => [a.step, a.call, a.attempt, a.outcome])).toEqual([
+        [1, 0, 1, 'lost'],
+        [1, 0, 2, 'lost'],
+        [1, 0, 3, 'lost'],
+        [1, 0, 4, 'handed over'],
+        [1, 0, 5, 'handed over'],
+        [1, 0, 6, 'handed over'],
+        [1, 0, 7, 'exited'],
+      ])
+      expect(attempts.every((a) => a.endedAt !== undefined)).toBe(true)
+      const commands = await audit.executedCommands({ runId: handle.workflowId })
+      expect(commands.map((c) => [c.step, c.call, c.attempt, c.status, c.exitCode])).toEqual([
+        [1, 0, 7, 'exited', 0],
+      ])
+    } finally {
+      await ws.cleanup()
+    }
+  }, 600_000)
 })
 
 /** The attempt of `activity` running now and when it started, if one is. */

@@ -110,7 +110,9 @@ describe('records on every path', () => {
       expect(gate?.stdout.bytes).toBeGreaterThan(0)
       expect(gate?.stdout.sha256).toMatch(/^[0-9a-f]{64}$/)
       const attempts = await harness.audit.execAttempts(handle.workflowId)
-      expect(attempts).toEqual([expect.objectContaining({ step: 2, call: -1, attempt: 1, outcome: 'ended' })])
+      expect(attempts).toEqual([
+        expect.objectContaining({ step: 2, call: -1, attempt: 1, outcome: 'exited' }),
+      ])
     } finally {
       await ws.cleanup()
     }

@@ -1,7 +1,8 @@
 /**
  * A tether worker in its own process, so a test can SIGKILL it mid-command like a crashed machine.
  * Env: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, DATABASE_URL, TETHER_TASK_QUEUE, WORKFLOW_BUNDLE; TETHER_FLOOR
- * (optional: the operator's floor file).
+ * (optional: the operator's floor file); SHUTDOWN_GRACE (optional, e.g. `2 seconds`), so a test of a rolling
+ * restart need not wait 30 s per SIGTERM.
  */
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker'
 import { createActivities, waitThroughOutages } from '../../src/activities/index.js'
@@ -18,6 +19,7 @@ const audit = await openAudit({ databaseUrl: env('DATABASE_URL'), outages: waitT
 const connection = await NativeConnection.connect({ address: env('TEMPORAL_ADDRESS') })
 const worker = await Worker.create({
   ...TETHER_WORKER_DEFAULTS,
+  ...(process.env.SHUTDOWN_GRACE ? { shutdownGraceTime: process.env.SHUTDOWN_GRACE } : {}),
   connection,
   namespace: env('TEMPORAL_NAMESPACE'),
   taskQueue: env('TETHER_TASK_QUEUE'),

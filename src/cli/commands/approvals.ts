@@ -3,7 +3,16 @@
 import type { Command } from 'commander'
 import type { ApproverKey } from '../../identity/keyring.js'
 import { deadlineSetBy, formatDeadline, ruleWords, words } from '../../present/index.js'
-import { colour, print, printJson, printTable, rememberText, visible } from '../context.js'
+import {
+  colour,
+  print,
+  printJson,
+  printTable,
+  rememberText,
+  runArgument,
+  visible,
+  wholeNumber,
+} from '../context.js'
 import { CliError } from '../errors.js'
 
 /** Approvals read per query when listing them all. */
@@ -24,14 +33,12 @@ export function registerApprovals(program: Command): void {
     .command('approvals')
     .description('List approvals waiting for an answer, oldest first, with what "remember" would add.')
     .option('--approver <name>', 'only those this approver may answer')
-    .option('--run <run>', 'only those of one run (its id, or the start of one)')
+    .option('--run <run>', 'only those of one run (its id, or the start of one)', runArgument)
     .option('--limit <n>', 'at most this many (default: all of them, read a page at a time)')
     .option('--json', 'print JSON')
     .action(async (options: { approver?: string; run?: string; limit?: string; json?: boolean }) => {
-      const limit = options.limit === undefined ? Number.POSITIVE_INFINITY : Number(options.limit)
-      if (!(limit >= 1) || (Number.isFinite(limit) && !Number.isInteger(limit))) {
-        throw new CliError(`--limit must be a positive whole number, not ${options.limit}`)
-      }
+      const limit =
+        options.limit === undefined ? Number.POSITIVE_INFINITY : wholeNumber(options.limit, '--limit')
       const { resolveId, withAudit } = await import('../connect.js')
       const pending = await withAudit(async (audit) => {
         const runId = options.run ? await resolveId(audit, 'run', options.run) : undefined

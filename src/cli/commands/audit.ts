@@ -14,8 +14,8 @@ import type {
   Finding,
   ProvenanceStatement,
 } from '../../audit/index.js'
-import { formatBytes, ruleWords, seconds, words } from '../../present/index.js'
-import { print, printJson, printTable, visible } from '../context.js'
+import { commandStatus, formatBytes, ruleWords, seconds, words } from '../../present/index.js'
+import { print, printJson, printTable, runArgument, visible, wholeNumber } from '../context.js'
 import { CliError } from '../errors.js'
 
 export function registerAudit(program: Command): void {
@@ -23,14 +23,17 @@ export function registerAudit(program: Command): void {
   audit
     .command('refused')
     .description('What the policy or an approver refused, newest first.')
-    .option('--run <run>', 'only one run (its id, or the start of one)')
+    .option('--run <run>', 'only one run (its id, or the start of one)', runArgument)
     .option('--limit <n>', 'how many', '50')
     .option('--json', 'print JSON')
     .action(async (options: { run?: string; limit: string; json?: boolean }) => {
       const { withAudit } = await import('../connect.js')
       const page = await withAudit(async (store) => {
         const runId = await onlyRun(store, options.run)
-        return store.refusedActions({ limit: limit(options.limit), ...(runId ? { runId } : {}) })
+        return store.refusedActions({
+          limit: wholeNumber(options.limit, '--limit'),
+          ...(runId ? { runId } : {}),
+        })
       })
       if (options.json) return printJson(page.items)
       if (page.items.length === 0) return print('nothing was refused')
@@ -52,7 +55,11 @@ export function registerAudit(program: Command): void {
   audit
     .command('ran')
     .description('The commands that actually ran, with status, exit code and duration.')
-    .option('--run <run>', 'only one run, its id or the start of one (default: the most recent runs)')
+    .option(
+      '--run <run>',
+      'only one run, its id or the start of one (default: the most recent runs)',
+      runArgument,
+    )
     .option('--limit <n>', 'how many runs to look at without --run', '10')
     .option('--json', 'print JSON')
     .action(async (options: { run?: string; limit: string; json?: boolean }) => {
@@ -61,7 +68,7 @@ export function registerAudit(program: Command): void {
         const runId = await onlyRun(store, options.run)
         const runs = runId
           ? [runId]
-          : (await store.listRuns({ limit: limit(options.limit) })).items.map((r) => r.runId)
+          : (await store.listRuns({ limit: wholeNumber(options.limit, '--limit') })).items.map((r) => r.runId)
         const all = []
         for (const runId of runs) all.push(...(await store.executedCommands({ runId })))
         return all
@@ -74,7 +81,7 @@ export function registerAudit(program: Command): void {
           c.runId,
           c.kind === 'gate' ? `${c.step} gate` : String(c.step),
           visible(c.argv.join(' ')).slice(0, 60),
-          c.status === 'exited' ? `exit ${c.exitCode}` : c.status,
+          commandStatus(c),
           `${seconds(c.durationMs)}`,
           formatBytes(c.stdout.bytes + c.stderr.bytes),
           c.stdout.sha256.slice(0, 12),
@@ -86,7 +93,7 @@ export function registerAudit(program: Command): void {
     .description(
       'Who answered which approval, how, and (with --verify) whether each signature still proves it.',
     )
-    .option('--run <run>', 'only one run (its id, or the start of one)')
+    .option('--run <run>', 'only one run (its id, or the start of one)', runArgument)
     .option('--limit <n>', 'how many answers', '1000')
     .option(
       '--verify',
@@ -100,7 +107,7 @@ export function registerAudit(program: Command): void {
       const { records, anchored } = await withAudit(async (store) => {
         const runId = await onlyRun(store, options.run)
         const records = await store.approvalAnswers({
-          limit: limit(options.limit),
+          limit: wholeNumber(options.limit, '--limit'),
           ...(runId ? { runId } : {}),
         })
         const runs = runId ? [runId] : [...new Set(records.map((r) => r.approval.runId))]
@@ -197,7 +204,7 @@ export function registerAudit(program: Command): void {
     .description(
       "Check a run's audit rows against its Temporal history: every row deleted, added or edited, and every answer's proof.",
     )
-    .argument('<run>', 'the run id, or the start of one')
+    .argument('<run>', 'the run id, or the start of one', runArgument)
     .option('--json', 'print JSON')
     .action(async (given: string, options: { json?: boolean }) => {
       const { resolveId, withAudit, withTemporal } = await import('../connect.js')
@@ -422,11 +429,4 @@ async function onlyRun(store: AuditStore, given: string | undefined): Promise<st
   if (given === undefined) return undefined
   const { resolveId } = await import('../connect.js')
   return resolveId(store, 'run', given)
-}
-
-function limit(value: string): number {
-  const n = Number(value)
-  if (!Number.isInteger(n) || n < 1)
-    throw new CliError(`--limit must be a positive whole number, not ${value}`)
-  return n
 }

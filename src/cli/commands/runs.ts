@@ -3,7 +3,16 @@ import type { Client } from '@temporalio/client'
 import type { Command } from 'commander'
 import type { Policy } from '../../policy/index.js'
 import type { TaskContractInput } from '../../run/index.js'
-import { colour, print, printJson, printJsonLine, printTable, visible } from '../context.js'
+import {
+  colour,
+  print,
+  printJson,
+  printJsonLine,
+  printTable,
+  runArgument,
+  visible,
+  wholeNumber,
+} from '../context.js'
 import { CliError, EXIT } from '../errors.js'
 
 interface RunOptions {
@@ -59,9 +68,9 @@ export function registerRuns(program: Command): void {
     .option('--json', 'print the run id as JSON; with --follow, one JSON object per event, a line each')
     .action(async (options: RunOptions) => {
       const { withTemporal } = await import('../connect.js')
-      const { newRunId, RunIdTakenError, RunRejectedError, startAgentRun, waitForStart } = await import(
-        '../../embed/index.js'
-      )
+      const { InvalidRunIdError, newRunId, RunIdTakenError, RunRejectedError, startAgentRun, waitForStart } =
+        await import('../../embed/index.js')
+      const { PolicyError } = await import('../../policy/index.js')
       const { ContractError, FAILURE } = await import('../../run/index.js')
       const contract = await buildContract(options)
       const policy = await runPolicy(options.policy, contract)
@@ -73,9 +82,16 @@ export function registerRuns(program: Command): void {
             policy,
             taskQueue: target.taskQueue,
             runId: options.id ?? newRunId(),
+            // Someone watching it go waits on each step: it goes before runs nobody watches.
+            scheduling: { interactive: options.follow === true },
           })
         } catch (error) {
-          if (error instanceof ContractError || error instanceof RunIdTakenError)
+          if (
+            error instanceof ContractError ||
+            error instanceof PolicyError ||
+            error instanceof InvalidRunIdError ||
+            error instanceof RunIdTakenError
+          )
             throw new CliError(error.message)
           throw error
         }
@@ -124,7 +140,7 @@ export function registerRuns(program: Command): void {
       const { withAudit } = await import('../connect.js')
       const page = await withAudit((audit) =>
         audit.listRuns({
-          limit: positive(options.limit, '--limit'),
+          limit: wholeNumber(options.limit, '--limit'),
           ...(options.status ? { status: options.status as 'running' | 'finished' } : {}),
         }),
       )
@@ -148,7 +164,7 @@ export function registerRuns(program: Command): void {
   program
     .command('show')
     .description("A run's summary and timeline: steps, decisions, commands, approvals and gate results.")
-    .argument('<run>', 'the run id, or the start of one no other run id starts with')
+    .argument('<run>', 'the run id, or the start of one no other run id starts with', runArgument)
     .option('--follow', 'keep showing new entries until the run ends (exit 3 unless it succeeds)')
     .option('--json', 'print JSON; with --follow, one JSON object per event, a line each')
     .action(async (given: string, options: { follow?: boolean; json?: boolean }) => {
@@ -176,7 +192,7 @@ export function registerRuns(program: Command): void {
   program
     .command('cancel')
     .description('Cancel a run: its running command is killed, pending approvals are resolved as cancelled.')
-    .argument('<run>', 'the run id, or the start of one no other run id starts with')
+    .argument('<run>', 'the run id, or the start of one no other run id starts with', runArgument)
     .action(async (given: string) => {
       const { resolveId, withAudit, withTemporal } = await import('../connect.js')
       const { WorkflowNotFoundError } = await import('@temporalio/client')
@@ -236,8 +252,8 @@ async function buildContract(options: RunOptions): Promise<TaskContractInput> {
     verification,
     ...(options.model ? { model: options.model } : {}),
     budgets: {
-      ...(options.maxSteps ? { maxSteps: positive(options.maxSteps, '--max-steps') } : {}),
-      ...(options.maxTokens ? { maxTokens: positive(options.maxTokens, '--max-tokens') } : {}),
+      ...(options.maxSteps ? { maxSteps: wholeNumber(options.maxSteps, '--max-steps') } : {}),
+      ...(options.maxTokens ? { maxTokens: wholeNumber(options.maxTokens, '--max-tokens') } : {}),
       ...(options.maxTime ? { maxWallTime: options.maxTime } : {}),
       ...(options.maxCost ? { maxCost: options.maxCost } : {}),
     },
@@ -309,11 +325,4 @@ export function splitCommand(line: string): string[] {
 function oneLine(text: string, limit: number): string {
   const line = visible(text.split('\n')[0] ?? '')
   return line.length <= limit ? line : `${line.slice(0, limit - 1)}…`
-}
-
-function positive(value: string, flag: string): number {
-  const n = Number(value)
-  if (!Number.isInteger(n) || n < 1)
-    throw new CliError(`${flag} must be a positive whole number, not ${value}`)
-  return n
 }

@@ -1,17 +1,7 @@
-/**
- * The audit proven against Temporal history on a real dev server and PostgreSQL: a run with a signed
- * approval, commands, a refusal and a gate matches its history; then someone with write access to the audit
- * database forges an answer, swaps the run's policy, deletes and edits rows, and `tether audit verify` and
- * `tether audit approvals --verify` name each one.
- */
-import { execFile } from 'node:child_process'
 import { mkdtemp, rm } from 'node:fs/promises'
-import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath, pathToFileURL } from 'node:url'
-import { promisify } from 'node:util'
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   type ApprovalRow,
   type Finding,
@@ -25,10 +15,9 @@ import { type ApproverKey, createKey, loadKey } from '../../../src/identity/keyr
 import { Policy } from '../../../src/policy/index.js'
 import { decideUpdate } from '../../../src/workflows/index.js'
 import { startScriptedRun, useAgentHarness } from '../../support/agent.js'
+import { tether } from '../../support/cli.js'
 
 const harness = useAgentHarness()
-const CHECKOUT = fileURLToPath(new URL('../../../', import.meta.url))
-const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href
 
 let dir: string
 let alice: ApproverKey
@@ -50,32 +39,6 @@ function policy(): Policy {
     .allowExec('true')
 }
 const exec = (...argv: string[]) => ({ name: 'exec', args: { argv } })
-
-/** `tether …` as a person runs it, against the test's servers. */
-async function tether(args: string[], env: Record<string, string> = {}) {
-  const ran = await promisify(execFile)(
-    process.execPath,
-    ['--import', TSX, join(CHECKOUT, 'src/cli/bin.ts'), ...args],
-    {
-      env: {
-        ...process.env,
-        TEMPORAL_ADDRESS: inject('temporalAddress'),
-        TEMPORAL_NAMESPACE: inject('namespace'),
-        DATABASE_URL: inject('databaseUrl'),
-        NO_COLOR: '1',
-        ...env,
-      },
-    },
-  ).then(
-    (done) => ({ code: 0, stdout: done.stdout, stderr: done.stderr }),
-    (error: { code?: number; stdout?: string; stderr?: string }) => ({
-      code: error.code ?? -1,
-      stdout: error.stdout ?? '',
-      stderr: error.stderr ?? '',
-    }),
-  )
-  return ran
-}
 
 /** A finished run: echo, a refused rm, a signed approval of touch, then the gate. */
 async function signedRun() {

@@ -1,9 +1,9 @@
 /**
  * RunConfigs compiles a policy once per distinct spec: runs that share a spec share one compiled policy,
- * which is what keeps a worker's memory flat as waiting runs pile up.
+ * which is what keeps a worker's memory flat as waiting runs pile up; what they take together is bounded in bytes.
  */
 import { describe, expect, it } from 'vitest'
-import { RunConfigs } from '../../../src/activities/run-config.js'
+import { PolicyCache, RunConfigs } from '../../../src/activities/run-config.js'
 import type { AuditStore } from '../../../src/audit/index.js'
 import { builtinFloor, Policy } from '../../../src/policy/index.js'
 
@@ -48,5 +48,49 @@ describe('RunConfigs', () => {
     // A failed read is not remembered: the next look-up asks again.
     await expect(runs.get('missing')).rejects.toThrow()
     expect(asked).toEqual(['a', 'missing', 'missing'])
+  })
+})
+
+const policyOf = (rules: number, chars: number) =>
+  Policy.fromSpec({
+    preset: 'permissive',
+    layers: [
+      {
+        name: 'team',
+        rules: Array.from({ length: rules }, (_, i) => ({
+          act: 'exec',
+          effect: 'allow',
+          pattern: `tool-${i} ${'x'.repeat(chars)}`,
+        })),
+      },
+    ],
+  })
+
+describe('the policy cache', () => {
+  it('drops the least recently used policies once what they take passes its budget', () => {
+    const big = policyOf(200, 2_000)
+    const small = policyOf(1, 10)
+    // Each entry counts its key too (two bytes a character).
+    const cache = new PolicyCache(3 * (big.compiledSize + 2))
+    for (const key of ['a', 'b', 'c']) cache.set(key, big)
+    expect(cache.get('a')).toBe(big)
+    // A fourth big one does not fit beside three: the least recently used (b) goes.
+    cache.set('d', big)
+    expect(cache.get('b')).toBeUndefined()
+    expect([cache.get('a'), cache.get('c'), cache.get('d')]).toEqual([big, big, big])
+    expect(cache.bytes).toBeLessThanOrEqual(3 * (big.compiledSize + 2))
+    // Many small ones fit where one big one was.
+    for (let i = 0; i < 100; i++) cache.set(`small-${i}`, small)
+    expect(cache.bytes).toBeLessThanOrEqual(3 * (big.compiledSize + 2))
+    expect(cache.get('small-99')).toBe(small)
+  })
+
+  it('keeps no policy bigger than the whole budget', () => {
+    const cache = new PolicyCache(1_000_000)
+    const huge = policyOf(1_000, 100)
+    expect(huge.compiledSize).toBeGreaterThan(1_000_000)
+    cache.set('huge', huge)
+    expect(cache.get('huge')).toBeUndefined()
+    expect(cache.bytes).toBe(0)
   })
 })

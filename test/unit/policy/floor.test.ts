@@ -224,7 +224,7 @@ describe('floor files', () => {
       expect(() => loadFloor(join(dir, 'missing.yaml'))).toThrow(
         /missing\.yaml: cannot read the floor file \(no such file\)/,
       )
-      expect(() => loadFloor('/dev/zero')).toThrow(/\/dev\/zero: the floor is not a regular file/)
+      expect(() => loadFloor('/dev/zero')).toThrow(/\/dev\/zero: the floor file is not a regular file/)
     } finally {
       await rm(dir, { recursive: true, force: true })
     }

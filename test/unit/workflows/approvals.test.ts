@@ -175,7 +175,7 @@ describe('ApprovalBook, unsigned (names trusted)', () => {
     )
     refused(
       { decision: 'approve', replacement: ['ls', 'a\u0000b'] },
-      'the replacement command contains a NUL byte',
+      'malformed decision: replacement: argv[1] holds a NUL character (at character 1); the OS ends arguments at NUL: pass binary data through a file',
     )
     expect(
       book.validate({ approvalId: 'a-1', approver: 'alice', decision: 'approve', replacement: [] }, 1),
