@@ -6,7 +6,7 @@
  * tool and arguments digest with the verdict that let it run, every approval
  * with its signatures, the network destinations allowed, the gate's result, the outcome). Built from the
  * run's audit rows once it has finished; the worker signs it into a DSSE envelope (activities/provenance.ts).
- * The layout is documented in docs/observability.md#provenance.
+ * The layout is documented in docs/audit.md#provenance.
  */
 import { type DsseEnvelope, digestOf, openEnvelope } from '../identity/index.js'
 import type { Database } from './database.js'
@@ -14,7 +14,7 @@ import { AuditInputError } from './errors.js'
 
 export const STATEMENT_TYPE = 'https://in-toto.io/Statement/v1'
 export const SLSA_PROVENANCE = 'https://slsa.dev/provenance/v1'
-/** tether's SLSA build type: an agent run (docs/observability.md#provenance says what each field holds). */
+/** tether's SLSA build type: an agent run (docs/audit.md#provenance says what each field holds). */
 export const BUILD_TYPE = 'urn:tether:agent-run:v1'
 
 type Row = Record<string, unknown>
