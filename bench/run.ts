@@ -15,7 +15,7 @@
  */
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { availableParallelism } from 'node:os'
+import { availableParallelism, loadavg } from 'node:os'
 import { MockActivityEnvironment } from '@temporalio/testing'
 import { NativeConnection } from '@temporalio/worker'
 import { createActivities } from '../src/activities/index.js'
@@ -272,7 +272,9 @@ async function concurrentRuns(concurrent: number) {
 /**
  * (d): what tracing costs a step. A second worker on the same server and audit traces everything (spans
  * exported over OTLP/HTTP to a loopback receiver that reads and drops them; metrics on a Prometheus
- * endpoint); rounds interleave a run on it with one on the untraced worker.
+ * endpoint); rounds interleave a run on it with one on the untraced worker. Beside the wall time, the CPU
+ * this process (both workers, their workflow threads, the receiver) spent per step: on a loaded machine
+ * every millisecond of CPU costs several of wall time, so the CPU figure is the steadier one.
  */
 async function tracingOverhead() {
   const spans = { requests: 0, bytes: 0 }
@@ -308,23 +310,46 @@ async function tracingOverhead() {
   const running = worker.run()
   try {
     const steps = 50
-    const rounds = 5
+    const rounds = 7
     await durableRun(stack, 5, { taskQueue }) // warm-up: the traced bundle, connections, caches
-    const off: number[] = []
-    const on: number[] = []
-    for (let round = 0; round < rounds; round++) {
-      const plain = await durableRun(stack, steps)
-      off.push(plain.ms / plain.steps)
-      const traced = await durableRun(stack, steps, { taskQueue })
-      on.push(traced.ms / traced.steps)
+    const measured = {
+      off: { ms: [] as number[], cpu: [] as number[] },
+      on: { ms: [] as number[], cpu: [] as number[] },
     }
-    const [offMs, onMs] = [median(off), median(on)]
-    console.log(`(d) tracing, medians of ${rounds} interleaved rounds of ${steps}-step runs on one server`)
-    console.log(`    tracing off: ${offMs.toFixed(1)} ms/step`)
-    console.log(`    tracing on:  ${onMs.toFixed(1)} ms/step (every span exported over OTLP/HTTP)`)
+    const measure = async (into: (typeof measured)['on'], queue?: string) => {
+      const before = process.cpuUsage()
+      const run = await durableRun(stack, steps, queue ? { taskQueue: queue } : {})
+      const cpu = process.cpuUsage(before)
+      into.ms.push(run.ms / run.steps)
+      into.cpu.push((cpu.user + cpu.system) / 1000 / run.steps)
+    }
+    const load = loadavg()[0] ?? 0
+    for (let round = 0; round < rounds; round++) {
+      // Alternating which goes first, so a trend in the machine's load falls on both alike.
+      if (round % 2 === 0) {
+        await measure(measured.off)
+        await measure(measured.on, taskQueue)
+      } else {
+        await measure(measured.on, taskQueue)
+        await measure(measured.off)
+      }
+    }
+    const [offMs, onMs] = [median(measured.off.ms), median(measured.on.ms)]
+    const [offCpu, onCpu] = [median(measured.off.cpu), median(measured.on.cpu)]
+    const percent = (on: number, off: number) => `${(((on - off) / off) * 100).toFixed(1)}%`
     console.log(
-      `    overhead: ${(((onMs - offMs) / offMs) * 100).toFixed(1)}% per durable step (target ≤ 5%); ` +
-        `ratio on / off ${(onMs / offMs).toFixed(3)}`,
+      `(d) tracing, medians of ${rounds} interleaved rounds of ${steps}-step runs on one server ` +
+        `(load average ${load.toFixed(1)} → ${(loadavg()[0] ?? 0).toFixed(1)} on ${availableParallelism()} cores)`,
+    )
+    console.log(
+      `    tracing off: ${offMs.toFixed(1)} ms/step, ${offCpu.toFixed(1)} ms CPU/step in the worker process`,
+    )
+    console.log(
+      `    tracing on:  ${onMs.toFixed(1)} ms/step, ${onCpu.toFixed(1)} ms CPU/step (every span exported over OTLP/HTTP)`,
+    )
+    console.log(
+      `    overhead: ${percent(onMs, offMs)} per durable step (target ≤ 5%), ratio on / off ${(onMs / offMs).toFixed(3)}; ` +
+        `CPU ${percent(onCpu, offCpu)}`,
     )
   } finally {
     worker.shutdown()

@@ -184,10 +184,23 @@ function metricExporter(target: NonNullable<TelemetryConfig['metrics']>) {
     : new OtlpProtoMetrics({ url: target.url })
 }
 
+/** What a span keeps of the workflow info Temporal's sink adds to every workflow span: who and where. */
+const WORKFLOW_IDENTITY = new Set([
+  'workflowId',
+  'runId',
+  'workflowType',
+  'taskQueue',
+  'namespace',
+  'attempt',
+  'currentBuildId',
+])
+
 /**
  * Every span carries its run's id as `tether.run.id`: Temporal's own spans name the workflow (the run id)
- * in their own words, and the workflow sink adds the whole workflow info, whose nested values (search
- * attributes, memo, the previous run's result) are not span attributes and are dropped here.
+ * in their own words. The workflow sink adds the whole workflow info to each workflow span; of it, a span
+ * keeps the workflow's identity (WORKFLOW_IDENTITY) and drops the rest — timeouts, history length and size,
+ * the retry policy, the last run's result, nested values that are no span attributes, absent ones — which
+ * doubled every span's size and its export for nothing a trace reader uses.
  */
 class RunIdProcessor implements SpanProcessor {
   constructor(private readonly next: SpanProcessor) {}
@@ -198,10 +211,10 @@ class RunIdProcessor implements SpanProcessor {
 
   onEnd(span: ReadableSpan): void {
     const attributes = span.attributes as Record<string, unknown>
-    for (const [key, value] of Object.entries(attributes)) {
-      if (value !== null && typeof value === 'object' && !Array.isArray(value)) delete attributes[key]
-    }
     const runId = attributes[ATTR.runId] ?? attributes.temporalWorkflowId ?? attributes.workflowId
+    for (const [key, value] of Object.entries(attributes)) {
+      if (!kept(key, value)) delete attributes[key]
+    }
     if (typeof runId === 'string') attributes[ATTR.runId] = runId
     this.next.onEnd(span)
   }
@@ -213,4 +226,14 @@ class RunIdProcessor implements SpanProcessor {
   shutdown(): Promise<void> {
     return this.next.shutdown()
   }
+}
+
+/**
+ * An attribute worth exporting: a value a span attribute can hold, under a namespaced name (tether's,
+ * the GenAI conventions'), one of Temporal's own (`temporal…`, `run_id`), or the workflow's identity.
+ */
+function kept(key: string, value: unknown): boolean {
+  if (value === null || value === undefined) return false
+  if (typeof value === 'object' && !Array.isArray(value)) return false
+  return key.includes('.') || key.startsWith('temporal') || key === 'run_id' || WORKFLOW_IDENTITY.has(key)
 }

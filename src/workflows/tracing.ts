@@ -9,7 +9,7 @@
  * every call here is a no-op. Nothing here decides anything. No content: names, counts, verdicts and ids
  * only (excerpts, when a worker turns them on, are added by the activities).
  */
-import { type Attributes, type Span, SpanStatusCode, trace } from '@opentelemetry/api'
+import { type Attributes, context, type Span, SpanStatusCode, trace } from '@opentelemetry/api'
 import { ContinueAsNew } from '@temporalio/workflow'
 import type {
   ActionVerdict,
@@ -22,26 +22,36 @@ import type {
 } from '../run/index.js'
 import { ATTR, auditRow, INSTRUMENTATION, SPAN } from '../run/index.js'
 
-async function traced<T>(
+/**
+ * Runs `work` as the active span `name`. Plain promise chaining, not async functions: inside the workflow
+ * sandbox every promise is costly (Temporal's promise hook captures a stack trace for each one, for the
+ * stack-trace query), and an async wrapper with its awaits makes several per span where this makes one.
+ */
+function traced<T>(
   name: string,
   attributes: Attributes,
   work: () => Promise<T>,
   after?: (span: Span, result: T) => void,
 ): Promise<T> {
-  return trace.getTracer(INSTRUMENTATION).startActiveSpan(name, { attributes }, async (span) => {
-    try {
-      const result = await work()
-      after?.(span, result)
-      return result
-    } catch (error) {
-      if (!(error instanceof ContinueAsNew)) {
-        span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message })
-      }
-      throw error
-    } finally {
-      span.end()
+  const span = trace.getTracer(INSTRUMENTATION).startSpan(name, { attributes })
+  const failed = (error: unknown) => {
+    if (!(error instanceof ContinueAsNew)) {
+      span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message })
     }
-  })
+    span.end()
+    throw error
+  }
+  let running: Promise<T>
+  try {
+    running = context.with(trace.setSpan(context.active(), span), work)
+  } catch (error) {
+    return failed(error)
+  }
+  return running.then((result) => {
+    after?.(span, result)
+    span.end()
+    return result
+  }, failed)
 }
 
 /** The run (this execution of it). */
