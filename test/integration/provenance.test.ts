@@ -5,13 +5,17 @@
  * implementation — verify it, and refuse it after one byte changes; so does `tether audit provenance --verify`.
  */
 import { execFile } from 'node:child_process'
+import { existsSync } from 'node:fs'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { promisify } from 'node:util'
+import { MockActivityEnvironment } from '@temporalio/testing'
+import { DefaultLogger } from '@temporalio/worker'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
+import { createActivities } from '../../src/activities/index.js'
 import { type ApprovalRow, checkProvenance } from '../../src/audit/index.js'
 import { draftAnswer } from '../../src/embed/client.js'
 import { digestOf } from '../../src/identity/index.js'
@@ -187,6 +191,52 @@ describe('a run’s provenance', () => {
       const moved = await verifyOffline()
       expect(moved.code).toBe(1)
       expect(moved.stderr).toContain('is NOT the subject')
+    } finally {
+      await ws.cleanup()
+    }
+  })
+
+  it('of a run whose workspace this worker no longer has, names the tree restored from its snapshots', async () => {
+    const policy = Policy.tiered().layer('project').allowWrite('src/*')
+    const { ws, handle } = await startScriptedRun(
+      harness,
+      [
+        {
+          toolCalls: [
+            { name: 'write_file', args: { path: 'src/added.js', content: 'export const x = 1\n' } },
+          ],
+        },
+        { text: 'done' },
+      ],
+      { policy },
+    )
+    try {
+      const runId = handle.workflowId
+      expect(await handle.result()).toMatchObject({ outcome: 'finished' })
+      let envelope: Awaited<ReturnType<typeof harness.audit.provenance>>
+      await expect
+        .poll(async () => (envelope = await harness.audit.provenance(runId)), { timeout: 30_000 })
+        .toBeDefined()
+      const check = checkProvenance(envelope, workerKey(workerKeyFile()).publicKey)
+      if (!check.ok) throw new Error(check.error)
+      const [subject] = check.statement.subject
+      const tree = await treeDigest(ws.path)
+      // The statement names the tree twice: by the digest anyone recomputes, and by its snapshot root.
+      expect(subject).toMatchObject({
+        digest: { sha256: tree.sha256 },
+        annotations: { snapshot: expect.stringMatching(/^[0-9a-f]{64}$/) },
+      })
+      const snapshot = (subject?.annotations as { snapshot: string }).snapshot
+
+      // The folder is gone from this worker: the provenance activity restores it at the recorded tree.
+      await rm(ws.path, { recursive: true, force: true })
+      const activities = createActivities({ audit: harness.audit })
+      const env = new MockActivityEnvironment({}, { logger: new DefaultLogger('ERROR') })
+      const signed = (await env.run(activities.tetherRecordProvenance, { runId, tree: snapshot })) as {
+        subject: string
+      }
+      expect(signed.subject).toBe(tree.sha256)
+      expect(existsSync(join(ws.path, 'src', 'added.js'))).toBe(true)
     } finally {
       await ws.cleanup()
     }

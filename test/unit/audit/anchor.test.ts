@@ -42,6 +42,8 @@ describe('a recorded history, replayed', () => {
     expect(execution?.calls.map((c) => `${c.type}${c.local ? ' (local)' : ''} ${c.state}`)).toEqual([
       'tetherPrepareRun (local) completed',
       'tetherStartRun completed',
+      // The workspace's first snapshot (patch `workspace-snapshots`).
+      'tetherLayOutWorkspace completed',
       // The turn judges its calls; an approved call is judged again before it runs.
       'tetherModelTurn completed',
       'tetherApprovalRequested completed',
