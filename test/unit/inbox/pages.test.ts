@@ -350,4 +350,49 @@ describe('inbox pages a person reads', () => {
     ).toEqual(['approve', 'deny', 'edit'])
     expect(markup).not.toContain('id="key-name"')
   })
+
+  it('asks a budget approver for the new cap, and offers no edited command', () => {
+    const budget: ApprovalRow = {
+      ...approval,
+      call: -1,
+      act: 'budget',
+      target: 'spent 0.010000 USD of a cost cap of 0.010000 USD',
+      tree: undefined,
+      rememberOffer: undefined,
+    }
+    const page = approvalPage(
+      {
+        approval: budget,
+        run: { ...run, cost: 10_000 },
+        approvers: [],
+        messages: [],
+        commands: [],
+        answers: [],
+        changes: { kind: 'unavailable', why: 'x' },
+      },
+      {},
+      clock,
+    )
+    const form = /<form id="answer"[\s\S]*?<\/form>/.exec(page)?.[0] ?? ''
+    expect(form).toContain('<input type="text" id="raise-to" name="raise-to"')
+    expect(
+      [...form.matchAll(/<button type="submit" name="decision" value="(\w+)"/g)].map((m) => m[1]),
+    ).toEqual(['approve', 'deny'])
+    // An ask about a command has no cap to raise.
+    expect(
+      approvalPage(
+        {
+          approval,
+          run,
+          approvers: [],
+          messages: [],
+          commands: [],
+          answers: [],
+          changes: { kind: 'unavailable', why: 'x' },
+        },
+        {},
+        clock,
+      ),
+    ).not.toContain('raise-to')
+  })
 })
