@@ -10,7 +10,8 @@
  *     machine's (`--concurrent`: only this); with `--concurrent N`, p50 and p99 of a step's time under N runs
  *     at once, without and with fairness keys side by side;
  * (d) ms/step with tracing on (a second worker on the same server exporting every span over OTLP/HTTP to a
- *     loopback receiver, metrics on a Prometheus endpoint) against tracing off (`--tracing`: only this).
+ *     loopback receiver, metrics on a Prometheus endpoint) against tracing off (`--tracing`: only this);
+ * (e) the audit's write transactions per step (`--audit`: only this).
  * Rounds interleave the floor, tether and the in-process run, so machine noise hits them alike.
  */
 import { createServer } from 'node:http'
@@ -215,6 +216,19 @@ async function perStep() {
   }
 }
 
+/** (e): the audit's write transactions per step (each takes a transaction id; reads take none). */
+async function auditCommitsPerStep(steps = 20) {
+  const txid = async () =>
+    Number((await stack.audit.pool.query<{ t: string }>('select txid_current() as t')).rows[0]?.t)
+  const before = await txid()
+  const run = await durableRun(stack, steps)
+  // The reading itself takes one.
+  const commits = (await txid()) - before - 1
+  console.log(
+    `(e) audit write transactions: ${(commits / run.steps).toFixed(2)} per step (${commits} over a ${run.steps}-step run, start and finish included)`,
+  )
+}
+
 /** (c): steps per second for many runs at once, and the CPU each process tree of the bench spent per step. */
 async function concurrentRuns(concurrent: number) {
   const each = 20
@@ -388,13 +402,20 @@ async function fairness(concurrent: number) {
 
 try {
   // `--concurrent [N]`: only (c), at 20 runs and then at N beside it (the cliff test: target within 15%);
-  // `--tracing`: only (d).
+  // `--tracing`: only (d); `--audit`: only (e).
   const only = process.argv[2]
+  if (only === '--audit') {
+    await durableRun(stack, 2) // warm-up
+    await auditCommitsPerStep()
+    process.exit(0)
+  }
   if (only === '--tracing') await tracingOverhead()
   else {
     const many = Number(process.argv[3] ?? 20)
-    if (only !== '--concurrent') await perStep()
-    else await durableRun(stack, 5) // warm-up
+    if (only !== '--concurrent') {
+      await perStep()
+      await auditCommitsPerStep()
+    } else await durableRun(stack, 5) // warm-up
     const twenty = await concurrentRuns(20)
     if (many !== 20) {
       const wide = await concurrentRuns(many)

@@ -17,7 +17,7 @@ import { hostname } from 'node:os'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Context } from '@temporalio/activity'
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common'
-import { AuditConnectionError, type AuditStore } from '../audit/index.js'
+import { AuditConnectionError, type AuditStore, type AuditWrites } from '../audit/index.js'
 import { FAILURE } from '../run/index.js'
 
 /** How often a running attempt says it is alive (and looks for a newer attempt). */
@@ -46,8 +46,11 @@ interface Running {
 export interface Attempt {
   /** Aborts when a later attempt of the same command takes over: kill the command, record nothing. */
   superseded: AbortSignal
-  /** Records how the attempt ended and stops keeping it alive. */
-  end(outcome: string): Promise<void>
+  /**
+   * Stops keeping the attempt alive and records how it ended — with `writes`, in that transaction (the
+   * command's result, its observation and its end in one commit). Each call records; call it once per commit.
+   */
+  end(outcome: string, writes?: Pick<AuditWrites, 'endExecAttempt'>): Promise<void>
 }
 
 /** Whether the activity was cancelled because its worker is shutting down (after its grace time). */
@@ -169,14 +172,15 @@ export class CommandAttempts {
     let ended = false
     return {
       superseded: superseded.signal,
-      end: async (outcome) => {
-        if (ended) return
-        ended = true
-        quit.abort()
-        await alive
-        if (this.running.get(command)?.stop === superseded) this.running.delete(command)
+      end: async (outcome, writes = this.audit) => {
+        if (!ended) {
+          ended = true
+          quit.abort()
+          await alive
+          if (this.running.get(command)?.stop === superseded) this.running.delete(command)
+        }
         try {
-          await this.audit.endExecAttempt(key, superseded.signal.aborted ? 'superseded' : outcome)
+          await writes.endExecAttempt(key, superseded.signal.aborted ? 'superseded' : outcome)
         } finally {
           finished()
         }

@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto'
 import { Context } from '@temporalio/activity'
 import { ApplicationFailure } from '@temporalio/common'
-import type { AuditStore, ExecResultRecord } from '../audit/index.js'
+import type { AuditStore, AuditWrites, ExecResultRecord } from '../audit/index.js'
 import { ExecInputError, type ExecResult, type SandboxReport } from '../exec/index.js'
 import { judge } from '../judge/index.js'
 import { clip, formatArgv, formatBytes } from '../present/index.js'
@@ -56,8 +56,9 @@ export function toolActivities(deps: {
     input: { runId: string; seq: number; callId: string; pending: InlineMessage[] },
     name: string,
     output: string,
+    writes: Pick<AuditWrites, 'appendMessages'> = audit,
   ) =>
-    appendInOrder(audit, input.runId, [
+    appendInOrder(writes, input.runId, [
       ...input.pending,
       { seq: input.seq, message: { role: 'tool', results: [{ callId: input.callId, name, output }] } },
     ])
@@ -110,6 +111,8 @@ export function toolActivities(deps: {
       const key = { runId, step, call, attempt: context.info.attempt }
       const attempt = await attempts.begin(key, context)
       let outcome = 'failed'
+      /** Whether the attempt's end was committed with the command's result. */
+      let ended = false
       try {
         // An earlier attempt may have finished (and recorded its result) while this one waited for it.
         const finished = context.info.attempt > 1 ? await recordedObservation(audit, input) : undefined
@@ -174,7 +177,7 @@ export function toolActivities(deps: {
         }
         outcome = result.status
         reportCommand(argv, result)
-        await audit.recordExecResult({
+        const record = {
           runId,
           step,
           call,
@@ -182,11 +185,19 @@ export function toolActivities(deps: {
           cwd: input.workspace,
           ...resultRecord(setup, result, startedAt),
           attempt: context.info.attempt,
-        })
-        // The partial result is recorded above; a cancelled activity still reports as cancelled.
-        if (result.status === 'cancelled' && context.cancellationSignal.aborted)
+        }
+        // The partial result is recorded; a cancelled activity still reports as cancelled.
+        if (result.status === 'cancelled' && context.cancellationSignal.aborted) {
+          await audit.recordExecResult(record)
           throw context.cancellationSignal.reason
-        await writeObservation(input, 'exec', noted(note, execObservation(argv, result)))
+        }
+        // What ran, what the model is told and the attempt's end: one commit.
+        await audit.together('finishCommand', async (writes) => {
+          await writes.recordExecResult(record)
+          await writeObservation(input, 'exec', noted(note, execObservation(argv, result)), writes)
+          await attempt.end(outcome, writes)
+        })
+        ended = true
         return {
           ok: result.status === 'exited' && result.exitCode === 0,
           summary: `exec ${clip(argv.join(' '), 120)} → ${statusText(result)}`,
@@ -205,7 +216,7 @@ export function toolActivities(deps: {
         outcome = failed.outcome
         throw failed.error
       } finally {
-        await attempt.end(outcome)
+        if (!ended) await attempt.end(outcome)
       }
     },
 

@@ -611,7 +611,8 @@ const TIMELINE = `
          step, 0 as section, 0 as call, started_at as at, 0 as rank, '' as tiebreak
     from steps s where run_id = $1
   union all
-  select 'approval', to_json(a), step, 1, call, requested_at, 0, '' from approvals a where run_id = $1
+  select 'approval', (select to_json(a) from (select ${APPROVAL_COLUMNS}) a), step, 1, call, requested_at, 0, ''
+    from approvals where run_id = $1
   union all
   select 'policy', to_json(p), step, 1, call, at, 1, kind || source from policy_events p where run_id = $1
   union all

@@ -122,11 +122,18 @@ export async function withAudit<T>(fn: (audit: AuditStore) => Promise<T>): Promi
 
 /**
  * The one run or approval id that `given` names: itself, or the only id that starts with it. None, or
- * several, is one line saying so (with a few of them, to type more of one).
+ * several, is one line saying so (with a few of them, to type more of one); with `keepUnknown`, none is `given`.
  */
-export async function resolveId(audit: AuditStore, kind: 'run' | 'approval', given: string): Promise<string> {
+export async function resolveId(
+  audit: AuditStore,
+  kind: 'run' | 'approval',
+  given: string,
+  options: { keepUnknown?: boolean } = {},
+): Promise<string> {
   const found = await audit.idsStartingWith(kind, given, 6)
   if (found.includes(given) || found.length === 1) return found.includes(given) ? given : (found[0] as string)
+  // A run the audit has no row of may still be in Temporal (its row deleted): what `audit verify` is for.
+  if (found.length === 0 && options.keepUnknown) return given
   if (found.length === 0) {
     throw new CliError(
       kind === 'run'

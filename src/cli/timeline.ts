@@ -27,7 +27,11 @@ export function printTimeline(summary: RunSummary, timeline: TimelineEntry[]): v
     )
   }
   if (summary.buildId)
-    print(colour.dim(`build: ${visible(summary.buildId)} (Worker Versioning: the run is pinned to it)`))
+    print(
+      colour.dim(
+        `build: ${visible(summary.buildId)} (the worker build that started the run; with Worker Versioning, the run is pinned to it)`,
+      ),
+    )
   for (const entry of timeline.filter(tellsSomethingNew)) print(entryLine(entry))
   print(
     colour.dim(

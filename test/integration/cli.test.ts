@@ -274,6 +274,9 @@ describe('tether CLI', () => {
       )
       expect(table.stdout).toContain('1 signed')
       expect(table.stdout).toContain('`touch a.txt`')
+      // The run's own timeline says the same of its waiting approval.
+      const waiting = await tether(['show', runId])
+      expect(waiting.stdout).toMatch(/waiting\s+approval .* in 3h \d+m \(set by the run's wall-time budget\)/)
       const stranger = await tether(['approve', first.approvalId, '--as', 'mallory'], keyring)
       expect(stranger.code).toBe(1)
       expect(stranger.stderr).toMatch(

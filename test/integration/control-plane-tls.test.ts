@@ -187,7 +187,12 @@ describe('Temporal behind a TLS terminator that requires a client certificate', 
       expect(JSON.parse(ls.stdout)).toContainEqual(expect.objectContaining({ runId, outcome: 'verified' }))
       const followed = await tether(['show', runId, '--follow', '--json'], cli)
       expect(followed).toMatchObject({ code: 0, stderr: '' })
-      expect(JSON.parse(followed.stdout)).toMatchObject({ outcome: 'verified' })
+      // One JSON object a line per event; the outcome is the last.
+      const events = followed.stdout
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line))
+      expect(events.at(-1)).toMatchObject({ event: 'outcome', outcome: 'verified' })
 
       // The command ran, and could not read the worker's key: it is the worker's secret, not the run's.
       const audit = await openAudit({ databaseUrl: inject('databaseUrl'), migrate: false })

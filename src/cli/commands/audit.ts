@@ -214,7 +214,7 @@ export function registerAudit(program: Command): void {
       await quietReplays()
       let runId = given
       const report = await withAudit(async (store) => {
-        runId = await resolveId(store, 'run', given)
+        runId = await resolveId(store, 'run', given, { keepUnknown: true })
         return withTemporal(async (client) => {
           try {
             return await verifyRunHistory(client, store, runId)

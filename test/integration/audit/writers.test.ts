@@ -88,6 +88,28 @@ describe('audit writers', () => {
     expect(await countRows(db.url, 'messages', where, [runId])).toBe(2)
   })
 
+  it('commit writes made together all at once, or none of them', async () => {
+    const runId = `together-${randomUUID()}`
+    await store.recordRunStarted(runStarted(runId))
+    const failed = store.together('test', async (writes) => {
+      await writes.recordStep(stepRecord(runId, 0))
+      await writes.recordExecResult(execResult(runId, 0, 0))
+      throw new Error('the worker died before the commit')
+    })
+    await expect(failed).rejects.toThrow('the worker died before the commit')
+    expect(await countRows(db.url, 'steps', 'run_id = $1', [runId])).toBe(0)
+    expect(await countRows(db.url, 'exec_results', 'run_id = $1', [runId])).toBe(0)
+
+    await store.together('test', async (writes) => {
+      await writes.recordStep(stepRecord(runId, 0))
+      await writes.recordExecResult(execResult(runId, 0, 0))
+      await writes.appendMessages(runId, 0, [{ role: 'user', content: 'goal' }])
+    })
+    expect(await countRows(db.url, 'steps', 'run_id = $1', [runId])).toBe(1)
+    expect(await countRows(db.url, 'exec_results', 'run_id = $1', [runId])).toBe(1)
+    expect(await countRows(db.url, 'messages', 'run_id = $1', [runId])).toBe(1)
+  })
+
   it('treat a retried write as a no-op that reports the row as its own', async () => {
     const runId = `retry-${randomUUID()}`
     expect(await store.recordRunStarted(runStarted(runId))).toBe(true)
