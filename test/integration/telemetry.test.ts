@@ -15,8 +15,9 @@ import { answerApproval, draftAnswer } from '../../src/embed/client.js'
 import { tetherPlugin } from '../../src/embed/plugin.js'
 import { WorkerTelemetry } from '../../src/embed/telemetry.js'
 import type { TelemetryConfig } from '../../src/stack/index.js'
+import { freePort } from '../../src/stack/process.js'
 import { npmWorkspace, openTestAudit, testPolicy, writeScript } from '../support/agent.js'
-import { findTraces, freePort, type Jaeger, type JaegerTrace, startJaeger } from '../support/jaeger.js'
+import { findTraces, type Jaeger, type JaegerTrace, startJaeger } from '../support/jaeger.js'
 import { connectClient, recordHistory, uniqueTaskQueue } from '../support/temporal.js'
 
 let audit: AuditStore

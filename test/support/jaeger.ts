@@ -9,10 +9,10 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { mkdir, mkdtemp, open, rename, rm, stat, unlink, writeFile } from 'node:fs/promises'
-import { createServer } from 'node:net'
 import { homedir, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
+import { freePort } from '../../src/stack/process.js'
 
 const run = promisify(execFile)
 
@@ -78,17 +78,6 @@ async function acquire(path: string): Promise<() => Promise<void>> {
       else await new Promise((resolve) => setTimeout(resolve, 2_000))
     }
   }
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number }
-      server.close(() => resolve(port))
-    })
-  })
 }
 
 export interface Jaeger {

@@ -25,15 +25,18 @@ const empty = (): StoredRunRows => ({
 const brief = (findings: Finding[]) =>
   findings.map((f) => [f.table, f.key, f.problem, ...(f.column ? [f.column] : [])].join(' ')).sort()
 
+/** The executions of a recorded history (test/histories/RUN.json), replayed as the run it was. */
+async function replayed(run: string): Promise<ReplayedExecution[]> {
+  const history = JSON.parse(await readFile(new URL(`../../histories/${run}.json`, import.meta.url), 'utf8'))
+  const runId = history.events[0].workflowExecutionStartedEventAttributes.originalExecutionRunId as string
+  return replayRun({ workflowId: run, executions: [{ runId, history }], running: false })
+}
+
 describe('a recorded history, replayed', () => {
   const RUN = 'approval-approved'
   let executions: ReplayedExecution[]
   beforeAll(async () => {
-    const history = JSON.parse(
-      await readFile(new URL(`../../histories/${RUN}.json`, import.meta.url), 'utf8'),
-    )
-    const runId = history.events[0].workflowExecutionStartedEventAttributes.originalExecutionRunId as string
-    executions = await replayRun({ workflowId: RUN, executions: [{ runId, history }], running: false })
+    executions = await replayed(RUN)
   }, 120_000)
 
   it('shows every activity call with its input and result, local ones included', () => {
@@ -132,11 +135,7 @@ describe('a priced run, replayed', () => {
   const RUN = 'cost-budget-raised'
   let executions: ReplayedExecution[]
   beforeAll(async () => {
-    const history = JSON.parse(
-      await readFile(new URL(`../../histories/${RUN}.json`, import.meta.url), 'utf8'),
-    )
-    const runId = history.events[0].workflowExecutionStartedEventAttributes.originalExecutionRunId as string
-    executions = await replayRun({ workflowId: RUN, executions: [{ runId, history }], running: false })
+    executions = await replayed(RUN)
   }, 120_000)
 
   it("proves a step's model and cost from the step record the next model turn carries", () => {
