@@ -1,3 +1,5 @@
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { defineConfig } from 'vitest/config'
 
 // Two projects: `unit` needs nothing running; `integration` gets a real Temporal dev server and a real
@@ -25,6 +27,8 @@ export default defineConfig({
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
           globalSetup: ['test/support/global-setup.ts'],
+          // Test workers sign provenance with a key of their own, never one in the user's state folder.
+          env: { TETHER_WORKER_KEY: join(tmpdir(), 'tether-test-worker-key.pem') },
           testTimeout: 180_000,
           hookTimeout: 180_000,
         },

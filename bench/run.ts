@@ -9,13 +9,20 @@
  *     started (worker, launcher and sandboxes, Temporal, PostgreSQL: support.ts `readCpu`), against the
  *     machine's (`--concurrent`: only this); with `--concurrent N`, p50 and p99 of a step's time under N runs
  *     at once, without and with fairness keys side by side;
+ * (d) ms/step with tracing on (a second worker on the same server exporting every span over OTLP/HTTP to a
+ *     loopback receiver, metrics on a Prometheus endpoint) against tracing off (`--tracing`: only this);
  * (e) the audit's write transactions per step (`--audit`: only this).
  * Rounds interleave the floor, tether and the in-process run, so machine noise hits them alike.
  */
-import { availableParallelism } from 'node:os'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { availableParallelism, loadavg } from 'node:os'
 import { MockActivityEnvironment } from '@temporalio/testing'
+import { NativeConnection } from '@temporalio/worker'
 import { createActivities } from '../src/activities/index.js'
 import { newRunId, type StartRunOptions } from '../src/embed/client.js'
+import { WorkerTelemetry } from '../src/embed/telemetry.js'
+import { createTetherWorker } from '../src/embed/worker.js'
 import { Policy } from '../src/policy/index.js'
 import { parseContract } from '../src/run/contract.js'
 import {
@@ -38,8 +45,18 @@ import {
 } from './support.js'
 
 const policy = Policy.tiered().layer('bench').allowExec('true')
-const durableRun = (stack: BenchStack, steps: number, scheduling?: StartRunOptions['scheduling']) =>
-  scriptedRun(stack, repeated(['true'], steps), policy, scheduling)
+/** A scripted run of `steps` commands, on the stack's worker or the one serving `taskQueue`. */
+const durableRun = (
+  stack: BenchStack,
+  steps: number,
+  options: { taskQueue?: string; scheduling?: StartRunOptions['scheduling'] } = {},
+) =>
+  scriptedRun(
+    { ...stack, taskQueue: options.taskQueue ?? stack.taskQueue },
+    repeated(['true'], steps),
+    policy,
+    options.scheduling,
+  )
 
 /** The same steps, the same activities and the same Postgres writes, with no Temporal in between. */
 async function inProcessRun(stack: BenchStack, steps: number) {
@@ -267,6 +284,100 @@ async function concurrentRuns(concurrent: number) {
 }
 
 /**
+ * (d): what tracing costs a step. A second worker on the same server and audit traces everything (spans
+ * exported over OTLP/HTTP to a loopback receiver that reads and drops them; metrics on a Prometheus
+ * endpoint); rounds interleave a run on it with one on the untraced worker. Beside the wall time, the CPU
+ * this process (both workers, their workflow threads, the receiver) spent per step: on a loaded machine
+ * every millisecond of CPU costs several of wall time, so the CPU figure is the steadier one.
+ */
+async function tracingOverhead() {
+  const spans = { requests: 0, bytes: 0 }
+  const receiver = createServer((request, response) => {
+    request.on('data', (chunk: Buffer) => {
+      spans.bytes += chunk.length
+    })
+    request.on('end', () => {
+      spans.requests += 1
+      response.writeHead(200, { 'content-type': 'application/x-protobuf' }).end()
+    })
+  })
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve))
+  const telemetry = new WorkerTelemetry({
+    traces: {
+      url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/v1/traces`,
+      protocol: 'http/protobuf',
+    },
+    prometheus: { host: '127.0.0.1', port: 0 },
+    content: 'off',
+    serviceName: 'tether-bench',
+  })
+  await telemetry.start()
+  const connection = await NativeConnection.connect({ address: stack.temporalAddress })
+  const taskQueue = `${stack.taskQueue}-traced`
+  const worker = await createTetherWorker({
+    connection,
+    namespace: 'default',
+    taskQueue,
+    audit: stack.audit,
+    telemetry,
+  })
+  const running = worker.run()
+  try {
+    const steps = 50
+    const rounds = 7
+    await durableRun(stack, 5, { taskQueue }) // warm-up: the traced bundle, connections, caches
+    const measured = {
+      off: { ms: [] as number[], cpu: [] as number[] },
+      on: { ms: [] as number[], cpu: [] as number[] },
+    }
+    const measure = async (into: (typeof measured)['on'], queue?: string) => {
+      const before = process.cpuUsage()
+      const run = await durableRun(stack, steps, queue ? { taskQueue: queue } : {})
+      const cpu = process.cpuUsage(before)
+      into.ms.push(run.ms / run.steps)
+      into.cpu.push((cpu.user + cpu.system) / 1000 / run.steps)
+    }
+    const load = loadavg()[0] ?? 0
+    for (let round = 0; round < rounds; round++) {
+      // Alternating which goes first, so a trend in the machine's load falls on both alike.
+      if (round % 2 === 0) {
+        await measure(measured.off)
+        await measure(measured.on, taskQueue)
+      } else {
+        await measure(measured.on, taskQueue)
+        await measure(measured.off)
+      }
+    }
+    const [offMs, onMs] = [median(measured.off.ms), median(measured.on.ms)]
+    const [offCpu, onCpu] = [median(measured.off.cpu), median(measured.on.cpu)]
+    const percent = (on: number, off: number) => `${(((on - off) / off) * 100).toFixed(1)}%`
+    console.log(
+      `(d) tracing, medians of ${rounds} interleaved rounds of ${steps}-step runs on one server ` +
+        `(load average ${load.toFixed(1)} → ${(loadavg()[0] ?? 0).toFixed(1)} on ${availableParallelism()} cores)`,
+    )
+    console.log(
+      `    tracing off: ${offMs.toFixed(1)} ms/step, ${offCpu.toFixed(1)} ms CPU/step in the worker process`,
+    )
+    console.log(
+      `    tracing on:  ${onMs.toFixed(1)} ms/step, ${onCpu.toFixed(1)} ms CPU/step (every span exported over OTLP/HTTP)`,
+    )
+    console.log(
+      `    overhead: ${percent(onMs, offMs)} per durable step (target ≤ 5%), ratio on / off ${(onMs / offMs).toFixed(3)}; ` +
+        `CPU ${percent(onCpu, offCpu)}`,
+    )
+  } finally {
+    worker.shutdown()
+    await running
+    await connection.close()
+    await telemetry.shutdown()
+    console.log(
+      `    the receiver took ${spans.requests} OTLP requests, ${(spans.bytes / 1024).toFixed(0)} KiB`,
+    )
+    receiver.close()
+  }
+}
+
+/**
  * How evenly `concurrent` runs at once share the worker: p50 and p99 of a step's time (from the end of the
  * run's previous step, or its start), without fairness keys (first come, first served) and with one key per
  * run (each in turn), one after the other on the same stack. Target: p99 within 3× p50.
@@ -278,7 +389,7 @@ async function fairness(concurrent: number) {
   )
   for (const fair of [false, true]) {
     const runs = await Promise.all(
-      Array.from({ length: concurrent }, () => durableRun(stack, each, { fair })),
+      Array.from({ length: concurrent }, () => durableRun(stack, each, { scheduling: { fair } })),
     )
     const times = (await Promise.all(runs.map((run) => stepTimes(stack, run)))).flat().sort((a, b) => a - b)
     const [p50, p99] = [percentile(times, 50), percentile(times, 99)]
@@ -290,25 +401,30 @@ async function fairness(concurrent: number) {
 }
 
 try {
-  // `--concurrent [N]`: only (c), at 20 runs and then at N beside it (the cliff test: target within 15%).
-  if (process.argv[2] === '--audit') {
+  // `--concurrent [N]`: only (c), at 20 runs and then at N beside it (the cliff test: target within 15%);
+  // `--tracing`: only (d); `--audit`: only (e).
+  const only = process.argv[2]
+  if (only === '--audit') {
     await durableRun(stack, 2) // warm-up
     await auditCommitsPerStep()
     process.exit(0)
   }
-  const only = process.argv[2] === '--concurrent'
-  const many = Number(process.argv[3] ?? 20)
-  if (!only) {
-    await perStep()
-    await auditCommitsPerStep()
-  } else await durableRun(stack, 5) // warm-up
-  const twenty = await concurrentRuns(20)
-  if (many !== 20) {
-    const wide = await concurrentRuns(many)
-    console.log(
-      `    ${many} runs against 20: ${((wide / twenty) * 100).toFixed(0)}% of the throughput (target ≥ 85%)`,
-    )
-    await fairness(many)
+  if (only === '--tracing') await tracingOverhead()
+  else {
+    const many = Number(process.argv[3] ?? 20)
+    if (only !== '--concurrent') {
+      await perStep()
+      await auditCommitsPerStep()
+    } else await durableRun(stack, 5) // warm-up
+    const twenty = await concurrentRuns(20)
+    if (many !== 20) {
+      const wide = await concurrentRuns(many)
+      console.log(
+        `    ${many} runs against 20: ${((wide / twenty) * 100).toFixed(0)}% of the throughput (target ≥ 85%)`,
+      )
+      await fairness(many)
+    }
+    if (only !== '--concurrent') await tracingOverhead()
   }
 } finally {
   await floor.stop()

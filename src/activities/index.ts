@@ -6,24 +6,27 @@ import { ApplicationFailure } from '@temporalio/common'
 import { AuditConflictError, AuditConnectionError, AuditInputError, type AuditStore } from '../audit/index.js'
 import { closeWarmSandboxes, SandboxUnavailableError } from '../exec/index.js'
 import { McpSessions } from '../mcp/index.js'
-import { type ModelProvider, providerFromEnv } from '../model/index.js'
+import { type ModelProvider, type PriceOverrides, providerFromEnv } from '../model/index.js'
 import { builtinFloor, type Floor } from '../policy/index.js'
 import { FAILURE, type TetherActivities, workspaceOf } from '../run/index.js'
 import { type ObjectStore, openObjectStore, WorkspaceSnapshots } from '../snapshots/index.js'
-import { type McpServerConfig, snapshotSettings } from '../stack/index.js'
+import { type McpServerConfig, snapshotSettings, workerKeyFile } from '../stack/index.js'
 import { mcpActivities } from './mcp.js'
 import { modelActivities } from './model.js'
 import { type NamespaceFacts, policyActivities } from './policy.js'
 import { projectionActivities } from './projections.js'
+import { provenanceActivities } from './provenance.js'
 import { RunConfigs } from './run-config.js'
 import { CommandSandbox, type SandboxDependencies } from './sandbox.js'
 import { StepSnapshots } from './snapshots.js'
+import { type ActivityTelemetry, RunMetrics } from './telemetry.js'
 import { toolActivities } from './tools.js'
 
 export type { TetherActivities } from '../run/index.js'
 export { waitThroughOutages } from './outages.js'
 export { type NamespaceFacts, unknownNamespace } from './policy.js'
 export type { SandboxDependencies } from './sandbox.js'
+export type { ActivityTelemetry } from './telemetry.js'
 
 export interface ActivityDependencies {
   audit: AuditStore
@@ -41,6 +44,15 @@ export interface ActivityDependencies {
    * approvers and identity are the floor's). Default: the built-in floor (sandbox enforced, secrets denied).
    */
   floor?: Floor
+  /** The operator's model prices over the shipped ones (`TETHER_PRICES`, loaded with `loadPriceFile`). */
+  prices?: PriceOverrides
+  /**
+   * The file of the key this worker signs each run's provenance with (default `TETHER_WORKER_KEY`, else
+   * `worker-key.pem` in the state folder); made on first use, and hidden from every command.
+   */
+  workerKey?: string
+  /** Where metrics go and whether spans carry content excerpts (embed/telemetry.ts); default: neither. */
+  telemetry?: ActivityTelemetry
   /**
    * Workspace snapshots: the store (default from `TETHER_SNAPSHOTS`: the audit database; `off` for none)
    * and the folder where workspaces from a source are laid out (default `TETHER_WORKSPACES`).
@@ -55,12 +67,16 @@ export interface ActivityDependencies {
 export function createActivities(deps: ActivityDependencies): TetherActivities {
   const provider = deps.provider ?? cachedProviders(process.env)
   const floor = deps.floor ?? builtinFloor()
+  const keyFile = deps.workerKey ?? workerKeyFile(deps.sandbox?.env)
   const sandbox = new CommandSandbox({
     ...deps.sandbox,
+    hide: [...(deps.sandbox?.hide ?? []), keyFile],
     auditTarget: () => deps.audit.target,
     floor: floor.policy,
   })
   const runs = new RunConfigs(deps.audit, floor)
+  const { telemetry } = deps
+  const metrics = new RunMetrics(telemetry?.meter)
   const settings = snapshotSettings()
   let service: WorkspaceSnapshots | undefined | null = null
   const snapshots = new StepSnapshots({
@@ -79,9 +95,26 @@ export function createActivities(deps: ActivityDependencies): TetherActivities {
   })
   const mcpServers = deps.mcpServers ?? []
   const activities: TetherActivities = {
-    ...policyActivities({ provider, sandbox, runs, snapshots, mcpServers, namespace: deps.namespace }),
-    ...modelActivities({ audit: deps.audit, provider, runs, snapshots }),
-    ...toolActivities({ audit: deps.audit, runs, sandbox, snapshots }),
+    ...policyActivities({
+      provider,
+      sandbox,
+      runs,
+      prices: deps.prices,
+      metrics,
+      snapshots,
+      mcpServers,
+      namespace: deps.namespace,
+    }),
+    ...modelActivities({
+      audit: deps.audit,
+      provider,
+      runs,
+      snapshots,
+      prices: deps.prices,
+      telemetry,
+      metrics,
+    }),
+    ...toolActivities({ audit: deps.audit, runs, sandbox, snapshots, metrics, telemetry }),
     ...mcpActivities({
       audit: deps.audit,
       runs,
@@ -94,11 +127,13 @@ export function createActivities(deps: ActivityDependencies): TetherActivities {
     ...projectionActivities({
       audit: deps.audit,
       runs,
+      metrics,
       ...(deps.fetch ? { fetch: deps.fetch } : {}),
       // A sandbox built ahead for a run that has ended would wait 10 minutes for a command that never comes.
       runEnded: async (runId) =>
         closeWarmSandboxes(snapshots.folder(runId, workspaceOf((await runs.get(runId)).contract))),
     }),
+    ...provenanceActivities({ audit: deps.audit, runs, snapshots, keyFile }),
   }
   return Object.fromEntries(
     Object.entries(activities).map(([name, fn]) => [

@@ -15,11 +15,14 @@ import {
   ModelConfigError,
   ModelError,
   type ModelProvider,
+  type PriceOverrides,
+  priceOf,
   type TranscriptMessage,
+  turnCost,
 } from '../model/index.js'
 import { clip } from '../present/index.js'
 import type { ActionVerdict, JudgeRequest, ModelTurn, TetherActivities } from '../run/index.js'
-import { MODEL_FAILURE, workspaceOf } from '../run/index.js'
+import { ATTR, auditRow, MODEL_FAILURE, workspaceOf } from '../run/index.js'
 import type { McpToolDefinition, ToolCall } from '../tools/index.js'
 import { boundValue, isMcpToolName, mcpToolDigest, validateToolCall, wellFormed } from '../tools/index.js'
 import { describeToolchain, detectToolchain } from '../workspace/index.js'
@@ -28,6 +31,7 @@ import { judgeCalls } from './policy.js'
 import { recordStepRows } from './projections.js'
 import type { RunConfigs } from './run-config.js'
 import type { StepSnapshots } from './snapshots.js'
+import { type ActivityTelemetry, annotate, annotateContent, type RunMetrics } from './telemetry.js'
 import { appendInOrder } from './transcript.js'
 
 /** Strings longer than this in a file tool's contents stay in the transcript; history gets a marker. */
@@ -43,18 +47,26 @@ interface StoredReply {
   text: string
   /** Each call as the model made it, or bounded with the reason it was refused (`invalid`). */
   toolCalls: ToolCall[]
-  usage?: { inputTokens: number; outputTokens: number }
+  usage?: ModelTurn['usage']
   modelId?: string
+  /** The provider id asked, its finish reason and the turn's cost in micro-dollars (when priced). */
+  model?: string
+  finishReason?: string
+  cost?: number
 }
 
-type ModelDeps = {
+interface ModelDependencies {
   audit: AuditStore
   provider: (choice: string | undefined) => ModelProvider
   runs: RunConfigs
   snapshots: StepSnapshots
+  /** The operator's prices over the shipped ones (TETHER_PRICES). */
+  prices?: PriceOverrides | undefined
+  telemetry?: ActivityTelemetry | undefined
+  metrics?: RunMetrics | undefined
 }
 
-export function modelActivities(deps: ModelDeps): Pick<TetherActivities, 'tetherModelTurn'> {
+export function modelActivities(deps: ModelDependencies): Pick<TetherActivities, 'tetherModelTurn'> {
   return {
     // The provider call can take minutes; heartbeats from start to end let a dead worker be noticed in
     // seconds (the workflow's heartbeat timeout) all the same.
@@ -64,12 +76,16 @@ export function modelActivities(deps: ModelDeps): Pick<TetherActivities, 'tether
 }
 
 async function modelTurn(
-  deps: ModelDeps,
+  deps: ModelDependencies,
   input: Parameters<TetherActivities['tetherModelTurn']>[0],
   signal: AbortSignal,
 ): Promise<ModelTurn> {
+  annotate({
+    [ATTR.runId]: input.runId,
+    [ATTR.auditRows]: [auditRow('steps', input.step), auditRow('messages', input.replySeq)],
+  })
   // The step before is recorded first, so it is in the audit while the model thinks.
-  if (input.previousStep) await recordStepRows(deps.audit, input.previousStep)
+  if (input.previousStep) await recordStepRows(deps.audit, input.previousStep, deps.metrics)
   const turn = await reply(deps, input, signal)
   return input.judge ? { ...turn, verdicts: await verdicts(deps, input.runId, input.judge, turn) } : turn
 }
@@ -81,7 +97,7 @@ async function modelTurn(
  * neither does a call of an MCP tool: whether the run offers it is the workflow's, which checks it itself.
  */
 async function verdicts(
-  deps: ModelDeps,
+  deps: ModelDependencies,
   runId: string,
   request: JudgeRequest,
   turn: ModelTurn,
@@ -96,7 +112,7 @@ async function verdicts(
 }
 
 async function reply(
-  deps: ModelDeps,
+  deps: ModelDependencies,
   {
     runId,
     replySeq,
@@ -140,6 +156,14 @@ async function reply(
       signal,
       ...(tools.length > 0 ? { tools } : {}),
     })
+    // The prompt's last message (what this turn answers) and the reply, only when excerpts are on.
+    annotateContent(deps.telemetry, () => ({
+      [ATTR.inputMessages]: JSON.stringify(transcript.slice(-1)),
+      [ATTR.outputMessages]: JSON.stringify([
+        { role: 'assistant', text: response.text, toolCalls: response.toolCalls },
+      ]),
+    }))
+    const quote = priceOf(provider.id, deps.prices)
     // Validated and bounded on the full arguments: what is stored and returned has a size, whatever the
     // model sent; a call over a limit carries its reason and becomes an observation in the workflow.
     stored = {
@@ -147,6 +171,9 @@ async function reply(
       ...boundReply(response),
       usage: response.usage,
       modelId: clip(wellFormed(response.modelId), 200),
+      model: clip(provider.id, 200),
+      finishReason: clip(wellFormed(response.finishReason), 100),
+      ...(quote ? { cost: turnCost(quote.price, response.usage) } : {}),
     }
   } catch (error) {
     throw toFailure(error)
@@ -207,6 +234,9 @@ function historyTurn(reply: StoredReply): ModelTurn {
     ),
     usage: reply.usage ?? { inputTokens: 0, outputTokens: 0 },
     modelId: reply.modelId ?? 'unknown',
+    ...(reply.model ? { model: reply.model } : {}),
+    ...(reply.finishReason ? { finishReason: reply.finishReason } : {}),
+    ...(reply.cost !== undefined ? { cost: reply.cost } : {}),
   }
 }
 

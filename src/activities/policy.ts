@@ -6,7 +6,7 @@
  */
 import { ApplicationFailure } from '@temporalio/common'
 import { judgeCall } from '../judge/index.js'
-import type { ModelProvider } from '../model/index.js'
+import { type ModelProvider, type PriceOverrides, priceOf } from '../model/index.js'
 import { type Policy, PolicyError } from '../policy/index.js'
 import {
   type ActionVerdict,
@@ -25,6 +25,7 @@ import { contractProblems } from './preflight.js'
 import type { RunConfigs } from './run-config.js'
 import type { CommandSandbox } from './sandbox.js'
 import type { StepSnapshots } from './snapshots.js'
+import type { RunMetrics } from './telemetry.js'
 
 /** Facts about the Temporal namespace a worker serves, learned when it starts. */
 export interface NamespaceFacts {
@@ -44,6 +45,8 @@ export function policyActivities(deps: {
   provider: (choice: string | undefined) => ModelProvider
   sandbox: CommandSandbox
   runs: RunConfigs
+  prices?: PriceOverrides | undefined
+  metrics?: RunMetrics
   snapshots: StepSnapshots
   mcpServers?: readonly McpServerConfig[]
   namespace?: NamespaceFacts | undefined
@@ -51,6 +54,8 @@ export function policyActivities(deps: {
   return {
     async tetherPrepareRun({ contract, policy: spec }) {
       const problems = await contractProblems(contract, deps.provider)
+      const unpriced = contract.budgets.maxCost !== undefined && unpricedModel(contract.model, deps)
+      if (unpriced) problems.push(unpriced)
       // The run's own policy on this worker's floor: what the run works under, named by its digest.
       let policy: Policy | undefined
       try {
@@ -74,6 +79,7 @@ export function policyActivities(deps: {
         approvers,
         ...(searchAttributes.length > 0 ? { searchAttributes } : {}),
         ...(identity ? { identity } : {}),
+        ...(policy ? { budgetApprovers: [...policy.budgetApprovers] } : {}),
         ...(policy ? { policyDigest: policy.digest, floor: deps.runs.floor.source } : {}),
         ...('servers' in mcp && mcp.servers.length > 0 ? { mcp: mcp.servers } : {}),
       }
@@ -90,12 +96,12 @@ export function policyActivities(deps: {
 
 /**
  * The policy's verdicts on calls, each judged over the workspace as it is now on this worker (restored first
- * when this worker lacks it), under the run's effective policy (by digest) with what the run remembered on
- * top. `mcp`: for one call of an MCP tool, the run's state of that tool (without it, the judge takes the
- * tool as not offered).
+ * when this worker lacks it), under the run's effective policy (by digest, else the run's `spec`) with what
+ * the run remembered on top; each verdict counted. `mcp`: for one call of an MCP tool, the run's state of
+ * that tool (without it, the judge takes the tool as not offered).
  */
 export async function judgeCalls(
-  deps: { runs: RunConfigs; snapshots: StepSnapshots },
+  deps: { runs: RunConfigs; snapshots: StepSnapshots; metrics?: RunMetrics | undefined },
   runId: string | undefined,
   { policyDigest, remembered, workspace, noRetry, tree }: JudgeRequest,
   calls: readonly ValidatedCall[],
@@ -107,7 +113,11 @@ export async function judgeCalls(
     ? await deps.snapshots.before({ runId, workspace, tree, policyDigest }, 'read')
     : { path: workspace }
   const view = workspaceView(path)
-  return calls.map((call) => judgeCall(policy, view, call, noRetry, mcp))
+  return calls.map((call) => {
+    const verdict = judgeCall(policy, view, call, noRetry, mcp)
+    deps.metrics?.verdict(verdict.act, verdict.effect)
+    return verdict
+  })
 }
 
 /** The worker's MCP servers a contract names (absent: all of them), or why a name is not one. */
@@ -134,4 +144,26 @@ function mcpServersOf(
 /** A policy refused on this worker, as RunConfigs reports it to Temporal. */
 function isPolicyFailure(error: unknown): boolean {
   return error instanceof ApplicationFailure && error.type === FAILURE.policyError
+}
+
+/**
+ * Why a run with a cost cap cannot be priced on this worker: its model has no price (shipped or in the
+ * operator's price file). A cap nobody can count against is no cap, so the run is refused. A model the
+ * worker cannot use at all is reported by `contractProblems`.
+ */
+function unpricedModel(
+  choice: string | undefined,
+  deps: { provider: (choice: string | undefined) => ModelProvider; prices?: PriceOverrides | undefined },
+): string | undefined {
+  let id: string
+  try {
+    id = deps.provider(choice).id
+  } catch {
+    return undefined
+  }
+  if (priceOf(id, deps.prices)) return undefined
+  return (
+    `the contract caps the run's cost (budgets.maxCost), but this worker has no price for the model ${id}; ` +
+    'add it to the price file TETHER_PRICES names (US dollars per million tokens)'
+  )
 }

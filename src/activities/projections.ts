@@ -16,14 +16,22 @@ import {
 import { approvalMessage } from '../present/index.js'
 import type { PendingApproval, StepRecord, TaskContract, TetherActivities } from '../run/index.js'
 import type { RunConfigs } from './run-config.js'
+import type { RunMetrics } from './telemetry.js'
 
 /** A finished step's row and its refusals (idempotent): by tetherRecordStep, or with the next model turn. */
-export async function recordStepRows(audit: AuditStore, record: StepRecord): Promise<void> {
+export async function recordStepRows(
+  audit: AuditStore,
+  record: StepRecord,
+  metrics: RunMetrics | undefined,
+): Promise<void> {
   const { step, refusals } = stepRecords(record)
-  await audit.together('recordStep', async (writes) => {
-    await writes.recordStep(step)
+  const first = await audit.together('recordStep', async (writes) => {
+    const inserted = await writes.recordStep(step)
     if (refusals.length > 0) await writes.recordPolicyEvents(refusals)
+    return inserted
   })
+  // Counted once: when this write is the step's first.
+  if (first) metrics?.stepRecorded(record)
 }
 
 /** Inside the projection activities' 10 s start-to-close (agentRun), so a slow webhook is retried, not cut. */
@@ -32,6 +40,7 @@ const WEBHOOK_TIMEOUT_MS = 8_000
 export function projectionActivities(deps: {
   audit: AuditStore
   runs: RunConfigs
+  metrics: RunMetrics
   fetch?: typeof fetch
   /** What this worker lets go of when a run ends (its sandboxes built ahead); a failure here never fails the run. */
   runEnded?: (runId: string) => Promise<void>
@@ -63,11 +72,11 @@ export function projectionActivities(deps: {
     },
 
     async tetherFinishRun(input) {
-      await audit.recordRunFinished(runFinishedRecord(input))
+      if (await audit.recordRunFinished(runFinishedRecord(input))) deps.metrics.runFinished(input.outcome)
       await deps.runEnded?.(input.runId).catch(() => {})
     },
 
-    tetherRecordStep: (record) => recordStepRows(audit, record),
+    tetherRecordStep: (record) => recordStepRows(audit, record, deps.metrics),
 
     async tetherApprovalRequested({ runId, request, contract }) {
       await audit.recordApprovalRequested(approvalRequestRecord(runId, request))
@@ -78,7 +87,16 @@ export function projectionActivities(deps: {
       const { decision, events } = approvalDecisionRecords(input)
       const { won } = await audit.recordApprovalDecision(decision)
       // The first decision stands; a different one already stored means this one changed nothing.
-      if (won) await audit.recordPolicyEvents(events)
+      if (!won) return
+      const { request, resolution } = input
+      deps.metrics.approvalResolved({
+        kind: request.act === 'budget' ? 'budget' : 'action',
+        decision: resolution.decision,
+        requestedAt: request.requestedAt,
+        decidedAt: resolution.decidedAt,
+        firstAnswerAt: resolution.answers?.[0]?.at,
+      })
+      await audit.recordPolicyEvents(events)
     },
 
     async tetherApprovalRejected(input) {

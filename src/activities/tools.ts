@@ -10,9 +10,9 @@ import { ApplicationFailure } from '@temporalio/common'
 import type { AuditStore, AuditWrites, ExecResultRecord } from '../audit/index.js'
 import { ExecInputError, type ExecResult, type SandboxReport } from '../exec/index.js'
 import { judge } from '../judge/index.js'
-import { clip, formatBytes } from '../present/index.js'
+import { clip, formatArgv, formatBytes } from '../present/index.js'
 import type { TetherActivities } from '../run/index.js'
-import { FAILURE, gateFailureMessage, type InlineMessage, workspaceOf } from '../run/index.js'
+import { ATTR, auditRow, FAILURE, gateFailureMessage, type InlineMessage, workspaceOf } from '../run/index.js'
 import { type ValidatedCall, validateToolCall } from '../tools/index.js'
 import {
   adviceFor,
@@ -30,6 +30,7 @@ import { heartbeating } from './heartbeat.js'
 import type { RunConfigs } from './run-config.js'
 import { type CommandSandbox, commandOptions, resultRecord } from './sandbox.js'
 import type { StepSnapshots } from './snapshots.js'
+import { type ActivityTelemetry, annotate, annotateContent, type RunMetrics } from './telemetry.js'
 import { appendInOrder } from './transcript.js'
 
 export function toolActivities(deps: {
@@ -37,8 +38,18 @@ export function toolActivities(deps: {
   runs: RunConfigs
   sandbox: CommandSandbox
   snapshots: StepSnapshots
+  metrics?: RunMetrics
+  telemetry?: ActivityTelemetry | undefined
 }): Pick<TetherActivities, 'tetherExec' | 'tetherFileTool' | 'tetherVerify'> {
   const { audit, runs, sandbox, snapshots } = deps
+  /** What the span of a command's activity says of it, and what the metrics count. */
+  const reportCommand = (argv: readonly string[], result: ExecResult) => {
+    if (result.sandbox?.limitHit) deps.metrics?.limitHit(result.sandbox.limitHit)
+    annotateContent(deps.telemetry, () => ({
+      [ATTR.argvExcerpt]: formatArgv(argv),
+      [ATTR.outputExcerpt]: `${result.stdout.text}${result.stderr.text ? `\n${result.stderr.text}` : ''}`,
+    }))
+  }
   const attempts = new CommandAttempts(audit)
   /** Writes the observations the workflow made since the last write, then this call's own. */
   const writeObservation = (
@@ -84,6 +95,7 @@ export function toolActivities(deps: {
       })
     }
     await writeObservation(input, name, noted(note, outcome.output))
+    annotateContent(deps.telemetry, () => ({ [ATTR.fileExcerpt]: outcome.output }))
     const tree = changes ? await snapshots.after(input, 'tool') : {}
     return { ok: outcome.ok, summary: clip(outcome.summary, 300), ...tree }
   }
@@ -91,6 +103,7 @@ export function toolActivities(deps: {
   return {
     async tetherExec(input) {
       const { runId, step, call, argv } = input
+      annotate({ [ATTR.runId]: runId, [ATTR.auditRows]: [auditRow('exec_results', step, call)] })
       const context = Context.current()
       const recorded = await recordedObservation(audit, input)
       if (recorded) return { ...recorded, ...(await snapshots.recorded(input, 'tool')) }
@@ -163,6 +176,7 @@ export function toolActivities(deps: {
           )
         }
         outcome = result.status
+        reportCommand(argv, result)
         const record = {
           runId,
           step,
@@ -221,6 +235,10 @@ export function toolActivities(deps: {
       timeoutMs,
       tree,
     }) {
+      annotate({
+        [ATTR.runId]: runId,
+        [ATTR.auditRows]: [auditRow('gate_events', step), auditRow('exec_results', step, -1)],
+      })
       const contract = await runs.contract(runId, carried)
       const policy = await runs.policy(runId, spec, [], policyDigest)
       const verification = contract.verification
@@ -279,6 +297,8 @@ export function toolActivities(deps: {
         throw context.cancellationSignal.reason
       }
       const passed = result.status === 'exited' && result.exitCode === expectExit
+      reportCommand(command, result)
+      deps.metrics?.gate(passed)
       const summary = `\`${command.join(' ')}\` → ${statusText(result)}${passed ? '' : ` (expected exit ${expectExit})`}`
       await audit.recordGateEvent({
         runId,

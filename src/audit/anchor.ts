@@ -126,6 +126,8 @@ const TIME_COLUMNS = new Set([
   'answered_at',
 ])
 const EXEC_STATUSES = new Set<string>(input.execStatuses)
+/** Decimal columns (dollars): compared as numbers, however the database spells them. */
+const DECIMAL_COLUMNS = new Set(['cost_usd'])
 
 const RUN_START = [
   'goal',
@@ -137,13 +139,25 @@ const RUN_START = [
   'build_id',
   'started_at',
 ]
-const RUN_FINISH = ['status', 'outcome', 'reason', 'steps', 'input_tokens', 'output_tokens', 'finished_at']
+const RUN_FINISH = [
+  'status',
+  'outcome',
+  'reason',
+  'steps',
+  'input_tokens',
+  'output_tokens',
+  'cost_usd',
+  'finished_at',
+]
 const STEP = [
   'tool_calls',
   'decision',
   'observation',
   'input_tokens',
   'output_tokens',
+  'cached_input_tokens',
+  'model',
+  'cost_usd',
   'started_at',
   'finished_at',
 ]
@@ -165,7 +179,16 @@ const REQUEST = [
   'remember_offer',
   'identity',
 ]
-const DECISION = ['decision', 'decided_by', 'channel', 'decided_at', 'reason', 'remember', 'replacement']
+const DECISION = [
+  'decision',
+  'decided_by',
+  'channel',
+  'decided_at',
+  'reason',
+  'remember',
+  'replacement',
+  'raise_to',
+]
 const ANSWER = ['decision', 'channel', 'answered_at', 'reason', 'remember']
 
 /** A row history determines: the columns to compare (absent = not known), and whether it must exist. */
@@ -206,7 +229,11 @@ interface HistoryApproval {
 function pick(parsed: Record<string, unknown>, columns: readonly string[]): Row {
   const row: Row = {}
   for (const column of columns) {
-    const field = column.replace(/_([a-z])/g, (_, letter: string) => letter.toUpperCase())
+    // Costs are written as micro-dollars (`cost`) and stored as dollars (`cost_usd`).
+    const field =
+      column === 'cost_usd'
+        ? 'cost'
+        : column.replace(/_([a-z])/g, (_, letter: string) => letter.toUpperCase())
     const value = parsed[field]
     row[column] =
       value === undefined
@@ -267,6 +294,7 @@ function storedKeys(rows: StoredRunRows): Map<AnchoredTable, Map<string, Row>> {
 /** A value in the form compared: times as milliseconds, everything else as canonical JSON. */
 function comparable(column: string, value: unknown): string {
   if (value === null || value === undefined) return 'null'
+  if (DECIMAL_COLUMNS.has(column)) return String(Number(value))
   if (TIME_COLUMNS.has(column)) {
     const ms =
       value instanceof Date ? value.getTime() : typeof value === 'string' ? Date.parse(value) : Number(value)
@@ -369,6 +397,7 @@ function answeredApproval(runId: string, approval: HistoryApproval): AnsweredApp
     requestedAt: new Date(request.requestedAt),
     deadline: new Date(request.deadline),
     replacement: approval.decided?.input.resolution.replacement,
+    raiseTo: approval.decided?.input.resolution.raiseTo,
     identity: request.identity,
   }
 }
@@ -384,6 +413,7 @@ function storedApproval(row: Row): AnsweredApproval {
     requestedAt: new Date(String(row.requested_at)),
     deadline: new Date(String(row.deadline)),
     replacement: (row.replacement as string[] | null) ?? undefined,
+    raiseTo: (row.raise_to as string | null) ?? undefined,
     identity: (row.identity as AnsweredApproval['identity']) ?? undefined,
   }
 }

@@ -55,6 +55,17 @@ export {
 export type { McpCallRecord, McpCallRow, McpCallStatus, McpSighting } from './mcp.js'
 export { type Migration, type MigrationReport, migrations } from './migrations.js'
 export {
+  BUILD_TYPE,
+  checkProvenance,
+  type ProvenanceCheck,
+  type ProvenanceRows,
+  type ProvenanceStatement,
+  type ProvenanceSubject,
+  provenanceStatement,
+  SLSA_PROVENANCE,
+  STATEMENT_TYPE,
+} from './provenance.js'
+export {
   type ApprovalAnswerRow,
   type ApprovalRow,
   type ExecAttemptRow,

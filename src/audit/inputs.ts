@@ -5,6 +5,7 @@
  * replay of the same write.
  */
 import { z } from 'zod'
+import { microsToUsd } from '../run/index.js'
 import { AuditInputError } from './errors.js'
 import { boundedText } from './text.js'
 
@@ -46,12 +47,21 @@ function serialise(value: unknown, ctx: z.RefinementCtx): string {
 /** Any JSON value, serialised once; stored in a `json` column, which keeps the text exactly. */
 const json = z.unknown().transform(serialise)
 
-import { acts, approvalDecisions, decisionChannels, effects, execStatuses, gateKinds } from './vocabulary.js'
+import {
+  approvalActs,
+  approvalDecisions,
+  decisionChannels,
+  effects,
+  execStatuses,
+  gateKinds,
+} from './vocabulary.js'
 
 export {
   type Act,
+  type ApprovalAct,
   type ApprovalDecision,
   acts,
+  approvalActs,
   approvalDecisions,
   type DecisionChannel,
   decisionChannels,
@@ -87,6 +97,9 @@ export const runStarted = z.object({
   startedAt: timestamp,
 })
 
+/** Micro-dollars, stored as decimal US dollars (`numeric`, exact to the micro-dollar). */
+const usd = count.transform((micros) => microsToUsd(micros))
+
 export const runFinished = z.object({
   runId: id,
   /** When given, only the execution that started the run may finish it. */
@@ -96,6 +109,8 @@ export const runFinished = z.object({
   steps: count,
   inputTokens: count,
   outputTokens: count,
+  /** What the run's priced model turns cost, in micro-dollars. */
+  cost: usd.optional(),
   finishedAt: timestamp,
 })
 
@@ -110,6 +125,11 @@ export const step = z.object({
   observation: text,
   inputTokens: count,
   outputTokens: count,
+  /** Prompt-cache reads, part of `inputTokens`. */
+  cachedInputTokens: count.optional(),
+  /** The model asked (a provider id), and what the turn cost in micro-dollars when it had a price. */
+  model: text.optional(),
+  cost: usd.optional(),
   startedAt: timestamp,
   finishedAt: timestamp,
 })
@@ -118,8 +138,9 @@ export const policyEvent = z
   .object({
     runId: id,
     step: index,
-    call: index,
-    act: z.enum(acts),
+    /** The call's index in its step; -1 for the run itself (a budget approval's decision). */
+    call: z.number().int().min(-1),
+    act: z.enum(approvalActs),
     target: text,
     effect: z.enum(effects),
     rule: text.optional(),
@@ -198,8 +219,9 @@ export const approvalRequested = z.object({
   approvalId: id,
   runId: id,
   step: index,
-  call: index,
-  act: z.enum(acts),
+  /** The call's index in its step; -1 for a budget approval. */
+  call: z.number().int().min(-1),
+  act: z.enum(approvalActs),
   target: text,
   /** The judged command tree the approver is shown. */
   tree: json,
@@ -249,6 +271,8 @@ export const approvalDecision = z.object({
   remember: text.optional(),
   /** The edited command (argv) approved instead of the asked one. */
   replacement: z.array(z.string()).min(1).optional(),
+  /** A budget approval: the cost cap approved, as signed (`"50 USD"`). */
+  raiseTo: z.string().min(1).max(40).optional(),
   /** Every answer that counted, with its signature when signed. */
   answers: z.array(answer).default([]),
 })

@@ -404,6 +404,36 @@ alter table exec_results add constraint exec_results_status_check
   check (status in ('exited', 'signalled', 'timed-out', 'cancelled', 'unavailable', 'unknown'));
 `,
   },
+  {
+    version: 12,
+    name: 'model costs, budget approvals and provenance',
+    sql: `
+-- What each model turn cost in US dollars (exact to the micro-dollar; NULL: the model had no price), the
+-- model it asked (a provider id, what it was priced as) and its prompt-cache reads; and the run's total.
+alter table steps add column model text;
+alter table steps add column cached_input_tokens integer check (cached_input_tokens >= 0);
+alter table steps add column cost_usd numeric(20, 6) check (cost_usd >= 0);
+alter table runs add column cost_usd numeric(20, 6) check (cost_usd >= 0);
+-- A run at its cost cap waits for a budget approver: an approval with act 'budget' and call -1, whose
+-- approval raises the cap to raise_to (as the approver signed it) and whose denial ends the run.
+alter table approvals drop constraint approvals_act_check;
+alter table approvals add constraint approvals_act_check
+  check (act in ('read', 'write', 'exec', 'net', 'mcp', 'budget'));
+alter table approvals add column raise_to text;
+alter table policy_events drop constraint policy_events_act_check;
+alter table policy_events add constraint policy_events_act_check
+  check (act in ('read', 'write', 'exec', 'net', 'mcp', 'budget'));
+-- Each finished run's provenance: an in-toto Statement in a DSSE envelope, signed by the worker's key (keyid),
+-- naming the final workspace tree (subject_sha256).
+create table provenance (
+  run_id         text primary key references runs (run_id) on delete cascade,
+  envelope       json not null,
+  keyid          text not null,
+  subject_sha256 text not null check (subject_sha256 ~ '^[0-9a-f]{64}$'),
+  recorded_at    timestamptz not null default now()
+);
+`,
+  },
 ]
 
 export interface MigrationReport {

@@ -9,6 +9,7 @@ import type { Database } from './database.js'
 import { AuditInputError } from './errors.js'
 import {
   type Act,
+  type ApprovalAct,
   type ApprovalDecision,
   type DecisionChannel,
   decisionChannels,
@@ -71,6 +72,12 @@ export interface StepRow {
   observation: string
   inputTokens: number
   outputTokens: number
+  /** Prompt-cache reads (part of `inputTokens`); absent before costs were recorded. */
+  cachedInputTokens?: number | undefined
+  /** The model asked, as a provider id (`anthropic:claude-sonnet-4-5`). */
+  model?: string | undefined
+  /** What the turn cost in micro-dollars; absent when its model had no price. */
+  cost?: number | undefined
   startedAt: Date
   finishedAt: Date
 }
@@ -87,8 +94,10 @@ export interface ApprovalRow {
   approvalId: string
   runId: string
   step: number
+  /** The call's index in its step; -1 for a budget approval. */
   call: number
-  act: Act
+  /** `budget`: the run reached its cost cap and waits for a budget approver to raise it. */
+  act: ApprovalAct
   target: string
   tree: unknown
   rule?: string | undefined
@@ -116,6 +125,8 @@ export interface ApprovalRow {
   identity?: 'signed' | 'unsigned' | undefined
   /** The edited command approved instead of the asked one (the asked one stays in target and tree). */
   replacement?: string[] | undefined
+  /** A budget approval's approved cap, as signed (`"50 USD"`). */
+  raiseTo?: string | undefined
   /** Whether the rule that asked is one of the worker's floor (the operator's), not the run's own. */
   fromFloor: boolean
 }
@@ -173,6 +184,11 @@ export interface RunRow {
   policyDigest?: string | undefined
   /** The floor it stands on: the worker's floor file, or `built-in`. */
   floor?: string | undefined
+  /**
+   * What its priced model turns cost, in micro-dollars: the run's total once finished, the sum of its
+   * recorded steps while it runs; absent when no turn had a price.
+   */
+  cost?: number | undefined
   /** The Worker Deployment build it started on (Worker Versioning). */
   buildId?: string | undefined
   startedAt: Date
@@ -411,7 +427,7 @@ const APPROVAL_COLUMNS = `approval_id, run_id, step, call, act, target, tree, ru
   requested_at, least(deadline, ${BUDGET_END}) as deadline,
   case when ${BUDGET_END} <= deadline then 'wall-time budget' else 'approval timeout' end as deadline_by,
   decision, decided_by, channel, decided_at, reason, remember, action_digest,
-  approvals_required, remember_offer, identity, replacement,
+  approvals_required, remember_offer, identity, replacement, raise_to,
   coalesce((select bool_or(l->>'origin' = 'floor')
               from runs r join policies p on p.digest = r.policy_digest,
                    jsonb_array_elements(p.spec->'layers') l
@@ -590,8 +606,9 @@ export async function inboxApprovals(
  * (a decision before a refusal at the same instant), then the gate.
  */
 const TIMELINE = `
-  select 'step' as type, to_json(s) as row, step, 0 as section, 0 as call, started_at as at, 0 as rank,
-         '' as tiebreak
+  select 'step' as type,
+         ((to_jsonb(s) - 'cost_usd') || jsonb_build_object('cost', (s.cost_usd * 1000000)::bigint))::json as row,
+         step, 0 as section, 0 as call, started_at as at, 0 as rank, '' as tiebreak
     from steps s where run_id = $1
   union all
   select 'approval', (select to_json(a) from (select ${APPROVAL_COLUMNS}) a), step, 1, call, requested_at, 0, ''
@@ -615,6 +632,15 @@ export async function runTimeline(db: Database, runId: string): Promise<Timeline
   return rows.map(({ type, row }) => ({ type, ...timelineRow(type, row) }) as TimelineEntry)
 }
 
+/** The columns of a run's row (`runs` as `table`), its spend in micro-dollars among them (`runCost`). */
+const runColumns = (table: string) => `${table}.run_id, goal, workspace, status, outcome, reason, task_queue,
+  parent_run_id, sandbox, policy_digest, floor, build_id, started_at, ${table}.finished_at, ${runCost(table)}`
+
+/** A run's spend in micro-dollars: its total once finished, else the sum of its steps so far. */
+const runCost = (table: string) =>
+  `(coalesce(${table}.cost_usd, (select sum(s.cost_usd) from steps s where s.run_id = ${table}.run_id))
+     * 1000000)::bigint as cost`
+
 const ANSWER_CHANNELS: ReadonlySet<string> = new Set(decisionChannels)
 
 /**
@@ -628,9 +654,6 @@ export function tellsSomethingNew(entry: TimelineEntry): boolean {
   if (entry.type === 'gate') return entry.kind !== 'gate_output'
   return true
 }
-
-const RUN_COLUMNS = `run_id, goal, workspace, status, outcome, reason, task_queue, parent_run_id, sandbox,
-  policy_digest, floor, build_id, started_at, finished_at`
 
 /**
  * The contract and policy a run was started with, as recorded (the run's own policy, and the digest of the
@@ -677,7 +700,7 @@ export async function runSummary(db: Database, runId: string): Promise<RunSummar
   requireId(runId, 'runId', operation)
   const { rows } = await db.query<Row>(
     operation,
-    `select ${RUN_COLUMNS},
+    `select ${runColumns('r')},
             coalesce(r.steps, (select count(*) from steps s where s.run_id = r.run_id)) as steps,
             coalesce(r.input_tokens, (select sum(input_tokens) from steps s where s.run_id = r.run_id), 0)
               as input_tokens,
@@ -782,7 +805,7 @@ export async function listRuns(
   }
   if (options.waiting !== undefined) conditions.clauses.push(options.waiting ? WAITING : `not ${WAITING}`)
   return keysetPage(db, operation, {
-    columns: `${RUN_COLUMNS}, ${WAITING} as waiting`,
+    columns: `${runColumns('runs')}, ${WAITING} as waiting`,
     table: 'runs',
     conditions,
     time: 'started_at',

@@ -75,6 +75,9 @@ export function stepRecords(record: StepInput): { step: StepRecord; refusals: Po
       observation: record.observation,
       inputTokens: record.inputTokens,
       outputTokens: record.outputTokens,
+      ...(record.cachedInputTokens !== undefined ? { cachedInputTokens: record.cachedInputTokens } : {}),
+      ...(record.model !== undefined ? { model: record.model } : {}),
+      ...(record.cost !== undefined ? { cost: record.cost } : {}),
       startedAt: new Date(record.startedAt),
       finishedAt: new Date(record.finishedAt),
     },
@@ -135,6 +138,7 @@ export function approvalDecisionRecords(input: DecidedInput): {
     ...(resolution.reason ? { reason: resolution.reason } : {}),
     ...(remembered && 'pattern' in remembered ? { remember: remembered.pattern } : {}),
     ...(resolution.replacement ? { replacement: resolution.replacement } : {}),
+    ...(resolution.raiseTo ? { raiseTo: resolution.raiseTo } : {}),
     answers: (resolution.answers ?? []).map((answer) => ({
       approver: answer.approver,
       decision: answer.decision,
@@ -187,10 +191,11 @@ export function approvalDecisionRecords(input: DecidedInput): {
 }
 
 function decisionReason(
-  resolution: Pick<Resolution, 'decision' | 'reason' | 'replacement'>,
+  resolution: Pick<Resolution, 'decision' | 'reason' | 'replacement' | 'raiseTo'>,
   remembered: { pattern: string } | undefined,
 ): string {
   const parts = [resolution.reason ?? resolution.decision]
+  if (resolution.raiseTo) parts.push(`raised the cost cap to ${resolution.raiseTo}`)
   if (resolution.replacement)
     parts.push(`approved the edited command \`${resolution.replacement.join(' ')}\` instead`)
   if (remembered) parts.push(`remembered \`${remembered.pattern}\` for the rest of the run`)
@@ -231,6 +236,7 @@ export function runFinishedRecord(input: FinishInput): RunFinished {
     steps: input.steps,
     inputTokens: input.inputTokens,
     outputTokens: input.outputTokens,
+    ...(input.cost !== undefined ? { cost: input.cost } : {}),
     finishedAt: new Date(input.finishedAt),
   }
 }

@@ -5,6 +5,7 @@
  */
 import { join } from 'node:path'
 import type pg from 'pg'
+import type { DsseEnvelope } from '../identity/index.js'
 import { databaseUrl, type EmbeddedPostgres, startEmbeddedPostgres, tetherStateDir } from '../stack/index.js'
 import { Database, type OutagePolicy, type Queryable } from './database.js'
 import type {
@@ -19,6 +20,7 @@ import type {
 } from './inputs.js'
 import * as mcp from './mcp.js'
 import { applyMigrations, type MigrationReport } from './migrations.js'
+import type * as Provenance from './provenance.js'
 import * as queries from './queries.js'
 import * as writers from './writers.js'
 
@@ -239,6 +241,17 @@ export class AuditStore {
   runningRuns(options: Parameters<typeof queries.runningRuns>[1]): ReturnType<typeof queries.runningRuns> {
     return queries.runningRuns(this.db, options)
   }
+  /** A finished run's rows its provenance statement is made of (provenance.ts). */
+  async provenanceRows(runId: string): Promise<Provenance.ProvenanceRows | undefined> {
+    return (await provenanceQueries()).provenanceRows(this.db, runId)
+  }
+  async recordProvenance(runId: string, envelope: DsseEnvelope, subject: string): Promise<void> {
+    return (await provenanceQueries()).recordProvenance(this.db, runId, envelope, subject)
+  }
+  /** A run's signed provenance envelope, when one was recorded. */
+  async provenance(runId: string): Promise<DsseEnvelope | undefined> {
+    return (await provenanceQueries()).provenanceOf(this.db, runId)
+  }
 
   /** Ends the pool; stops the embedded server only if this store started it. Safe to call twice. */
   async close(): Promise<void> {
@@ -304,3 +317,6 @@ export async function migrate(pool: pg.Pool): Promise<MigrationReport> {
     client.release()
   }
 }
+
+/** The provenance queries, loaded when first used: they bring the DSSE code, which a reader of runs never needs. */
+const provenanceQueries = () => import('./provenance.js')

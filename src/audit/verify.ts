@@ -8,7 +8,7 @@
  *   lists keys an answer without a valid signature fails, whatever the row's `identity` says;
  * - the signed statement must say exactly what the approval was (run, approval id, the digest of
  *   act/target/tree recomputed from the approval, the answer, the rule remembered, the edited command
- *   approved instead, the reason), the key must belong to the approver the row names, and the signature
+ *   approved instead, the cost cap raised to, the reason), the key must belong to the approver the row names, and the signature
  *   must verify;
  * - it must have been signed while the approval was open: from its request (less the clock skew the
  *   workflow tolerates) to its deadline.
@@ -38,7 +38,16 @@ export interface AnswerIdentity {
 /** The approval an answer answered, as requested, with the edited command approved instead (if any). */
 export type AnsweredApproval = Pick<
   ApprovalRow,
-  'runId' | 'approvalId' | 'act' | 'target' | 'tree' | 'requestedAt' | 'deadline' | 'replacement' | 'identity'
+  | 'runId'
+  | 'approvalId'
+  | 'act'
+  | 'target'
+  | 'tree'
+  | 'requestedAt'
+  | 'deadline'
+  | 'replacement'
+  | 'identity'
+  | 'raiseTo'
 >
 
 const failed = (reason: string): AnswerCheck => ({ status: 'failed', reason })
@@ -85,6 +94,10 @@ export function checkAnswer(
     // An approval covers the edited command that ran instead of the asked one (statements before carry null).
     replacement: answer.decision === 'approve' ? (approval.replacement ?? null) : null,
   }
+  // A budget approval's approval covers the cap it raised to (nothing else carries one).
+  const raised = answer.decision === 'approve' ? (approval.raiseTo ?? null) : null
+  if ((statement.raiseTo ?? null) !== raised)
+    return failed("the signed statement's raiseTo differs from what the audit records")
   for (const [field, value] of Object.entries(expected)) {
     if (canonicalJson(statement[field as keyof DecisionStatement] ?? null) !== canonicalJson(value))
       return failed(`the signed statement's ${field} differs from what the audit records`)

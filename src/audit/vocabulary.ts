@@ -5,6 +5,8 @@
  */
 
 export const acts = ['read', 'write', 'exec', 'net', 'mcp'] as const
+/** What approvals and their policy events are about: an act, or the run's cost cap. */
+export const approvalActs = [...acts, 'budget'] as const
 export const effects = ['allow', 'ask', 'deny'] as const
 /** How a command ended; `unknown`: a lost or stopping worker cut it off, and it was not run again (noRetry). */
 export const execStatuses = [
@@ -20,6 +22,7 @@ export const approvalDecisions = ['approved', 'denied', 'timeout', 'cancelled'] 
 export const decisionChannels = ['update', 'signal', 'timeout', 'cancel'] as const
 
 export type Act = (typeof acts)[number]
+export type ApprovalAct = (typeof approvalActs)[number]
 export type Effect = (typeof effects)[number]
 export type ExecStatus = (typeof execStatuses)[number]
 export type GateKind = (typeof gateKinds)[number]

@@ -86,7 +86,7 @@ export async function recordRunFinished(db: Database, value: Input.RunFinished):
     `with finished as (
        update runs
           set status = 'finished', outcome = $2, reason = $3, steps = $4,
-              input_tokens = $5, output_tokens = $6, finished_at = $7
+              input_tokens = $5, output_tokens = $6, finished_at = $7, cost_usd = $9
         where run_id = $1 and (finished_at is null or finished_at <= $7)
           and ($8::text is null or execution_id is null or execution_id = $8)
         returning 1
@@ -101,6 +101,7 @@ export async function recordRunFinished(db: Database, value: Input.RunFinished):
       run.outputTokens,
       run.finishedAt,
       run.executionId ?? null,
+      run.cost ?? null,
     ],
   )
   const [result] = rows
@@ -117,8 +118,8 @@ export async function recordStep(db: Queryable, value: Input.StepRecord): Promis
   const { rowCount } = await db.query(
     'recordStep',
     `insert into steps (run_id, step, tool_calls, decision, observation, input_tokens, output_tokens,
-                        started_at, finished_at)
-     values ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+                        started_at, finished_at, model, cached_input_tokens, cost_usd)
+     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
      on conflict (run_id, step) do nothing`,
     [
       step.runId,
@@ -130,6 +131,9 @@ export async function recordStep(db: Queryable, value: Input.StepRecord): Promis
       step.outputTokens,
       step.startedAt,
       step.finishedAt,
+      step.model ?? null,
+      step.cachedInputTokens ?? null,
+      step.cost ?? null,
     ],
   )
   return rowCount === 1
@@ -294,7 +298,7 @@ export async function recordApprovalDecision(
     const updated = await client.query(
       `update approvals
           set decision = $2, decided_by = $3, channel = $4, decided_at = $5, reason = $6, remember = $7,
-              replacement = $8
+              replacement = $8, raise_to = $9
         where approval_id = $1 and decision is null`,
       [
         decision.approvalId,
@@ -305,6 +309,7 @@ export async function recordApprovalDecision(
         decision.reason ?? null,
         decision.remember ?? null,
         decision.replacement ?? null,
+        decision.raiseTo ?? null,
       ],
     )
     if (updated.rowCount === 1) {

@@ -6,8 +6,8 @@
  * and a command loads what it needs (Temporal's SDK, the audit, the policy engine) when it runs — so
  * `tether --help` costs little more than Node itself, and `tether ls` does not load Temporal.
  */
-import { readFileSync } from 'node:fs'
 import { Command, CommanderError } from 'commander'
+import { packageVersion } from '../stack/index.js'
 import { registerApprovals } from './commands/approvals.js'
 import { registerAudit } from './commands/audit.js'
 import { registerCompletion } from './commands/completion.js'
@@ -87,21 +87,4 @@ export async function runCli(argv: readonly string[]): Promise<number> {
     }
     return error instanceof CliError ? error.exitCode : EXIT.error
   }
-}
-
-/** The version in tether's package.json (found from the sources and from dist/ alike). */
-function packageVersion(): string {
-  for (const up of ['../../package.json', '../../../package.json']) {
-    try {
-      const pkg = JSON.parse(readFileSync(new URL(up, import.meta.url), 'utf8')) as {
-        name?: string
-        version?: string
-      }
-      // The package is tether, under its scope (`@tether-agent/tether`) or not.
-      if (pkg.name && /(^|\/)tether$/.test(pkg.name) && pkg.version) return pkg.version
-    } catch {
-      // not at this level
-    }
-  }
-  return 'unknown'
 }

@@ -7,6 +7,7 @@ import {
   deadlineSetBy,
   formatBytes,
   formatDeadline,
+  formatMoney,
   ruleWords,
   seconds,
   words,
@@ -34,10 +35,16 @@ export function printTimeline(summary: RunSummary, timeline: TimelineEntry[]): v
   for (const entry of timeline.filter(tellsSomethingNew)) print(entryLine(entry))
   print(
     colour.dim(
-      `${counted(summary.steps, 'step')}, ${counted(summary.inputTokens + summary.outputTokens, 'token')}` +
+      `${counted(summary.steps, 'step')}, ${counted(summary.inputTokens + summary.outputTokens, 'token')}, ` +
+        spendText(summary.cost) +
         (summary.durationMs !== undefined ? `, ${seconds(summary.durationMs)}` : ''),
     ),
   )
+}
+
+/** A run's spend as `tether show` says it. */
+function spendText(cost: number | undefined): string {
+  return cost === undefined ? 'spend unknown (no price for its model)' : `spent ${formatMoney(cost)}`
 }
 
 function sandboxText(mode: RunSummary['sandbox']): string {
@@ -70,7 +77,9 @@ export function entryKey(entry: TimelineEntry): string {
 export function entryLine(entry: TimelineEntry): string {
   switch (entry.type) {
     case 'step':
-      return `${colour.bold(`step ${entry.step}`)}  ${visible(entry.decision)}`
+      return `${colour.bold(`step ${entry.step}`)}  ${visible(entry.decision)}${
+        entry.cost === undefined ? '' : colour.dim(`  (${formatMoney(entry.cost)})`)
+      }`
     case 'policy':
       return entry.kind === 'refusal'
         ? `  ${colour.red('refused')}   ${entry.act} ${visible(entry.target)}  ${colour.dim(
@@ -88,8 +97,9 @@ export function entryLine(entry: TimelineEntry): string {
       return entry.decision
         ? `  ${colour.bold('approval')}  ${entry.act} ${visible(entry.target)} → ${entry.decision} by ${entry.decidedBy} via ${entry.channel}${entry.reason ? `: ${entry.reason}` : ''}` +
             `${entry.replacement ? `; ran the edited command ${visible(entry.replacement.join(' '))} instead` : ''}` +
+            `${entry.raiseTo ? `; raised the cost cap to ${visible(entry.raiseTo)}` : ''}` +
             `${entry.remember ? `; remembered ${visible(`\`${entry.remember}\``)}` : ''}`
-        : `  ${colour.yellow('waiting')}   approval ${entry.approvalId}: ${entry.act} ${visible(entry.target)} — answer by ${formatDeadline(entry.deadline)} (${deadlineSetBy(entry.deadlineBy)}) with \`tether approve ${entry.approvalId} --as <you>\` or \`tether deny …\`` +
+        : `  ${colour.yellow('waiting')}   approval ${entry.approvalId}: ${entry.act} ${visible(entry.target)} — answer by ${formatDeadline(entry.deadline)} (${deadlineSetBy(entry.deadlineBy)}) with \`tether approve ${entry.approvalId} --as <you>${entry.act === 'budget' ? ' --raise-to "<amount> USD"' : ''}\` or \`tether deny …\`` +
             `${entry.approvalsRequired > 1 ? `; needs ${entry.approvalsRequired} approvers` : ''}` +
             `${entry.identity === 'signed' ? ', signed' : entry.identity === 'unsigned' ? ', unsigned' : ''}` +
             `${entry.rememberOffer ? `; remember would add ${visible(rememberText(entry))}` : ''}`

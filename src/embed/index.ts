@@ -18,7 +18,9 @@ export {
   connectTemporalClient,
   connectTemporalWorker,
   readConfig,
+  readTelemetry,
   readTemporalTarget,
+  type TelemetryConfig,
   type TemporalConnectionOptions,
   type TemporalTarget,
   type TetherConfig,
@@ -55,6 +57,7 @@ export {
   type TetherMcpServerOptions,
 } from './mcp-server.js'
 export { type TetherPluginOptions, tetherPlugin } from './plugin.js'
+export { OTEL_WORKFLOW_INTERCEPTORS, WorkerTelemetry } from './telemetry.js'
 export {
   createTetherWorker,
   type LocalTether,
@@ -62,6 +65,8 @@ export {
   type TetherWorkerOptions,
   type WorkerFloor,
   type WorkerMcpServers,
+  type WorkerPrices,
   workerFloor,
   workerMcpServers,
+  workerPrices,
 } from './worker.js'

@@ -15,17 +15,28 @@ import { createHash } from 'node:crypto'
 import { writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { SimplePlugin } from '@temporalio/plugin'
-import type { WorkerOptions } from '@temporalio/worker'
+import type { ReplayWorkerOptions, WorkerOptions } from '@temporalio/worker'
 import { createActivities, unknownNamespace, waitThroughOutages } from '../activities/index.js'
 import { type AuditStore, openAudit } from '../audit/index.js'
 import type { ModelProvider } from '../model/index.js'
-import { databaseUrl, floorFile, mcpServersFile, runningDevStack, tetherStateDir } from '../stack/index.js'
-import { type WorkerTarget, whileReconciling, workerTarget } from './reconcile.js'
 import {
+  databaseUrl,
+  floorFile,
+  mcpServersFile,
+  pricesFile,
+  readTelemetry,
+  runningDevStack,
+  tetherStateDir,
+} from '../stack/index.js'
+import { type WorkerTarget, whileReconciling, workerTarget } from './reconcile.js'
+import { WorkerTelemetry } from './telemetry.js'
+import {
+  priced,
   TETHER_WORKER_DEFAULTS,
   tetherWorkflowsPath,
   type WorkerFloor,
   type WorkerMcpServers,
+  type WorkerPrices,
   workerFloor,
   workerMcpServers,
 } from './worker.js'
@@ -51,6 +62,14 @@ export interface TetherPluginOptions {
    * tighten it.
    */
   floor?: WorkerFloor
+  /** The operator's model prices over the shipped ones: a price file's path or its content (default TETHER_PRICES). */
+  prices?: WorkerPrices
+  /**
+   * Traces and metrics (docs/observability.md): default, as the `OTEL_*` and `TETHER_METRICS_*` variables
+   * say (nothing when none is set); `false` for none, when the Worker already has Temporal's OpenTelemetry
+   * plugin (tether's spans then join its traces).
+   */
+  telemetry?: WorkerTelemetry | false
   /** The operator's MCP servers offered to runs: a servers file's path or the servers (default: TETHER_MCP_SERVERS, else none). */
   mcpServers?: WorkerMcpServers
 }
@@ -66,32 +85,46 @@ export function tetherPlugin(options: TetherPluginOptions = {}): SimplePlugin {
     },
   })
   const namespace = unknownNamespace()
-  const plugin: TetherPlugin = new TetherPlugin({
-    name: 'tether',
-    activities: createActivities({
-      audit,
-      namespace,
-      floor: workerFloor(options.floor ?? floorFile()),
-      mcpServers: workerMcpServers(options.mcpServers ?? mcpServersFile()),
-      ...(options.provider ? { provider: options.provider } : {}),
-    }),
-    workflowsPath: (existing) => (existing ? combinedEntry(existing) : tetherWorkflowsPath()),
-    runContext: async (next) => {
-      if (options.audit) return whileReconciling(options.audit, plugin.target, next, namespace)
-      store = await openAudit({
-        databaseUrl: pluginDatabase(options),
-        ...(options.stateDir ? { stateDir: options.stateDir } : {}),
-        migrate: true,
-        outages: waitThroughOutages(),
-      })
-      try {
-        await whileReconciling(store, plugin.target, next, namespace)
-      } finally {
-        await store.close()
-        store = undefined
-      }
+  const telemetry =
+    options.telemetry === false ? undefined : (options.telemetry ?? new WorkerTelemetry(readTelemetry()))
+  const { interceptors, sinks } = telemetry?.workerOptions() ?? {}
+  const plugin: TetherPlugin = new TetherPlugin(
+    {
+      name: 'tether',
+      activities: createActivities({
+        audit,
+        namespace,
+        floor: workerFloor(options.floor ?? floorFile()),
+        mcpServers: workerMcpServers(options.mcpServers ?? mcpServersFile()),
+        ...priced(options.prices ?? pricesFile()),
+        ...(options.provider ? { provider: options.provider } : {}),
+        ...(telemetry ? { telemetry: telemetry.activities } : {}),
+      }),
+      workflowsPath: (existing) => (existing ? combinedEntry(existing) : tetherWorkflowsPath()),
+      ...(interceptors ? { workerInterceptors: interceptors } : {}),
+      runContext: async (next) => {
+        await telemetry?.start()
+        try {
+          if (options.audit) return await whileReconciling(options.audit, plugin.target, next, namespace)
+          store = await openAudit({
+            databaseUrl: pluginDatabase(options),
+            ...(options.stateDir ? { stateDir: options.stateDir } : {}),
+            migrate: true,
+            outages: waitThroughOutages(),
+          })
+          try {
+            await whileReconciling(store, plugin.target, next, namespace)
+          } finally {
+            await store.close()
+            store = undefined
+          }
+        } finally {
+          await telemetry?.shutdown()
+        }
+      },
     },
-  })
+    sinks ?? {},
+  )
   return plugin
 }
 
@@ -107,15 +140,31 @@ function pluginDatabase(options: TetherPluginOptions): string | undefined {
 }
 
 /**
- * The Worker also gets tether's defaults (a short sticky-queue timeout) where it sets none of its own; its
- * connection, namespace and task queue serve to keep the audit in step with Temporal (reconcile.ts).
+ * The Worker also gets tether's defaults (a short sticky-queue timeout) where it sets none of its own, and,
+ * when it traces, the sink its workflow spans leave by; its connection, namespace and task queue serve to
+ * keep the audit in step with Temporal (reconcile.ts).
  */
 class TetherPlugin extends SimplePlugin {
   target: WorkerTarget | undefined
 
+  constructor(
+    options: ConstructorParameters<typeof SimplePlugin>[0],
+    private readonly sinks: NonNullable<WorkerOptions['sinks']>,
+  ) {
+    super(options)
+  }
+
   override configureWorker(options: WorkerOptions): WorkerOptions {
     this.target = workerTarget(options)
-    return super.configureWorker({ ...TETHER_WORKER_DEFAULTS, ...options })
+    return super.configureWorker({
+      ...TETHER_WORKER_DEFAULTS,
+      ...options,
+      sinks: { ...options.sinks, ...this.sinks },
+    })
+  }
+
+  override configureReplayWorker(options: ReplayWorkerOptions): ReplayWorkerOptions {
+    return super.configureReplayWorker({ ...options, sinks: { ...options.sinks, ...this.sinks } })
   }
 }
 

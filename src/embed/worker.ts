@@ -11,7 +11,7 @@ import { Client } from '@temporalio/client'
 import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker'
 import { createActivities, unknownNamespace, waitThroughOutages } from '../activities/index.js'
 import { type AuditStore, openAudit } from '../audit/index.js'
-import type { ModelProvider } from '../model/index.js'
+import { loadPriceFile, type ModelProvider, type PriceOverrides } from '../model/index.js'
 import { builtinFloor, type Floor, floorOf, loadFloor, type Policy } from '../policy/index.js'
 import {
   connectTemporalClient,
@@ -27,6 +27,7 @@ import {
   workflowCacheSetting,
 } from '../stack/index.js'
 import { ReconcilePlugin } from './reconcile.js'
+import type { WorkerTelemetry } from './telemetry.js'
 
 /** tether's workflows module: the compiled `.js` in a build, the `.ts` source in a checkout. */
 export function tetherWorkflowsPath(): string {
@@ -34,9 +35,15 @@ export function tetherWorkflowsPath(): string {
   return existsSync(js) ? js : js.replace(/\.js$/, '.ts')
 }
 
-/** The prebuilt bundle of a build (`npm run build`), which starts in milliseconds; else bundle at start. */
-export function workflowSource(): { workflowBundle: { codePath: string } } | { workflowsPath: string } {
-  const bundle = fileURLToPath(new URL('../../workflow-bundle.js', import.meta.url))
+/**
+ * The prebuilt bundle of a build (`npm run build`), which starts in milliseconds; else bundle at start. A
+ * worker that traces takes the bundle with Temporal's OpenTelemetry workflow interceptors in it.
+ */
+export function workflowSource(
+  traced = false,
+): { workflowBundle: { codePath: string } } | { workflowsPath: string } {
+  const name = traced ? 'workflow-bundle-otel.js' : 'workflow-bundle.js'
+  const bundle = fileURLToPath(new URL(`../../${name}`, import.meta.url))
   return existsSync(bundle)
     ? { workflowBundle: { codePath: bundle } }
     : { workflowsPath: tetherWorkflowsPath() }
@@ -80,8 +87,23 @@ export interface TetherWorkerOptions {
    * every command like the default is.
    */
   stateDir?: string
+  /** The operator's model prices over the shipped ones: a price file's path (`TETHER_PRICES`) or its content. */
+  prices?: WorkerPrices
+  /**
+   * Traces and metrics (`new WorkerTelemetry(readTelemetry())`: docs/observability.md); the caller starts
+   * it and shuts it down after the worker. Default: none.
+   */
+  telemetry?: WorkerTelemetry
   /** The operator's MCP servers (see `workerMcpServers`); default: none. */
   mcpServers?: WorkerMcpServers
+}
+
+/** Prices as a worker's configuration gives them: a price file's path, or the loaded overrides. */
+export type WorkerPrices = PriceOverrides | string | undefined
+
+/** The operator's prices; a path is read once, here. Throws ModelConfigError naming the file and field. */
+export function workerPrices(prices: WorkerPrices): PriceOverrides | undefined {
+  return typeof prices === 'string' ? loadPriceFile(prices) : prices
 }
 
 /** MCP servers as a worker's configuration gives them: a servers file's path, or the servers. */
@@ -137,16 +159,26 @@ export const WORKFLOW_TASK_SLOTS = 16
 
 export function createTetherWorker(options: TetherWorkerOptions): Promise<Worker> {
   const namespace = unknownNamespace()
+  const { telemetry } = options
+  const source = workflowSource(telemetry?.traces)
+  const { interceptors, sinks } = telemetry?.workerOptions() ?? {}
   return Worker.create({
     ...TETHER_WORKER_DEFAULTS,
     connection: options.connection,
     namespace: options.namespace,
     taskQueue: options.taskQueue,
-    ...workflowSource(),
+    ...source,
+    // A prebuilt bundle has the workflow interceptors in it already.
+    ...(interceptors
+      ? { interceptors: 'workflowBundle' in source ? { ...interceptors, workflowModules: [] } : interceptors }
+      : {}),
+    ...(sinks ? { sinks } : {}),
     activities: createActivities({
       audit: options.audit,
       namespace,
       floor: workerFloor(options.floor),
+      ...priced(options.prices),
+      ...(telemetry ? { telemetry: telemetry.activities } : {}),
       mcpServers: workerMcpServers(options.mcpServers),
       ...(options.provider ? { provider: options.provider } : {}),
       ...(options.stateDir ? { sandbox: { hide: [options.stateDir] } } : {}),
@@ -164,6 +196,12 @@ export function createTetherWorker(options: TetherWorkerOptions): Promise<Worker
     // While it runs, runs Temporal closed by paths the workflow never sees are closed in the audit too.
     plugins: [new ReconcilePlugin(options.audit, namespace)],
   })
+}
+
+/** The `prices` option of the activities, when there are prices of the operator's. */
+export function priced(prices: WorkerPrices): { prices?: PriceOverrides } {
+  const overrides = workerPrices(prices)
+  return overrides ? { prices: overrides } : {}
 }
 
 function workflowCapacity(cached: number) {
@@ -193,6 +231,9 @@ export async function startLocalTether(
     taskQueue: string
     temporal?: TemporalTarget | undefined
     floor?: WorkerFloor
+    prices?: WorkerPrices
+    /** The worker's traces and metrics; started here, and shut down by `stop()` after the worker. */
+    telemetry?: WorkerTelemetry
     mcpServers?: WorkerMcpServers
   },
 ): Promise<LocalTether> {
@@ -206,6 +247,11 @@ export async function startLocalTether(
     for (const closer of closers.splice(0).reverse()) await closer()
   }
   try {
+    const { telemetry } = options
+    if (telemetry) {
+      await telemetry.start()
+      closers.push(() => telemetry.shutdown())
+    }
     const audit = await openAudit({
       databaseUrl: stack.databaseUrl,
       migrate: true,
@@ -225,6 +271,8 @@ export async function startLocalTether(
       stateDir: options.stateDir,
       maxCachedWorkflows: workflowCacheSetting(),
       ...(options.floor !== undefined ? { floor: options.floor } : {}),
+      ...(options.prices !== undefined ? { prices: options.prices } : {}),
+      ...(telemetry ? { telemetry } : {}),
       ...(options.mcpServers !== undefined ? { mcpServers: options.mcpServers } : {}),
     })
     const running = worker.run()

@@ -28,6 +28,8 @@ export interface AnswerDraft {
   remember?: 'exact' | 'wider' | undefined
   /** Approve this command instead (exec only): argv, program first. */
   replacement?: string[] | undefined
+  /** A budget approval: the new cost cap (`"50 USD"`) this approval raises the run's cap to. */
+  raiseTo?: string | undefined
 }
 
 /** The decision as the `decide` Update and Signal take it, before its signature. */
@@ -38,6 +40,7 @@ export interface UnsignedDecision {
   reason?: string
   remember?: 'exact' | 'wider'
   replacement?: string[]
+  raiseTo?: string
 }
 
 export class AnswerError extends Error {
@@ -58,6 +61,7 @@ export function prepareAnswer(
   const approving = draft.decision === 'approve'
   const remember = approving ? rememberedRule(approval, draft.remember) : undefined
   const replacement = approving && draft.replacement ? [...draft.replacement] : undefined
+  const raiseTo = approving ? draft.raiseTo : undefined
   const decision: UnsignedDecision = {
     approvalId: approval.approvalId,
     decision: draft.decision,
@@ -65,6 +69,7 @@ export function prepareAnswer(
     ...(draft.reason ? { reason: draft.reason } : {}),
     ...(draft.remember && approving ? { remember: draft.remember } : {}),
     ...(replacement ? { replacement } : {}),
+    ...(raiseTo ? { raiseTo } : {}),
   }
   if (approval.identity !== 'signed') return { decision }
   const shown = actionDigest({
@@ -87,6 +92,7 @@ export function prepareAnswer(
       remember: remember ?? null,
       reason: draft.reason ?? null,
       replacement: replacement ?? null,
+      ...(raiseTo ? { raiseTo } : {}),
       issuedAt,
     },
   }

@@ -11,6 +11,14 @@ export {
   type UnsignedDecision,
 } from './answer.js'
 export {
+  type DsseEnvelope,
+  IN_TOTO_PAYLOAD_TYPE,
+  keyIdOf,
+  openEnvelope,
+  pae,
+  sealEnvelope,
+} from './dsse.js'
+export {
   APPROVER_NAME,
   fingerprintOf,
   formatPublicKey,

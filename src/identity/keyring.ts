@@ -6,8 +6,9 @@
 import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject, sign } from 'node:crypto'
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { homedir } from 'node:os'
-import { join } from 'node:path'
-import { APPROVER_NAME, formatPublicKey, fromBase64, toBase64 } from './keys.js'
+import { dirname, join } from 'node:path'
+import { keyIdOf } from './dsse.js'
+import { APPROVER_NAME, formatPublicKey, fromBase64, parsePublicKey, toBase64 } from './keys.js'
 import { type DecisionStatement, statementBytes } from './statement.js'
 
 export class KeyringError extends Error {
@@ -61,24 +62,12 @@ export interface ApproverKey {
 export function loadKey(name: string, dir = keysDir()): ApproverKey {
   checkName(name)
   const file = join(dir, `${name}.pem`)
-  let pem: string
-  try {
-    pem = readFileSync(file, 'utf8')
-  } catch {
+  if (!existsSync(file)) {
     throw new KeyringError(
       `no key for ${name} in ${dir}; make one with \`tether keys new ${name}\` and add its public key to the policy`,
     )
   }
-  if (process.platform !== 'win32' && (statSync(file).mode & 0o077) !== 0) {
-    throw new KeyringError(`${file} can be read by others; make it private (chmod 600 ${file})`)
-  }
-  let key: KeyObject
-  try {
-    key = createPrivateKey(pem)
-  } catch {
-    throw new KeyringError(`${file} is not a PEM private key`)
-  }
-  if (key.asymmetricKeyType !== 'ed25519') throw new KeyringError(`${file} is not an Ed25519 key`)
+  const key = privateKeyFile(file, `${name}'s key`)
   return {
     name,
     file,
@@ -98,4 +87,76 @@ export function listKeys(dir = keysDir()): string[] {
   } catch {
     return []
   }
+}
+
+/** The worker's own key: what it signs each run's provenance with. */
+export interface WorkerKey {
+  file: string
+  publicKey: string
+  /** The key id DSSE signatures carry (securesystemslib's: dsse.ts). */
+  keyid: string
+  sign(bytes: Uint8Array): string
+}
+
+/**
+ * The worker's signing key from `file`, made there (mode 0600, its folder 0700) when there is none yet: the
+ * first worker to start makes it, every later one (and a second one racing it) reads the same key. Refuses
+ * a file others can read.
+ */
+export function workerKey(file: string): WorkerKey {
+  if (!existsSync(file)) {
+    mkdirSync(dirname(file), { recursive: true, mode: 0o700 })
+    const { privateKey } = generateKeyPairSync('ed25519')
+    try {
+      writeFileSync(file, privateKey.export({ format: 'pem', type: 'pkcs8' }), { mode: 0o600, flag: 'wx' })
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+    }
+  }
+  const key = privateKeyFile(file, 'the worker key')
+  const publicKey = publicKeyOf(key)
+  return {
+    file,
+    publicKey,
+    keyid: keyIdOf(publicKey) as string,
+    sign: (bytes) => toBase64(sign(null, bytes, key)),
+  }
+}
+
+/**
+ * A public key given the ways a person has one: `ed25519:<base64>`, or a PEM file (public or private) such
+ * as the worker's key file. Throws KeyringError.
+ */
+export function publicKeyFrom(text: string): string {
+  if (text.startsWith('ed25519:')) {
+    if (!parsePublicKey(text).ok) throw new KeyringError(`${text} is not an Ed25519 public key`)
+    return text
+  }
+  let pem: string
+  try {
+    pem = readFileSync(text, 'utf8')
+  } catch {
+    throw new KeyringError(`cannot read the key file ${text}; give an ed25519:<base64> key or a PEM file`)
+  }
+  try {
+    return publicKeyOf(pem.includes('PRIVATE KEY') ? createPrivateKey(pem) : createPublicKey(pem))
+  } catch (error) {
+    if (error instanceof KeyringError) throw error
+    throw new KeyringError(`${text} holds no Ed25519 key`)
+  }
+}
+
+/** An Ed25519 private key file, refused when others can read it. */
+function privateKeyFile(file: string, what: string): KeyObject {
+  if (process.platform !== 'win32' && (statSync(file).mode & 0o077) !== 0) {
+    throw new KeyringError(`${what} ${file} can be read by others; make it private (chmod 600 ${file})`)
+  }
+  let key: KeyObject
+  try {
+    key = createPrivateKey(readFileSync(file, 'utf8'))
+  } catch {
+    throw new KeyringError(`${what} ${file} is not a PEM private key`)
+  }
+  if (key.asymmetricKeyType !== 'ed25519') throw new KeyringError(`${what} ${file} is not an Ed25519 key`)
+  return key
 }

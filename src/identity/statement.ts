@@ -60,6 +60,8 @@ export interface DecisionStatement {
   reason: string | null
   /** An edited command the approver approves instead of the asked one; null for none. */
   replacement: string[] | null
+  /** The new cost cap a budget approver approves (`"50 USD"`); absent for every other answer. */
+  raiseTo?: string | undefined
   /** When the approver signed, in Unix milliseconds. */
   issuedAt: number
 }
@@ -68,9 +70,21 @@ const DOMAIN = 'tether decision v1\n'
 
 /** The exact bytes signed: a domain prefix (no signature made for anything else can pass) + canonical JSON. */
 export function statementBytes(statement: DecisionStatement): Uint8Array {
-  const { run, approval, action, decision, remember, reason, replacement, issuedAt } = statement
+  const { run, approval, action, decision, remember, reason, replacement, raiseTo, issuedAt } = statement
+  // `raiseTo` only where there is one, so every statement signed before it existed keeps its bytes.
   return encoder.encode(
-    DOMAIN + canonicalJson({ run, approval, action, decision, remember, reason, replacement, issuedAt }),
+    DOMAIN +
+      canonicalJson({
+        run,
+        approval,
+        action,
+        decision,
+        remember,
+        reason,
+        replacement,
+        ...(typeof raiseTo === 'string' ? { raiseTo } : {}),
+        issuedAt,
+      }),
   )
 }
 

@@ -22,6 +22,7 @@ import {
   counted,
   deadlineSetBy,
   formatDuration,
+  formatMoney,
   type InFlight,
   inFlightWords,
 } from '../present/index.js'
@@ -227,11 +228,18 @@ function answerForm(data: ApprovalPageData, viewer: Viewer): Html {
   const offer = approval.rememberOffer
   const canEdit = approval.act === 'exec'
   const signed = approval.identity === 'signed'
+  const budget = approval.act === 'budget'
   return html`<section aria-labelledby="answer-title" class="panel answer">
 <h2 id="answer-title">Your answer</h2>
 <noscript><p>Answering signs in the browser: turn on JavaScript for this page, or use <code>tether approve ${approval.approvalId}</code>.</p></noscript>
 <form id="answer" data-approval="${approval.approvalId}" novalidate>
   <button type="submit" disabled hidden tabindex="-1">Choose an answer</button>
+  ${
+    budget
+      ? html`<p><label for="raise-to">New cost cap, e.g. 50 USD (to approve: more than the run has spent; denying ends the run)</label>
+    <input type="text" id="raise-to" name="raise-to" inputmode="decimal" autocomplete="off"></p>`
+      : ''
+  }
   <p><label for="reason">Guidance for the model (needed to deny; with an approval, a note for the audit)</label>
     <textarea id="reason" name="reason" rows="3" maxlength="2000"></textarea></p>
   <p><label for="remember">If you approve, also remember it for the rest of the run</label>
@@ -278,6 +286,7 @@ export const OUTCOMES = [
   'step-cap',
   'token-budget',
   'time-budget',
+  'cost-budget',
   'cancelled',
   'failed',
 ] as const
@@ -316,13 +325,14 @@ ${
     ? html`<p>No runs match.</p>`
     : html`<table class="runs">
   <caption>Newest first</caption>
-  <thead><tr><th scope="col">Run</th><th scope="col">Goal</th><th scope="col">Status</th><th scope="col">Started</th></tr></thead>
+  <thead><tr><th scope="col">Run</th><th scope="col">Goal</th><th scope="col">Status</th><th scope="col">Started</th><th scope="col">Spent</th></tr></thead>
   <tbody>${data.runs.map(
     (run) => html`<tr>
     <td data-label="Run"><a href="${href('runs', run.runId)}">${run.runId}</a></td>
     <td data-label="Goal">${prose(clipNoted(run.goal.split('\n')[0] ?? '', 160))}</td>
     <td data-label="Status">${statusBadge(run)}${run.waiting ? html` <span class="badge">waiting for approval</span>` : ''}</td>
     <td data-label="Started">${when(run.startedAt, clock)}</td>
+    <td data-label="Spent">${run.cost === undefined ? 'unknown' : formatMoney(run.cost)}</td>
   </tr>`,
   )}</tbody>
 </table>`
@@ -407,6 +417,7 @@ export function runLive(data: RunPageData, clock: Clock): Html {
     summary.durationMs !== undefined ? ` (${formatDuration(summary.durationMs)})` : ''
   }</dd>
   <dt>So far</dt><dd>${soFar(summary)}</dd>
+  <dt>Spent</dt><dd id="run-spend">${summary.cost === undefined ? 'unknown (no price for its model)' : formatMoney(summary.cost)}</dd>
   <dt>Sandbox</dt><dd>${summary.sandbox ?? 'not recorded'}</dd>
   <dt>Now</dt><dd id="run-now">${nowText(data)}</dd>
 </dl>

@@ -23,6 +23,7 @@ import {
   formatBytes,
   formatDeadline,
   formatDuration,
+  formatMoney,
   localText,
   rememberWords,
   ruleWords,
@@ -93,7 +94,7 @@ export function decisionText(row: ApprovalRow, clock: Clock): Html {
   return html`<strong class="decision ${row.decision}">${row.decision}</strong> by ${row.decidedBy ?? '?'}
     via ${row.channel ?? '?'}${row.decidedAt ? html` at ${when(row.decidedAt, clock)}` : ''}${row.reason ? html`: “${prose(row.reason)}”` : ''}${
       row.replacement ? html`; the edited command ${code(renderCommand(row.replacement))} ran instead` : ''
-    }${row.remember ? html`; remembered ${code(row.remember)} for the rest of the run` : ''}`
+    }${row.raiseTo ? html`; raised the cost cap to ${row.raiseTo}` : ''}${row.remember ? html`; remembered ${code(row.remember)} for the rest of the run` : ''}`
 }
 
 export function proofText(check: AnswerCheck): Html {
@@ -263,7 +264,7 @@ export function timelineView(timeline: TimelineEntry[], clock: Clock, proofs: Pr
   return html`<ol class="timeline">${bySteps(timeline).map(({ step, row, entries }) => {
     const duration = row ? row.finishedAt.getTime() - row.startedAt.getTime() : undefined
     return html`<li class="step" id="step-${step}">
-      <h3>Step ${step}${row ? html`<span class="step-facts">${formatDuration(duration ?? 0)} · ${counted(row.toolCalls.length, 'call')} · ${counted(row.inputTokens + row.outputTokens, 'token')} · ${when(row.startedAt, clock)}</span>` : html`<span class="step-facts">in progress</span>`}</h3>
+      <h3>Step ${step}${row ? html`<span class="step-facts">${formatDuration(duration ?? 0)} · ${counted(row.toolCalls.length, 'call')} · ${counted(row.inputTokens + row.outputTokens, 'token')}${row.cost === undefined ? '' : ` · ${formatMoney(row.cost)}`} · ${when(row.startedAt, clock)}</span>` : html`<span class="step-facts">in progress</span>`}</h3>
       ${row ? html`<p class="decision-line">${prose(row.decision)}</p>${toolCalls(row.toolCalls)}` : ''}
       ${entries.length ? html`<ul class="entries">${entries.map((entry) => stepEntry(entry, clock, proofs))}</ul>` : ''}
     </li>`

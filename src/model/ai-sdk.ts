@@ -119,6 +119,9 @@ export function aiSdkProvider(options: AiSdkProviderOptions): ModelProvider {
           usage: {
             inputTokens: result.usage.inputTokens ?? estimate.inputTokens,
             outputTokens: result.usage.outputTokens ?? estimate.outputTokens,
+            ...(result.usage.inputTokenDetails?.cacheReadTokens
+              ? { cachedInputTokens: result.usage.inputTokenDetails.cacheReadTokens }
+              : {}),
           },
           finishReason: result.finishReason,
           modelId: result.response.modelId,

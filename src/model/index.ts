@@ -15,6 +15,16 @@ export {
   parseRetryAfter,
 } from './errors.js'
 export { elisionStub, estimateTokens, fitTranscript, KEEP_RECENT_RESULTS } from './fit.js'
+export {
+  loadPriceFile,
+  type ModelPrice,
+  type PriceOverrides,
+  type PriceQuote,
+  priceOf,
+  SHIPPED_PRICES,
+  type TurnUsage,
+  turnCost,
+} from './prices.js'
 export { buildSystemPrompt, type SystemPromptInput } from './prompt.js'
 export { type BoundedReply, boundReply, REPLY_LIMITS } from './reply.js'
 export { DEFAULT_MAX_OUTPUT_TOKENS, prepareRequest } from './request.js'

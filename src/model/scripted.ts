@@ -76,7 +76,11 @@ const scriptedTurnSchema = z
           .strict(),
       )
       .default([]),
-    usage: z.object({ inputTokens: tokenCount, outputTokens: tokenCount }).partial().strict().optional(),
+    usage: z
+      .object({ inputTokens: tokenCount, outputTokens: tokenCount, cachedInputTokens: tokenCount })
+      .partial()
+      .strict()
+      .optional(),
   })
   .strict()
 
@@ -165,6 +169,7 @@ export function scriptedProvider(script: ModelScript, options: { id?: string } =
         usage: {
           inputTokens: turn?.usage?.inputTokens ?? estimate.inputTokens,
           outputTokens: turn?.usage?.outputTokens ?? estimate.outputTokens,
+          ...(turn?.usage?.cachedInputTokens ? { cachedInputTokens: turn.usage.cachedInputTokens } : {}),
         },
         finishReason: reply.toolCalls.length > 0 ? 'tool-calls' : 'stop',
         modelId: 'scripted',

@@ -55,7 +55,8 @@ export interface ModelResponse {
   text: string
   /** Tool calls exactly as the model made them: arguments are not validated here. */
   toolCalls: ToolCall[]
-  usage: { inputTokens: number; outputTokens: number }
+  /** `cachedInputTokens` (prompt-cache reads) are part of `inputTokens`, when the provider reports them. */
+  usage: { inputTokens: number; outputTokens: number; cachedInputTokens?: number }
   finishReason: string
   /** The model that answered, as the provider reported it. */
   modelId: string

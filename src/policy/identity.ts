@@ -17,6 +17,8 @@ const approverName = z
   .string()
   .regex(APPROVER_NAME, 'an approver name is letters, digits and . _ @ + - (up to 64, no spaces or padding)')
 
+export const approverNameSchema = approverName
+
 // Keys are compared as text everywhere (approver lists, signatures, the audit), so only one spelling of each
 // key's 32 bytes is accepted: the same bytes in the URL alphabet or without padding would count as another key.
 const publicKey = z.string().superRefine((text, ctx) => {
@@ -160,4 +162,59 @@ export function identityOnFloor(
 
 function copy(approvers: readonly Approver[]): Approver[] {
   return approvers.map((approver) => ({ name: approver.name, keys: [...approver.keys] }))
+}
+
+/**
+ * A policy's budget approvers, checked against its approvers: under signed identity each must be a listed
+ * approver (a raise is signed with their key); a name given twice is a mistake. Throws PolicyError.
+ */
+export function checkBudgetApprovers(
+  budgetApprovers: readonly string[],
+  approvers: readonly Approver[],
+  file?: string,
+): string[] {
+  const fail = (field: string, message: string): never => {
+    throw new PolicyError(`${file ? `${file}: ` : ''}${field}: ${message}`, field, file)
+  }
+  const seen = new Set<string>()
+  for (const [index, name] of budgetApprovers.entries()) {
+    if (seen.has(name)) fail(`budgetApprovers[${index}]`, `"${name}" is listed twice`)
+    seen.add(name)
+    if (approvers.length > 0 && !approvers.some((approver) => approver.name === name)) {
+      fail(
+        `budgetApprovers[${index}]`,
+        `"${name}" is not among the approvers; a budget approver is an approver (with a key) who may also raise a run's cost cap`,
+      )
+    }
+  }
+  return [...budgetApprovers]
+}
+
+/**
+ * Who may raise a run's cost cap on a worker's floor. Like approvers, they are the operator's: a floor that
+ * lists approvers, says `identity:` or names budget approvers owns the list, and a run may only name some of
+ * them; a floor that says none of these (the built-in one) leaves them to the run. Names the run's own
+ * approvers leave out are dropped (a run may narrow). Throws PolicyError naming the run's field and the floor.
+ */
+export function budgetApproversOnFloor(
+  floor: IdentitySource & { budgetApprovers: readonly string[] },
+  run: { budgetApprovers: readonly string[] },
+  approvers: readonly Approver[],
+  source: string,
+): string[] {
+  const open =
+    floor.approvers.length === 0 && floor.identity === undefined && floor.budgetApprovers.length === 0
+  let names: readonly string[] = run.budgetApprovers
+  if (!open) {
+    for (const [index, name] of run.budgetApprovers.entries()) {
+      if (!floor.budgetApprovers.includes(name)) {
+        throw new PolicyError(
+          `the run's policy budgetApprovers[${index}]: "${name}" is not a budget approver on the floor; a run may only name budget approvers the floor lists (the worker's floor: ${source})`,
+          `budgetApprovers[${index}]`,
+        )
+      }
+    }
+    if (names.length === 0) names = floor.budgetApprovers
+  }
+  return names.filter((name) => approvers.length === 0 || approvers.some((a) => a.name === name))
 }

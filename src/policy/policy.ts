@@ -13,6 +13,8 @@ import {
   type Approver,
   type ApproverIdentity,
   type ApproverSpec,
+  budgetApproversOnFloor,
+  checkBudgetApprovers,
   checkIdentity,
   type IdentityMode,
   identityOnFloor,
@@ -132,12 +134,14 @@ export class Policy {
     const approvers = normaliseApprovers(parsed.approvers ?? [])
     checkIdentity(approvers, parsed.identity, file)
     checkApprovalCounts(parsed.layers ?? [], approvers, file)
+    const budgetApprovers = checkBudgetApprovers(parsed.budgetApprovers ?? [], approvers, file)
     const policy = new Policy({
       layers,
       defaults: defaults as Record<Act, Effect>,
       include: [...new Set(parsed.include ?? [])],
       approvers,
       identity: parsed.identity,
+      budgetApprovers,
       floor: parsed.floor,
       current: -1,
     })
@@ -204,12 +208,19 @@ export class Policy {
     // Each was within the limits on its own; what the run works under, both together, must be too.
     const size = sizeProblem([...floorLayers, ...runLayers])
     if (size) throw new PolicyError(`the run's policy on the worker's floor (${source}): ${size}`, 'layers')
+    const budgetApprovers = budgetApproversOnFloor(
+      { ...floor.state, budgetApprovers: floor.budgetApprovers },
+      { budgetApprovers: run.budgetApprovers },
+      approvers,
+      source,
+    )
     const policy = new Policy({
       layers,
       defaults,
       include: [...new Set([...floor.state.include, ...run.state.include])],
       approvers,
       identity,
+      budgetApprovers,
       floor: { source, defaults: writtenDefaults(floor.state.defaults), include: [...floor.state.include] },
       current: -1,
     })
@@ -242,6 +253,7 @@ export class Policy {
       )
     }
     if (this.state.identity) spec.identity = this.state.identity
+    if (this.budgetApprovers.length > 0) spec.budgetApprovers = [...this.budgetApprovers]
     if (this.state.floor) spec.floor = structuredClone(this.state.floor)
     return spec
   }
@@ -274,6 +286,11 @@ export class Policy {
   /** The names of who may answer an ask; empty means anyone. */
   get approvers(): readonly string[] {
     return this.state.approvers.map((approver) => approver.name)
+  }
+
+  /** Who may raise a run's cost cap at the cap (or end the run); empty: nobody, the run ends there. */
+  get budgetApprovers(): readonly string[] {
+    return this.state.budgetApprovers ?? []
   }
 
   /** Who may answer an ask and whether answers must be signed (see identity.ts). */
@@ -420,7 +437,13 @@ export class Policy {
   withApprovers(approvers: readonly ApproverSpec[], identity?: IdentityMode): Policy {
     const list = normaliseApprovers(approvers)
     checkIdentity(list, identity)
+    checkBudgetApprovers(this.budgetApprovers, list)
     return new Policy({ ...this.state, approvers: list, identity })
+  }
+
+  /** Sets who may raise a run's cost cap (approver names). Throws PolicyError for a name not approving. */
+  withBudgetApprovers(names: readonly string[]): Policy {
+    return new Policy({ ...this.state, budgetApprovers: checkBudgetApprovers(names, this.state.approvers) })
   }
 
   withDefault(act: Act, effect: Effect): Policy {

@@ -5,7 +5,13 @@
 import { z } from 'zod'
 import { nameProblem, overLimit } from '../present/index.js'
 import { PolicyError } from './errors.js'
-import { type ApproverSpec, approverSchema, IDENTITY_MODES, type IdentityMode } from './identity.js'
+import {
+  type ApproverSpec,
+  approverNameSchema,
+  approverSchema,
+  IDENTITY_MODES,
+  type IdentityMode,
+} from './identity.js'
 import { POLICY_LIMITS, sizeProblem } from './limits.js'
 import { netPatternProblem } from './net.js'
 import { sandboxSettingsSchema } from './sandbox.js'
@@ -104,6 +110,11 @@ export const policySpecSchema = z
     approvers: z.array(approverSchema).max(POLICY_LIMITS.approvers).optional(),
     /** `signed` (default when approvers are listed) or `unsigned` (names are trusted: local work only). */
     identity: z.enum(IDENTITY_MODES).optional(),
+    /**
+     * Who may raise a run's cost cap (or end the run) when it reaches it: names of approvers. None listed:
+     * nobody can, and a run at its cap ends with `cost-budget`.
+     */
+    budgetApprovers: z.array(approverNameSchema).optional(),
     /** Set by the worker on an effective policy: which floor it stands on (see floor.ts). */
     floor: z
       .object({
@@ -139,6 +150,7 @@ export interface PolicySpec {
   include?: Array<(typeof INCLUDES)[number]>
   approvers?: ApproverSpec[]
   identity?: IdentityMode
+  budgetApprovers?: string[]
   floor?: FloorRecord
 }
 

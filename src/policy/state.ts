@@ -23,6 +23,8 @@ export interface State {
   readonly approvers: readonly Approver[]
   /** As the policy wrote it; absent = implied by the approvers (see identity.ts). */
   readonly identity?: IdentityMode | undefined
+  /** Who may raise a run's cost cap (names of approvers); absent or empty: nobody. */
+  readonly budgetApprovers?: readonly string[] | undefined
   /** The floor an effective policy stands on: its defaults and includes cap what the run's own rules allow. */
   readonly floor?: FloorRecord | undefined
   /** Index of the layer builders add to; -1 until `layer()` is called (then a `policy` layer is made). */

@@ -27,6 +27,7 @@ export {
   formatBytes,
   formatCount,
   formatDuration,
+  formatMoney,
   overLimit,
   seconds,
 } from './words.js'

@@ -73,3 +73,17 @@ export function formatDuration(ms: number): string {
 export function seconds(ms: number): string {
   return `${(ms / 1_000).toFixed(1)} s`
 }
+
+/**
+ * An amount of micro-dollars as a person reads a spend or a cap: cents for whole-cent amounts, and as many
+ * decimals as it has below a cent — `25.00 USD`, `0.01 USD`, `0.0123 USD`, `0.000042 USD`.
+ */
+export function formatMoney(micros: number): string {
+  const abs = Math.abs(Math.round(micros))
+  const whole = Math.floor(abs / 1_000_000)
+  const fraction = String(abs % 1_000_000)
+    .padStart(6, '0')
+    .replace(/0+$/, '')
+    .padEnd(2, '0')
+  return `${micros < 0 ? '-' : ''}${whole.toLocaleString('en-US')}.${fraction} USD`
+}

@@ -184,6 +184,15 @@ export interface TetherActivities {
     error: string
     input: unknown
   }): Promise<void>
+  /**
+   * Signs the finished run's provenance (an in-toto Statement in a DSSE envelope, subject the final
+   * workspace tree) with the worker's key and stores it; returns the subject's digest and the key's id.
+   */
+  tetherRecordProvenance(input: {
+    runId: string
+    /** The workspace's root hash history recorded last (absent: no snapshots, the folder as it is). */
+    tree?: string
+  }): Promise<{ subject: string; keyid: string }>
   tetherRemindApprover(input: {
     runId: string
     request: PendingApproval
@@ -211,6 +220,10 @@ export interface StepRecord {
   observation: string
   inputTokens: number
   outputTokens: number
+  /** Prompt-cache reads (part of `inputTokens`), the model asked and the turn's cost in micro-dollars. */
+  cachedInputTokens?: number
+  model?: string
+  cost?: number
   startedAt: number
   finishedAt: number
   refusals: Array<{ call: number; verdict: ActionVerdict }>

@@ -6,6 +6,7 @@
 import { z } from 'zod'
 import { neverPassed } from '../commands/index.js'
 import { MCP_SERVER_NAME } from '../tools/index.js'
+import { CURRENCY, microsToUsd, parseMoney } from './money.js'
 
 const UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }
 
@@ -146,8 +147,20 @@ const cachePath = z
 
 type ReadDuration = (value: unknown, ctx: z.RefinementCtx) => number
 
+/** A cap in money: `"25 USD"` → micro-dollars (money.ts). */
+const toMicros = (value: unknown, ctx: z.RefinementCtx): number => {
+  const parsed = parseMoney(value)
+  if (parsed.ok && parsed.micros > 0) return parsed.micros
+  ctx.addIssue({ code: 'custom', message: parsed.ok ? 'the cap must be more than zero' : parsed.error })
+  return z.NEVER
+}
+
+/** How a continuation reads the cap its first run already parsed: micro-dollars. */
+const toMicrosLegacy = (value: unknown, ctx: z.RefinementCtx): number =>
+  typeof value === 'number' && Number.isSafeInteger(value) && value > 0 ? value : toMicros(value, ctx)
+
 /** The contract schema with durations read by `read`; written as text, so typed as strings. */
-function contractSchema(read: ReadDuration) {
+function contractSchema(read: ReadDuration, money: ReadDuration) {
   // Any value reaches `read`, so a number gets its own message rather than zod's "expected string".
   const text = z.custom<string>(() => true)
   const duration = (fallback: string) => text.default(fallback).transform(read)
@@ -175,6 +188,11 @@ function contractSchema(read: ReadDuration) {
           maxSteps: z.number().int().min(1).default(50),
           maxTokens: z.number().int().min(1).default(2_000_000),
           maxWallTime: duration('4h'),
+          /**
+           * What the run may spend on its model, e.g. `"25 USD"` (priced per model: docs/observability.md).
+           * At the cap the run waits for a budget approver to raise it or end the run (`cost-budget`).
+           */
+          maxCost: text.transform(money).optional(),
         })
         .strict()
         .prefault({}),
@@ -225,14 +243,14 @@ function contractSchema(read: ReadDuration) {
     })
 }
 
-export const taskContractSchema = contractSchema(durationReader(false))
+export const taskContractSchema = contractSchema(durationReader(false), toMicros)
 /** Runs recorded before inputs were bounded also read `30 m`. */
-const spacedContractSchema = contractSchema(durationReader(true))
-const legacyContractSchema = contractSchema(toMillisecondsLegacy)
+const spacedContractSchema = contractSchema(durationReader(true), toMicros)
+const legacyContractSchema = contractSchema(toMillisecondsLegacy, toMicrosLegacy)
 
 /** A contract as written by a person (defaults optional, durations as text). */
 export type TaskContractInput = z.input<typeof taskContractSchema>
-/** A validated contract: every default filled in, durations in milliseconds. */
+/** A validated contract: every default filled in, durations in milliseconds, money in micro-dollars. */
 export type TaskContract = z.output<typeof taskContractSchema>
 
 /**
@@ -272,9 +290,15 @@ export function describeWorkspace(contract: Pick<TaskContract, 'workspace' | 'so
 export function contractInput(contract: TaskContract): TaskContractInput {
   const ms = (value: number) => `${value}ms`
   const { reminderEvery, ...approvals } = contract.approvals
+  const { maxCost, ...budgets } = contract.budgets
   return {
     ...contract,
-    budgets: { ...contract.budgets, maxWallTime: ms(contract.budgets.maxWallTime) },
+    budgets: {
+      ...budgets,
+      maxWallTime: ms(budgets.maxWallTime),
+      // Micro-dollars as money again: the cap the new run is given is the one this run had.
+      ...(maxCost !== undefined ? { maxCost: `${microsToUsd(maxCost)} ${CURRENCY}` } : {}),
+    },
     execTimeout: ms(contract.execTimeout),
     approvals: {
       ...approvals,

@@ -54,6 +54,8 @@ function decisionSchemaWith(bounded: boolean) {
           })
         : z.array(z.string().max(10_000)).min(1).max(1_000)
       ).optional(),
+      /** A budget approval's approval: the new cost cap, e.g. `"50 USD"` (more than the run has spent). */
+      raiseTo: z.string().min(1).max(40).optional(),
       /** Required under signed identity: the approver's signature over the decision statement. */
       signature: z
         .object({

@@ -30,6 +30,8 @@ export const FAILURE = {
   commandFailed: 'CommandFailed',
   /** The run has no verification command. */
   noGate: 'NoGate',
+  /** The run's provenance cannot be made (its workspace cannot be read). */
+  provenanceUnavailable: 'ProvenanceUnavailable',
 } as const
 
 /** Model failures by kind of provider error; the last four are never retried. */

@@ -28,5 +28,7 @@ export {
 export { FAILURE, MODEL_FAILURE, MODEL_FAILURES_NOT_RETRIED } from './failures.js'
 export { runIdProblem, START_LIMITS, type StartProblem, startProblem } from './limits.js'
 export { gateFailureMessage } from './messages.js'
+export { CURRENCY, MAX_MONEY_MICROS, MICROS_PER_USD, microsToUsd, parseMoney } from './money.js'
 export { type Flight, type FlightKind, inFlight, type PendingActivityView } from './progress.js'
+export { ATTR, auditRow, INSTRUMENTATION, METRIC, SPAN } from './telemetry.js'
 export type * from './types.js'

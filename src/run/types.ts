@@ -10,6 +10,8 @@ import type { TaskContract, TaskContractInput } from './contract.js'
 
 export type Act = 'read' | 'write' | 'exec' | 'net' | 'mcp'
 export type Effect = 'allow' | 'ask' | 'deny'
+/** What an approval is about: an action the policy asked about, or the run's cost cap (`budget`). */
+export type ApprovalAct = Act | 'budget'
 
 export type Outcome =
   | 'verified'
@@ -17,6 +19,7 @@ export type Outcome =
   | 'step-cap'
   | 'token-budget'
   | 'time-budget'
+  | 'cost-budget'
   | 'cancelled'
   | 'failed'
 
@@ -45,6 +48,10 @@ export interface CarriedState {
   pending: InlineMessage[]
   approvals: number
   continuedAsNew: number
+  /** Micro-dollars spent on priced model turns (absent in runs from before costs). */
+  cost?: number
+  /** The cost cap a budget approver raised it to, when one did (it replaces `budgets.maxCost`). */
+  costCap?: number
   /** The workspace's root hash history recorded last (absent in runs from before snapshots). */
   tree?: string
   /** The MCP tools the run reviewed and refused (absent: none, or a run from before MCP). */
@@ -103,6 +110,8 @@ export interface AgentRunResult {
   steps: number
   inputTokens: number
   outputTokens: number
+  /** Micro-dollars spent on priced model turns; absent when no turn had a price. */
+  cost?: number
 }
 
 /** The policy's judgement of one tool call, made in a local activity so it is recorded in history. */
@@ -146,6 +155,8 @@ export interface RunPreparation {
   policyDigest?: string
   /** The floor's source: its file on the worker, or `built-in`. */
   floor?: string
+  /** Who may raise the run's cost cap (approver names); absent in runs recorded before cost caps. */
+  budgetApprovers?: string[]
   /** The worker's MCP servers this run uses (absent or empty: none). */
   mcp?: McpServerRef[]
   /**
@@ -167,8 +178,16 @@ export interface ModelTurn {
   /** The assistant's text, bounded (the full text is in the transcript). */
   text: string
   toolCalls: ToolCall[]
-  usage: { inputTokens: number; outputTokens: number }
+  /** `cachedInputTokens` (prompt-cache reads) are part of `inputTokens`. */
+  usage: { inputTokens: number; outputTokens: number; cachedInputTokens?: number }
+  /** The model that answered, as the provider reported it. */
   modelId: string
+  /** The model asked, as a provider id (`anthropic:claude-sonnet-4-5`): what the turn is priced as. */
+  model?: string
+  /** Why the model stopped (`stop`, `tool-calls`, `length`, …); absent in turns recorded before. */
+  finishReason?: string
+  /** What the turn cost, in micro-dollars; absent when no price is known for the model. */
+  cost?: number
   /** The policy's verdict on each call, in order (null: not a valid call), when the turn was asked to judge. */
   verdicts?: Array<ActionVerdict | null>
 }
@@ -213,6 +232,8 @@ export interface Answer {
   remember?: string
   /** The edited command this answer approved instead of the asked one. */
   replacement?: string[]
+  /** The new cost cap this answer approves (a budget approval), as signed: `"0.05 USD"`. */
+  raiseTo?: string
   signed?: { key: string; fingerprint: string; signature: string; statement: DecisionStatement }
 }
 
@@ -226,6 +247,8 @@ export interface Resolution {
   remember?: string
   /** The edited command approved instead of the asked one (every approving answer named the same one). */
   replacement?: string[]
+  /** The cost cap approved (a budget approval), as signed. */
+  raiseTo?: string
   /** Whether the answers were signed (`unsigned`: names were trusted, as the policy said). */
   identity?: 'signed' | 'unsigned'
   /** Every answer that counted, in order. */
@@ -238,8 +261,9 @@ export type RememberOffer = { exact: string; wider?: string } | { refused: strin
 export interface PendingApproval {
   approvalId: string
   step: number
+  /** The call's index in its step; -1 for a budget approval (about the run, not a call). */
   call: number
-  act: Act
+  act: ApprovalAct
   target: string
   rule?: string
   layer?: string
@@ -258,6 +282,8 @@ export interface PendingApproval {
   /** Which of the two sets the deadline (absent in runs recorded before it was said). */
   deadlineBy?: DeadlineBy
   approvers: string[]
+  /** A budget approval: micro-dollars spent and the cap reached; a raise must go above `spent`. */
+  budget?: { spent: number; cap: number }
 }
 
 export type DeadlineBy = 'approval timeout' | 'wall-time budget'

@@ -80,6 +80,8 @@ export interface TetherConfig {
   stateDir: string
   /** The operator's floor file (`TETHER_FLOOR`); undefined means the built-in floor. */
   floor: string | undefined
+  /** The operator's model price file (`TETHER_PRICES`); undefined means the shipped prices only. */
+  prices: string | undefined
   /** The operator's MCP servers file (`TETHER_MCP_SERVERS`); undefined: no MCP servers. */
   mcpServers: string | undefined
   /** tether as an MCP server: the folder of policies clients may name, and the workspace roots. */
@@ -133,6 +135,7 @@ export function readConfig(options: ReadConfigOptions = {}): TetherConfig {
     taskQueue: env.TETHER_TASK_QUEUE ?? fallback?.taskQueue ?? DEFAULT_TASK_QUEUE,
     ...readAuditTarget(options),
     floor: floorFile(env),
+    prices: pricesFile(env),
     mcpServers: mcpServersFile(env),
     mcpServe: {
       policies: env.TETHER_MCP_POLICIES,
@@ -179,6 +182,114 @@ function workerDeployment(env: Record<string, string>): WorkerDeployment | undef
     )
   }
   return { name, buildId }
+}
+
+/** Where OTLP data goes: the endpoint URL of one signal and its encoding. */
+export interface OtlpTarget {
+  url: string
+  protocol: 'http/protobuf' | 'http/json'
+}
+
+/**
+ * What a worker exports (docs/observability.md): traces and metrics over OTLP where the standard `OTEL_*`
+ * variables say so (nothing when none is set), metrics on a Prometheus endpoint of its own when
+ * `TETHER_METRICS_PORT` is set, and never prompt, file or output text unless `TETHER_TRACE_CONTENT=excerpts`.
+ */
+export interface TelemetryConfig {
+  /** Undefined: no traces are exported. */
+  traces?: OtlpTarget | undefined
+  /** Undefined: no metrics are pushed over OTLP. */
+  metrics?: (OtlpTarget & { intervalMs: number }) | undefined
+  /** Undefined: no Prometheus endpoint. */
+  prometheus?: { host: string; port: number } | undefined
+  /** `excerpts`: bounded prompt, file and output excerpts in spans. */
+  content: 'off' | 'excerpts'
+  /** `OTEL_SERVICE_NAME`, default `tether-worker` (`OTEL_RESOURCE_ATTRIBUTES` adds to the resource). */
+  serviceName: string
+}
+
+/** The worker's telemetry settings; a setting that cannot work is a one-line `ConfigError`. */
+export function readTelemetry(env: NodeJS.ProcessEnv = process.env): TelemetryConfig {
+  const present = presentVariables(env)
+  const disabled = present.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true'
+  const content = present.TETHER_TRACE_CONTENT ?? 'off'
+  if (content !== 'off' && content !== 'excerpts') {
+    throw new ConfigError(`TETHER_TRACE_CONTENT must be off or excerpts, not "${content}"`)
+  }
+  const traces = disabled ? undefined : otlpTarget(present, 'traces')
+  const metricTarget = disabled ? undefined : otlpTarget(present, 'metrics')
+  const interval = present.OTEL_METRIC_EXPORT_INTERVAL ?? '60000'
+  if (metricTarget && !/^\d+$/.test(interval)) {
+    throw new ConfigError(
+      `OTEL_METRIC_EXPORT_INTERVAL must be milliseconds, a whole number, not "${interval}"`,
+    )
+  }
+  return {
+    traces,
+    metrics: metricTarget && { ...metricTarget, intervalMs: Math.max(1_000, Number(interval)) },
+    prometheus: prometheusEndpoint(present),
+    content,
+    serviceName: present.OTEL_SERVICE_NAME ?? 'tether-worker',
+  }
+}
+
+/**
+ * One signal's OTLP target, the way the OpenTelemetry specification reads the variables: exported when an
+ * endpoint is set (the signal's own, used as it is, or the shared one with `/v1/<signal>` after it) or the
+ * signal's exporter is `otlp` (then to the default `http://localhost:4318`); `none` turns it off.
+ */
+function otlpTarget(env: Record<string, string>, signal: 'traces' | 'metrics'): OtlpTarget | undefined {
+  const upper = signal.toUpperCase()
+  const exporter = env[`OTEL_${upper}_EXPORTER`]?.trim().toLowerCase()
+  if (exporter === 'none') return undefined
+  if (exporter !== undefined && exporter !== 'otlp') {
+    throw new ConfigError(
+      `OTEL_${upper}_EXPORTER is "${exporter}"; tether exports ${signal} over OTLP only: set it to otlp or none`,
+    )
+  }
+  const own = env[`OTEL_EXPORTER_OTLP_${upper}_ENDPOINT`]
+  const shared = env.OTEL_EXPORTER_OTLP_ENDPOINT
+  if (own === undefined && shared === undefined && exporter === undefined) return undefined
+  const setting = own !== undefined ? `OTEL_EXPORTER_OTLP_${upper}_ENDPOINT` : 'OTEL_EXPORTER_OTLP_ENDPOINT'
+  const url = own ?? `${(shared ?? 'http://localhost:4318').replace(/\/+$/, '')}/v1/${signal}`
+  if (!/^https?:\/\/[^/]/i.test(url)) {
+    throw new ConfigError(`${setting} must be an http:// or https:// URL, not "${url}"`)
+  }
+  const protocolSetting = env[`OTEL_EXPORTER_OTLP_${upper}_PROTOCOL`]
+    ? `OTEL_EXPORTER_OTLP_${upper}_PROTOCOL`
+    : 'OTEL_EXPORTER_OTLP_PROTOCOL'
+  const protocol = env[protocolSetting] ?? 'http/protobuf'
+  if (protocol !== 'http/protobuf' && protocol !== 'http/json') {
+    throw new ConfigError(
+      `${protocolSetting} is "${protocol}"; tether sends OTLP over HTTP: set it to http/protobuf (or http/json) and point ${setting} at the collector's OTLP/HTTP port (usually 4318)`,
+    )
+  }
+  return { url, protocol }
+}
+
+/** The worker's Prometheus endpoint: `TETHER_METRICS_PORT` turns it on, on `TETHER_METRICS_HOST` (loopback). */
+function prometheusEndpoint(env: Record<string, string>): { host: string; port: number } | undefined {
+  const value = env.TETHER_METRICS_PORT?.trim()
+  if (!value) return undefined
+  const port = Number(value)
+  if (!/^\d+$/.test(value) || port < 1 || port > 65_535) {
+    throw new ConfigError(`TETHER_METRICS_PORT must be a port number from 1 to 65535, not "${value}"`)
+  }
+  return { host: env.TETHER_METRICS_HOST ?? '127.0.0.1', port }
+}
+
+/**
+ * The worker's signing key, for each run's provenance (`TETHER_WORKER_KEY`; default `worker-key.pem` in the
+ * state folder, made on first use). Hidden from every command like the state folder.
+ */
+export function workerKeyFile(env: NodeJS.ProcessEnv = process.env): string {
+  const present = presentVariables(env)
+  return resolve(present.TETHER_WORKER_KEY ?? join(tetherStateDir(env), 'worker-key.pem'))
+}
+
+/** The operator's model price file (`TETHER_PRICES`); undefined: the shipped prices only. */
+export function pricesFile(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  return presentVariables(env).TETHER_PRICES
 }
 
 /** The audit database (`DATABASE_URL`); undefined: the embedded PostgreSQL in the state folder. */
@@ -410,7 +521,8 @@ export function temporalAddress(env: NodeJS.ProcessEnv = process.env): string {
 
 /**
  * The files that hold this process's own secrets, which no command may read: the Temporal config file (it
- * may hold an API key or a key inline) and the private keys of the Temporal and audit database connections.
+ * may hold an API key or a key inline), the private keys of the Temporal and audit database connections and
+ * the worker's signing key.
  * Certificates and CAs are public and stay visible (a CA may be the system's bundle).
  */
 export function credentialFiles(env: NodeJS.ProcessEnv = process.env): string[] {
@@ -428,6 +540,7 @@ export function credentialFiles(env: NodeJS.ProcessEnv = process.env): string[] 
     // Not a URL: the audit store says so when it opens.
   }
   if (databaseKey) files.push(databaseKey)
+  files.push(workerKeyFile(env))
   return [...new Set(files.map((file) => resolve(file)))]
 }
 

@@ -24,14 +24,18 @@ export {
   floorFile,
   localTarget,
   mcpServersFile,
+  type OtlpTarget,
+  pricesFile,
   type ReadConfigOptions,
   readAuditTarget,
   readConfig,
+  readTelemetry,
   readTemporalTarget,
   readUserSettings,
   type SnapshotSettings,
   type SnapshotStoreSetting,
   snapshotSettings,
+  type TelemetryConfig,
   type TemporalConnectionOptions,
   type TemporalSetting,
   type TemporalTarget,
@@ -40,6 +44,7 @@ export {
   type UserSetting,
   type UserSettings,
   type WorkerDeployment,
+  workerKeyFile,
   workflowCacheSetting,
 } from './config.js'
 export { expandVariables, loadMcpServers, type McpServerConfig } from './mcp-servers.js'
@@ -223,3 +228,5 @@ export async function resetLocalStack(
 async function removeAll(folders: readonly string[]): Promise<void> {
   for (const folder of folders) await rm(folder, { recursive: true, force: true })
 }
+
+export { packageVersion } from './version.js'

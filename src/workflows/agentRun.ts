@@ -19,6 +19,7 @@ import {
   defineSignal,
   defineUpdate,
   isCancellation,
+  log,
   makeContinueAsNewFunc,
   patched,
   proxyActivities,
@@ -51,6 +52,7 @@ import {
   FAILURE,
   MODEL_FAILURES_NOT_RETRIED,
   parseContract,
+  parseMoney,
   startProblem,
   type TaskContract,
   workspaceOf,
@@ -61,6 +63,9 @@ import { DEFINITION_REVIEW_CALL, definitionReview, isMcpCall, McpBook, validateC
 import {
   budgetOutcome,
   commandTimeout,
+  costBudgetReason,
+  costCapReached,
+  costCapWords,
   deniedByApproverObservation,
   describeRule,
   initialState,
@@ -75,6 +80,7 @@ import {
   reserveSeqs,
   stepDecision,
 } from './run-state.js'
+import { traceApproval, traceGate, traceRun, traceTool, traceTurn } from './tracing.js'
 
 export const PENDING_APPROVAL = defineSearchAttributeKey('TetherPendingApproval', SearchAttributeType.KEYWORD)
 /** How a run ended (`verified`, `failed`, …) and where it worked: to find runs with `temporal workflow list`. */
@@ -105,6 +111,8 @@ export interface RunStatus {
   step: number
   inputTokens: number
   outputTokens: number
+  /** Micro-dollars spent on priced model turns (absent when none was priced). */
+  cost?: number
   pendingApprovals: number
   phase: 'starting' | 'model' | 'tools' | 'approval' | 'verifying' | 'done'
   outcome?: Outcome
@@ -146,6 +154,13 @@ const model = proxyActivities<TetherActivities>({
 // File tools heartbeat too: most take milliseconds, a search over a big tree may take a while.
 const files = proxyActivities<TetherActivities>({
   startToCloseTimeout: '2 minutes',
+  heartbeatTimeout: '10 seconds',
+  retry: { maximumAttempts: 3 },
+})
+
+// Provenance digests the whole workspace: long for a big one, so it heartbeats like the file tools.
+const provenance = proxyActivities<TetherActivities>({
+  startToCloseTimeout: '10 minutes',
   heartbeatTimeout: '10 seconds',
   retry: { maximumAttempts: 3 },
 })
@@ -199,7 +214,7 @@ function execActivities(timeoutMs: number) {
 }
 
 /** What a step's row keeps of the model's turn. */
-type StepTurn = Pick<ModelTurn, 'text' | 'toolCalls' | 'usage'>
+type StepTurn = Pick<ModelTurn, 'text' | 'toolCalls' | 'usage' | 'model' | 'cost'>
 /**
  * The verification gate runs a command too: the same timeouts and heartbeat as exec, so a long gate is not
  * cut off and a dead worker is noticed in seconds. (Cancellation stays as recorded runs had it.)
@@ -212,7 +227,12 @@ function gateActivities(timeoutMs: number) {
 /** Cap for the bounded texts that travel through history (the transcript keeps the full text). */
 const OBSERVATION_LIMIT = 2_000
 
-export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
+export function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
+  // The run's span (no-op unless the worker traces): see tracing.ts.
+  return traceRun(workflowInfo().workflowId, () => runAgent(input))
+}
+
+async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
   const info = workflowInfo()
   const runId = info.workflowId
   const contract = parseInput(input)
@@ -228,6 +248,8 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     snapshots: patched('workspace-snapshots'),
     // What crosses into the run is bounded before it is stored, echoed or passed on.
     bounded: patched('bounded-inputs'),
+    costBudget: patched('cost-budget'),
+    provenance: patched('provenance'),
   }
   if (changes.bounded) refuseOversizedStart(input)
   const state: RunState = initialState(input.carried, Date.now())
@@ -274,6 +296,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     step: state.step,
     inputTokens: state.inputTokens,
     outputTokens: state.outputTokens,
+    ...spent(),
     pendingApprovals: book.pending().length,
     phase,
     ...(outcome ? { outcome } : {}),
@@ -296,7 +319,10 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     showDetails(now)
   }
 
-  const finish = async (result: { outcome: Outcome; reason?: string }): Promise<AgentRunResult> => {
+  const finish = async (
+    result: { outcome: Outcome; reason?: string },
+    options: { provenance: boolean } = { provenance: true },
+  ): Promise<AgentRunResult> => {
     await flushStep()
     outcome = result.outcome
     setPhase('done', result.reason ? clip(result.reason, 200) : undefined)
@@ -322,9 +348,11 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
         steps: state.step,
         inputTokens: state.inputTokens,
         outputTokens: state.outputTokens,
+        ...spent(),
         finishedAt: Date.now(),
       },
     ])
+    if (options.provenance && changes.provenance) await recordProvenance()
     return {
       runId,
       outcome: result.outcome,
@@ -332,7 +360,29 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
       steps: state.step,
       inputTokens: state.inputTokens,
       outputTokens: state.outputTokens,
+      ...spent(),
     }
+  }
+
+  /**
+   * The run's provenance, signed by the worker. A run whose provenance cannot be made (its workspace is gone)
+   * still ends as it ended: the audit then has no provenance for it, and the worker's log says why.
+   */
+  async function recordProvenance(): Promise<void> {
+    try {
+      // The tree history recorded last: the worker digests the workspace as the run left it.
+      await provenance.tetherRecordProvenance.executeWithOptions(meta("sign the run's provenance"), [
+        { runId, ...tree() },
+      ])
+    } catch (error) {
+      if (!(error instanceof ActivityFailure)) throw error
+      log.warn('no provenance recorded for the run', { runId, reason: failureReason(error) })
+    }
+  }
+
+  /** The run's spend, where any turn was priced. */
+  function spent(): { cost?: number } {
+    return state.cost !== undefined ? { cost: state.cost } : {}
   }
 
   /** The effective policy (the worker's floor with the run's policy on it), by the digest history records. */
@@ -373,9 +423,10 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     // Recorded like any other run, so `tether ls` and `tether show` say why it never started.
     if (patched('record-rejected-run')) {
       await recordStart()
+      // Nothing ran, so there is nothing to attest: no provenance.
       throw runFailure(
         FAILURE.contractRejected,
-        await finish({ outcome: 'failed', reason: preparation.rejected }),
+        await finish({ outcome: 'failed', reason: preparation.rejected }, { provenance: false }),
       )
     }
     throw ApplicationFailure.nonRetryable(preparation.rejected, FAILURE.contractRejected)
@@ -394,6 +445,8 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     for (;;) {
       const budget = budgetOutcome(state, contract, Date.now())
       if (budget) return await finish(budget)
+      const overspent = await costGate()
+      if (overspent) return await finish(overspent)
       if (workflowInfo().continueAsNewSuggested) {
         // Safe point: nothing in flight, no approval pending, every handler done.
         await condition(allHandlersFinished)
@@ -421,16 +474,18 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
       if (mcp.active && changes.mcpTools) await reviewMcpTools(step)
       setPhase('model')
       const replySeq = state.nextSeq
-      const turn = await model.tetherModelTurn.executeWithOptions(meta(`model turn ${step}`), [
-        {
-          runId,
-          step,
-          replySeq,
-          pending: state.pending,
-          ...handedToTurn(),
-          ...(mcp.active ? { mcpTools: mcp.offer() } : {}),
-        },
-      ])
+      const turn = await traceTurn(runId, step, () =>
+        model.tetherModelTurn.executeWithOptions(meta(`model turn ${step}`), [
+          {
+            runId,
+            step,
+            replySeq,
+            pending: state.pending,
+            ...handedToTurn(),
+            ...(mcp.active ? { mcpTools: mcp.offer() } : {}),
+          },
+        ]),
+      )
       unrecordedStep = undefined
       inStep.turn = turn
       state.pending = []
@@ -493,19 +548,21 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
 
   async function verify(step: number, seq: number | null) {
     const timeoutMs = commandTimeout(state, contract, Date.now())
-    const gate = await gateActivities(timeoutMs).tetherVerify.executeWithOptions(
-      meta(`gate: ${contract.verification?.command.join(' ') ?? ''}`),
-      [
-        {
-          runId,
-          step,
-          pending: seq === null ? [] : state.pending,
-          seq,
-          timeoutMs,
-          ...policyDigest,
-          ...tree(),
-        },
-      ],
+    const gate = await traceGate(runId, step, () =>
+      gateActivities(timeoutMs).tetherVerify.executeWithOptions(
+        meta(`gate: ${contract.verification?.command.join(' ') ?? ''}`),
+        [
+          {
+            runId,
+            step,
+            pending: seq === null ? [] : state.pending,
+            seq,
+            timeoutMs,
+            ...policyDigest,
+            ...tree(),
+          },
+        ],
+      ),
     )
     if (seq !== null && !gate.passed) state.pending = []
     if (gate.tree) state.tree = gate.tree
@@ -566,11 +623,20 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     }
 
     for (const entry of judged) {
+      const { call } = entry
+      const shown = { index: entry.index, id: call.id, name: call.name, argv: argvOf(call) }
+      await traceTool(runId, step, shown, () => runJudged(entry))
+    }
+    return { lines, refusals }
+
+    /** One judged call: its approval's answer, then its run (or its refusal). */
+    async function runJudged(entry: (typeof judged)[number]) {
       const { index } = entry
       let call = entry.call
       const seq = resultSeqs[index] as number
       let verdict = entry.verdict
       let note: string | undefined
+      const approvalId = entry.approval
       if (entry.approval) {
         const request = book.get(entry.approval) as PendingApproval
         const resolution = book.resolution(entry.approval) as Resolution
@@ -578,7 +644,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
           await decisionRecorder().tetherApprovalDecided({ runId, request, resolution })
           state.pending.push(deniedByApproverObservation(seq, call, verdict, resolution))
           lines.push(`${verdict.act} ${resolution.decision}: ${clip(verdict.target, 200)}`)
-          continue
+          return { verdict, approvalId }
         }
         const remembered = resolution.remember ? remember(verdict.act, resolution.remember) : undefined
         // An edited command takes the asked one's place: it is what is judged again, and what runs.
@@ -603,7 +669,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
         refusals.push({ call: index, verdict })
         state.pending.push(refusalObservation(seq, call, verdict, note))
         lines.push(`${verdict.act} refused: ${clip(verdict.target, 200)} (${describeRule(verdict)})`)
-        continue
+        return { verdict, approvalId }
       }
       const timeoutMs = commandTimeout(state, contract, Date.now())
       const summary =
@@ -654,17 +720,8 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
       state.pending = []
       if (summary.tree) state.tree = summary.tree
       lines.push(clip(summary.summary, 300))
+      return { verdict, summary, approvalId }
     }
-    return { lines, refusals }
-  }
-
-  /** Marks the run as waiting for people (the search attribute) while the approvals are answered. */
-  async function waitForPeople(approvalIds: string[]): Promise<void> {
-    upsertSearchAttributes([{ key: PENDING_APPROVAL, value: 'true' }])
-    waitingForPeople = true
-    await Promise.all(approvalIds.map((approvalId) => waitForAnswer(approvalId)))
-    upsertSearchAttributes([{ key: PENDING_APPROVAL, value: null }])
-    waitingForPeople = false
   }
 
   /**
@@ -755,7 +812,26 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     return { pattern }
   }
 
-  async function requestApproval(step: number, call: number, verdict: ActionVerdict): Promise<string> {
+  function requestApproval(step: number, call: number, verdict: ActionVerdict): Promise<string> {
+    return openApproval({
+      step,
+      call,
+      act: verdict.act,
+      target: verdict.target,
+      ...(verdict.rule !== undefined ? { rule: verdict.rule } : {}),
+      ...(verdict.layer !== undefined ? { layer: verdict.layer } : {}),
+      ...(verdict.tree !== undefined ? { tree: verdict.tree } : {}),
+      actionDigest: actionDigest(verdict),
+      ...(verdict.remember ? { remember: rememberOffer(verdict.remember) } : {}),
+      ...(verdict.approvalsRequired ? { approvalsRequired: verdict.approvalsRequired } : {}),
+      approvers,
+    })
+  }
+
+  /** Records a request for people to answer, with its id, deadline and the run's identity mode. */
+  async function openApproval(
+    fields: Omit<PendingApproval, 'approvalId' | 'identity' | 'requestedAt' | 'deadline' | 'deadlineBy'>,
+  ): Promise<string> {
     const now = Date.now()
     const requested = now + contract.approvals.timeout
     const budgetEnd = state.startedAt + contract.budgets.maxWallTime
@@ -767,20 +843,10 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
       : { deadline: requested }
     const request: PendingApproval = {
       approvalId: uuid4(),
-      step,
-      call,
-      act: verdict.act,
-      target: verdict.target,
-      ...(verdict.rule !== undefined ? { rule: verdict.rule } : {}),
-      ...(verdict.layer !== undefined ? { layer: verdict.layer } : {}),
-      ...(verdict.tree !== undefined ? { tree: verdict.tree } : {}),
-      actionDigest: actionDigest(verdict),
-      ...(verdict.remember ? { remember: rememberOffer(verdict.remember) } : {}),
-      ...(verdict.approvalsRequired ? { approvalsRequired: verdict.approvalsRequired } : {}),
+      ...fields,
       identity: book.identityMode,
       requestedAt: now,
       ...deadline,
-      approvers,
     }
     book.request(request)
     state.approvals += 1
@@ -791,12 +857,64 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     return request.approvalId
   }
 
+  /** Waits for every request's answer, with the run marked as waiting for people meanwhile. */
+  async function waitForPeople(approvalIds: readonly string[]): Promise<void> {
+    upsertSearchAttributes([{ key: PENDING_APPROVAL, value: 'true' }])
+    waitingForPeople = true
+    await Promise.all(approvalIds.map(waitForAnswer))
+    upsertSearchAttributes([{ key: PENDING_APPROVAL, value: null }])
+    waitingForPeople = false
+  }
+
+  /**
+   * At its cost cap a run does not end: it waits, as an approval for the policy's budget approvers, for one
+   * of them to raise the cap (a signed answer naming the new cap) or end the run. The outcome `cost-budget`
+   * when nobody may raise it, a budget approver ends it, or nobody answers in time.
+   */
+  async function costGate(): Promise<{ outcome: Outcome; reason: string } | undefined> {
+    const at = costCapReached(state, contract)
+    if (!at || !changes.costBudget) return undefined
+    const budgetApprovers = preparation.budgetApprovers ?? []
+    if (budgetApprovers.length === 0) return { outcome: 'cost-budget', reason: costBudgetReason(at) }
+    // The step before is in the audit while the run waits, not held for a model turn that may never come.
+    await flushStep()
+    const target = costCapWords(at)
+    setPhase('approval', `waiting for a budget approver: ${target}`)
+    const approvalId = await openApproval({
+      step: state.step,
+      call: -1,
+      act: 'budget',
+      target,
+      actionDigest: actionDigest({ act: 'budget', target }),
+      approvers: budgetApprovers,
+      budget: at,
+    })
+    await waitForPeople([approvalId])
+    const request = book.get(approvalId) as PendingApproval
+    const resolution = book.resolution(approvalId) as Resolution
+    await decisionRecorder().tetherApprovalDecided({ runId, request, resolution })
+    const raised = resolution.decision === 'approved' ? parseMoney(resolution.raiseTo) : undefined
+    if (!raised?.ok) return { outcome: 'cost-budget', reason: costBudgetReason(at, resolution) }
+    state.costCap = raised.micros
+    return undefined
+  }
+
   /**
    * Waits (durably, at no cost) for an answer, reminding on an interval, until the deadline — or until the
    * run's wall-time budget runs out, whichever comes first.
    */
-  async function waitForAnswer(approvalId: string): Promise<void> {
+  function waitForAnswer(approvalId: string): Promise<void> {
     const request = book.get(approvalId) as PendingApproval
+    return traceApproval(
+      runId,
+      request,
+      () => waitUntilAnswered(request),
+      () => book.resolution(approvalId),
+    )
+  }
+
+  async function waitUntilAnswered(request: PendingApproval): Promise<void> {
+    const { approvalId } = request
     const answered = () => book.resolution(approvalId) !== undefined
     const budgetEnd = state.startedAt + contract.budgets.maxWallTime
     const end = patched('approval-wait-within-budget')
@@ -843,6 +961,9 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
       observation: clip(lines.length > 0 ? lines.join('\n') : turn.text, OBSERVATION_LIMIT),
       inputTokens: turn.usage.inputTokens,
       outputTokens: turn.usage.outputTokens,
+      ...(turn.usage.cachedInputTokens ? { cachedInputTokens: turn.usage.cachedInputTokens } : {}),
+      ...(turn.model ? { model: turn.model } : {}),
+      ...(turn.cost !== undefined ? { cost: turn.cost } : {}),
       startedAt,
       finishedAt: Date.now(),
       refusals,
@@ -906,6 +1027,11 @@ function rememberOffer(remember: NonNullable<ActionVerdict['remember']>): Rememb
   if (!remember.ok) return { refused: remember.reason }
   if ('pattern' in remember) return { exact: remember.pattern }
   return { exact: remember.exact, ...(remember.wider ? { wider: remember.wider } : {}) }
+}
+
+/** A command's argv, for the span of its call (the program is all the span shows). */
+function argvOf(call: ValidatedCall): readonly string[] | undefined {
+  return call.name === 'exec' ? call.args.argv : undefined
 }
 
 function parseInput(input: AgentRunInput): TaskContract {

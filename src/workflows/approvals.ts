@@ -16,6 +16,7 @@ import {
   parsePublicKey,
   verifyStatement,
 } from '../identity/index.js'
+import { formatMoney } from '../present/index.js'
 import type { Answer, Channel, PendingApproval, Resolution } from '../run/index.js'
 import {
   DECISION_LIMITS,
@@ -23,6 +24,7 @@ import {
   type DecisionRejection,
   decisionSchema,
   legacyDecisionSchema,
+  parseMoney,
   SIGNATURE_SKEW_MS,
 } from '../run/index.js'
 import { boundString } from '../tools/index.js'
@@ -106,6 +108,8 @@ export class ApprovalBook {
     if (typeof remember === 'object') return reject('InvalidDecision', remember.error)
     const replacement = replacementRefusal(decision, request)
     if (replacement) return reject('InvalidDecision', replacement)
+    const raise = raiseRefusal(decision, request)
+    if (raise) return reject('InvalidDecision', raise)
 
     let signed: Answer['signed']
     let approver = decision.approver
@@ -127,6 +131,13 @@ export class ApprovalBook {
       if (owner.name !== decision.approver) {
         return reject('UnknownKey', `key ${fingerprint} belongs to ${owner.name}, not ${decision.approver}`)
       }
+      // A request may be for some approvers only (a budget approval: the budget approvers).
+      if (request.approvers.length > 0 && !request.approvers.includes(owner.name)) {
+        return reject(
+          'NotAnApprover',
+          `${owner.name} may not answer approval ${decision.approvalId}; approvers: ${request.approvers.join(', ')}`,
+        )
+      }
       const statement: DecisionStatement = {
         run: this.runId,
         approval: decision.approvalId,
@@ -135,6 +146,7 @@ export class ApprovalBook {
         remember: remember ?? null,
         reason: decision.reason ?? null,
         replacement: decision.replacement ?? null,
+        ...(decision.raiseTo !== undefined ? { raiseTo: decision.raiseTo } : {}),
         issuedAt: proof.issuedAt,
       }
       if (!verifyStatement(key, statement, proof.value)) {
@@ -199,6 +211,7 @@ export class ApprovalBook {
         ...(decision.reason ? { reason: decision.reason } : {}),
         ...(remember ? { remember } : {}),
         ...(decision.replacement ? { replacement: decision.replacement } : {}),
+        ...(decision.raiseTo ? { raiseTo: decision.raiseTo } : {}),
         ...(signed ? { signed } : {}),
       },
     }
@@ -248,6 +261,7 @@ export class ApprovalBook {
     const reason = deciding.at(-1)?.reason
     // Every approving answer named the same replacement, or none (see replacementRefusal).
     const replacement = last === 'approve' ? approving.at(-1)?.replacement : undefined
+    const raiseTo = last === 'approve' ? approving.at(-1)?.raiseTo : undefined
     return {
       decision: last === 'approve' ? 'approved' : 'denied',
       decidedBy: deciding.map((a) => a.approver).join(', '),
@@ -256,6 +270,7 @@ export class ApprovalBook {
       ...(reason ? { reason } : {}),
       ...(remember ? { remember } : {}),
       ...(replacement ? { replacement } : {}),
+      ...(raiseTo ? { raiseTo } : {}),
       identity: this.identity.mode,
       answers,
     }
@@ -361,6 +376,33 @@ function replacementRefusal(decision: DecisionInput, request: PendingApproval): 
   if (!replacement[0]) return 'the replacement command needs a program (its first word is empty)'
   if (replacement.some((word) => word.includes('\u0000')))
     return 'the replacement command contains a NUL byte'
+  return undefined
+}
+
+/**
+ * Why an answer's cost cap cannot be taken: only a budget approval's approval raises a cap, and it must
+ * (a budget approval approved without a new cap would stop again at once), to an amount above what the run
+ * has spent.
+ */
+function raiseRefusal(decision: DecisionInput, request: PendingApproval): string | undefined {
+  const { raiseTo } = decision
+  if (request.act !== 'budget' || !request.budget) {
+    return raiseTo === undefined
+      ? undefined
+      : `only a budget approval raises a cost cap; approval ${decision.approvalId} is a ${request.act}`
+  }
+  if (decision.decision !== 'approve') {
+    return raiseTo === undefined ? undefined : 'a denial ends the run; it carries no new cap'
+  }
+  const spent = formatMoney(request.budget.spent)
+  if (raiseTo === undefined) {
+    return `approval ${decision.approvalId} is the run's cost cap: approve it with the new cap (raise to more than the ${spent} spent), or deny to end the run`
+  }
+  const parsed = parseMoney(raiseTo)
+  if (!parsed.ok) return `raiseTo: ${parsed.error}`
+  if (parsed.micros <= request.budget.spent) {
+    return `raiseTo: ${formatMoney(parsed.micros)} is not more than the ${spent} the run has spent; raise the cap above it`
+  }
   return undefined
 }
 

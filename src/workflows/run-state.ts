@@ -3,7 +3,7 @@
  * texts the model reads. No Temporal imports, so every rule here is unit-tested without a server; the
  * workflow is a thin shell that calls activities and feeds their results through these functions.
  */
-import { backticks, formatDuration, ruleWords, words } from '../present/index.js'
+import { backticks, formatDuration, formatMoney, ruleWords, words } from '../present/index.js'
 import type {
   ActionVerdict,
   CarriedState,
@@ -63,6 +63,40 @@ export function commandTimeout(state: RunState, contract: TaskContract, now: num
 export function recordUsage(state: RunState, turn: ModelTurn): void {
   state.inputTokens += turn.usage.inputTokens
   state.outputTokens += turn.usage.outputTokens
+  if (turn.cost !== undefined) state.cost = (state.cost ?? 0) + turn.cost
+}
+
+/**
+ * The run's spend and cap when it has reached its cost cap (the contract's, or the one a budget approver
+ * raised it to); checked at every step boundary, like the other budgets.
+ */
+export function costCapReached(
+  state: RunState,
+  contract: TaskContract,
+): { spent: number; cap: number } | undefined {
+  const cap = state.costCap ?? contract.budgets.maxCost
+  const spent = state.cost ?? 0
+  return cap !== undefined && spent >= cap ? { spent, cap } : undefined
+}
+
+/** What a budget approval asks, in words: the target an approver reads (and signs the digest of). */
+export function costCapWords(at: { spent: number; cap: number }): string {
+  return `spent ${formatMoney(at.spent)} of a cost cap of ${formatMoney(at.cap)}`
+}
+
+/** Why a run ends at its cost cap: nobody may raise it, a budget approver ended it, or nobody answered. */
+export function costBudgetReason(
+  at: { spent: number; cap: number },
+  resolution?: { decision: string; decidedBy: string; reason?: string | undefined },
+): string {
+  const why = !resolution
+    ? 'the policy names no budget approver who could raise it'
+    : resolution.decision === 'denied'
+      ? `${resolution.decidedBy} ended the run${resolution.reason ? `: ${resolution.reason}` : ''}`
+      : resolution.decision === 'cancelled'
+        ? 'the run was cancelled while it waited for a raise'
+        : 'nobody raised it before the deadline'
+  return `${costCapWords(at)}; ${why}`
 }
 
 /** What follows a model turn: its tool calls, or — when it made none — verification or the end. */

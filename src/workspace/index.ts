@@ -29,5 +29,6 @@ export {
   type Toolchain,
   type ToolchainCommand,
 } from './toolchain.js'
+export { TREE_FORMAT, type TreeDigest, treeDigest } from './tree.js'
 export { type LongRunning, longRunningCommand, workspaceFiles, workspaceView } from './view.js'
 export { type EditFileArgs, editFile, type WriteFileArgs, writeFile } from './write.js'

@@ -16,7 +16,7 @@ import {
 } from '../../src/activities/index.js'
 import { type AuditStore, openAudit } from '../../src/audit/index.js'
 import { type WorkerFloor, workerFloor } from '../../src/embed/worker.js'
-import type { ModelScript } from '../../src/model/index.js'
+import type { ModelScript, PriceOverrides } from '../../src/model/index.js'
 import { Policy } from '../../src/policy/index.js'
 import type { TaskContractInput } from '../../src/run/contract.js'
 import type { McpServerConfig } from '../../src/stack/index.js'
@@ -64,6 +64,7 @@ export async function startAgentWorker(
     taskQueue?: string
     sandbox?: SandboxDependencies
     floor?: WorkerFloor
+    prices?: PriceOverrides
     snapshots?: ActivityDependencies['snapshots']
     mcpServers?: McpServerConfig[]
   } = {},
@@ -73,6 +74,7 @@ export async function startAgentWorker(
     audit,
     floor: workerFloor(options.floor),
     ...(options.sandbox ? { sandbox: options.sandbox } : {}),
+    ...(options.prices ? { prices: options.prices } : {}),
     ...(options.snapshots ? { snapshots: options.snapshots } : {}),
     ...(options.mcpServers ? { mcpServers: options.mcpServers } : {}),
   })
@@ -117,6 +119,8 @@ export async function startScriptedRun(
     /** Runs on the workspace after `files` are written, before the run starts. */
     prepare?: (path: string) => void
     taskQueue?: string
+    /** The run's id; a recorded history with signed answers replays only under the id they signed. */
+    workflowId?: string
   } = {},
 ) {
   const ws = await npmWorkspace()
@@ -130,6 +134,7 @@ export async function startScriptedRun(
     options.taskQueue ?? on.taskQueue,
     { goal: 'g', workspace: ws.path, model, ...options.contract },
     options.policy ?? testPolicy(),
+    ...(options.workflowId ? [options.workflowId] : []),
   )
   return { ws, handle }
 }

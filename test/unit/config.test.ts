@@ -19,6 +19,7 @@ import {
   temporalAddress,
 } from '../../src/stack/config.js'
 import { expandVariables, loadMcpServers } from '../../src/stack/index.js'
+import { tetherStateDir } from '../../src/stack/state.js'
 import { type Certificates, makeCertificates } from '../support/certificates.js'
 
 let certs: Certificates
@@ -373,7 +374,7 @@ describe("a person's settings: profiles in tether's config file", () => {
 })
 
 describe('credentialFiles', () => {
-  it('names the config file and the private keys, never certificates or CAs', async () => {
+  it('names the config file and the private keys, the worker key among them, never certificates or CAs', async () => {
     const named = join(certs.dir, 'keys.toml')
     await writeFile(named, `[profile.default]\n[profile.default.tls]\nclient_key_path = "${client.key}"\n`)
     expect(
@@ -387,13 +388,20 @@ describe('credentialFiles', () => {
           PGSSLKEY: '/etc/tether/ignored.key',
         }),
       ),
-    ).toEqual([named, client.key, '/etc/tether/db.key'])
+    ).toEqual([named, client.key, '/etc/tether/db.key', join(tetherStateDir(), 'worker-key.pem')])
     expect(
-      credentialFiles(env({ PGSSLKEY: 'relative.key', TEMPORAL_TLS_CLIENT_KEY_PATH: '/k/temporal.key' })),
+      credentialFiles(
+        env({
+          PGSSLKEY: 'relative.key',
+          TEMPORAL_TLS_CLIENT_KEY_PATH: '/k/temporal.key',
+          TETHER_WORKER_KEY: '/etc/tether/worker.pem',
+        }),
+      ),
     ).toEqual([
       join(home, '.config', 'temporalio', 'temporal.toml'),
       '/k/temporal.key',
       join(process.cwd(), 'relative.key'),
+      '/etc/tether/worker.pem',
     ])
   })
 })

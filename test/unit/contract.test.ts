@@ -1,6 +1,6 @@
 /** Contract durations: text with a unit, bounded; a bare number is refused with the fix. */
 import { describe, expect, it } from 'vitest'
-import { ContractError, parseContract } from '../../src/run/contract.js'
+import { ContractError, contractInput, parseContract } from '../../src/run/contract.js'
 
 const base = { goal: 'g', workspace: '/tmp/ws' }
 
@@ -57,5 +57,15 @@ describe('contract durations', () => {
   it('reads numbers as milliseconds only for runs recorded before units were required', () => {
     const legacy = parseContract({ ...base, budgets: { maxWallTime: 1800 } }, { legacyDurations: true })
     expect(legacy.budgets.maxWallTime).toBe(1800)
+  })
+})
+
+describe('a contract written back as input (a rewind starts its run from it)', () => {
+  it('gives the new run the same cost cap, as money again', () => {
+    const contract = parseContract({ ...base, budgets: { maxCost: '0.25 USD', maxWallTime: '30m' } })
+    expect(contract.budgets.maxCost).toBe(250_000)
+    const again = contractInput(contract)
+    expect(again.budgets?.maxCost).toBe('0.250000 USD')
+    expect(parseContract(again)).toEqual(contract)
   })
 })

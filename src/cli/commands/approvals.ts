@@ -23,6 +23,7 @@ interface AnswerOptions {
   key?: string
   reason?: string
   remember?: boolean | string
+  raiseTo?: string
   via: 'auto' | 'update' | 'signal'
   json?: boolean
 }
@@ -101,6 +102,10 @@ export function registerApprovals(program: Command): void {
     .option(
       '--remember [which]',
       'also allow it for the rest of the run: `exact` (the default: this exact command, path or host) or `wider` (when the request offers one)',
+    )
+    .option(
+      '--raise-to <amount>',
+      'a budget approval: the run\'s new cost cap, e.g. "50 USD" (more than it has spent); deny to end the run instead',
     )
     .action((id: string, options: AnswerOptions) => decide(id, 'approve', options))
   answer('deny')
@@ -218,7 +223,11 @@ async function decide(given: string, decision: 'approve' | 'deny', options: Answ
   const remember = decision === 'approve' ? rememberChoice(options.remember) : undefined
   let input: ReturnType<typeof draftAnswer>
   try {
-    input = draftAnswer(approval, { decision, approver, reason: options.reason, remember }, key)
+    input = draftAnswer(
+      approval,
+      { decision, approver, reason: options.reason, remember, raiseTo: options.raiseTo },
+      key,
+    )
   } catch (error) {
     if (error instanceof AnswerError) throw new CliError(error.message)
     throw error
@@ -259,4 +268,6 @@ async function decide(given: string, decision: 'approve' | 'deny', options: Answ
   print(`${verb} ${approval.act} ${visible(approval.target)} in ${approval.runId}`)
   if (result?.remember)
     print(`remembers \`${result.remember}\` for the rest of the run (once the action is judged again)`)
+  if (result?.decision === 'approved' && options.raiseTo)
+    print(`the run's cost cap is now ${options.raiseTo}`)
 }

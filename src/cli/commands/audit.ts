@@ -1,8 +1,9 @@
 /**
- * `tether audit refused|ran|approvals|verify`: what was refused, what ran, who approved what (and proof of it),
- * and whether a run's rows still match its Temporal history.
+ * `tether audit refused|ran|approvals|verify|provenance`: what was refused, what ran, who approved what (and
+ * proof of it), whether a run's rows still match its Temporal history, and each run's signed provenance.
  */
 
+import { readFile } from 'node:fs/promises'
 import type { Command } from 'commander'
 import type {
   AnchorReport,
@@ -11,6 +12,7 @@ import type {
   ApprovalRow,
   AuditStore,
   Finding,
+  ProvenanceStatement,
 } from '../../audit/index.js'
 import { commandStatus, formatBytes, ruleWords, seconds, words } from '../../present/index.js'
 import { print, printJson, printTable, runArgument, visible, wholeNumber } from '../context.js'
@@ -238,6 +240,101 @@ export function registerAudit(program: Command): void {
           : `run ${runId} does NOT match its Temporal history: ${report.findings.length} FAILED (${executions}; checked ${checked || 'nothing'})`,
       )
     })
+  audit
+    .command('provenance')
+    .description(
+      "A run's signed provenance (an in-toto Statement in a DSSE envelope, signed by the worker's key), or with --verify FILE, check one offline.",
+    )
+    .argument('[run]', 'the run id, or the start of one (print its envelope)')
+    .option('--statement', 'print the statement inside the envelope instead of the envelope')
+    .option(
+      '--verify <file>',
+      'check an envelope saved from `tether audit provenance RUN`, without the audit store',
+    )
+    .option(
+      '--key <key>',
+      "with --verify: the worker's public key (ed25519:<base64>, or a PEM file); default: this machine's worker key",
+    )
+    .option(
+      '--workspace <dir>',
+      "with --verify: also check that this folder's tree is the statement's subject",
+    )
+    .action(
+      async (
+        given: string | undefined,
+        options: { statement?: boolean; verify?: string; key?: string; workspace?: string },
+      ) => {
+        if (options.verify) return verifyProvenanceFile(options.verify, options)
+        if (!given) throw new CliError('name the run (`tether audit provenance RUN`), or give --verify FILE')
+        const { resolveId, withAudit } = await import('../connect.js')
+        const { fromBase64 } = await import('../../identity/index.js')
+        let runId = given
+        const envelope = await withAudit(async (store) => {
+          runId = await resolveId(store, 'run', given)
+          return store.provenance(runId)
+        })
+        if (!envelope) {
+          throw new CliError(
+            `run ${runId} has no provenance: it has not finished, it was rejected before it ran, or it finished before provenance was recorded (see \`tether show ${runId}\`)`,
+          )
+        }
+        const payload = fromBase64(envelope.payload) ?? new Uint8Array()
+        printJson(options.statement ? JSON.parse(new TextDecoder().decode(payload)) : envelope)
+      },
+    )
+}
+
+/** `tether audit provenance --verify FILE`: the envelope's signature, statement and (optionally) subject. */
+async function verifyProvenanceFile(
+  file: string,
+  options: { key?: string; workspace?: string },
+): Promise<void> {
+  const { checkProvenance } = await import('../../audit/index.js')
+  const { fingerprintOf, keyIdOf } = await import('../../identity/index.js')
+  const { KeyringError, publicKeyFrom } = await import('../../identity/keyring.js')
+  const { workerKeyFile } = await import('../../stack/index.js')
+  const { treeDigest } = await import('../../workspace/index.js')
+  let envelope: unknown
+  try {
+    envelope = JSON.parse(await readFile(file, 'utf8'))
+  } catch (error) {
+    throw new CliError(
+      `cannot read ${file} as JSON (${(error as Error).message.split('\n')[0]}); give the envelope \`tether audit provenance RUN\` printed`,
+    )
+  }
+  let publicKey: string
+  try {
+    publicKey = publicKeyFrom(options.key ?? workerKeyFile())
+  } catch (error) {
+    if (!(error instanceof KeyringError)) throw error
+    throw new CliError(
+      options.key
+        ? error.message
+        : `${error.message}; give the worker's public key with --key ed25519:<base64>`,
+    )
+  }
+  const check = checkProvenance(envelope, publicKey)
+  if (!check.ok) throw new CliError(`${file} does NOT verify: ${check.error}`)
+  const { statement } = check
+  const subject = statement.subject[0] as ProvenanceStatement['subject'][number]
+  print(
+    `${file} verifies: signed by the worker key ${fingerprintOf(publicKey)} (keyid ${keyIdOf(publicKey)?.slice(0, 16)}…)`,
+  )
+  const outcome = statement.predicate.runDetails.byproducts.find((b) => b.name === 'outcome')?.annotations
+  print(
+    `run ${statement.predicate.runDetails.metadata.invocationId}: ${String(outcome?.outcome ?? 'unknown')}` +
+      `${outcome?.costUsd !== null && outcome?.costUsd !== undefined ? `, spent ${outcome.costUsd} USD` : ''}`,
+  )
+  print(`subject: ${subject.name} sha256:${subject.digest.sha256}`)
+  if (options.workspace) {
+    const tree = await treeDigest(options.workspace)
+    if (tree.sha256 !== subject.digest.sha256) {
+      throw new CliError(
+        `${options.workspace} is NOT the subject: its tree is sha256:${tree.sha256} (${tree.files} files)`,
+      )
+    }
+    print(`${options.workspace} is the subject (${tree.files} files)`)
+  }
 }
 
 type AnswerLine = {

@@ -65,17 +65,24 @@ async function serve(
   dir: string,
   { temporal, taskQueue, databaseUrl, ...config }: TetherConfig,
 ): Promise<void> {
-  const { startLocalTether, workerFloor } = await import('../../embed/index.js')
+  const { ConfigError, readTelemetry, startLocalTether, WorkerTelemetry, workerFloor, workerPrices } =
+    await import('../../embed/index.js')
   const { localToken, startInbox } = await import('../../inbox/index.js')
+  const { ModelConfigError } = await import('../../model/index.js')
   const { PolicyError } = await import('../../policy/index.js')
   const { usualPort } = await import('../../stack/index.js')
   const { devStackFile } = await import('../connect.js')
   const { printEvents } = await import('../events.js')
   let floor: ReturnType<typeof workerFloor>
+  let prices: ReturnType<typeof workerPrices>
+  let telemetry: InstanceType<typeof WorkerTelemetry>
   try {
     floor = workerFloor(options.floor || config.floor || (await devFloorFile(dir)))
+    prices = workerPrices(config.prices)
+    telemetry = new WorkerTelemetry(readTelemetry())
   } catch (error) {
-    if (error instanceof PolicyError) throw new CliError(error.message)
+    if (error instanceof PolicyError || error instanceof ModelConfigError || error instanceof ConfigError)
+      throw new CliError(error.message)
     throw error
   }
   // A configured server (address, TLS, API key) is used as it is; else the stack starts one.
@@ -89,6 +96,8 @@ async function serve(
     ui: !options.headless,
     taskQueue,
     floor,
+    prices,
+    telemetry,
     mcpServers: config.mcpServers,
     log: (line) => print(colour.dim(line)),
   })
@@ -137,6 +146,8 @@ async function serve(
     print(`  PostgreSQL    ${audit.target}`)
     print(`  worker        task queue ${taskQueue}`)
     print(`  floor         ${floor.source} (every run's first layers; a run can only tighten them)`)
+    if (telemetry.traces) print('  traces        exported over OTLP (the OTEL_* variables)')
+    if (telemetry.prometheusUrl) print(`  metrics       ${telemetry.prometheusUrl}`)
     print(`  state         ${dir}`)
     print(
       colour.dim('  tether commands in any folder find this stack; Ctrl-C stops it. What happens to runs:'),

@@ -26,6 +26,7 @@ interface RunOptions {
   maxSteps?: string
   maxTokens?: string
   maxTime?: string
+  maxCost?: string
   id?: string
   follow?: boolean
   json?: boolean
@@ -55,6 +56,10 @@ export function registerRuns(program: Command): void {
     .option('--max-steps <n>', 'step budget (default 50)')
     .option('--max-tokens <n>', 'token budget (default 2000000)')
     .option('--max-time <duration>', 'wall-time budget, e.g. 30m or 4h (default 4h)')
+    .option(
+      '--max-cost <amount>',
+      'cost cap, e.g. "25 USD": at it the run waits for a budget approver to raise it or end the run (default: none)',
+    )
     .option('--id <run-id>', 'the run id (default: run-<time>-<random>)')
     .option(
       '--follow',
@@ -141,13 +146,15 @@ export function registerRuns(program: Command): void {
       )
       if (options.json) return printJson(page.items)
       if (page.items.length === 0) return print('no runs yet; start one with `tether run`')
+      const { formatMoney } = await import('../../present/index.js')
       printTable(
-        ['RUN', 'STATUS', 'OUTCOME', 'STARTED (UTC)', 'GOAL', 'REASON'],
+        ['RUN', 'STATUS', 'OUTCOME', 'STARTED (UTC)', 'SPENT', 'GOAL', 'REASON'],
         page.items.map((run) => [
           run.runId,
           run.status,
           run.outcome ?? '',
           run.startedAt.toISOString().replace('T', ' ').slice(0, 19),
+          run.cost === undefined ? '' : formatMoney(run.cost),
           oneLine(run.goal, 40),
           oneLine(run.reason ?? '', 100),
         ]),
@@ -248,6 +255,7 @@ async function buildContract(options: RunOptions): Promise<TaskContractInput> {
       ...(options.maxSteps ? { maxSteps: wholeNumber(options.maxSteps, '--max-steps') } : {}),
       ...(options.maxTokens ? { maxTokens: wholeNumber(options.maxTokens, '--max-tokens') } : {}),
       ...(options.maxTime ? { maxWallTime: options.maxTime } : {}),
+      ...(options.maxCost ? { maxCost: options.maxCost } : {}),
     },
   }
 }

@@ -311,6 +311,7 @@ async function answer(
     reason: reason || undefined,
     remember: choice === 'approve' && (remember === 'exact' || remember === 'wider') ? remember : undefined,
     replacement,
+    raiseTo: String(fields.get('raise-to') ?? '').trim() || undefined,
   }
   const { decision, statement } = prepareAnswer(approval, draft, Date.now())
   let body: object = decision

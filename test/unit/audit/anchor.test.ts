@@ -25,15 +25,18 @@ const empty = (): StoredRunRows => ({
 const brief = (findings: Finding[]) =>
   findings.map((f) => [f.table, f.key, f.problem, ...(f.column ? [f.column] : [])].join(' ')).sort()
 
+/** The executions of a recorded history (test/histories/RUN.json), replayed as the run it was. */
+async function replayed(run: string): Promise<ReplayedExecution[]> {
+  const history = JSON.parse(await readFile(new URL(`../../histories/${run}.json`, import.meta.url), 'utf8'))
+  const runId = history.events[0].workflowExecutionStartedEventAttributes.originalExecutionRunId as string
+  return replayRun({ workflowId: run, executions: [{ runId, history }], running: false })
+}
+
 describe('a recorded history, replayed', () => {
   const RUN = 'approval-approved'
   let executions: ReplayedExecution[]
   beforeAll(async () => {
-    const history = JSON.parse(
-      await readFile(new URL(`../../histories/${RUN}.json`, import.meta.url), 'utf8'),
-    )
-    const runId = history.events[0].workflowExecutionStartedEventAttributes.originalExecutionRunId as string
-    executions = await replayRun({ workflowId: RUN, executions: [{ runId, history }], running: false })
+    executions = await replayed(RUN)
   }, 120_000)
 
   it('shows every activity call with its input and result, local ones included', () => {
@@ -42,6 +45,8 @@ describe('a recorded history, replayed', () => {
     expect(execution?.calls.map((c) => `${c.type}${c.local ? ' (local)' : ''} ${c.state}`)).toEqual([
       'tetherPrepareRun (local) completed',
       'tetherStartRun completed',
+      // The workspace's first snapshot (patch `workspace-snapshots`).
+      'tetherLayOutWorkspace completed',
       // The turn judges its calls; an approved call is judged again before it runs.
       'tetherModelTurn completed',
       'tetherApprovalRequested completed',
@@ -52,6 +57,8 @@ describe('a recorded history, replayed', () => {
       'tetherModelTurn completed',
       'tetherRecordStep (local) completed',
       'tetherFinishRun completed',
+      // After the outcome, the run's signed provenance (patch `provenance`).
+      'tetherRecordProvenance completed',
     ])
     const [first, second] = execution?.calls.filter((c) => c.type === 'tetherModelTurn') ?? []
     expect(first?.result).toMatchObject({ verdicts: [{ effect: 'ask', act: 'exec' }] })
@@ -95,6 +102,8 @@ describe('a recorded history, replayed', () => {
       observation: input.observation,
       input_tokens: input.inputTokens,
       output_tokens: input.outputTokens,
+      // The model the turn asked (the scripted one has no price, so no cost).
+      model: input.model,
       // As to_json writes a timestamptz.
       started_at: new Date(input.startedAt as number).toISOString().replace('Z', '+00:00'),
       finished_at: new Date(input.finishedAt as number).toISOString().replace('Z', '+00:00'),
@@ -119,6 +128,44 @@ describe('a recorded history, replayed', () => {
       detail: 'decision differs from history',
     })
     expect(brief(edited)).toContain('steps step 9 added')
+  })
+})
+
+describe('a priced run, replayed', () => {
+  const RUN = 'cost-budget-raised'
+  let executions: ReplayedExecution[]
+  beforeAll(async () => {
+    executions = await replayed(RUN)
+  }, 120_000)
+
+  it("proves a step's model and cost from the step record the next model turn carries", () => {
+    const previous = (executions[0]?.calls ?? [])
+      .filter((c) => c.type === 'tetherModelTurn')
+      .map((c) => (c.input as { previousStep?: Record<string, unknown> }).previousStep)
+      .find((record) => record !== undefined)
+    expect(previous).toMatchObject({ model: expect.any(String), cost: expect.any(Number) })
+    const record = previous as Record<string, unknown>
+    const row = {
+      run_id: RUN,
+      step: record.step,
+      tool_calls: record.toolCalls,
+      decision: record.decision,
+      observation: record.observation,
+      input_tokens: record.inputTokens,
+      output_tokens: record.outputTokens,
+      model: record.model,
+      // Stored in dollars; PostgreSQL returns a numeric as text.
+      cost_usd: String((record.cost as number) / 1_000_000),
+      started_at: new Date(record.startedAt as number).toISOString(),
+      finished_at: new Date(record.finishedAt as number).toISOString(),
+    }
+    const findings = (stored: object) =>
+      compareWithHistory(RUN, executions, {
+        ...empty(),
+        steps: [stored] as StoredRunRows['steps'],
+      }).findings.filter((f) => f.table === 'steps' && f.key === `step ${record.step}`)
+    expect(findings(row)).toEqual([])
+    expect(brief(findings({ ...row, cost_usd: '0' }))).toEqual([`steps step ${record.step} edited cost_usd`])
   })
 })
 

@@ -330,24 +330,46 @@ describe('inbox pages a person reads', () => {
   })
 
   it('offers one button per answer and chooses none; the key panel asks for no name', () => {
-    const markup = approvalPage(
-      {
-        approval,
-        run,
-        approvers: [],
-        messages: [],
-        commands: [],
-        answers: [],
-        changes: { kind: 'unavailable', why: 'x' },
-      },
-      {},
-      clock,
-    )
-    const form = /<form id="answer"[\s\S]*?<\/form>/.exec(markup)?.[0] ?? ''
+    const markup = answerPage(approval)
+    const form = answerForm(markup)
     expect(form).not.toMatch(/checked|type="radio"/)
-    expect(
-      [...form.matchAll(/<button type="submit" name="decision" value="(\w+)"/g)].map((m) => m[1]),
-    ).toEqual(['approve', 'deny', 'edit'])
+    expect(answers(form)).toEqual(['approve', 'deny', 'edit'])
     expect(markup).not.toContain('id="key-name"')
   })
+
+  it('asks a budget approver for the new cap, and offers no edited command', () => {
+    const budget: ApprovalRow = {
+      ...approval,
+      call: -1,
+      act: 'budget',
+      target: 'spent 0.010000 USD of a cost cap of 0.010000 USD',
+      tree: undefined,
+      rememberOffer: undefined,
+    }
+    const form = answerForm(answerPage(budget, { ...run, cost: 10_000 }))
+    expect(form).toContain('<input type="text" id="raise-to" name="raise-to"')
+    expect(answers(form)).toEqual(['approve', 'deny'])
+    // An ask about a command has no cap to raise.
+    expect(answerPage(approval)).not.toContain('raise-to')
+  })
 })
+
+/** An approval's page with nothing else to show. */
+function answerPage(asked: ApprovalRow, summary: RunSummary = run): string {
+  const context = { approvers: [], messages: [], commands: [], answers: [] }
+  return approvalPage(
+    { approval: asked, run: summary, ...context, changes: { kind: 'unavailable', why: 'x' } },
+    {},
+    clock,
+  )
+}
+
+/** The answer form of a page. */
+function answerForm(markup: string): string {
+  return /<form id="answer"[\s\S]*?<\/form>/.exec(markup)?.[0] ?? ''
+}
+
+/** The answers a form offers, a button each. */
+function answers(form: string): Array<string | undefined> {
+  return [...form.matchAll(/<button type="submit" name="decision" value="(\w+)"/g)].map((m) => m[1])
+}
