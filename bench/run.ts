@@ -351,19 +351,30 @@ async function tracingOverhead() {
     const [offMs, onMs] = [median(measured.off.ms), median(measured.on.ms)]
     const [offCpu, onCpu] = [median(measured.off.cpu), median(measured.on.cpu)]
     const percent = (on: number, off: number) => `${(((on - off) / off) * 100).toFixed(1)}%`
+    // The spread: each figure's range over the rounds, and the overhead of each round's pair.
+    const range = (values: number[]) => `${Math.min(...values).toFixed(1)}–${Math.max(...values).toFixed(1)}`
+    const pairs = (series: 'ms' | 'cpu') => {
+      const overheads = measured.on[series].map((on, round) => {
+        const off = measured.off[series][round] as number
+        return ((on - off) / off) * 100
+      })
+      return `${range(overheads)}%`
+    }
     console.log(
       `(d) tracing, medians of ${rounds} interleaved rounds of ${steps}-step runs on one server ` +
         `(load average ${load.toFixed(1)} → ${(loadavg()[0] ?? 0).toFixed(1)} on ${availableParallelism()} cores)`,
     )
     console.log(
-      `    tracing off: ${offMs.toFixed(1)} ms/step, ${offCpu.toFixed(1)} ms CPU/step in the worker process`,
+      `    tracing off: ${offMs.toFixed(1)} ms/step (${range(measured.off.ms)}), ${offCpu.toFixed(1)} ms CPU/step ` +
+        `(${range(measured.off.cpu)}) in the worker process`,
     )
     console.log(
-      `    tracing on:  ${onMs.toFixed(1)} ms/step, ${onCpu.toFixed(1)} ms CPU/step (every span exported over OTLP/HTTP)`,
+      `    tracing on:  ${onMs.toFixed(1)} ms/step (${range(measured.on.ms)}), ${onCpu.toFixed(1)} ms CPU/step ` +
+        `(${range(measured.on.cpu)}) (every span exported over OTLP/HTTP)`,
     )
     console.log(
       `    overhead: ${percent(onMs, offMs)} per durable step (target ≤ 5%), ratio on / off ${(onMs / offMs).toFixed(3)}; ` +
-        `CPU ${percent(onCpu, offCpu)}`,
+        `CPU ${percent(onCpu, offCpu)}; round by round: wall ${pairs('ms')}, CPU ${pairs('cpu')}`,
     )
   } finally {
     worker.shutdown()
