@@ -10,7 +10,7 @@
  *     machine's (`--concurrent`: only this); with `--concurrent N`, p50 and p99 of a step's time under N runs
  *     at once, without and with fairness keys side by side;
  * (d) ms/step with tracing on (a second worker on the same server exporting every span over OTLP/HTTP to a
- *     loopback receiver, metrics on a Prometheus endpoint) against tracing off (`--tracing`: only this);
+ *     loopback receiver, metrics on a Prometheus endpoint) against tracing off (`--tracing [rounds]`: only this);
  * (e) the audit's write transactions per step (`--audit`: only this).
  * Rounds interleave the floor, tether and the in-process run, so machine noise hits them alike.
  */
@@ -290,7 +290,7 @@ async function concurrentRuns(concurrent: number) {
  * this process (both workers, their workflow threads, the receiver) spent per step: on a loaded machine
  * every millisecond of CPU costs several of wall time, so the CPU figure is the steadier one.
  */
-async function tracingOverhead() {
+async function tracingOverhead(rounds = 7) {
   const spans = { requests: 0, bytes: 0 }
   const receiver = createServer((request, response) => {
     request.on('data', (chunk: Buffer) => {
@@ -324,7 +324,6 @@ async function tracingOverhead() {
   const running = worker.run()
   try {
     const steps = 50
-    const rounds = 7
     await durableRun(stack, 5, { taskQueue }) // warm-up: the traced bundle, connections, caches
     const measured = {
       off: { ms: [] as number[], cpu: [] as number[] },
@@ -413,14 +412,14 @@ async function fairness(concurrent: number) {
 
 try {
   // `--concurrent [N]`: only (c), at 20 runs and then at N beside it (the cliff test: target within 15%);
-  // `--tracing`: only (d); `--audit`: only (e).
+  // `--tracing [rounds]`: only (d), 7 rounds unless told; `--audit`: only (e).
   const only = process.argv[2]
   if (only === '--audit') {
     await durableRun(stack, 2) // warm-up
     await auditCommitsPerStep()
     process.exit(0)
   }
-  if (only === '--tracing') await tracingOverhead()
+  if (only === '--tracing') await tracingOverhead(Number(process.argv[3] ?? 7))
   else {
     const many = Number(process.argv[3] ?? 20)
     if (only !== '--concurrent') {
