@@ -100,7 +100,8 @@ export class StepSnapshots {
         const now = await service.scan(path, ex)
         if (now.root !== tree) {
           const key = refOf(ref, 'outside-edit')
-          const taken = await beating(() => service.take(key, path, ex))
+          // The scan that saw the difference is the one stored, not made again.
+          const taken = await beating(() => service.take(key, path, ex, undefined, now))
           const what = describeChanges(await service.diff(tree, taken.root))
           await noteSnapshot(this.deps.audit.pool, key, what)
           return {

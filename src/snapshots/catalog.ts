@@ -164,30 +164,35 @@ export async function runApprovers(pool: pg.Pool, runId: string): Promise<string
   return rows.map((row) => row.who)
 }
 
-/** Holds the shared lock (snapshots may be taken) while `work` runs, on a client of its own. */
+/**
+ * Runs `work` in one transaction on a client of its own, holding the shared lock (snapshots may be taken)
+ * until it commits; `work` is given the collection generation, read under the lock. Beginning, locking and
+ * reading the generation are one round trip.
+ */
 export async function underSnapshotLock<T>(
   pool: pg.Pool,
-  work: (client: pg.PoolClient) => Promise<T>,
+  work: (client: pg.PoolClient, generation: number) => Promise<T>,
 ): Promise<T> {
   const client = await pool.connect()
+  let broken: Error | undefined
   try {
-    await client.query('select pg_advisory_lock_shared($1, $2)', [...LOCK])
-    try {
-      return await work(client)
-    } finally {
-      await client.query('select pg_advisory_unlock_shared($1, $2)', [...LOCK])
-    }
+    const results = (await client.query(
+      `begin; select pg_advisory_xact_lock_shared(${LOCK[0]}, ${LOCK[1]});
+       select generation from snapshot_collections where id = 1`,
+    )) as unknown as pg.QueryResult<{ generation: string }>[]
+    const result = await work(client, Number(results[2]?.rows[0]?.generation ?? 0))
+    await client.query('commit')
+    return result
+  } catch (error) {
+    // A client that cannot roll back is not given back to the pool.
+    broken = await client.query('rollback').then(
+      () => undefined,
+      (failure: Error) => failure,
+    )
+    throw error
   } finally {
-    client.release()
+    client.release(broken)
   }
-}
-
-/** The collection generation: it moves whenever objects may have been deleted. */
-export async function collectionGeneration(client: pg.ClientBase | pg.Pool): Promise<number> {
-  const { rows } = await client.query<{ generation: string }>(
-    'select generation from snapshot_collections where id = 1',
-  )
-  return Number(rows[0]?.generation ?? 0)
 }
 
 export interface CollectionReport {

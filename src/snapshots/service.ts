@@ -7,7 +7,6 @@ import { existsSync } from 'node:fs'
 import { rm } from 'node:fs/promises'
 import type pg from 'pg'
 import {
-  collectionGeneration,
   collectSnapshots,
   recordSnapshot,
   type SnapshotKind,
@@ -88,33 +87,43 @@ export class WorkspaceSnapshots {
     return scanTree(folder, this.index(folder), exclusion)
   }
 
-  /** Scans `folder`, stores what the store lacks and records the row, under the snapshot lock. */
+  /**
+   * Stores what the store lacks of `folder`'s tree and records the row, under the snapshot lock. `scanned`
+   * is a scan of the folder just made (by `scan`), to be stored rather than made again.
+   */
   async take(
     ref: SnapshotRef,
     folder: string,
     exclusion: { key: string; excluded: Exclusion },
     detail?: string,
+    scanned?: Scan,
   ): Promise<TakenSnapshot> {
+    let scan = scanned ?? (await this.scan(folder, exclusion))
     for (let attempt = 1; ; attempt++) {
-      const scan = await this.scan(folder, exclusion)
       try {
-        return await this.store_(ref, scan, detail)
+        return await this.store_(ref, folder, scan, detail)
       } catch (error) {
-        // A file changed between its hash and its upload: the tree is taken again, once.
-        if (!(error instanceof WorkspaceChangedError) || attempt > 1) throw error
+        // A file changed between its hash and its upload, or a collection ran since this worker last knew
+        // what the store holds: the tree is taken again (from scratch after a collection), once.
+        if (!(error instanceof WorkspaceChangedError || error instanceof StaleIndex) || attempt > 1)
+          throw error
+        if (error instanceof StaleIndex) this.indexes.delete(folder)
+        scan = await this.scan(folder, exclusion)
       }
     }
   }
 
-  private store_(ref: SnapshotRef, scan: Scan, detail: string | undefined): Promise<TakenSnapshot> {
-    return underSnapshotLock(this.pool, async (client) => {
-      const generation = await collectionGeneration(client)
+  private store_(ref: SnapshotRef, folder: string, scan: Scan, detail: string | undefined) {
+    return underSnapshotLock(this.pool, async (client, generation): Promise<TakenSnapshot> => {
+      const index = this.index(folder)
       if (generation !== this.generation || this.known.size > KNOWN_LIMIT) {
         this.known.clear()
         this.generation = generation
       }
+      // Objects this index took for stored may have been collected since: only a full scan can tell.
+      if (index.generation !== undefined && index.generation !== generation) throw new StaleIndex()
       const candidates = [...scan.objects.keys()].filter((hash) => !this.known.has(hash))
-      const missing = await this.store.missing(candidates)
+      const missing = candidates.length > 0 ? await this.store.missing(candidates) : []
       let newBytes = 0
       let batch: Array<{ hash: string; data: Buffer }> = []
       let batchBytes = 0
@@ -146,6 +155,8 @@ export class WorkspaceSnapshots {
         takenAt: new Date(),
       }
       await recordSnapshot(client, row)
+      // Only a scan of the folder as the index now has it confirms the index's objects.
+      if (index.root === scan.root) index.stored(generation)
       return { root: scan.root, row, scan }
     })
   }
@@ -211,6 +222,11 @@ export class WorkspaceSnapshots {
   exists(folder: string): boolean {
     return existsSync(folder)
   }
+}
+
+/** The index of a folder took objects for stored that a collection may have deleted since. */
+class StaleIndex extends Error {
+  override name = 'StaleIndex'
 }
 
 /** Changes in a line a person (or the model) reads: `M src/a.js, A notes.txt, and 3 more`. */
