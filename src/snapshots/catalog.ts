@@ -35,8 +35,13 @@ export interface SnapshotRow {
   collectedAt?: Date | undefined
 }
 
+/** A connection, a pool or a transaction of the caller's: where a snapshot's row is written. */
+export interface SnapshotSql {
+  query<Row extends pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<Row>>
+}
+
 /** Records a row (idempotent: an activity retried after recording keeps the first row). */
-export async function recordSnapshot(client: pg.ClientBase | pg.Pool, row: SnapshotRow): Promise<void> {
+export async function recordSnapshot(client: SnapshotSql, row: SnapshotRow): Promise<void> {
   await client.query(
     `insert into workspace_snapshots
        (run_id, step, call, kind, root, store, files, bytes, new_objects, new_bytes, detail, taken_at)
@@ -182,8 +187,13 @@ export async function underSnapshotLock<T>(
   }
 }
 
+/** The snapshot lock (shared) in the caller's transaction, held until it commits with the row. */
+export async function snapshotLockInTransaction(tx: SnapshotSql): Promise<void> {
+  await tx.query('select pg_advisory_xact_lock_shared($1, $2)', [...LOCK])
+}
+
 /** The collection generation: it moves whenever objects may have been deleted. */
-export async function collectionGeneration(client: pg.ClientBase | pg.Pool): Promise<number> {
+export async function collectionGeneration(client: SnapshotSql): Promise<number> {
   const { rows } = await client.query<{ generation: string }>(
     'select generation from snapshot_collections where id = 1',
   )

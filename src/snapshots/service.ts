@@ -12,6 +12,8 @@ import {
   recordSnapshot,
   type SnapshotKind,
   type SnapshotRow,
+  type SnapshotSql,
+  snapshotLockInTransaction,
   underSnapshotLock,
 } from './catalog.js'
 import { diffTrees, restoreTree, type TreeChange } from './restore.js'
@@ -39,6 +41,12 @@ export interface SnapshotRef {
   call: number
   kind: SnapshotKind
 }
+
+/**
+ * The caller's transaction, offered to a snapshot for its row: `write` runs in it, so the row commits with
+ * the caller's own rows (a command's result), in one commit.
+ */
+export type SnapshotCommit = (write: (tx: SnapshotSql) => Promise<void>) => Promise<void>
 
 export interface TakenSnapshot {
   root: string
@@ -88,17 +96,29 @@ export class WorkspaceSnapshots {
     return scanTree(folder, this.index(folder), exclusion)
   }
 
-  /** Scans `folder`, stores what the store lacks and records the row, under the snapshot lock. */
+  /**
+   * Scans `folder`, stores what the store lacks and records the row, under the snapshot lock — in the
+   * caller's transaction when `commit` offers one (the lock then lasts until that transaction commits).
+   */
   async take(
     ref: SnapshotRef,
     folder: string,
     exclusion: { key: string; excluded: Exclusion },
     detail?: string,
+    commit?: SnapshotCommit,
   ): Promise<TakenSnapshot> {
     for (let attempt = 1; ; attempt++) {
       const scan = await this.scan(folder, exclusion)
       try {
-        return await this.store_(ref, scan, detail)
+        if (!commit)
+          return await underSnapshotLock(this.pool, (client) => this.store_(client, ref, scan, detail))
+        let taken: TakenSnapshot | undefined
+        await commit(async (tx) => {
+          await snapshotLockInTransaction(tx)
+          taken = await this.store_(tx, ref, scan, detail)
+        })
+        if (!taken) throw new Error(`the snapshot of ${folder} was offered no transaction to record it in`)
+        return taken
       } catch (error) {
         // A file changed between its hash and its upload: the tree is taken again, once.
         if (!(error instanceof WorkspaceChangedError) || attempt > 1) throw error
@@ -106,48 +126,52 @@ export class WorkspaceSnapshots {
     }
   }
 
-  private store_(ref: SnapshotRef, scan: Scan, detail: string | undefined): Promise<TakenSnapshot> {
-    return underSnapshotLock(this.pool, async (client) => {
-      const generation = await collectionGeneration(client)
-      if (generation !== this.generation || this.known.size > KNOWN_LIMIT) {
-        this.known.clear()
-        this.generation = generation
+  /** Stores what the store lacks and records the row with `client`, which holds the snapshot lock. */
+  private async store_(
+    client: SnapshotSql,
+    ref: SnapshotRef,
+    scan: Scan,
+    detail: string | undefined,
+  ): Promise<TakenSnapshot> {
+    const generation = await collectionGeneration(client)
+    if (generation !== this.generation || this.known.size > KNOWN_LIMIT) {
+      this.known.clear()
+      this.generation = generation
+    }
+    const candidates = [...scan.objects.keys()].filter((hash) => !this.known.has(hash))
+    const missing = await this.store.missing(candidates)
+    let newBytes = 0
+    let batch: Array<{ hash: string; data: Buffer }> = []
+    let batchBytes = 0
+    for (const hash of missing) {
+      const data = objectBytes(
+        hash,
+        scan.objects.get(hash) as NonNullable<ReturnType<typeof scan.objects.get>>,
+      )
+      batch.push({ hash, data })
+      batchBytes += data.length
+      newBytes += data.length
+      if (batchBytes >= UPLOAD_BYTES) {
+        await this.store.put(batch)
+        batch = []
+        batchBytes = 0
       }
-      const candidates = [...scan.objects.keys()].filter((hash) => !this.known.has(hash))
-      const missing = await this.store.missing(candidates)
-      let newBytes = 0
-      let batch: Array<{ hash: string; data: Buffer }> = []
-      let batchBytes = 0
-      for (const hash of missing) {
-        const data = objectBytes(
-          hash,
-          scan.objects.get(hash) as NonNullable<ReturnType<typeof scan.objects.get>>,
-        )
-        batch.push({ hash, data })
-        batchBytes += data.length
-        newBytes += data.length
-        if (batchBytes >= UPLOAD_BYTES) {
-          await this.store.put(batch)
-          batch = []
-          batchBytes = 0
-        }
-      }
-      if (batch.length > 0) await this.store.put(batch)
-      for (const hash of candidates) this.known.add(hash)
-      const row: SnapshotRow = {
-        ...ref,
-        root: scan.root,
-        store: this.store.name,
-        files: scan.files,
-        bytes: scan.bytes,
-        newObjects: missing.length,
-        newBytes,
-        detail,
-        takenAt: new Date(),
-      }
-      await recordSnapshot(client, row)
-      return { root: scan.root, row, scan }
-    })
+    }
+    if (batch.length > 0) await this.store.put(batch)
+    for (const hash of candidates) this.known.add(hash)
+    const row: SnapshotRow = {
+      ...ref,
+      root: scan.root,
+      store: this.store.name,
+      files: scan.files,
+      bytes: scan.bytes,
+      newObjects: missing.length,
+      newBytes,
+      detail,
+      takenAt: new Date(),
+    }
+    await recordSnapshot(client, row)
+    return { root: scan.root, row, scan }
   }
 
   /**
