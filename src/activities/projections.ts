@@ -66,8 +66,11 @@ export function projectionActivities(deps: {
             floor: deps.runs.floor.source,
           }
         : undefined
-      await audit.recordRunStarted(runStartedRecord(input, effective))
-      await audit.appendMessages(input.runId, 0, [{ role: 'user', content: input.contract.goal }])
+      // The run's row, its policy and the goal, the transcript's first message: one commit.
+      await audit.together('startRun', async (writes) => {
+        await writes.recordRunStarted(runStartedRecord(input, effective))
+        await writes.appendMessages(input.runId, 0, [{ role: 'user', content: input.contract.goal }])
+      })
     },
 
     async tetherFinishRun(input) {

@@ -54,6 +54,7 @@ export interface EmbeddedServer {
 /** The writes that can share one transaction (`AuditStore.together`), on the pool or on a transaction. */
 function writesOn(db: Queryable) {
   return {
+    recordRunStarted: (run: RunStarted) => writers.recordRunStarted(db, run),
     recordStep: (step: StepRecord) => writers.recordStep(db, step),
     recordPolicyEvents: (events: readonly PolicyEvent[]) => writers.recordPolicyEvents(db, events),
     recordExecResult: (result: ExecResultRecord) => writers.recordExecResult(db, result),
@@ -103,7 +104,7 @@ export class AuditStore {
   }
 
   recordRunStarted(run: RunStarted): Promise<boolean> {
-    return writers.recordRunStarted(this.db, run)
+    return this.writes.recordRunStarted(run)
   }
   recordRunFinished(run: RunFinished): Promise<boolean> {
     return writers.recordRunFinished(this.db, run)

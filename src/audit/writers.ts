@@ -26,7 +26,7 @@ const inputs = () => {
   return schemas
 }
 
-export async function recordRunStarted(db: Database, value: Input.RunStarted): Promise<boolean> {
+export async function recordRunStarted(db: Queryable, value: Input.RunStarted): Promise<boolean> {
   const input = await inputs()
   const run = input.parse(input.runStarted, value, 'recordRunStarted')
   // The policy first: the run's row names it.
@@ -81,35 +81,38 @@ export async function recordRunStarted(db: Database, value: Input.RunStarted): P
 export async function recordRunFinished(db: Database, value: Input.RunFinished): Promise<boolean> {
   const input = await inputs()
   const run = input.parse(input.runFinished, value, 'recordRunFinished')
-  const { rows } = await db.query<{ won: boolean; known: boolean }>(
-    'recordRunFinished',
-    `with finished as (
-       update runs
-          set status = 'finished', outcome = $2, reason = $3, steps = $4,
-              input_tokens = $5, output_tokens = $6, finished_at = $7, cost_usd = $9
-        where run_id = $1 and (finished_at is null or finished_at <= $7)
-          and ($8::text is null or execution_id is null or execution_id = $8)
-        returning 1
-     )
-     select exists (select 1 from finished) as won, exists (select 1 from runs where run_id = $1) as known`,
-    [
-      run.runId,
-      run.outcome,
-      run.reason ?? null,
-      run.steps,
-      run.inputTokens,
-      run.outputTokens,
-      run.finishedAt,
-      run.executionId ?? null,
-      run.cost ?? null,
-    ],
-  )
-  const [result] = rows
-  if (!result?.known) throw unknownRun('recordRunFinished', run.runId)
-  // The run's rows are final now: store them together for the per-run reads (migration 5). A retry of
-  // this write moves them again, harmlessly.
-  if (result.won) await db.query('recordRunFinished', 'select tether_cluster_run($1)', [run.runId])
-  return result.won
+  // The finish and the clustering of the run's rows: one commit.
+  return db.together('recordRunFinished', async (tx) => {
+    const { rows } = await tx.query<{ won: boolean; known: boolean }>(
+      'recordRunFinished',
+      `with finished as (
+         update runs
+            set status = 'finished', outcome = $2, reason = $3, steps = $4,
+                input_tokens = $5, output_tokens = $6, finished_at = $7, cost_usd = $9
+          where run_id = $1 and (finished_at is null or finished_at <= $7)
+            and ($8::text is null or execution_id is null or execution_id = $8)
+          returning 1
+       )
+       select exists (select 1 from finished) as won, exists (select 1 from runs where run_id = $1) as known`,
+      [
+        run.runId,
+        run.outcome,
+        run.reason ?? null,
+        run.steps,
+        run.inputTokens,
+        run.outputTokens,
+        run.finishedAt,
+        run.executionId ?? null,
+        run.cost ?? null,
+      ],
+    )
+    const [result] = rows
+    if (!result?.known) throw unknownRun('recordRunFinished', run.runId)
+    // The run's rows are final now: store them together for the per-run reads (migration 5). A retry of
+    // this write moves them again, harmlessly.
+    if (result.won) await tx.query('recordRunFinished', 'select tether_cluster_run($1)', [run.runId])
+    return result.won
+  })
 }
 
 export async function recordStep(db: Queryable, value: Input.StepRecord): Promise<boolean> {
