@@ -137,10 +137,10 @@ async function storeTurn(
       return first
     })
   } catch (error) {
-    // Not a passing fault: the same reply would be refused again, so say so at once instead of retrying.
+    // Not a passing fault: the same turn would be refused again, so say so at once instead of retrying.
     if (error instanceof AuditInputError) {
       throw ApplicationFailure.nonRetryable(
-        `the model's reply could not be stored: ${error.message}`,
+        `the model's turn could not be stored: ${error.message}`,
         'ModelReplyUnstorable',
       )
     }
@@ -181,7 +181,9 @@ async function reply(
   signal: AbortSignal,
 ): Promise<StoredReply> {
   // The observations since the last write are stored with the reply; the model reads them from here.
-  const transcript = [...(await deps.audit.loadMessages(runId, { limit: replySeq })).map((m) => m.content)]
+  const transcript: unknown[] = (await deps.audit.loadMessages(runId, { limit: replySeq })).map(
+    (m) => m.content,
+  )
   for (const { seq, message } of [...pending].sort((a, b) => a.seq - b.seq)) transcript[seq] = message
   const messages = transcript.map((message) => toTranscript(message as TranscriptMessage))
 
