@@ -98,7 +98,7 @@ async function treeBench(stack: BenchStack, dir: string) {
       root,
       exclusion,
       undefined,
-      scan,
+      { scanned: scan },
     )
     series.tether.push(ms(started))
     series.growth.push(taken.row.newBytes / bytes)

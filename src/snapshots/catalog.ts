@@ -35,8 +35,13 @@ export interface SnapshotRow {
   collectedAt?: Date | undefined
 }
 
+/** A connection, a pool or a transaction of the caller's: where a snapshot's row is written. */
+export interface SnapshotSql {
+  query<Row extends pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<Row>>
+}
+
 /** Records a row (idempotent: an activity retried after recording keeps the first row). */
-export async function recordSnapshot(client: pg.ClientBase | pg.Pool, row: SnapshotRow): Promise<void> {
+export async function recordSnapshot(client: SnapshotSql, row: SnapshotRow): Promise<void> {
   await client.query(
     `insert into workspace_snapshots
        (run_id, step, call, kind, root, store, files, bytes, new_objects, new_bytes, detail, taken_at)
@@ -193,6 +198,18 @@ export async function underSnapshotLock<T>(
   } finally {
     client.release(broken)
   }
+}
+
+/**
+ * The snapshot lock (shared) in the caller's transaction, held until it commits with the row; returns the
+ * collection generation, read under the lock.
+ */
+export async function snapshotLockInTransaction(tx: SnapshotSql): Promise<number> {
+  await tx.query('select pg_advisory_xact_lock_shared($1, $2)', [...LOCK])
+  const { rows } = await tx.query<{ generation: string }>(
+    'select generation from snapshot_collections where id = 1',
+  )
+  return Number(rows[0]?.generation ?? 0)
 }
 
 export interface CollectionReport {

@@ -11,6 +11,8 @@ import {
   recordSnapshot,
   type SnapshotKind,
   type SnapshotRow,
+  type SnapshotSql,
+  snapshotLockInTransaction,
   underSnapshotLock,
 } from './catalog.js'
 import { diffTrees, restoreTree, type TreeChange } from './restore.js'
@@ -38,6 +40,12 @@ export interface SnapshotRef {
   call: number
   kind: SnapshotKind
 }
+
+/**
+ * The caller's transaction, offered to a snapshot for its row: `write` runs in it, so the row commits with
+ * the caller's own rows (a command's result), in one commit.
+ */
+export type SnapshotCommit = (write: (tx: SnapshotSql) => Promise<void>) => Promise<void>
 
 export interface TakenSnapshot {
   root: string
@@ -88,20 +96,31 @@ export class WorkspaceSnapshots {
   }
 
   /**
-   * Stores what the store lacks of `folder`'s tree and records the row, under the snapshot lock. `scanned`
-   * is a scan of the folder just made (by `scan`), to be stored rather than made again.
+   * Stores what the store lacks of `folder`'s tree and records the row, under the snapshot lock — in the
+   * caller's transaction when `commit` offers one (the lock then lasts until that transaction commits).
+   * `scanned` is a scan of the folder just made (by `scan`), to be stored rather than made again.
    */
   async take(
     ref: SnapshotRef,
     folder: string,
     exclusion: { key: string; excluded: Exclusion },
     detail?: string,
-    scanned?: Scan,
+    options: { scanned?: Scan; commit?: SnapshotCommit } = {},
   ): Promise<TakenSnapshot> {
-    let scan = scanned ?? (await this.scan(folder, exclusion))
+    let scan = options.scanned ?? (await this.scan(folder, exclusion))
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.store_(ref, folder, scan, detail)
+        if (!options.commit)
+          return await underSnapshotLock(this.pool, (client, generation) =>
+            this.store_(client, generation, ref, folder, scan, detail),
+          )
+        let taken: TakenSnapshot | undefined
+        await options.commit(async (tx) => {
+          const generation = await snapshotLockInTransaction(tx)
+          taken = await this.store_(tx, generation, ref, folder, scan, detail)
+        })
+        if (!taken) throw new Error(`the snapshot of ${folder} was offered no transaction to record it in`)
+        return taken
       } catch (error) {
         // A file changed between its hash and its upload, or a collection ran since this worker last knew
         // what the store holds: the tree is taken again (from scratch after a collection), once.
@@ -113,52 +132,58 @@ export class WorkspaceSnapshots {
     }
   }
 
-  private store_(ref: SnapshotRef, folder: string, scan: Scan, detail: string | undefined) {
-    return underSnapshotLock(this.pool, async (client, generation): Promise<TakenSnapshot> => {
-      const index = this.index(folder)
-      if (generation !== this.generation || this.known.size > KNOWN_LIMIT) {
-        this.known.clear()
-        this.generation = generation
+  /** Stores what the store lacks and records the row with `client`, which holds the snapshot lock. */
+  private async store_(
+    client: SnapshotSql,
+    generation: number,
+    ref: SnapshotRef,
+    folder: string,
+    scan: Scan,
+    detail: string | undefined,
+  ): Promise<TakenSnapshot> {
+    const index = this.index(folder)
+    if (generation !== this.generation || this.known.size > KNOWN_LIMIT) {
+      this.known.clear()
+      this.generation = generation
+    }
+    // Objects this index took for stored may have been collected since: only a full scan can tell.
+    if (index.generation !== undefined && index.generation !== generation) throw new StaleIndex()
+    const candidates = [...scan.objects.keys()].filter((hash) => !this.known.has(hash))
+    const missing = candidates.length > 0 ? await this.store.missing(candidates) : []
+    let newBytes = 0
+    let batch: Array<{ hash: string; data: Buffer }> = []
+    let batchBytes = 0
+    for (const hash of missing) {
+      const data = objectBytes(
+        hash,
+        scan.objects.get(hash) as NonNullable<ReturnType<typeof scan.objects.get>>,
+      )
+      batch.push({ hash, data })
+      batchBytes += data.length
+      newBytes += data.length
+      if (batchBytes >= UPLOAD_BYTES) {
+        await this.store.put(batch)
+        batch = []
+        batchBytes = 0
       }
-      // Objects this index took for stored may have been collected since: only a full scan can tell.
-      if (index.generation !== undefined && index.generation !== generation) throw new StaleIndex()
-      const candidates = [...scan.objects.keys()].filter((hash) => !this.known.has(hash))
-      const missing = candidates.length > 0 ? await this.store.missing(candidates) : []
-      let newBytes = 0
-      let batch: Array<{ hash: string; data: Buffer }> = []
-      let batchBytes = 0
-      for (const hash of missing) {
-        const data = objectBytes(
-          hash,
-          scan.objects.get(hash) as NonNullable<ReturnType<typeof scan.objects.get>>,
-        )
-        batch.push({ hash, data })
-        batchBytes += data.length
-        newBytes += data.length
-        if (batchBytes >= UPLOAD_BYTES) {
-          await this.store.put(batch)
-          batch = []
-          batchBytes = 0
-        }
-      }
-      if (batch.length > 0) await this.store.put(batch)
-      for (const hash of candidates) this.known.add(hash)
-      const row: SnapshotRow = {
-        ...ref,
-        root: scan.root,
-        store: this.store.name,
-        files: scan.files,
-        bytes: scan.bytes,
-        newObjects: missing.length,
-        newBytes,
-        detail,
-        takenAt: new Date(),
-      }
-      await recordSnapshot(client, row)
-      // Only a scan of the folder as the index now has it confirms the index's objects.
-      if (index.root === scan.root) index.stored(generation)
-      return { root: scan.root, row, scan }
-    })
+    }
+    if (batch.length > 0) await this.store.put(batch)
+    for (const hash of candidates) this.known.add(hash)
+    const row: SnapshotRow = {
+      ...ref,
+      root: scan.root,
+      store: this.store.name,
+      files: scan.files,
+      bytes: scan.bytes,
+      newObjects: missing.length,
+      newBytes,
+      detail,
+      takenAt: new Date(),
+    }
+    await recordSnapshot(client, row)
+    // Only a scan of the folder as the index now has it confirms the index's objects.
+    if (index.root === scan.root) index.stored(generation)
+    return { root: scan.root, row, scan }
   }
 
   /**
