@@ -200,16 +200,21 @@ export async function underSnapshotLock<T>(
   }
 }
 
+/** The collection generation: it moves whenever a collection may have deleted objects. */
+export async function collectionGeneration(client: SnapshotSql): Promise<number> {
+  const { rows } = await client.query<{ generation: string }>(
+    'select generation from snapshot_collections where id = 1',
+  )
+  return Number(rows[0]?.generation ?? 0)
+}
+
 /**
  * The snapshot lock (shared) in the caller's transaction, held until it commits with the row; returns the
  * collection generation, read under the lock.
  */
 export async function snapshotLockInTransaction(tx: SnapshotSql): Promise<number> {
   await tx.query('select pg_advisory_xact_lock_shared($1, $2)', [...LOCK])
-  const { rows } = await tx.query<{ generation: string }>(
-    'select generation from snapshot_collections where id = 1',
-  )
-  return Number(rows[0]?.generation ?? 0)
+  return collectionGeneration(tx)
 }
 
 export interface CollectionReport {

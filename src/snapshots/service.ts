@@ -7,6 +7,7 @@ import { existsSync } from 'node:fs'
 import { rm } from 'node:fs/promises'
 import type pg from 'pg'
 import {
+  collectionGeneration,
   collectSnapshots,
   recordSnapshot,
   type SnapshotKind,
@@ -96,9 +97,14 @@ export class WorkspaceSnapshots {
   }
 
   /**
-   * Stores what the store lacks of `folder`'s tree and records the row, under the snapshot lock — in the
+   * Stores what the store lacks of `folder`'s tree, then records the row under the snapshot lock — in the
    * caller's transaction when `commit` offers one (the lock then lasts until that transaction commits).
    * `scanned` is a scan of the folder just made (by `scan`), to be stored rather than made again.
+   *
+   * The upload holds no connection: a connection held for the lock while the store (on the same pool) waits
+   * for another starved the pool once as many snapshots ran at once as it has connections. A collection
+   * that ran meanwhile may have deleted what this took for stored; the generation, read before the upload
+   * and again under the lock, tells, and the tree is then taken again from scratch.
    */
   async take(
     ref: SnapshotRef,
@@ -110,14 +116,30 @@ export class WorkspaceSnapshots {
     let scan = options.scanned ?? (await this.scan(folder, exclusion))
     for (let attempt = 1; ; attempt++) {
       try {
-        if (!options.commit)
-          return await underSnapshotLock(this.pool, (client, generation) =>
-            this.store_(client, generation, ref, folder, scan, detail),
-          )
+        const uploaded = await this.upload(folder, scan, await collectionGeneration(this.pool))
+        const record = async (client: SnapshotSql, generation: number): Promise<TakenSnapshot> => {
+          if (generation !== uploaded.generation) throw new StaleIndex()
+          const row: SnapshotRow = {
+            ...ref,
+            root: scan.root,
+            store: this.store.name,
+            files: scan.files,
+            bytes: scan.bytes,
+            newObjects: uploaded.newObjects,
+            newBytes: uploaded.newBytes,
+            detail,
+            takenAt: new Date(),
+          }
+          await recordSnapshot(client, row)
+          // Only a scan of the folder as the index now has it confirms the index's objects.
+          const index = this.index(folder)
+          if (index.root === scan.root) index.stored(generation)
+          return { root: scan.root, row, scan }
+        }
+        if (!options.commit) return await underSnapshotLock(this.pool, record)
         let taken: TakenSnapshot | undefined
         await options.commit(async (tx) => {
-          const generation = await snapshotLockInTransaction(tx)
-          taken = await this.store_(tx, generation, ref, folder, scan, detail)
+          taken = await record(tx, await snapshotLockInTransaction(tx))
         })
         if (!taken) throw new Error(`the snapshot of ${folder} was offered no transaction to record it in`)
         return taken
@@ -126,21 +148,21 @@ export class WorkspaceSnapshots {
         // what the store holds: the tree is taken again (from scratch after a collection), once.
         if (!(error instanceof WorkspaceChangedError || error instanceof StaleIndex) || attempt > 1)
           throw error
-        if (error instanceof StaleIndex) this.indexes.delete(folder)
+        if (error instanceof StaleIndex) {
+          this.indexes.delete(folder)
+          this.known.clear()
+        }
         scan = await this.scan(folder, exclusion)
       }
     }
   }
 
-  /** Stores what the store lacks and records the row with `client`, which holds the snapshot lock. */
-  private async store_(
-    client: SnapshotSql,
-    generation: number,
-    ref: SnapshotRef,
+  /** Puts what the store lacks of `scan` (as of collection `generation`), on the pool, holding nothing. */
+  private async upload(
     folder: string,
     scan: Scan,
-    detail: string | undefined,
-  ): Promise<TakenSnapshot> {
+    generation: number,
+  ): Promise<{ generation: number; newObjects: number; newBytes: number }> {
     const index = this.index(folder)
     if (generation !== this.generation || this.known.size > KNOWN_LIMIT) {
       this.known.clear()
@@ -169,21 +191,7 @@ export class WorkspaceSnapshots {
     }
     if (batch.length > 0) await this.store.put(batch)
     for (const hash of candidates) this.known.add(hash)
-    const row: SnapshotRow = {
-      ...ref,
-      root: scan.root,
-      store: this.store.name,
-      files: scan.files,
-      bytes: scan.bytes,
-      newObjects: missing.length,
-      newBytes,
-      detail,
-      takenAt: new Date(),
-    }
-    await recordSnapshot(client, row)
-    // Only a scan of the folder as the index now has it confirms the index's objects.
-    if (index.root === scan.root) index.stored(generation)
-    return { root: scan.root, row, scan }
+    return { generation, newObjects: missing.length, newBytes }
   }
 
   /**

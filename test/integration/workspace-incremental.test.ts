@@ -6,9 +6,10 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import pg from 'pg'
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
 import type { AuditStore } from '../../src/audit/index.js'
-import { postgresStore, sha256, WorkspaceSnapshots } from '../../src/snapshots/index.js'
+import { type ObjectStore, postgresStore, sha256, WorkspaceSnapshots } from '../../src/snapshots/index.js'
 import { openTestAudit } from '../support/agent.js'
 
 let audit: AuditStore
@@ -42,6 +43,15 @@ async function setUp() {
   return { runId, root, salt, snapshots: new WorkspaceSnapshots(postgresStore(audit.pool), audit.pool) }
 }
 
+/** What a collection may do to an object a worker took for stored: delete it, and move the generation. */
+async function collect(hash: string) {
+  await audit.pool.query('delete from snapshot_objects where hash = $1', [hash])
+  await audit.pool.query(
+    `insert into snapshot_collections (id, generation, ran_at) values (1, 1, now())
+     on conflict (id) do update set generation = snapshot_collections.generation + 1`,
+  )
+}
+
 async function restored(snapshots: WorkspaceSnapshots, root: string): Promise<string> {
   const into = join(mkdtempSync(join(tmpdir(), 'tether-incremental-restore-')), 'ws')
   folders.push(into)
@@ -67,16 +77,59 @@ describe('an incremental snapshot', () => {
   it('checks every object again after a collection, and puts back what it deleted', async () => {
     const { runId, root, salt, snapshots } = await setUp()
     const first = await snapshots.take({ runId, step: 0, call: 0, kind: 'start' }, root, nothing)
-    // What a collection may do to an object this worker took for stored: delete it, and move the generation.
-    await audit.pool.query('delete from snapshot_objects where hash = $1', [sha256(`${salt} b`)])
-    await audit.pool.query(
-      `insert into snapshot_collections (id, generation, ran_at) values (1, 1, now())
-       on conflict (id) do update set generation = snapshot_collections.generation + 1`,
-    )
+    await collect(sha256(`${salt} b`))
     const again = await snapshots.take({ runId, step: 1, call: 0, kind: 'tool' }, root, nothing)
     expect(again.root).toBe(first.root)
     expect(again.row.newObjects).toBe(1)
     const into = await restored(snapshots, again.root)
     expect(await readFile(join(into, 'b.txt'), 'utf8')).toBe(`${salt} b`)
+  })
+
+  it('notices a collection that ran while it uploaded, and takes the tree again', async () => {
+    const { runId, root, salt, snapshots: first } = await setUp()
+    await first.take({ runId, step: 0, call: 0, kind: 'start' }, root, nothing)
+    writeFileSync(join(root, 'src/a.txt'), `${salt} changed`)
+    // The store as another worker's collection meets it: between this worker's look-up and its upload.
+    const real = postgresStore(audit.pool)
+    let collected = false
+    const racing: ObjectStore = {
+      ...real,
+      async missing(hashes) {
+        const missing = await real.missing(hashes)
+        if (!collected) {
+          collected = true
+          await collect(sha256(`${salt} b`))
+        }
+        return missing
+      },
+    }
+    const snapshots = new WorkspaceSnapshots(racing, audit.pool)
+    await snapshots.take({ runId, step: 0, call: 0, kind: 'start' }, root, nothing)
+    expect(collected).toBe(true)
+    const into = await restored(snapshots, (await first.scan(root, nothing)).root)
+    expect(await readFile(join(into, 'b.txt'), 'utf8')).toBe(`${salt} b`)
+  })
+})
+
+describe('snapshots taken at once', () => {
+  it('never wait on each other for the pool: as many at once as it has connections', async () => {
+    const pool = new pg.Pool({
+      connectionString: inject('databaseUrl'),
+      max: 2,
+      connectionTimeoutMillis: 5_000,
+    })
+    try {
+      const snapshots = new WorkspaceSnapshots(postgresStore(pool), pool)
+      const runs = await Promise.all([setUp(), setUp()])
+      const taken = await Promise.all(
+        runs.map(({ runId, root }) =>
+          snapshots.take({ runId, step: 0, call: 0, kind: 'start' }, root, nothing),
+        ),
+      )
+      expect(taken.map((t) => t.row.newObjects)).toEqual([expect.any(Number), expect.any(Number)])
+      expect(Math.min(...taken.map((t) => t.row.newObjects))).toBeGreaterThan(0)
+    } finally {
+      await pool.end()
+    }
   })
 })
