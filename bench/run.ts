@@ -408,6 +408,17 @@ async function fairness(concurrent: number) {
       `    ${(fair ? 'with fairness keys' : 'without fairness').padEnd(20)} p50 ${p50} ms, p99 ${p99} ms, ` +
         `max ${times.at(-1)} ms: p99 / p50 ${(p99 / p50).toFixed(1)}`,
     )
+    // The command's own share (sandbox built, command run, sandbox taken down), as "what ran" times it.
+    const { rows } = await stack.audit.pool.query<{ ms: number }>(
+      `select extract(epoch from finished_at - started_at) * 1000 as ms from exec_results
+        where run_id = any($1::text[]) order by 1`,
+      [runs.map((run) => run.runId)],
+    )
+    const commands = rows.map((row) => Math.round(Number(row.ms)))
+    console.log(
+      `${''.padEnd(24)}the command \`true\` alone: p50 ${percentile(commands, 50)} ms, ` +
+        `p99 ${percentile(commands, 99)} ms, max ${commands.at(-1)} ms`,
+    )
   }
 }
 
