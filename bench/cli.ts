@@ -9,7 +9,8 @@
  *
  * The stack is a local one in a temporary folder with real runs in it (a scripted model: ten finished runs
  * and one waiting for an approval). Each command is the built CLI (`bin/tether.js` → `dist/`, as `npm ci`
- * builds it), run as a person runs it. Wall time is what a person waits; CPU time (the child's user and
+ * builds it), run as a person runs it; the round that warms the page cache, not counted, also writes the
+ * CLI's code cache (~/.cache/tether/code), as a person's first run of each command does. Wall time is what a person waits; CPU time (the child's user and
  * system time) is shown beside it, as it moves less with the load of other programs on the machine.
  *
  *   npx tsx bench/cli.ts [rounds]

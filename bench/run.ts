@@ -216,16 +216,27 @@ async function perStep() {
   }
 }
 
-/** (e): the audit's write transactions per step (each takes a transaction id; reads take none). */
+/**
+ * (e): the audit's write transactions per step (each takes a transaction id; reads take none): over a whole
+ * run, its start and finish included, and per step alone — the difference between a short and a long run.
+ */
 async function auditCommitsPerStep(steps = 20) {
   const txid = async () =>
     Number((await stack.audit.pool.query<{ t: string }>('select txid_current() as t')).rows[0]?.t)
-  const before = await txid()
-  const run = await durableRun(stack, steps)
-  // The reading itself takes one.
-  const commits = (await txid()) - before - 1
+  const commitsOf = async (n: number) => {
+    const before = await txid()
+    const run = await durableRun(stack, n)
+    // The reading itself takes one.
+    return { commits: (await txid()) - before - 1, steps: run.steps }
+  }
+  const run = await commitsOf(steps)
   console.log(
-    `(e) audit write transactions: ${(commits / run.steps).toFixed(2)} per step (${commits} over a ${run.steps}-step run, start and finish included)`,
+    `(e) audit write transactions: ${(run.commits / run.steps).toFixed(2)} per step (${run.commits} over a ${run.steps}-step run, start and finish included)`,
+  )
+  const [short, long] = [await commitsOf(10), await commitsOf(30)]
+  console.log(
+    `    per step alone: ${((long.commits - short.commits) / (long.steps - short.steps)).toFixed(2)} ` +
+      `(${short.commits} over ${short.steps} steps, ${long.commits} over ${long.steps}; target ≤ 2)`,
   )
 }
 
@@ -406,6 +417,17 @@ async function fairness(concurrent: number) {
     console.log(
       `    ${(fair ? 'with fairness keys' : 'without fairness').padEnd(20)} p50 ${p50} ms, p99 ${p99} ms, ` +
         `max ${times.at(-1)} ms: p99 / p50 ${(p99 / p50).toFixed(1)}`,
+    )
+    // The command's own share (sandbox built, command run, sandbox taken down), as "what ran" times it.
+    const { rows } = await stack.audit.pool.query<{ ms: number }>(
+      `select extract(epoch from finished_at - started_at) * 1000 as ms from exec_results
+        where run_id = any($1::text[]) order by 1`,
+      [runs.map((run) => run.runId)],
+    )
+    const commands = rows.map((row) => Math.round(Number(row.ms)))
+    console.log(
+      `${''.padEnd(24)}the command \`true\` alone: p50 ${percentile(commands, 50)} ms, ` +
+        `p99 ${percentile(commands, 99)} ms, max ${commands.at(-1)} ms`,
     )
   }
 }

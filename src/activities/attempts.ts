@@ -46,9 +46,12 @@ interface Running {
 export interface Attempt {
   /** Aborts when a later attempt of the same command takes over: kill the command, record nothing. */
   superseded: AbortSignal
+  /** The command starts now: the time its end records as the attempt's start (returned). */
+  started(): Date
   /**
-   * Stops keeping the attempt alive and records how it ended — with `writes`, in that transaction (the
-   * command's result, its observation and its end in one commit). Each call records; call it once per commit.
+   * Stops keeping the attempt alive and records how it ended, who ran it and when its command started —
+   * with `writes`, in that transaction (the command's result, its observation and its end in one commit).
+   * Each call records; call it once per commit.
    */
   end(outcome: string, writes?: Pick<AuditWrites, 'endExecAttempt'>): Promise<void>
 }
@@ -72,9 +75,12 @@ export function handedOver(what: string): ApplicationFailure {
   })
 }
 
+/** This worker process, as `exec_attempts.worker` names it. */
+export const WORKER = `${hostname()}:${process.pid}`
+
 export class CommandAttempts {
   private readonly running = new Map<string, Running>()
-  private readonly worker = `${hostname()}:${process.pid}`
+  private readonly worker = WORKER
 
   constructor(private readonly audit: AuditStore) {}
 
@@ -123,7 +129,11 @@ export class CommandAttempts {
     }
   }
 
-  /** Starts attempt `key` once no earlier attempt of the same command runs anywhere. */
+  /**
+   * Starts attempt `key` once no earlier attempt of the same command runs anywhere. Attempt 1 of a command
+   * its model turn allowed was begun with the turn's reply (one commit fewer); any other is begun here, so
+   * an attempt a lost worker cut off stays in the audit.
+   */
   async begin(key: AttemptKey, context: Context = Context.current()): Promise<Attempt> {
     const command = `${key.runId}\u0000${key.step}\u0000${key.call}`
     const earlier = this.running.get(command)
@@ -131,7 +141,8 @@ export class CommandAttempts {
       earlier.stop.abort(new Error(`attempt ${key.attempt} of this command has begun`))
       await earlier.done
     }
-    await this.audit.beginExecAttempt(key, this.worker)
+    if (key.attempt > 1 || !(await this.audit.execAttemptOpen(key)))
+      await this.audit.beginExecAttempt(key, this.worker)
     if (key.attempt > 1) {
       for (;;) {
         const running = await this.audit.runningEarlierAttempts(key, STALE_MS)
@@ -163,15 +174,20 @@ export class CommandAttempts {
         await sleep(KEEP_ALIVE_MS, undefined, { signal: quit.signal }).catch(() => {})
         if (quit.signal.aborted) return
         const { superseded: newer } = await this.audit
-          .touchExecAttempt(key)
+          .touchExecAttempt(key, this.worker)
           .catch(() => ({ superseded: false }))
         if (newer) superseded.abort(new Error('a later attempt of this command has begun'))
       }
     }
     const alive = keepAlive()
     let ended = false
+    let startedAt: Date | undefined
     return {
       superseded: superseded.signal,
+      started: () => {
+        startedAt = new Date()
+        return startedAt
+      },
       end: async (outcome, writes = this.audit) => {
         if (!ended) {
           ended = true
@@ -180,7 +196,10 @@ export class CommandAttempts {
           if (this.running.get(command)?.stop === superseded) this.running.delete(command)
         }
         try {
-          await writes.endExecAttempt(key, superseded.signal.aborted ? 'superseded' : outcome)
+          await writes.endExecAttempt(key, superseded.signal.aborted ? 'superseded' : outcome, {
+            worker: this.worker,
+            startedAt,
+          })
         } finally {
           finished()
         }

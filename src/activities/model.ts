@@ -26,6 +26,7 @@ import { ATTR, auditRow, MODEL_FAILURE, workspaceOf } from '../run/index.js'
 import type { McpToolDefinition, ToolCall } from '../tools/index.js'
 import { boundValue, isMcpToolName, mcpToolDigest, validateToolCall, wellFormed } from '../tools/index.js'
 import { describeToolchain, detectToolchain } from '../workspace/index.js'
+import { WORKER } from './attempts.js'
 import { heartbeating } from './heartbeat.js'
 import { judgeCalls } from './policy.js'
 import { recordStepRows } from './projections.js'
@@ -84,10 +85,67 @@ async function modelTurn(
     [ATTR.runId]: input.runId,
     [ATTR.auditRows]: [auditRow('steps', input.step), auditRow('messages', input.replySeq)],
   })
-  // The step before is recorded first, so it is in the audit while the model thinks.
-  if (input.previousStep) await recordStepRows(deps.audit, input.previousStep, deps.metrics)
-  const turn = await reply(deps, input, signal)
+  // A previous attempt may have stored the reply and died before returning it: replay that reply rather
+  // than asking the model again, so the transcript and the workflow never disagree. (The transcript has no
+  // gaps, so the first message at or after replySeq is the reply.) Everything else of the turn was stored
+  // in the same commit.
+  const [existing] = await deps.audit.loadMessages(input.runId, { fromSeq: input.replySeq, limit: 1 })
+  if (existing) return judged(deps, input, historyTurn(existing.content as StoredReply))
+  const stored = await reply(deps, input, signal)
+  const turn = await judged(deps, input, historyTurn(stored))
+  const first = await storeTurn(deps.audit, input, stored, turn.verdicts)
+  // Counted once: when this write is the step's first.
+  if (first && input.previousStep) deps.metrics?.stepRecorded(input.previousStep)
+  return turn
+}
+
+/** The turn with the policy's verdicts on its calls, when the workflow asked for them. */
+async function judged(
+  deps: ModelDependencies,
+  input: Parameters<TetherActivities['tetherModelTurn']>[0],
+  turn: ModelTurn,
+): Promise<ModelTurn> {
   return input.judge ? { ...turn, verdicts: await verdicts(deps, input.runId, input.judge, turn) } : turn
+}
+
+/**
+ * The turn's rows in one commit: the step before (its row and refusals), the observations the workflow made
+ * since the last write, the reply, and the begin of attempt 1 of each command the verdicts allow — when no
+ * call asks a person or is an MCP call (the workflow judges those), so each such command starts right after
+ * the turn. Returns whether the step before's row is this write's.
+ */
+async function storeTurn(
+  audit: AuditStore,
+  input: Parameters<TetherActivities['tetherModelTurn']>[0],
+  stored: StoredReply,
+  verdicts: ModelTurn['verdicts'],
+): Promise<boolean> {
+  const { runId, step, replySeq } = input
+  const startsNext =
+    verdicts && !stored.toolCalls.some((call, i) => isMcpToolName(call.name) || verdicts[i]?.effect === 'ask')
+  const commands = startsNext
+    ? stored.toolCalls.flatMap((call, i) =>
+        call.name === 'exec' && verdicts[i]?.effect === 'allow' ? [{ runId, step, call: i, attempt: 1 }] : [],
+      )
+    : []
+  try {
+    return await audit.together('modelTurn', async (writes) => {
+      const first = input.previousStep ? await recordStepRows(writes, input.previousStep) : false
+      await appendInOrder(writes, runId, input.pending)
+      await writes.appendMessages(runId, replySeq, [stored])
+      for (const key of commands) await writes.beginExecAttempt(key, WORKER)
+      return first
+    })
+  } catch (error) {
+    // Not a passing fault: the same turn would be refused again, so say so at once instead of retrying.
+    if (error instanceof AuditInputError) {
+      throw ApplicationFailure.nonRetryable(
+        `the model's turn could not be stored: ${error.message}`,
+        'ModelReplyUnstorable',
+      )
+    }
+    throw error
+  }
 }
 
 /**
@@ -121,18 +179,13 @@ async function reply(
     mcpTools,
   }: Parameters<TetherActivities['tetherModelTurn']>[0],
   signal: AbortSignal,
-): Promise<ModelTurn> {
-  // A previous attempt may have stored the reply and died before returning it: replay that reply rather
-  // than asking the model again, so the transcript and the workflow never disagree. (The transcript has no
-  // gaps, so the first message at or after replySeq is the reply.)
-  const [existing] = await deps.audit.loadMessages(runId, { fromSeq: replySeq, limit: 1 })
-  if (existing) return historyTurn(existing.content as StoredReply)
-
-  if (pending.length > 0)
-    await deps.audit.together('appendMessages', (writes) => appendInOrder(writes, runId, pending))
-  const transcript = (await deps.audit.loadMessages(runId, { limit: replySeq })).map((message) =>
-    toTranscript(message.content as TranscriptMessage),
+): Promise<StoredReply> {
+  // The observations since the last write are stored with the reply; the model reads them from here.
+  const transcript: unknown[] = (await deps.audit.loadMessages(runId, { limit: replySeq })).map(
+    (m) => m.content,
   )
+  for (const { seq, message } of [...pending].sort((a, b) => a.seq - b.seq)) transcript[seq] = message
+  const messages = transcript.map((message) => toTranscript(message as TranscriptMessage))
 
   const contract = await deps.runs.contract(runId, carried)
   let provider: ModelProvider
@@ -152,13 +205,13 @@ async function reply(
     const tools = await offeredTools(deps.audit, mcpTools ?? [])
     const response = await provider.generate({
       system,
-      messages: transcript,
+      messages,
       signal,
       ...(tools.length > 0 ? { tools } : {}),
     })
     // The prompt's last message (what this turn answers) and the reply, only when excerpts are on.
     annotateContent(deps.telemetry, () => ({
-      [ATTR.inputMessages]: JSON.stringify(transcript.slice(-1)),
+      [ATTR.inputMessages]: JSON.stringify(messages.slice(-1)),
       [ATTR.outputMessages]: JSON.stringify([
         { role: 'assistant', text: response.text, toolCalls: response.toolCalls },
       ]),
@@ -178,19 +231,7 @@ async function reply(
   } catch (error) {
     throw toFailure(error)
   }
-  try {
-    await deps.audit.appendMessages(runId, replySeq, [stored])
-  } catch (error) {
-    // Not a passing fault: the same reply would be refused again, so say so at once instead of retrying.
-    if (error instanceof AuditInputError) {
-      throw ApplicationFailure.nonRetryable(
-        `the model's reply could not be stored: ${error.message}`,
-        'ModelReplyUnstorable',
-      )
-    }
-    throw error
-  }
-  return historyTurn(stored)
+  return stored
 }
 
 /**

@@ -6,6 +6,7 @@
 
 import {
   type AuditStore,
+  type AuditWrites,
   approvalDecisionRecords,
   approvalRequestRecord,
   rejectedAnswerEvent,
@@ -18,20 +19,18 @@ import type { PendingApproval, StepRecord, TaskContract, TetherActivities } from
 import type { RunConfigs } from './run-config.js'
 import type { RunMetrics } from './telemetry.js'
 
-/** A finished step's row and its refusals (idempotent): by tetherRecordStep, or with the next model turn. */
+/**
+ * A finished step's row and its refusals (idempotent), in `writes`' transaction: by tetherRecordStep, or
+ * with the next model turn. Returns whether the row is this write's (the step is counted then, once).
+ */
 export async function recordStepRows(
-  audit: AuditStore,
+  writes: Pick<AuditWrites, 'recordStep' | 'recordPolicyEvents'>,
   record: StepRecord,
-  metrics: RunMetrics | undefined,
-): Promise<void> {
+): Promise<boolean> {
   const { step, refusals } = stepRecords(record)
-  const first = await audit.together('recordStep', async (writes) => {
-    const inserted = await writes.recordStep(step)
-    if (refusals.length > 0) await writes.recordPolicyEvents(refusals)
-    return inserted
-  })
-  // Counted once: when this write is the step's first.
-  if (first) metrics?.stepRecorded(record)
+  const inserted = await writes.recordStep(step)
+  if (refusals.length > 0) await writes.recordPolicyEvents(refusals)
+  return inserted
 }
 
 /** Inside the projection activities' 10 s start-to-close (agentRun), so a slow webhook is retried, not cut. */
@@ -67,8 +66,11 @@ export function projectionActivities(deps: {
             floor: deps.runs.floor.source,
           }
         : undefined
-      await audit.recordRunStarted(runStartedRecord(input, effective))
-      await audit.appendMessages(input.runId, 0, [{ role: 'user', content: input.contract.goal }])
+      // The run's row, its policy and the goal, the transcript's first message: one commit.
+      await audit.together('startRun', async (writes) => {
+        await writes.recordRunStarted(runStartedRecord(input, effective))
+        await writes.appendMessages(input.runId, 0, [{ role: 'user', content: input.contract.goal }])
+      })
     },
 
     async tetherFinishRun(input) {
@@ -76,7 +78,10 @@ export function projectionActivities(deps: {
       await deps.runEnded?.(input.runId).catch(() => {})
     },
 
-    tetherRecordStep: (record) => recordStepRows(audit, record, deps.metrics),
+    async tetherRecordStep(record) {
+      if (await audit.together('recordStep', (writes) => recordStepRows(writes, record)))
+        deps.metrics.stepRecorded(record)
+    },
 
     async tetherApprovalRequested({ runId, request, contract }) {
       await audit.recordApprovalRequested(approvalRequestRecord(runId, request))

@@ -25,6 +25,7 @@ import {
   exclusion,
   noteSnapshot,
   runApprovers,
+  type SnapshotCommit,
   type SnapshotKind,
   treeAtStep,
   type WorkspaceSnapshots,
@@ -100,7 +101,8 @@ export class StepSnapshots {
         const now = await service.scan(path, ex)
         if (now.root !== tree) {
           const key = refOf(ref, 'outside-edit')
-          const taken = await beating(() => service.take(key, path, ex))
+          // The scan that saw the difference is the one stored, not made again.
+          const taken = await beating(() => service.take(key, path, ex, undefined, { scanned: now }))
           const what = describeChanges(await service.diff(tree, taken.root))
           await noteSnapshot(this.deps.audit.pool, key, what)
           return {
@@ -119,14 +121,20 @@ export class StepSnapshots {
     })
   }
 
-  /** After a tool or the gate: the workspace's snapshot, whose root goes to history as `tree`. */
-  async after(ref: WorkspaceRef, kind: 'tool' | 'gate'): Promise<{ tree?: string }> {
+  /**
+   * After a tool or the gate: the workspace's snapshot, whose root goes to history as `tree`. With `commit`,
+   * the tool's own rows and the snapshot's are written in one transaction (`commit` runs in any case).
+   */
+  async after(ref: WorkspaceRef, kind: 'tool' | 'gate', commit?: SnapshotCommit): Promise<{ tree?: string }> {
     const service = this.deps.service()
-    if (ref.tree === undefined || !service) return {}
+    if (ref.tree === undefined || !service) {
+      await commit?.(async () => {})
+      return {}
+    }
     const path = this.folder(ref.runId, ref.workspace)
     return service.exclusive(path, async () => {
       const { ex } = await this.context(ref, path)
-      const taken = await beating(() => service.take(refOf(ref, kind), path, ex))
+      const taken = await beating(() => service.take(refOf(ref, kind), path, ex, undefined, { commit }))
       return { tree: taken.root }
     })
   }

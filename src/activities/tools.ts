@@ -94,9 +94,17 @@ export function toolActivities(deps: {
         canRead: (path) => policy.check('read', path).effect !== 'deny',
       })
     }
-    await writeObservation(input, name, noted(note, outcome.output))
     annotateContent(deps.telemetry, () => ({ [ATTR.fileExcerpt]: outcome.output }))
-    const tree = changes ? await snapshots.after(input, 'tool') : {}
+    const observation = noted(note, outcome.output)
+    // A change's observation and the workspace's snapshot after it: one commit.
+    const tree = changes
+      ? await snapshots.after(input, 'tool', (snapshot) =>
+          audit.together('finishFileTool', async (writes) => {
+            await writeObservation(input, name, observation, writes)
+            await snapshot(writes)
+          }),
+        )
+      : await writeObservation(input, name, observation).then(() => ({}))
     return { ok: outcome.ok, summary: clip(outcome.summary, 300), ...tree }
   }
 
@@ -142,7 +150,7 @@ export function toolActivities(deps: {
           runs.policy(runId, undefined, [], input.policyDigest),
         ])
         const setup = sandbox.setup(policy, { workspace, env: run.contract.env })
-        const startedAt = new Date()
+        const startedAt = attempt.started()
         let result: ExecResult
         try {
           result = await runCommandWithHeartbeats({
@@ -191,19 +199,22 @@ export function toolActivities(deps: {
           await audit.recordExecResult(record)
           throw context.cancellationSignal.reason
         }
-        // What ran, what the model is told and the attempt's end: one commit.
-        await audit.together('finishCommand', async (writes) => {
-          await writes.recordExecResult(record)
-          await writeObservation(input, 'exec', noted(note, execObservation(argv, result)), writes)
-          await attempt.end(outcome, writes)
+        // What ran, what the model is told, the attempt's end and the workspace after it: one commit.
+        const tree = await snapshots.after(input, 'tool', async (snapshot) => {
+          await audit.together('finishCommand', async (writes) => {
+            await writes.recordExecResult(record)
+            await writeObservation(input, 'exec', noted(note, execObservation(argv, result)), writes)
+            await attempt.end(outcome, writes)
+            await snapshot(writes)
+          })
+          ended = true
         })
-        ended = true
         return {
           ok: result.status === 'exited' && result.exitCode === 0,
           summary: `exec ${clip(argv.join(' '), 120)} → ${statusText(result)}`,
           status: result.status,
           ...(result.exitCode !== undefined ? { exitCode: result.exitCode } : {}),
-          ...(await snapshots.after(input, 'tool')),
+          ...tree,
         }
       } catch (error) {
         const failed = await attempts.failure(
@@ -260,7 +271,7 @@ export function toolActivities(deps: {
       // The gate is call -1 of its step: fenced and recorded in "what ran" like any command.
       const key = { runId, step, call: -1, attempt: context.info.attempt }
       const attempt = await attempts.begin(key, context)
-      const startedAt = new Date()
+      const startedAt = attempt.started()
       let result: ExecResult
       let outcome = 'failed'
       try {

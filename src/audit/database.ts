@@ -78,6 +78,13 @@ export interface Queryable {
   ): Promise<pg.QueryResult<Row>>
 }
 
+/** An error of a transaction's own work, carried through the store's error handling unchanged. */
+class NotTheDatabase extends AuditError {
+  constructor(readonly error: unknown) {
+    super(error instanceof Error ? error.message : String(error))
+  }
+}
+
 export class Database implements Queryable {
   readonly pool: pg.Pool
   readonly server: ServerAddress
@@ -156,18 +163,28 @@ export class Database implements Queryable {
    * Runs `work`'s statements in one transaction, one commit for all of them; rolls back if it throws, and
    * after an outage runs all of it again (the writers are idempotent).
    */
-  together<T>(operation: string, work: (tx: Queryable) => Promise<T>): Promise<T> {
-    return this.transaction(operation, (client) =>
-      work({
-        query: async <Row extends pg.QueryResultRow>(op: string, text: string, values?: unknown[]) => {
-          try {
-            return await client.query<Row>({ name: statementName(text), text, values })
-          } catch (error) {
-            throw this.translate(error, op)
-          }
-        },
-      }),
-    )
+  async together<T>(operation: string, work: (tx: Queryable) => Promise<T>): Promise<T> {
+    try {
+      return await this.transaction(operation, async (client) => {
+        try {
+          return await work({
+            query: async <Row extends pg.QueryResultRow>(op: string, text: string, values?: unknown[]) => {
+              try {
+                return await client.query<Row>({ name: statementName(text), text, values })
+              } catch (error) {
+                throw this.translate(error, op)
+              }
+            },
+          })
+        } catch (error) {
+          // Not the database's (a workspace that changed while its snapshot was stored): rolled back, and
+          // thrown as it is, not as an audit failure.
+          throw error instanceof AuditError ? error : new NotTheDatabase(error)
+        }
+      })
+    } catch (error) {
+      throw error instanceof NotTheDatabase ? error.error : error
+    }
   }
 
   /** Runs `work` in a transaction on one connection; rolls back if it throws. */

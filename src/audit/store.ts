@@ -54,16 +54,22 @@ export interface EmbeddedServer {
 /** The writes that can share one transaction (`AuditStore.together`), on the pool or on a transaction. */
 function writesOn(db: Queryable) {
   return {
+    recordRunStarted: (run: RunStarted) => writers.recordRunStarted(db, run),
     recordStep: (step: StepRecord) => writers.recordStep(db, step),
     recordPolicyEvents: (events: readonly PolicyEvent[]) => writers.recordPolicyEvents(db, events),
     recordExecResult: (result: ExecResultRecord) => writers.recordExecResult(db, result),
-    endExecAttempt: (key: writers.AttemptKey, outcome: string) => writers.endExecAttempt(db, key, outcome),
+    beginExecAttempt: (key: writers.AttemptKey, worker: string) => writers.beginExecAttempt(db, key, worker),
+    endExecAttempt: (key: writers.AttemptKey, outcome: string, ran?: writers.AttemptRan) =>
+      writers.endExecAttempt(db, key, outcome, ran),
     appendMessages: (
       runId: string,
       fromSeq: number,
       messages: readonly unknown[],
       options?: { attempt?: number },
     ) => writers.appendMessages(db, runId, fromSeq, messages, options),
+    /** Rows of the audit's other tables in the same commit (a workspace snapshot's, src/snapshots). */
+    query: <Row extends pg.QueryResultRow>(text: string, values?: unknown[]) =>
+      db.query<Row>('together', text, values),
   }
 }
 export type AuditWrites = ReturnType<typeof writesOn>
@@ -98,7 +104,7 @@ export class AuditStore {
   }
 
   recordRunStarted(run: RunStarted): Promise<boolean> {
-    return writers.recordRunStarted(this.db, run)
+    return this.writes.recordRunStarted(run)
   }
   recordRunFinished(run: RunFinished): Promise<boolean> {
     return writers.recordRunFinished(this.db, run)
@@ -113,18 +119,23 @@ export class AuditStore {
     return this.writes.recordExecResult(result)
   }
   /**
-   * `work`'s writes in one transaction: one commit instead of one per write (a command's result, its
-   * observation and its attempt's end; a step's row with the next reply).
+   * `work`'s writes in one transaction: one commit instead of one per write (a model turn: the step before,
+   * the reply and the begin of each command it allowed; a tool: its result, observation, attempt end and
+   * workspace snapshot). An error of `work`'s own (not the database's) rolls back and is thrown as it is.
    */
   together<T>(operation: string, work: (writes: AuditWrites) => Promise<T>): Promise<T> {
     return this.db.together(operation, (tx) => work(writesOn(tx)))
   }
   /** Command attempts: a retried command never starts before the attempt before it is gone. */
   beginExecAttempt(key: writers.AttemptKey, worker: string): Promise<void> {
-    return writers.beginExecAttempt(this.db, key, worker)
+    return this.writes.beginExecAttempt(key, worker)
   }
-  touchExecAttempt(key: writers.AttemptKey): Promise<{ superseded: boolean }> {
-    return writers.touchExecAttempt(this.db, key)
+  /** Whether an attempt is begun and not ended (attempt 1 of a command its model turn allowed). */
+  execAttemptOpen(key: writers.AttemptKey): Promise<boolean> {
+    return writers.execAttemptOpen(this.db, key)
+  }
+  touchExecAttempt(key: writers.AttemptKey, worker: string): Promise<{ superseded: boolean }> {
+    return writers.touchExecAttempt(this.db, key, worker)
   }
   runningEarlierAttempts(
     key: writers.AttemptKey,
@@ -132,8 +143,8 @@ export class AuditStore {
   ): Promise<Array<{ attempt: number; worker: string }>> {
     return writers.runningEarlierAttempts(this.db, key, staleMs)
   }
-  endExecAttempt(key: writers.AttemptKey, outcome: string): Promise<void> {
-    return this.writes.endExecAttempt(key, outcome)
+  endExecAttempt(key: writers.AttemptKey, outcome: string, ran?: writers.AttemptRan): Promise<void> {
+    return this.writes.endExecAttempt(key, outcome, ran)
   }
   /** Every attempt of every command of a run, in order. */
   execAttempts(runId: string): Promise<queries.ExecAttemptRow[]> {

@@ -26,7 +26,7 @@ const inputs = () => {
   return schemas
 }
 
-export async function recordRunStarted(db: Database, value: Input.RunStarted): Promise<boolean> {
+export async function recordRunStarted(db: Queryable, value: Input.RunStarted): Promise<boolean> {
   const input = await inputs()
   const run = input.parse(input.runStarted, value, 'recordRunStarted')
   // The policy first: the run's row names it.
@@ -81,35 +81,38 @@ export async function recordRunStarted(db: Database, value: Input.RunStarted): P
 export async function recordRunFinished(db: Database, value: Input.RunFinished): Promise<boolean> {
   const input = await inputs()
   const run = input.parse(input.runFinished, value, 'recordRunFinished')
-  const { rows } = await db.query<{ won: boolean; known: boolean }>(
-    'recordRunFinished',
-    `with finished as (
-       update runs
-          set status = 'finished', outcome = $2, reason = $3, steps = $4,
-              input_tokens = $5, output_tokens = $6, finished_at = $7, cost_usd = $9
-        where run_id = $1 and (finished_at is null or finished_at <= $7)
-          and ($8::text is null or execution_id is null or execution_id = $8)
-        returning 1
-     )
-     select exists (select 1 from finished) as won, exists (select 1 from runs where run_id = $1) as known`,
-    [
-      run.runId,
-      run.outcome,
-      run.reason ?? null,
-      run.steps,
-      run.inputTokens,
-      run.outputTokens,
-      run.finishedAt,
-      run.executionId ?? null,
-      run.cost ?? null,
-    ],
-  )
-  const [result] = rows
-  if (!result?.known) throw unknownRun('recordRunFinished', run.runId)
-  // The run's rows are final now: store them together for the per-run reads (migration 5). A retry of
-  // this write moves them again, harmlessly.
-  if (result.won) await db.query('recordRunFinished', 'select tether_cluster_run($1)', [run.runId])
-  return result.won
+  // The finish and the clustering of the run's rows: one commit.
+  return db.together('recordRunFinished', async (tx) => {
+    const { rows } = await tx.query<{ won: boolean; known: boolean }>(
+      'recordRunFinished',
+      `with finished as (
+         update runs
+            set status = 'finished', outcome = $2, reason = $3, steps = $4,
+                input_tokens = $5, output_tokens = $6, finished_at = $7, cost_usd = $9
+          where run_id = $1 and (finished_at is null or finished_at <= $7)
+            and ($8::text is null or execution_id is null or execution_id = $8)
+          returning 1
+       )
+       select exists (select 1 from finished) as won, exists (select 1 from runs where run_id = $1) as known`,
+      [
+        run.runId,
+        run.outcome,
+        run.reason ?? null,
+        run.steps,
+        run.inputTokens,
+        run.outputTokens,
+        run.finishedAt,
+        run.executionId ?? null,
+        run.cost ?? null,
+      ],
+    )
+    const [result] = rows
+    if (!result?.known) throw unknownRun('recordRunFinished', run.runId)
+    // The run's rows are final now: store them together for the per-run reads (migration 5). A retry of
+    // this write moves them again, harmlessly.
+    if (result.won) await tx.query('recordRunFinished', 'select tether_cluster_run($1)', [run.runId])
+    return result.won
+  })
 }
 
 export async function recordStep(db: Queryable, value: Input.StepRecord): Promise<boolean> {
@@ -452,8 +455,11 @@ export interface AttemptKey {
   attempt: number
 }
 
-/** Records that an attempt is starting (idempotent: a retried activity call of the same attempt reuses it). */
-export async function beginExecAttempt(db: Database, key: AttemptKey, worker: string): Promise<void> {
+/**
+ * Records that an attempt is starting (idempotent: a retried activity call of the same attempt reuses it).
+ * A model turn writes attempt 1 of each command it allowed this way, with its reply: one commit.
+ */
+export async function beginExecAttempt(db: Queryable, key: AttemptKey, worker: string): Promise<void> {
   await db.query(
     'beginExecAttempt',
     `insert into exec_attempts (run_id, step, call, attempt, worker, started_at, alive_at)
@@ -463,21 +469,38 @@ export async function beginExecAttempt(db: Database, key: AttemptKey, worker: st
   )
 }
 
+/** Whether an attempt is recorded as begun and not ended (attempt 1 of a command its model turn allowed). */
+export async function execAttemptOpen(db: Database, key: AttemptKey): Promise<boolean> {
+  const { rows } = await db.query<{ open: boolean }>(
+    'execAttemptOpen',
+    `select exists (
+       select 1 from exec_attempts
+        where run_id = $1 and step = $2 and call = $3 and attempt = $4 and ended_at is null
+     ) as open`,
+    [key.runId, key.step, key.call, key.attempt],
+  )
+  return rows[0]?.open === true
+}
+
 /**
- * Marks an attempt alive and says whether a later attempt of the same command has begun (then this one
- * must stop: the later one is waiting for it to be gone).
+ * Marks an attempt alive, run by `worker`, and says whether a later attempt of the same command has begun
+ * (then this one must stop: the later one is waiting for it to be gone).
  */
-export async function touchExecAttempt(db: Database, key: AttemptKey): Promise<{ superseded: boolean }> {
+export async function touchExecAttempt(
+  db: Database,
+  key: AttemptKey,
+  worker: string,
+): Promise<{ superseded: boolean }> {
   const { rows } = await db.query<{ superseded: boolean }>(
     'touchExecAttempt',
     `with touched as (
-       update exec_attempts set alive_at = now()
+       update exec_attempts set alive_at = now(), worker = $5
         where run_id = $1 and step = $2 and call = $3 and attempt = $4 and ended_at is null
      )
      select exists (
        select 1 from exec_attempts where run_id = $1 and step = $2 and call = $3 and attempt > $4
      ) as superseded`,
-    [key.runId, key.step, key.call, key.attempt],
+    [key.runId, key.step, key.call, key.attempt, worker],
   )
   return { superseded: rows[0]?.superseded === true }
 }
@@ -508,11 +531,24 @@ export async function runningEarlierAttempts(
   return rows
 }
 
-export async function endExecAttempt(db: Queryable, key: AttemptKey, outcome: string): Promise<void> {
+/** Who ran an attempt and when its command started: set with its end (the model turn wrote its begin). */
+export interface AttemptRan {
+  worker: string
+  startedAt?: Date | undefined
+}
+
+export async function endExecAttempt(
+  db: Queryable,
+  key: AttemptKey,
+  outcome: string,
+  ran?: AttemptRan,
+): Promise<void> {
   await db.query(
     'endExecAttempt',
-    `update exec_attempts set ended_at = now(), alive_at = now(), outcome = $5
+    `update exec_attempts
+        set ended_at = now(), alive_at = now(), outcome = $5, worker = coalesce($6, worker),
+            started_at = coalesce($7, started_at)
       where run_id = $1 and step = $2 and call = $3 and attempt = $4 and ended_at is null`,
-    [key.runId, key.step, key.call, key.attempt, outcome],
+    [key.runId, key.step, key.call, key.attempt, outcome, ran?.worker ?? null, ran?.startedAt ?? null],
   )
 }

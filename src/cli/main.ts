@@ -64,6 +64,19 @@ export function buildProgram(): Command {
   return program
 }
 
+/** Runs the command line as the `tether` process: its exit code, and the process-wide settings a terminal wants. */
+export async function runProcess(argv: readonly string[]): Promise<void> {
+  // Node's deprecation notices are for tether's developers, not the person at the terminal (grpc-js, for one,
+  // sends an IP address as the TLS server name, which Node warns about on every TLS connection to an IP).
+  process.noDeprecation = true
+  // A reader that stops reading (`tether ls | head`) ends the command quietly, as other programs do.
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE') process.exit(0)
+    throw error
+  })
+  process.exitCode = await runCli(argv)
+}
+
 export async function runCli(argv: readonly string[]): Promise<number> {
   const program = buildProgram()
   try {

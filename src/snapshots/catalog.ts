@@ -35,8 +35,13 @@ export interface SnapshotRow {
   collectedAt?: Date | undefined
 }
 
+/** A connection, a pool or a transaction of the caller's: where a snapshot's row is written. */
+export interface SnapshotSql {
+  query<Row extends pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<Row>>
+}
+
 /** Records a row (idempotent: an activity retried after recording keeps the first row). */
-export async function recordSnapshot(client: pg.ClientBase | pg.Pool, row: SnapshotRow): Promise<void> {
+export async function recordSnapshot(client: SnapshotSql, row: SnapshotRow): Promise<void> {
   await client.query(
     `insert into workspace_snapshots
        (run_id, step, call, kind, root, store, files, bytes, new_objects, new_bytes, detail, taken_at)
@@ -164,30 +169,52 @@ export async function runApprovers(pool: pg.Pool, runId: string): Promise<string
   return rows.map((row) => row.who)
 }
 
-/** Holds the shared lock (snapshots may be taken) while `work` runs, on a client of its own. */
+/**
+ * Runs `work` in one transaction on a client of its own, holding the shared lock (snapshots may be taken)
+ * until it commits; `work` is given the collection generation, read under the lock. Beginning, locking and
+ * reading the generation are one round trip.
+ */
 export async function underSnapshotLock<T>(
   pool: pg.Pool,
-  work: (client: pg.PoolClient) => Promise<T>,
+  work: (client: pg.PoolClient, generation: number) => Promise<T>,
 ): Promise<T> {
   const client = await pool.connect()
+  let broken: Error | undefined
   try {
-    await client.query('select pg_advisory_lock_shared($1, $2)', [...LOCK])
-    try {
-      return await work(client)
-    } finally {
-      await client.query('select pg_advisory_unlock_shared($1, $2)', [...LOCK])
-    }
+    const results = (await client.query(
+      `begin; select pg_advisory_xact_lock_shared(${LOCK[0]}, ${LOCK[1]});
+       select generation from snapshot_collections where id = 1`,
+    )) as unknown as pg.QueryResult<{ generation: string }>[]
+    const result = await work(client, Number(results[2]?.rows[0]?.generation ?? 0))
+    await client.query('commit')
+    return result
+  } catch (error) {
+    // A client that cannot roll back is not given back to the pool.
+    broken = await client.query('rollback').then(
+      () => undefined,
+      (failure: Error) => failure,
+    )
+    throw error
   } finally {
-    client.release()
+    client.release(broken)
   }
 }
 
-/** The collection generation: it moves whenever objects may have been deleted. */
-export async function collectionGeneration(client: pg.ClientBase | pg.Pool): Promise<number> {
+/** The collection generation: it moves whenever a collection may have deleted objects. */
+export async function collectionGeneration(client: SnapshotSql): Promise<number> {
   const { rows } = await client.query<{ generation: string }>(
     'select generation from snapshot_collections where id = 1',
   )
   return Number(rows[0]?.generation ?? 0)
+}
+
+/**
+ * The snapshot lock (shared) in the caller's transaction, held until it commits with the row; returns the
+ * collection generation, read under the lock.
+ */
+export async function snapshotLockInTransaction(tx: SnapshotSql): Promise<number> {
+  await tx.query('select pg_advisory_xact_lock_shared($1, $2)', [...LOCK])
+  return collectionGeneration(tx)
 }
 
 export interface CollectionReport {

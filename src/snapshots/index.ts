@@ -21,13 +21,20 @@ export {
   runSnapshots,
   type SnapshotKind,
   type SnapshotRow,
+  type SnapshotSql,
   treeAtStep,
 } from './catalog.js'
 export { type CacheSettings, type DeclaredCaches, declaredCaches, exclusion } from './exclusions.js'
 export { type BranchResult, commitMessage, commitToBranch } from './git-branch.js'
 export { diffTrees, RestoreError, readTree, type TreeChange } from './restore.js'
 export { type Exclusion, type Scan, scanTree, WorkspaceIndex } from './scan.js'
-export { describeChanges, type SnapshotRef, type TakenSnapshot, WorkspaceSnapshots } from './service.js'
+export {
+  describeChanges,
+  type SnapshotCommit,
+  type SnapshotRef,
+  type TakenSnapshot,
+  WorkspaceSnapshots,
+} from './service.js'
 export { type ObjectStore, SnapshotStoreError, type StoredObject } from './store.js'
 export { postgresStore } from './store-postgres.js'
 export { type S3Location, s3Store } from './store-s3.js'

@@ -1,22 +1,16 @@
 /**
  * Taking a workspace's tree, incrementally. Every entry is `lstat`ed (symlinks are never followed); a file
- * whose inode, size, mode, change time and modification time all match what the index remembers keeps its
- * remembered hash, and any other is read and hashed. The change time cannot be set by a program (unlike the
- * modification time, which `touch -d` or `tar` can put back), so a rewrite is seen even when size and
- * mtime are restored. A file modified within `RACY_MS` of the scan that hashed it is "racy": a second write
- * in the same timestamp tick could leave every stat field equal, so its hash is not trusted next time and it
- * is read again (git's racy-clean rule).
+ * whose device, inode, size, mode, change time and modification time all match what the index remembers
+ * keeps its remembered hash, and any other is read and hashed. The change time cannot be set by a program
+ * (unlike the modification time, which `touch -d` or `tar` can put back), so a rewrite is seen even when size
+ * and mtime are restored. A file modified within `RACY_MS` of the scan that hashed it is "racy": a second
+ * write in the same timestamp tick could leave every stat field equal, so its hash is not trusted next time
+ * and it is read again (git's racy-clean rule). A folder whose entries all came out as the index remembers
+ * them keeps its remembered object, so only the folders on the paths to what changed are encoded again;
+ * and a folder whose own stat is unchanged (and not racy) is not listed again: adding, removing or renaming
+ * an entry changes its modification and change times.
  */
-import {
-  closeSync,
-  type Dirent,
-  lstatSync,
-  openSync,
-  readdirSync,
-  readlinkSync,
-  readSync,
-  type Stats,
-} from 'node:fs'
+import { closeSync, lstatSync, openSync, readdirSync, readlinkSync, readSync, type Stats } from 'node:fs'
 import { setImmediate as yieldToLoop } from 'node:timers/promises'
 import { CHUNK_BYTES, type EntryKind, encodeChunks, encodeFolder, sha256, type TreeEntry } from './tree.js'
 
@@ -29,6 +23,7 @@ const YIELD_EVERY = 2_000
 
 interface FileState {
   kind: Exclude<EntryKind, 'd' | 'p'>
+  dev: number
   ino: number
   size: number
   mode: number
@@ -40,16 +35,41 @@ interface FileState {
   seen: number
 }
 
+interface FolderState {
+  /** Its own stat when it was last listed: while it holds (and is not racy), `names` are its names. */
+  dev: number
+  ino: number
+  mtimeMs: number
+  ctimeMs: number
+  racy: boolean
+  names: string[]
+  /** Its entries in the order the last scan listed them, and the hash they encoded to. */
+  entries: TreeEntry[]
+  hash: string
+  seen: number
+}
+
 /** Where the bytes of a new object are: in memory, or a file range to read (and check) again. */
 export type ObjectSource = Buffer | { path: string; offset: number; length: number }
+
+type Objects = Array<[hash: string, source: ObjectSource]>
 
 /** What this worker remembers of one workspace folder between scans. */
 export class WorkspaceIndex {
   readonly files = new Map<string, FileState>()
+  readonly folders = new Map<string, FolderState>()
+  /**
+   * The objects of files and folders that scans made and no store has confirmed holding yet, by the hash of
+   * the entry they make up: a scan whose tree still holds such an entry hands them on again, so a tree is
+   * never recorded without its objects (a scan that was compared but not stored, a store that failed).
+   */
+  readonly unstored = new Map<string, Objects>()
   /** Scans so far: each marks the files it saw. */
   scans = 0
   /** The root hash of the last scan or restore. */
   root: string | undefined
+  /** The collection generation under which the store last confirmed holding this index's objects. */
+  generation: number | undefined
   /** Which exclusions `excludedCache` holds answers for. */
   private exclusionKey: string | undefined
   private excludedCache = new Map<string, boolean>()
@@ -71,6 +91,12 @@ export class WorkspaceIndex {
   remember(rel: string, stats: Stats, kind: FileState['kind'], hash: string): void {
     this.files.set(rel, { kind, hash, racy: false, seen: this.scans, ...statFields(stats) })
   }
+
+  /** The store now holds every object of the last scan (stored under collection generation `generation`). */
+  stored(generation: number): void {
+    this.unstored.clear()
+    this.generation = generation
+  }
 }
 
 /** Whether a workspace-relative path (latin1 bytes) is left out of the tree. */
@@ -84,6 +110,8 @@ export interface Scan {
   bytes: number
   /** Files read and hashed (the rest were known by their stat). */
   hashed: number
+  /** Folders encoded (the rest kept the object the index remembered). */
+  encoded: number
 }
 
 /**
@@ -96,67 +124,104 @@ export async function scanTree(
   exclusion: { key: string; excluded: Exclusion },
 ): Promise<Scan> {
   const started = Date.now()
-  const scan: Scan = { root: '', objects: new Map(), files: 0, bytes: 0, hashed: 0 }
+  const scan: Scan = { root: '', objects: new Map(), files: 0, bytes: 0, hashed: 0, encoded: 0 }
   const generation = ++index.scans
   let visited = 0
   const base = Buffer.from(root, 'utf8').toString('latin1')
 
-  const walk = async (rel: string): Promise<{ hash: string; mode: number }> => {
-    const abs = rel === '' ? base : `${base}/${rel}`
-    const dirStats = lstatSync(Buffer.from(abs, 'latin1'))
+  // `ascii`: whether `abs` is ASCII, so the file system can take it as text (the usual case, and cheaper).
+  const walk = async (rel: string, abs: string, ascii: boolean, own: Stats): Promise<string> => {
     const entries: TreeEntry[] = []
-    const names = readdirSync(Buffer.from(abs, 'latin1'), {
-      encoding: 'latin1',
-      withFileTypes: true,
-    }) as Dirent[]
-    for (const dirent of names) {
+    const known = index.folders.get(rel)
+    const names =
+      known &&
+      !known.racy &&
+      known.ino === own.ino &&
+      known.mtimeMs === own.mtimeMs &&
+      known.ctimeMs === own.ctimeMs &&
+      known.dev === own.dev
+        ? known.names
+        : readdirSync(ascii ? abs : Buffer.from(abs, 'latin1'), { encoding: 'latin1' })
+    for (const name of names) {
       if (++visited % YIELD_EVERY === 0) await yieldToLoop()
-      const name = dirent.name
       const childRel = rel === '' ? name : `${rel}/${name}`
       const childAbs = `${abs}/${name}`
-      let stats: Stats
-      try {
-        stats = lstatSync(fsPath(childAbs))
-      } catch (error) {
-        // Gone between the listing and the look: it is not part of this tree.
-        if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue
-        throw error
-      }
+      const childAscii = ascii && !NOT_ASCII.test(name)
+      // Gone between the listing and the look: it is not part of this tree.
+      const stats = lstatSync(childAscii ? childAbs : Buffer.from(childAbs, 'latin1'), {
+        throwIfNoEntry: false,
+      })
+      if (!stats) continue
       const isDir = stats.isDirectory()
       if (index.excluded(exclusion.key, childRel, isDir, exclusion.excluded)) continue
       if (isDir) {
-        const sub = await walk(childRel)
-        entries.push({ kind: 'd', mode: sub.mode, size: 0, hash: sub.hash, name })
+        const hash = await walk(childRel, childAbs, childAscii, stats)
+        entries.push({ kind: 'd', mode: stats.mode & 0o777, size: 0, hash, name })
         continue
       }
       // Sockets, pipes and devices are not files a project keeps: they are not state.
       if (!stats.isFile() && !stats.isSymbolicLink()) continue
-      const entry = fileEntry(childRel, childAbs, stats, index, scan, started, generation)
-      entries.push({ ...entry, name })
+      entries.push(fileEntry(childRel, childAbs, name, stats, index, scan, started, generation))
       scan.files += 1
       scan.bytes += stats.size
     }
+    const state = {
+      dev: own.dev,
+      ino: own.ino,
+      mtimeMs: own.mtimeMs,
+      ctimeMs: own.ctimeMs,
+      racy: Math.max(own.mtimeMs, own.ctimeMs) >= started - RACY_MS,
+      names,
+      seen: generation,
+    }
+    if (known && sameEntries(known.entries, entries)) {
+      handOn(index, scan, known.hash)
+      index.folders.set(rel, { ...state, entries: known.entries, hash: known.hash })
+      return known.hash
+    }
     // The folder's own object comes first, its pages (if any) after it.
     const objects = encodeFolder(entries)
-    for (const object of objects) scan.objects.set(object.hash, object.data)
-    return { hash: (objects[0] as { hash: string }).hash, mode: dirStats.mode & 0o777 }
+    const hash = (objects[0] as { hash: string }).hash
+    scan.encoded += 1
+    const made: Objects = objects.map((object) => [object.hash, object.data])
+    for (const [name, data] of made) scan.objects.set(name, data)
+    index.unstored.set(hash, made)
+    index.folders.set(rel, { ...state, entries, hash })
+    return hash
   }
 
-  const top = await walk('')
+  const ascii = !NOT_ASCII.test(base)
+  const top = await walk('', base, ascii, lstatSync(ascii ? base : Buffer.from(base, 'latin1')))
   for (const [rel, file] of index.files) if (file.seen !== generation) index.files.delete(rel)
-  scan.root = top.hash
-  index.root = top.hash
+  for (const [rel, folder] of index.folders) if (folder.seen !== generation) index.folders.delete(rel)
+  scan.root = top
+  index.root = top
   return scan
 }
 
-/** A latin1-carried path as the file system takes it: as text when it is ASCII (the usual case, and cheaper). */
-function fsPath(path: string): string | Buffer {
-  return NOT_ASCII.test(path) ? Buffer.from(path, 'latin1') : path
-}
 const NOT_ASCII = /[^\x00-\x7f]/
+
+function sameEntries(before: readonly TreeEntry[], now: readonly TreeEntry[]): boolean {
+  if (before.length !== now.length) return false
+  for (let i = 0; i < now.length; i++) {
+    const a = before[i] as TreeEntry
+    const b = now[i] as TreeEntry
+    if (a.name !== b.name || a.hash !== b.hash || a.kind !== b.kind || a.mode !== b.mode || a.size !== b.size)
+      return false
+  }
+  return true
+}
+
+/** A kept entry's objects that no store has confirmed holding go with this scan. */
+function handOn(index: WorkspaceIndex, scan: Scan, hash: string): void {
+  const pending = index.unstored.get(hash)
+  if (pending)
+    for (const [name, source] of pending) if (!scan.objects.has(name)) scan.objects.set(name, source)
+}
 
 function statFields(stats: Stats) {
   return {
+    dev: stats.dev,
     ino: stats.ino,
     size: stats.size,
     mode: stats.mode & 0o777,
@@ -168,50 +233,57 @@ function statFields(stats: Stats) {
 function fileEntry(
   rel: string,
   abs: string,
+  name: string,
   stats: Stats,
   index: WorkspaceIndex,
   scan: Scan,
   started: number,
   generation: number,
-): Omit<TreeEntry, 'name'> {
-  const fields = statFields(stats)
+): TreeEntry {
   const known = index.files.get(rel)
   const link = stats.isSymbolicLink()
+  const mode = link ? 0o777 : stats.mode & 0o777
   if (
     known &&
     !known.racy &&
     (link ? known.kind === 'l' : known.kind !== 'l') &&
-    known.ino === fields.ino &&
-    known.size === fields.size &&
-    known.mode === fields.mode &&
-    known.mtimeMs === fields.mtimeMs &&
-    known.ctimeMs === fields.ctimeMs
+    known.ino === stats.ino &&
+    known.size === stats.size &&
+    known.mtimeMs === stats.mtimeMs &&
+    known.ctimeMs === stats.ctimeMs &&
+    known.mode === (stats.mode & 0o777) &&
+    known.dev === stats.dev
   ) {
     known.seen = generation
-    return { kind: known.kind, mode: link ? 0o777 : fields.mode, size: fields.size, hash: known.hash }
+    handOn(index, scan, known.hash)
+    return { kind: known.kind, mode, size: stats.size, hash: known.hash, name }
   }
   scan.hashed += 1
+  const fields = statFields(stats)
   const racy = Math.max(fields.mtimeMs, fields.ctimeMs) >= started - RACY_MS
   const path = Buffer.from(abs, 'latin1')
   let kind: FileState['kind']
   let hash: string
+  let made: Objects
   if (link) {
     const target = readlinkSync(path, { encoding: 'buffer' })
     kind = 'l'
     hash = sha256(target)
-    scan.objects.set(hash, target)
+    made = [[hash, target]]
   } else {
-    ;({ kind, hash } = hashFile(path, abs, fields.size, scan))
+    ;({ kind, hash, made } = hashFile(path, abs, fields.size))
   }
+  for (const [object, source] of made) if (!scan.objects.has(object)) scan.objects.set(object, source)
+  index.unstored.set(hash, made)
   index.files.set(rel, { kind, hash, racy, seen: generation, ...fields })
-  return { kind, mode: link ? 0o777 : fields.mode, size: fields.size, hash }
+  return { kind, mode, size: fields.size, hash, name }
 }
 
-/** A file's hash (of its content, or of its chunk list past CHUNK_BYTES), its objects noted in `scan`. */
-function hashFile(path: Buffer, abs: string, size: number, scan: Scan): { kind: 'f' | 'F'; hash: string } {
+/** A file's hash (of its content, or of its chunk list past CHUNK_BYTES) and the objects it is made of. */
+function hashFile(path: Buffer, abs: string, size: number): { kind: 'f' | 'F'; hash: string; made: Objects } {
   const fd = openSync(path, 'r')
   try {
-    const chunks: string[] = []
+    const made: Objects = []
     const buffer = Buffer.allocUnsafe(Math.min(Math.max(size, 1), CHUNK_BYTES))
     let offset = 0
     for (;;) {
@@ -222,25 +294,21 @@ function hashFile(path: Buffer, abs: string, size: number, scan: Scan): { kind: 
         filled += read
       }
       const part = buffer.subarray(0, filled)
-      const hash = sha256(part)
-      if (!scan.objects.has(hash)) {
-        scan.objects.set(
-          hash,
-          filled <= KEEP_BYTES ? Buffer.from(part) : { path: abs, offset, length: filled },
-        )
-      }
-      chunks.push(hash)
+      made.push([
+        sha256(part),
+        filled <= KEEP_BYTES ? Buffer.from(part) : { path: abs, offset, length: filled },
+      ])
       offset += filled
       // A file that grew while it was read is taken as far as it was read; the next scan sees the rest.
       if (filled < buffer.length || offset >= size) break
     }
-    if (chunks.length === 1 && offset <= CHUNK_BYTES && size <= CHUNK_BYTES) {
-      return { kind: 'f', hash: chunks[0] as string }
+    if (made.length === 1 && offset <= CHUNK_BYTES && size <= CHUNK_BYTES) {
+      return { kind: 'f', hash: (made[0] as [string, ObjectSource])[0], made }
     }
-    const list = encodeChunks(chunks)
+    const list = encodeChunks(made.map(([hash]) => hash))
     const hash = sha256(list)
-    scan.objects.set(hash, list)
-    return { kind: 'F', hash }
+    made.push([hash, list])
+    return { kind: 'F', hash, made }
   } finally {
     closeSync(fd)
   }

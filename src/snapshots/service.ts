@@ -12,6 +12,8 @@ import {
   recordSnapshot,
   type SnapshotKind,
   type SnapshotRow,
+  type SnapshotSql,
+  snapshotLockInTransaction,
   underSnapshotLock,
 } from './catalog.js'
 import { diffTrees, restoreTree, type TreeChange } from './restore.js'
@@ -39,6 +41,12 @@ export interface SnapshotRef {
   call: number
   kind: SnapshotKind
 }
+
+/**
+ * The caller's transaction, offered to a snapshot for its row: `write` runs in it, so the row commits with
+ * the caller's own rows (a command's result), in one commit.
+ */
+export type SnapshotCommit = (write: (tx: SnapshotSql) => Promise<void>) => Promise<void>
 
 export interface TakenSnapshot {
   root: string
@@ -88,66 +96,102 @@ export class WorkspaceSnapshots {
     return scanTree(folder, this.index(folder), exclusion)
   }
 
-  /** Scans `folder`, stores what the store lacks and records the row, under the snapshot lock. */
+  /**
+   * Stores what the store lacks of `folder`'s tree, then records the row under the snapshot lock — in the
+   * caller's transaction when `commit` offers one (the lock then lasts until that transaction commits).
+   * `scanned` is a scan of the folder just made (by `scan`), to be stored rather than made again.
+   *
+   * The upload holds no connection: a connection held for the lock while the store (on the same pool) waits
+   * for another starved the pool once as many snapshots ran at once as it has connections. A collection
+   * that ran meanwhile may have deleted what this took for stored; the generation, read before the upload
+   * and again under the lock, tells, and the tree is then taken again from scratch.
+   */
   async take(
     ref: SnapshotRef,
     folder: string,
     exclusion: { key: string; excluded: Exclusion },
     detail?: string,
+    options: { scanned?: Scan; commit?: SnapshotCommit } = {},
   ): Promise<TakenSnapshot> {
+    let scan = options.scanned ?? (await this.scan(folder, exclusion))
     for (let attempt = 1; ; attempt++) {
-      const scan = await this.scan(folder, exclusion)
       try {
-        return await this.store_(ref, scan, detail)
+        const uploaded = await this.upload(folder, scan, await collectionGeneration(this.pool))
+        const record = async (client: SnapshotSql, generation: number): Promise<TakenSnapshot> => {
+          if (generation !== uploaded.generation) throw new StaleIndex()
+          const row: SnapshotRow = {
+            ...ref,
+            root: scan.root,
+            store: this.store.name,
+            files: scan.files,
+            bytes: scan.bytes,
+            newObjects: uploaded.newObjects,
+            newBytes: uploaded.newBytes,
+            detail,
+            takenAt: new Date(),
+          }
+          await recordSnapshot(client, row)
+          // Only a scan of the folder as the index now has it confirms the index's objects.
+          const index = this.index(folder)
+          if (index.root === scan.root) index.stored(generation)
+          return { root: scan.root, row, scan }
+        }
+        if (!options.commit) return await underSnapshotLock(this.pool, record)
+        let taken: TakenSnapshot | undefined
+        await options.commit(async (tx) => {
+          taken = await record(tx, await snapshotLockInTransaction(tx))
+        })
+        if (!taken) throw new Error(`the snapshot of ${folder} was offered no transaction to record it in`)
+        return taken
       } catch (error) {
-        // A file changed between its hash and its upload: the tree is taken again, once.
-        if (!(error instanceof WorkspaceChangedError) || attempt > 1) throw error
+        // A file changed between its hash and its upload, or a collection ran since this worker last knew
+        // what the store holds: the tree is taken again (from scratch after a collection), once.
+        if (!(error instanceof WorkspaceChangedError || error instanceof StaleIndex) || attempt > 1)
+          throw error
+        if (error instanceof StaleIndex) {
+          this.indexes.delete(folder)
+          this.known.clear()
+        }
+        scan = await this.scan(folder, exclusion)
       }
     }
   }
 
-  private store_(ref: SnapshotRef, scan: Scan, detail: string | undefined): Promise<TakenSnapshot> {
-    return underSnapshotLock(this.pool, async (client) => {
-      const generation = await collectionGeneration(client)
-      if (generation !== this.generation || this.known.size > KNOWN_LIMIT) {
-        this.known.clear()
-        this.generation = generation
+  /** Puts what the store lacks of `scan` (as of collection `generation`), on the pool, holding nothing. */
+  private async upload(
+    folder: string,
+    scan: Scan,
+    generation: number,
+  ): Promise<{ generation: number; newObjects: number; newBytes: number }> {
+    const index = this.index(folder)
+    if (generation !== this.generation || this.known.size > KNOWN_LIMIT) {
+      this.known.clear()
+      this.generation = generation
+    }
+    // Objects this index took for stored may have been collected since: only a full scan can tell.
+    if (index.generation !== undefined && index.generation !== generation) throw new StaleIndex()
+    const candidates = [...scan.objects.keys()].filter((hash) => !this.known.has(hash))
+    const missing = candidates.length > 0 ? await this.store.missing(candidates) : []
+    let newBytes = 0
+    let batch: Array<{ hash: string; data: Buffer }> = []
+    let batchBytes = 0
+    for (const hash of missing) {
+      const data = objectBytes(
+        hash,
+        scan.objects.get(hash) as NonNullable<ReturnType<typeof scan.objects.get>>,
+      )
+      batch.push({ hash, data })
+      batchBytes += data.length
+      newBytes += data.length
+      if (batchBytes >= UPLOAD_BYTES) {
+        await this.store.put(batch)
+        batch = []
+        batchBytes = 0
       }
-      const candidates = [...scan.objects.keys()].filter((hash) => !this.known.has(hash))
-      const missing = await this.store.missing(candidates)
-      let newBytes = 0
-      let batch: Array<{ hash: string; data: Buffer }> = []
-      let batchBytes = 0
-      for (const hash of missing) {
-        const data = objectBytes(
-          hash,
-          scan.objects.get(hash) as NonNullable<ReturnType<typeof scan.objects.get>>,
-        )
-        batch.push({ hash, data })
-        batchBytes += data.length
-        newBytes += data.length
-        if (batchBytes >= UPLOAD_BYTES) {
-          await this.store.put(batch)
-          batch = []
-          batchBytes = 0
-        }
-      }
-      if (batch.length > 0) await this.store.put(batch)
-      for (const hash of candidates) this.known.add(hash)
-      const row: SnapshotRow = {
-        ...ref,
-        root: scan.root,
-        store: this.store.name,
-        files: scan.files,
-        bytes: scan.bytes,
-        newObjects: missing.length,
-        newBytes,
-        detail,
-        takenAt: new Date(),
-      }
-      await recordSnapshot(client, row)
-      return { root: scan.root, row, scan }
-    })
+    }
+    if (batch.length > 0) await this.store.put(batch)
+    for (const hash of candidates) this.known.add(hash)
+    return { generation, newObjects: missing.length, newBytes }
   }
 
   /**
@@ -211,6 +255,11 @@ export class WorkspaceSnapshots {
   exists(folder: string): boolean {
     return existsSync(folder)
   }
+}
+
+/** The index of a folder took objects for stored that a collection may have deleted since. */
+class StaleIndex extends Error {
+  override name = 'StaleIndex'
 }
 
 /** Changes in a line a person (or the model) reads: `M src/a.js, A notes.txt, and 3 more`. */

@@ -3,14 +3,7 @@
  * under a prefix of a bucket. Objects are immutable and named by their content, so a repeated write is
  * harmless and a read is checked against its name.
  */
-import {
-  DeleteObjectsCommand,
-  GetObjectCommand,
-  HeadObjectCommand,
-  ListObjectsV2Command,
-  PutObjectCommand,
-  S3Client,
-} from '@aws-sdk/client-s3'
+import type { S3Client } from '@aws-sdk/client-s3'
 import { checked, inParallel, type ObjectStore, SnapshotStoreError, type StoredObject } from './store.js'
 import { missingObjects } from './store-postgres.js'
 
@@ -28,16 +21,31 @@ export interface S3Location {
 /** Requests in flight at once: small objects are latency-bound. */
 const CONCURRENCY = 32
 
-export function s3Store(location: S3Location): ObjectStore & { client: S3Client } {
-  const client = new S3Client({
-    region: location.region ?? 'us-east-1',
-    ...(location.endpoint ? { endpoint: location.endpoint, forcePathStyle: true } : {}),
-    ...(location.credentials ? { credentials: location.credentials } : {}),
-    // Content is checked by its SHA-256 name on every read; S3-compatible servers differ in which extra
-    // checksums they accept.
-    requestChecksumCalculation: 'WHEN_REQUIRED',
-    responseChecksumValidation: 'WHEN_REQUIRED',
-  })
+/**
+ * The AWS SDK and a client, loaded at the store's first request: the SDK takes 100 ms and more to load, and
+ * most processes that open the audit (every CLI command) never touch the store.
+ */
+function lazyClient(location: S3Location) {
+  let loading: Promise<{ client: S3Client; sdk: typeof import('@aws-sdk/client-s3') }> | undefined
+  return () => {
+    loading ??= import('@aws-sdk/client-s3').then((sdk) => ({
+      sdk,
+      client: new sdk.S3Client({
+        region: location.region ?? 'us-east-1',
+        ...(location.endpoint ? { endpoint: location.endpoint, forcePathStyle: true } : {}),
+        ...(location.credentials ? { credentials: location.credentials } : {}),
+        // Content is checked by its SHA-256 name on every read; S3-compatible servers differ in which extra
+        // checksums they accept.
+        requestChecksumCalculation: 'WHEN_REQUIRED',
+        responseChecksumValidation: 'WHEN_REQUIRED',
+      }),
+    }))
+    return loading
+  }
+}
+
+export function s3Store(location: S3Location): ObjectStore {
+  const s3 = lazyClient(location)
   const { bucket, prefix } = location
   const name = `s3://${bucket}/${prefix}`
   const key = (hash: string) => `${prefix}${hash}`
@@ -46,12 +54,12 @@ export function s3Store(location: S3Location): ObjectStore & { client: S3Client 
 
   return {
     name,
-    client,
     async missing(hashes) {
+      const { client, sdk } = await s3()
       const missing: string[] = []
       await inParallel(hashes, CONCURRENCY, async (hash) => {
         try {
-          await client.send(new HeadObjectCommand({ Bucket: bucket, Key: key(hash) }))
+          await client.send(new sdk.HeadObjectCommand({ Bucket: bucket, Key: key(hash) }))
         } catch (error) {
           if (notFound(error)) missing.push(hash)
           else throw fail(`look for ${hash.slice(0, 12)}…`, error)
@@ -61,9 +69,10 @@ export function s3Store(location: S3Location): ObjectStore & { client: S3Client 
     },
 
     async put(objects) {
+      const { client, sdk } = await s3()
       await inParallel(objects, CONCURRENCY, async ({ hash, data }) => {
         try {
-          await client.send(new PutObjectCommand({ Bucket: bucket, Key: key(hash), Body: data }))
+          await client.send(new sdk.PutObjectCommand({ Bucket: bucket, Key: key(hash), Body: data }))
         } catch (error) {
           throw fail(`write ${hash.slice(0, 12)}…`, error)
         }
@@ -71,11 +80,12 @@ export function s3Store(location: S3Location): ObjectStore & { client: S3Client 
     },
 
     async get(hashes) {
+      const { client, sdk } = await s3()
       const found = new Map<string, Buffer>()
       const absent: string[] = []
       await inParallel([...new Set(hashes)], CONCURRENCY, async (hash) => {
         try {
-          const reply = await client.send(new GetObjectCommand({ Bucket: bucket, Key: key(hash) }))
+          const reply = await client.send(new sdk.GetObjectCommand({ Bucket: bucket, Key: key(hash) }))
           const bytes = Buffer.from((await reply.Body?.transformToByteArray()) ?? [])
           found.set(hash, checked(name, hash, bytes))
         } catch (error) {
@@ -89,10 +99,11 @@ export function s3Store(location: S3Location): ObjectStore & { client: S3Client 
     },
 
     async *list(): AsyncIterable<StoredObject> {
+      const { client, sdk } = await s3()
       let token: string | undefined
       do {
         const page = await client.send(
-          new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }),
+          new sdk.ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }),
         )
         for (const object of page.Contents ?? []) {
           const hash = object.Key?.slice(prefix.length) ?? ''
@@ -103,10 +114,11 @@ export function s3Store(location: S3Location): ObjectStore & { client: S3Client 
     },
 
     async delete(hashes) {
+      const { client, sdk } = await s3()
       for (let i = 0; i < hashes.length; i += 1000) {
         const batch = hashes.slice(i, i + 1000)
         const reply = await client.send(
-          new DeleteObjectsCommand({
+          new sdk.DeleteObjectsCommand({
             Bucket: bucket,
             Delete: { Objects: batch.map((hash) => ({ Key: key(hash) })), Quiet: true },
           }),

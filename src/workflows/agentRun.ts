@@ -968,7 +968,7 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
       finishedAt: Date.now(),
       refusals,
     }
-    // Handed to the next model turn, which records it before it calls the model: no activity of its own.
+    // Handed to the next model turn, which records it with its reply: no activity or commit of its own.
     if (handOver) unrecordedStep = record
     else await writeStep(record)
     // Answers that were refused (a bad signal) are recorded, never applied.

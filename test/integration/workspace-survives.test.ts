@@ -6,7 +6,7 @@
  * passes — with the snapshots in PostgreSQL, and in a real S3-compatible server (versitygw).
  */
 import { execFileSync } from 'node:child_process'
-import { chmodSync, cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { chmodSync, cpSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -154,9 +154,10 @@ describe.each([
       policy,
     )
     const runId = handle.workflowId
-    // Killed once the slow command has started (its first attempt is recorded) on A.
+    // Killed once the slow command has started on A: its mark is in A's copy of the workspace (its first
+    // attempt is recorded earlier, with the turn that allowed it).
     await expect
-      .poll(async () => (await audit.execAttempts(runId)).some((a) => a.step === 3 && a.call === 0), {
+      .poll(() => readdirSync(rootA).some((folder) => existsSync(join(rootA, folder, 'slow.txt'))), {
         timeout: 90_000,
         interval: 100,
       })

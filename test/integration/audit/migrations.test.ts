@@ -16,6 +16,7 @@ const TABLES = [
   'messages',
   'policies',
   'policy_events',
+  'provenance',
   'runs',
   'snapshot_collections',
   'snapshot_objects',

@@ -1,4 +1,13 @@
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs'
+import {
+  chmodSync,
+  mkdirSync,
+  mkdtempSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -8,6 +17,7 @@ import {
   type Exclusion,
   exclusion,
   scanTree,
+  sha256,
   WorkspaceIndex,
 } from '../../../src/snapshots/index.js'
 
@@ -112,4 +122,117 @@ describe('the tree of a workspace', () => {
     expect(stored.some((text) => text.includes('SECRET'))).toBe(false)
     expect(stored.some((text) => text.includes('dependency') || text.includes('nested'))).toBe(false)
   })
+})
+
+/** A workspace whose files are all older than the racy window, so the index trusts every stat of it. */
+async function settled(files: Record<string, string>): Promise<string> {
+  const root = workspace(files)
+  await new Promise((resolve) => setTimeout(resolve, 2_100))
+  return root
+}
+
+describe('an incremental scan', () => {
+  it('sees every kind of change a fresh scan sees, however the stat was dressed up', async () => {
+    const root = await settled({
+      'content/a.txt': 'one',
+      'replaced/a.txt': 'one',
+      'moded/a.sh': 'echo',
+      'deleted/deep/a.txt': 'one',
+      'folder/a.txt': 'one',
+      'linked/target-a': 'a',
+      'listed/a.txt': 'one',
+      'hidden/a.txt': 'one',
+    })
+    symlinkSync('target-a', join(root, 'linked/link'))
+    // Whole seconds, so that putting them back restores them exactly: only the change time can tell.
+    const old = new Date('2020-01-01T00:00:00Z')
+    for (const path of ['content/a.txt', 'replaced/a.txt', 'listed']) utimesSync(join(root, path), old, old)
+    await new Promise((resolve) => setTimeout(resolve, 2_100))
+    const ex = { key: 'k', excluded: exclusion(['node_modules'], (path) => /(^|\/)\.env$/.test(path)) }
+    const index = new WorkspaceIndex()
+    let before = (await scan(root, index, ex)).root
+    const changes: Array<[string, () => void]> = [
+      [
+        'content rewritten, same size, mtime put back',
+        () => {
+          writeFileSync(join(root, 'content/a.txt'), 'two')
+          utimesSync(join(root, 'content/a.txt'), old, old)
+        },
+      ],
+      [
+        'a file replaced by a same-size file, mtime put back',
+        () => {
+          writeFileSync(join(root, 'replaced/b.tmp'), 'two')
+          utimesSync(join(root, 'replaced/b.tmp'), old, old)
+          renameSync(join(root, 'replaced/b.tmp'), join(root, 'replaced/a.txt'))
+        },
+      ],
+      ['a mode change', () => chmodSync(join(root, 'moded/a.sh'), 0o755)],
+      ['a deletion', () => rmSync(join(root, 'deleted/deep/a.txt'))],
+      ['a new empty folder', () => mkdirSync(join(root, 'folder/empty'))],
+      [
+        'a symlink target of the same length',
+        () => {
+          rmSync(join(root, 'linked/link'))
+          symlinkSync('target-b', join(root, 'linked/link'))
+        },
+      ],
+      [
+        'a new file in a folder whose mtime is put back',
+        () => {
+          writeFileSync(join(root, 'listed/new.txt'), 'new')
+          utimesSync(join(root, 'listed'), old, old)
+        },
+      ],
+    ]
+    for (const [what, change] of changes) {
+      change()
+      const incremental = await scan(root, index, ex)
+      const fresh = await scan(root, new WorkspaceIndex(), ex)
+      expect(incremental.root, what).toBe(fresh.root)
+      expect(incremental.root, what).not.toBe(before)
+      before = incremental.root
+    }
+    // What the policy hides and a declared cache stay out when they appear in a folder already scanned.
+    writeFileSync(join(root, 'hidden/.env'), 'SECRET=1')
+    mkdirSync(join(root, 'hidden/node_modules'))
+    writeFileSync(join(root, 'hidden/node_modules/x.js'), 'dependency')
+    const after = await scan(root, index, ex)
+    expect(after.root).toBe(before)
+    const stored = [...after.objects.values()].filter(Buffer.isBuffer).map((b) => b.toString())
+    expect(stored.some((text) => text.includes('SECRET') || text.includes('dependency'))).toBe(false)
+  }, 20_000)
+
+  it('encodes only the folders on the path to a change, and hashes only the changed file', async () => {
+    const files: Record<string, string> = { 'a/b/c.txt': 'one' }
+    for (let i = 0; i < 20; i++) files[`other${i}/f.txt`] = `file ${i}`
+    const root = await settled(files)
+    const index = new WorkspaceIndex()
+    const first = await scan(root, index)
+    expect(first.encoded).toBe(23)
+    index.stored(1)
+    const unchanged = await scan(root, index)
+    expect(unchanged).toMatchObject({ root: first.root, hashed: 0, encoded: 0 })
+    expect(unchanged.objects.size).toBe(0)
+    writeFileSync(join(root, 'a/b/c.txt'), 'two')
+    const changed = await scan(root, index)
+    expect(changed).toMatchObject({ hashed: 1, encoded: 3 })
+    // The file and its three folders: 'a/b', 'a' and the root.
+    expect(changed.objects.size).toBe(4)
+    expect(changed.objects.get(sha256('two'))?.toString()).toBe('two')
+  }, 20_000)
+
+  it('hands on the objects of a scan no store confirmed, until one does', async () => {
+    const root = await settled({ 'src/a.js': 'code', 'big.bin': 'x' })
+    writeFileSync(join(root, 'big.bin'), Buffer.alloc(CHUNK_BYTES + 5, 3))
+    await new Promise((resolve) => setTimeout(resolve, 2_100))
+    const index = new WorkspaceIndex()
+    const compared = await scan(root, index)
+    // Nothing changed and nothing is read again, but nothing was stored either: every object goes again.
+    const next = await scan(root, index)
+    expect(next.hashed).toBe(0)
+    expect([...next.objects.keys()].sort()).toEqual([...compared.objects.keys()].sort())
+    index.stored(1)
+    expect((await scan(root, index)).objects.size).toBe(0)
+  }, 20_000)
 })

@@ -1,0 +1,86 @@
+/**
+ * The `tether` command as installed: `bin/tether.js` running the bundled script from dist/ (one CommonJS file
+ * with a V8 code cache per command), not the sources the other CLI tests run. Checks what the bundling could
+ * break: the version it reports, a command that reads the audit, the code cache it writes, and the MCP
+ * server (whose SDK the bundle loads partly as CommonJS).
+ */
+import { execFile } from 'node:child_process'
+import { existsSync, readdirSync } from 'node:fs'
+import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js'
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
+
+const CHECKOUT = fileURLToPath(new URL('../../', import.meta.url))
+const BIN = join(CHECKOUT, 'bin/tether.js')
+const BUNDLE = join(CHECKOUT, 'dist/src/bundle/bin.js')
+
+let home: string
+let env: Record<string, string>
+
+beforeAll(async () => {
+  home = await mkdtemp(join(tmpdir(), 'tether-cli-bundle-'))
+  env = {
+    ...(process.env as Record<string, string>),
+    TEMPORAL_ADDRESS: inject('temporalAddress'),
+    TEMPORAL_NAMESPACE: inject('namespace'),
+    DATABASE_URL: inject('databaseUrl'),
+    XDG_CACHE_HOME: join(home, 'cache'),
+    NO_COLOR: '1',
+  }
+})
+afterAll(() => rm(home, { recursive: true, force: true }))
+
+function installed(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [BIN, ...args], { env, cwd: home }, (error, stdout, stderr) =>
+      resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+    )
+  })
+}
+
+/** Every file under `folder`, as paths relative to it. */
+function filesUnder(folder: string): string[] {
+  if (!existsSync(folder)) return []
+  return readdirSync(folder, { recursive: true, withFileTypes: true })
+    .filter((entry) => entry.isFile())
+    .map((entry) => join(entry.parentPath, entry.name).slice(folder.length + 1))
+}
+
+describe('the installed tether command (the bundle in dist/)', () => {
+  it('is built, reports the package version and writes its code cache outside the checkout', async () => {
+    expect(existsSync(BUNDLE), `${BUNDLE} is missing: run \`npm run build\``).toBe(true)
+    const { version } = JSON.parse(await readFile(join(CHECKOUT, 'package.json'), 'utf8')) as {
+      version: string
+    }
+    const first = await installed(['--version'])
+    expect(first).toMatchObject({ code: 0, stderr: '' })
+    expect(first.stdout.trim()).toBe(version)
+    expect(filesUnder(join(home, 'cache', 'tether')).length).toBeGreaterThan(0)
+    // The second start reads the cache it wrote and says the same.
+    expect((await installed(['--version'])).stdout.trim()).toBe(version)
+  })
+
+  it('lists runs from the audit as JSON', async () => {
+    const listed = await installed(['ls', '--json', '--limit', '5'])
+    expect(listed.stderr).toBe('')
+    expect(listed.code).toBe(0)
+    expect(Array.isArray(JSON.parse(listed.stdout))).toBe(true)
+  })
+
+  it('serves MCP on stdio: an independent client initialises and lists its tools', async () => {
+    const client = new McpClient({ name: 'bundle-check', version: '1' })
+    await client.connect(
+      new StdioClientTransport({ command: process.execPath, args: [BIN, 'mcp'], env, cwd: home }),
+    )
+    try {
+      const { tools } = await client.listTools()
+      expect(tools.map((tool) => tool.name)).toContain('agent_run')
+    } finally {
+      await client.close()
+    }
+  })
+})

@@ -1,0 +1,135 @@
+/**
+ * Incremental snapshots against the real PostgreSQL store: what a worker remembers between scans never
+ * leaves an object out of the store — not after a scan that was only compared, not after a collection.
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { readFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import pg from 'pg'
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
+import type { AuditStore } from '../../src/audit/index.js'
+import { type ObjectStore, postgresStore, sha256, WorkspaceSnapshots } from '../../src/snapshots/index.js'
+import { openTestAudit } from '../support/agent.js'
+
+let audit: AuditStore
+const folders: string[] = []
+const nothing = { key: 'none', excluded: () => false }
+
+beforeAll(async () => {
+  audit = await openTestAudit()
+})
+
+afterAll(async () => {
+  await audit?.close()
+  for (const folder of folders) rmSync(folder, { recursive: true, force: true })
+})
+
+const settle = () => new Promise((resolve) => setTimeout(resolve, 2_100))
+
+async function setUp() {
+  const runId = `incremental-${Math.random().toString(36).slice(2)}`
+  await audit.pool.query(
+    `insert into runs (run_id, goal, workspace, contract, policy, started_at) values ($1, 'g', '/w', '{}', '{}', now())`,
+    [runId],
+  )
+  const root = mkdtempSync(join(tmpdir(), 'tether-incremental-'))
+  folders.push(root)
+  mkdirSync(join(root, 'src'))
+  const salt = Math.random().toString(36)
+  writeFileSync(join(root, 'src/a.txt'), `${salt} a`)
+  writeFileSync(join(root, 'b.txt'), `${salt} b`)
+  await settle()
+  return { runId, root, salt, snapshots: new WorkspaceSnapshots(postgresStore(audit.pool), audit.pool) }
+}
+
+/** What a collection may do to an object a worker took for stored: delete it, and move the generation. */
+async function collect(hash: string) {
+  await audit.pool.query('delete from snapshot_objects where hash = $1', [hash])
+  await audit.pool.query(
+    `insert into snapshot_collections (id, generation, ran_at) values (1, 1, now())
+     on conflict (id) do update set generation = snapshot_collections.generation + 1`,
+  )
+}
+
+async function restored(snapshots: WorkspaceSnapshots, root: string): Promise<string> {
+  const into = join(mkdtempSync(join(tmpdir(), 'tether-incremental-restore-')), 'ws')
+  folders.push(into)
+  await snapshots.restore(root, into, nothing)
+  return into
+}
+
+describe('an incremental snapshot', () => {
+  it('stores a change that a scan saw first and only compared', async () => {
+    const { runId, root, salt, snapshots } = await setUp()
+    await snapshots.take({ runId, step: 0, call: 0, kind: 'start' }, root, nothing)
+    writeFileSync(join(root, 'src/a.txt'), `${salt} edited by hand`)
+    // Old enough not to be read again: the second scan knows the file by its stat alone.
+    await settle()
+    const compared = await snapshots.scan(root, nothing)
+    const taken = await snapshots.take({ runId, step: 1, call: 0, kind: 'tool' }, root, nothing)
+    expect(taken.root).toBe(compared.root)
+    expect(taken.scan.hashed).toBe(0)
+    const into = await restored(snapshots, taken.root)
+    expect(await readFile(join(into, 'src/a.txt'), 'utf8')).toBe(`${salt} edited by hand`)
+  })
+
+  it('checks every object again after a collection, and puts back what it deleted', async () => {
+    const { runId, root, salt, snapshots } = await setUp()
+    const first = await snapshots.take({ runId, step: 0, call: 0, kind: 'start' }, root, nothing)
+    await collect(sha256(`${salt} b`))
+    const again = await snapshots.take({ runId, step: 1, call: 0, kind: 'tool' }, root, nothing)
+    expect(again.root).toBe(first.root)
+    expect(again.row.newObjects).toBe(1)
+    const into = await restored(snapshots, again.root)
+    expect(await readFile(join(into, 'b.txt'), 'utf8')).toBe(`${salt} b`)
+  })
+
+  it('notices a collection that ran while it uploaded, and takes the tree again', async () => {
+    const { runId, root, salt, snapshots: first } = await setUp()
+    await first.take({ runId, step: 0, call: 0, kind: 'start' }, root, nothing)
+    writeFileSync(join(root, 'src/a.txt'), `${salt} changed`)
+    // The store as another worker's collection meets it: between this worker's look-up and its upload.
+    const real = postgresStore(audit.pool)
+    let collected = false
+    const racing: ObjectStore = {
+      ...real,
+      async missing(hashes) {
+        const missing = await real.missing(hashes)
+        if (!collected) {
+          collected = true
+          await collect(sha256(`${salt} b`))
+        }
+        return missing
+      },
+    }
+    const snapshots = new WorkspaceSnapshots(racing, audit.pool)
+    await snapshots.take({ runId, step: 0, call: 0, kind: 'start' }, root, nothing)
+    expect(collected).toBe(true)
+    const into = await restored(snapshots, (await first.scan(root, nothing)).root)
+    expect(await readFile(join(into, 'b.txt'), 'utf8')).toBe(`${salt} b`)
+  })
+})
+
+describe('snapshots taken at once', () => {
+  it('never wait on each other for the pool: as many at once as it has connections', async () => {
+    const pool = new pg.Pool({
+      connectionString: inject('databaseUrl'),
+      max: 2,
+      connectionTimeoutMillis: 5_000,
+    })
+    try {
+      const snapshots = new WorkspaceSnapshots(postgresStore(pool), pool)
+      const runs = await Promise.all([setUp(), setUp()])
+      const taken = await Promise.all(
+        runs.map(({ runId, root }) =>
+          snapshots.take({ runId, step: 0, call: 0, kind: 'start' }, root, nothing),
+        ),
+      )
+      expect(taken.map((t) => t.row.newObjects)).toEqual([expect.any(Number), expect.any(Number)])
+      expect(Math.min(...taken.map((t) => t.row.newObjects))).toBeGreaterThan(0)
+    } finally {
+      await pool.end()
+    }
+  })
+})
