@@ -10,7 +10,7 @@
  *     machine's (`--concurrent`: only this); with `--concurrent N`, p50 and p99 of a step's time under N runs
  *     at once, without and with fairness keys side by side;
  * (d) ms/step with tracing on (a second worker on the same server exporting every span over OTLP/HTTP to a
- *     loopback receiver, metrics on a Prometheus endpoint) against tracing off (`--tracing`: only this);
+ *     loopback receiver, metrics on a Prometheus endpoint) against tracing off (`--tracing [rounds]`: only this);
  * (e) the audit's write transactions per step (`--audit`: only this).
  * Rounds interleave the floor, tether and the in-process run, so machine noise hits them alike.
  */
@@ -301,7 +301,7 @@ async function concurrentRuns(concurrent: number) {
  * this process (both workers, their workflow threads, the receiver) spent per step: on a loaded machine
  * every millisecond of CPU costs several of wall time, so the CPU figure is the steadier one.
  */
-async function tracingOverhead() {
+async function tracingOverhead(rounds = 7) {
   const spans = { requests: 0, bytes: 0 }
   const receiver = createServer((request, response) => {
     request.on('data', (chunk: Buffer) => {
@@ -335,7 +335,6 @@ async function tracingOverhead() {
   const running = worker.run()
   try {
     const steps = 50
-    const rounds = 7
     await durableRun(stack, 5, { taskQueue }) // warm-up: the traced bundle, connections, caches
     const measured = {
       off: { ms: [] as number[], cpu: [] as number[] },
@@ -362,19 +361,30 @@ async function tracingOverhead() {
     const [offMs, onMs] = [median(measured.off.ms), median(measured.on.ms)]
     const [offCpu, onCpu] = [median(measured.off.cpu), median(measured.on.cpu)]
     const percent = (on: number, off: number) => `${(((on - off) / off) * 100).toFixed(1)}%`
+    // The spread: each figure's range over the rounds, and the overhead of each round's pair.
+    const range = (values: number[]) => `${Math.min(...values).toFixed(1)}–${Math.max(...values).toFixed(1)}`
+    const pairs = (series: 'ms' | 'cpu') => {
+      const overheads = measured.on[series].map((on, round) => {
+        const off = measured.off[series][round] as number
+        return ((on - off) / off) * 100
+      })
+      return `${range(overheads)}%`
+    }
     console.log(
       `(d) tracing, medians of ${rounds} interleaved rounds of ${steps}-step runs on one server ` +
         `(load average ${load.toFixed(1)} → ${(loadavg()[0] ?? 0).toFixed(1)} on ${availableParallelism()} cores)`,
     )
     console.log(
-      `    tracing off: ${offMs.toFixed(1)} ms/step, ${offCpu.toFixed(1)} ms CPU/step in the worker process`,
+      `    tracing off: ${offMs.toFixed(1)} ms/step (${range(measured.off.ms)}), ${offCpu.toFixed(1)} ms CPU/step ` +
+        `(${range(measured.off.cpu)}) in the worker process`,
     )
     console.log(
-      `    tracing on:  ${onMs.toFixed(1)} ms/step, ${onCpu.toFixed(1)} ms CPU/step (every span exported over OTLP/HTTP)`,
+      `    tracing on:  ${onMs.toFixed(1)} ms/step (${range(measured.on.ms)}), ${onCpu.toFixed(1)} ms CPU/step ` +
+        `(${range(measured.on.cpu)}) (every span exported over OTLP/HTTP)`,
     )
     console.log(
       `    overhead: ${percent(onMs, offMs)} per durable step (target ≤ 5%), ratio on / off ${(onMs / offMs).toFixed(3)}; ` +
-        `CPU ${percent(onCpu, offCpu)}`,
+        `CPU ${percent(onCpu, offCpu)}; round by round: wall ${pairs('ms')}, CPU ${pairs('cpu')}`,
     )
   } finally {
     worker.shutdown()
@@ -424,14 +434,14 @@ async function fairness(concurrent: number) {
 
 try {
   // `--concurrent [N]`: only (c), at 20 runs and then at N beside it (the cliff test: target within 15%);
-  // `--tracing`: only (d); `--audit`: only (e).
+  // `--tracing [rounds]`: only (d), 7 rounds unless told; `--audit`: only (e).
   const only = process.argv[2]
   if (only === '--audit') {
     await durableRun(stack, 2) // warm-up
     await auditCommitsPerStep()
     process.exit(0)
   }
-  if (only === '--tracing') await tracingOverhead()
+  if (only === '--tracing') await tracingOverhead(Number(process.argv[3] ?? 7))
   else {
     const many = Number(process.argv[3] ?? 20)
     if (only !== '--concurrent') {

@@ -1,9 +1,8 @@
 // Prebuilds the workflow bundle that worker.ts loads in production (no webpack at Worker start), the same
-// with Temporal's OpenTelemetry workflow interceptors for a worker that traces (docs/observability.md), and
+// with tether's tracing workflow interceptors for a worker that traces (docs/observability.md), and
 // the replayer `tether audit verify` checks histories with (the same workflows, plus the interceptor that
 // reports each activity call: src/audit/replay-interceptor.ts).
 import { writeFile } from 'node:fs/promises'
-import { createRequire } from 'node:module'
 import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker'
 
 const workflowsPath = new URL('../dist/src/workflows/index.js', import.meta.url).pathname
@@ -13,9 +12,7 @@ const bundles = [
     file: 'workflow-bundle-otel.js',
     options: {
       workflowInterceptorModules: [
-        createRequire(import.meta.url).resolve(
-          '@temporalio/interceptors-opentelemetry/lib/workflow-interceptors',
-        ),
+        new URL('../dist/src/workflows/trace-interceptors.js', import.meta.url).pathname,
       ],
     },
   },

@@ -10,8 +10,9 @@
  * setup is left as it is; only the W3C propagator and an async context manager are registered globally
  * (Temporal's interceptors need both), and only where none is yet.
  */
-import { createRequire } from 'node:module'
-import { context, type Meter, propagation, type Tracer } from '@opentelemetry/api'
+import { existsSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import { context, createTraceState, type Meter, propagation, type Tracer } from '@opentelemetry/api'
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks'
 import { W3CTraceContextPropagator } from '@opentelemetry/core'
 import { OTLPMetricExporter as OtlpJsonMetrics } from '@opentelemetry/exporter-metrics-otlp-http'
@@ -29,19 +30,23 @@ import {
   type SpanProcessor,
 } from '@opentelemetry/sdk-trace-base'
 import {
-  makeWorkflowExporter,
   OpenTelemetryActivityInboundInterceptor,
   OpenTelemetryActivityOutboundInterceptor,
   type OpenTelemetrySinks,
+  type SerializableSpan,
 } from '@temporalio/interceptors-opentelemetry'
 import type { InjectedSinks, WorkerOptions } from '@temporalio/worker'
 import type { ActivityTelemetry } from '../activities/index.js'
 import { ATTR, INSTRUMENTATION } from '../run/index.js'
 import { packageVersion, type TelemetryConfig } from '../stack/index.js'
 
-/** The module Temporal's workflow bundle loads for its OpenTelemetry workflow interceptors. */
-export const OTEL_WORKFLOW_INTERCEPTORS = createRequire(import.meta.url).resolve(
-  '@temporalio/interceptors-opentelemetry/lib/workflow-interceptors',
+/**
+ * The workflow interceptors a tracing worker's bundle loads: tether's (workflows/trace-interceptors.ts), which
+ * make the spans Temporal's OpenTelemetry workflow interceptors make, at a fraction of their cost in the
+ * workflow sandbox. The compiled `.js` in a build, the `.ts` source in a checkout.
+ */
+export const OTEL_WORKFLOW_INTERCEPTORS = ((js) => (existsSync(js) ? js : js.replace(/\.js$/, '.ts')))(
+  fileURLToPath(new URL('../workflows/trace-interceptors.js', import.meta.url)),
 )
 
 /** A worker's telemetry: made from its configuration, started with the worker, shut down after it. */
@@ -144,10 +149,27 @@ export class WorkerTelemetry {
     }
   }
 
-  /** The sink workflow spans are exported through. */
+  /**
+   * The sink workflow spans are exported through: a workflow's spans of one activation at a time, each given
+   * the workflow's identity (WORKFLOW_IDENTITY) of the workflow info the sink is called with.
+   */
   sinks(): InjectedSinks<OpenTelemetrySinks> | Record<string, never> {
     if (!this.tracing) return {}
-    return { exporter: makeWorkflowExporter(this.tracing.processor, this.tracing.resource) }
+    const { processor, resource } = this.tracing
+    return {
+      exporter: {
+        export: {
+          fn: (info, spans) => {
+            const identity: Record<string, unknown> = {}
+            for (const key of WORKFLOW_IDENTITY) {
+              const value = (info as unknown as Record<string, unknown>)[key]
+              if (value !== undefined) identity[key] = value
+            }
+            for (const span of spans) processor.onEnd(readableSpan(span, identity, resource))
+          },
+        },
+      },
+    }
   }
 
   /** Opens the Prometheus endpoint, if there is one; a port that is taken is an error naming it. */
@@ -170,6 +192,21 @@ export class WorkerTelemetry {
   }
 }
 
+/** A workflow span as the exporters take it (what Temporal's own sink made of one). */
+function readableSpan(
+  serialized: SerializableSpan,
+  identity: Record<string, unknown>,
+  resource: Resource,
+): ReadableSpan {
+  const {
+    spanContext: { traceState, ...ids },
+    ...rest
+  } = serialized
+  Object.assign(rest.attributes, identity)
+  const spanContext = { ...ids, ...(traceState ? { traceState: createTraceState(traceState) } : {}) }
+  return { ...rest, resource, spanContext: () => spanContext } as unknown as ReadableSpan
+}
+
 function traceExporter(settings: TelemetryConfig) {
   const target = settings.traces
   if (!target) return undefined
@@ -184,7 +221,7 @@ function metricExporter(target: NonNullable<TelemetryConfig['metrics']>) {
     : new OtlpProtoMetrics({ url: target.url })
 }
 
-/** What a span keeps of the workflow info Temporal's sink adds to every workflow span: who and where. */
+/** What a workflow span carries of the workflow info its sink is called with: who and where. */
 const WORKFLOW_IDENTITY = new Set([
   'workflowId',
   'runId',
@@ -197,10 +234,8 @@ const WORKFLOW_IDENTITY = new Set([
 
 /**
  * Every span carries its run's id as `tether.run.id`: Temporal's own spans name the workflow (the run id)
- * in their own words. The workflow sink adds the whole workflow info to each workflow span; of it, a span
- * keeps the workflow's identity (WORKFLOW_IDENTITY) and drops the rest — timeouts, history length and size,
- * the retry policy, the last run's result, nested values that are no span attributes, absent ones — which
- * doubled every span's size and its export for nothing a trace reader uses.
+ * in their own words. Of the rest, a span keeps what a span attribute can hold under a name a trace reader
+ * knows (`kept`); absent values go.
  */
 class RunIdProcessor implements SpanProcessor {
   constructor(private readonly next: SpanProcessor) {}
