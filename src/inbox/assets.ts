@@ -41,6 +41,7 @@ let script: Promise<string> | undefined
 
 /** The script to serve: the prebuilt one in a build, else bundled from the sources (once). */
 export function browserScript(): Promise<string> {
-  script ??= here.endsWith('.js') && existsSync(PREBUILT) ? readFile(PREBUILT, 'utf8') : bundleBrowserScript()
+  script ??=
+    !here.endsWith('.ts') && existsSync(PREBUILT) ? readFile(PREBUILT, 'utf8') : bundleBrowserScript()
   return script
 }

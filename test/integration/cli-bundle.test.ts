@@ -1,10 +1,11 @@
 /**
  * The `tether` command as installed: `bin/tether.js` running the bundled script from dist/ (one CommonJS file
  * with a V8 code cache per command), not the sources the other CLI tests run. Checks what the bundling could
- * break: the version it reports, a command that reads the audit, the code cache it writes, and the MCP
- * server (whose SDK the bundle loads partly as CommonJS).
+ * break: the version it reports, a command that reads the audit, the code cache it writes, the MCP
+ * server (whose SDK the bundle loads partly as CommonJS) and the inbox's prebuilt browser script.
  */
-import { execFile } from 'node:child_process'
+import { execFile, spawn } from 'node:child_process'
+import { once } from 'node:events'
 import { existsSync, readdirSync } from 'node:fs'
 import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -32,7 +33,8 @@ beforeAll(async () => {
     NO_COLOR: '1',
   }
 })
-afterAll(() => rm(home, { recursive: true, force: true }))
+// A command that exited 0 may still be writing its code cache (an MCP server ends when its client does).
+afterAll(() => rm(home, { recursive: true, force: true, maxRetries: 10 }))
 
 function installed(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
@@ -81,6 +83,32 @@ describe('the installed tether command (the bundle in dist/)', () => {
       expect(tools.map((tool) => tool.name)).toContain('agent_run')
     } finally {
       await client.close()
+    }
+  })
+
+  it('serves the inbox with its prebuilt browser script', async () => {
+    const inbox = spawn(process.execPath, [BIN, 'inbox', '--port', '0'], { env, cwd: home })
+    try {
+      let printed = ''
+      const login = await new Promise<string>((resolve, reject) => {
+        inbox.stdout.on('data', (chunk: Buffer) => {
+          printed += chunk.toString()
+          const link = /open (http:\/\/127\.0\.0\.1:\d+\/login\?token=\S+)/.exec(printed)?.[1]
+          if (link) resolve(link)
+        })
+        inbox.on('exit', (code) => reject(new Error(`tether inbox exited ${code}: ${printed}`)))
+      })
+      const signedIn = await fetch(login, { redirect: 'manual' })
+      const cookie = signedIn.headers.get('set-cookie')?.split(';')[0] ?? ''
+      const script = await fetch(new URL('/assets/app.js', login), { headers: { cookie } })
+      expect(script.status).toBe(200)
+      expect((await script.text()).length).toBeGreaterThan(1_000)
+    } finally {
+      if (inbox.exitCode === null && inbox.signalCode === null) {
+        const exited = once(inbox, 'exit')
+        inbox.kill()
+        await exited
+      }
     }
   })
 })
