@@ -25,6 +25,7 @@ import { WorkerTelemetry } from '../src/embed/telemetry.js'
 import { createTetherWorker } from '../src/embed/worker.js'
 import { Policy } from '../src/policy/index.js'
 import { parseContract } from '../src/run/contract.js'
+import { policyOfRules } from './big-policy.js'
 import {
   type BenchStack,
   cpuSpent,
@@ -49,13 +50,19 @@ const policy = Policy.tiered().layer('bench').allowExec('true')
 const durableRun = (
   stack: BenchStack,
   steps: number,
-  options: { taskQueue?: string; scheduling?: StartRunOptions['scheduling'] } = {},
+  options: {
+    taskQueue?: string
+    scheduling?: StartRunOptions['scheduling']
+    policy?: Policy
+    byReference?: boolean
+  } = {},
 ) =>
   scriptedRun(
     { ...stack, taskQueue: options.taskQueue ?? stack.taskQueue },
     repeated(['true'], steps),
-    policy,
+    options.policy ?? policy,
     options.scheduling,
+    options.byReference ? stack.audit : undefined,
   )
 
 /** The same steps, the same activities and the same Postgres writes, with no Temporal in between. */
@@ -205,15 +212,37 @@ async function perStep() {
   console.log(`    ratio tether / (floor × activities + in-process): ${(durable / expected).toFixed(2)}`)
   console.log(`    ratio tether / in-process: ${(durable / inProcess).toFixed(2)}`)
 
+  await historyPerStep()
+}
+
+/**
+ * (b): history bytes per step at 10, 100 and 1,000 steps, with the bench's small policy and a 2,000-rule one,
+ * each started by reference (as `tether run` starts runs) and, for the big one, inline as well (an embedder
+ * without the audit).
+ */
+async function historyPerStep() {
+  const big = policyOfRules(2_000)
+  const policies = [
+    { name: `small policy (${ruleCount(policy)} rules)`, policy, byReference: true },
+    { name: `${ruleCount(big)}-rule policy`, policy: big, byReference: true },
+    { name: `${ruleCount(big)}-rule policy inline`, policy: big, byReference: false },
+  ]
   console.log('(b) Temporal history per step (all continue-as-new runs summed; target ≤ 4 KB as stored)')
   for (const n of [10, 100, 1000]) {
-    const run = await durableRun(stack, n)
-    const { bytes, json, runs } = await historyBytes(stack, run.runId)
-    console.log(
-      `    ${String(n).padStart(4)} steps: ${(bytes / run.steps).toFixed(0)} bytes/step as the server stores it ` +
-        `(${(json / run.steps).toFixed(0)} as JSON) over ${runs} run(s), ${(run.ms / run.steps).toFixed(1)} ms/step`,
-    )
+    for (const { name, policy, byReference } of policies) {
+      const run = await durableRun(stack, n, { policy, byReference })
+      const { bytes, json, runs } = await historyBytes(stack, run.runId)
+      console.log(
+        `    ${String(n).padStart(4)} steps, ${name.padEnd(26)} ${(bytes / run.steps).toFixed(0)} bytes/step as the ` +
+          `server stores it (${(json / run.steps).toFixed(0)} as JSON) over ${runs} run(s), ` +
+          `${(run.ms / run.steps).toFixed(1)} ms/step`,
+      )
+    }
   }
+}
+
+function ruleCount(policy: Policy): number {
+  return policy.toSpec().layers.reduce((sum, layer) => sum + layer.rules.length, 0)
 }
 
 /**
@@ -434,14 +463,16 @@ async function fairness(concurrent: number) {
 
 try {
   // `--concurrent [N]`: only (c), at 20 runs and then at N beside it (the cliff test: target within 15%);
-  // `--tracing [rounds]`: only (d), 7 rounds unless told; `--audit`: only (e).
+  // `--tracing [rounds]`: only (d), 7 rounds unless told; `--audit`: only (e); `--history`: only (b).
   const only = process.argv[2]
-  if (only === '--audit') {
+  if (only === '--history') {
+    await durableRun(stack, 2) // warm-up
+    await historyPerStep()
+  } else if (only === '--audit') {
     await durableRun(stack, 2) // warm-up
     await auditCommitsPerStep()
     process.exit(0)
-  }
-  if (only === '--tracing') await tracingOverhead(Number(process.argv[3] ?? 7))
+  } else if (only === '--tracing') await tracingOverhead(Number(process.argv[3] ?? 7))
   else {
     const many = Number(process.argv[3] ?? 20)
     if (only !== '--concurrent') {

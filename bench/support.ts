@@ -13,7 +13,7 @@ import { historyToJSON } from '@temporalio/common/lib/proto-utils.js'
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker'
 import type pg from 'pg'
 import type { AuditStore } from '../src/audit/index.js'
-import { newRunId, type StartRunOptions, startAgentRun } from '../src/embed/client.js'
+import { newRunId, type PolicyStore, type StartRunOptions, startAgentRun } from '../src/embed/client.js'
 import { startLocalTether } from '../src/embed/worker.js'
 import type { Policy } from '../src/policy/index.js'
 
@@ -91,6 +91,8 @@ export async function startScriptedRun(
   calls: readonly (readonly string[])[],
   policy: Policy,
   scheduling?: StartRunOptions['scheduling'],
+  /** Given: the policy is stored there and the run carries its digest (as `tether run` starts runs). */
+  policyStore?: PolicyStore,
 ) {
   const ws = await stack.workspace(scriptedTurns(calls))
   const started = performance.now()
@@ -106,6 +108,7 @@ export async function startScriptedRun(
     taskQueue: stack.taskQueue,
     runId: newRunId(),
     ...(scheduling ? { scheduling } : {}),
+    ...(policyStore ? { policyStore } : {}),
   })
   const result = handle.result().then((outcome) => {
     if (outcome.outcome !== 'finished')
@@ -121,8 +124,9 @@ export async function scriptedRun(
   calls: readonly (readonly string[])[],
   policy: Policy,
   scheduling?: StartRunOptions['scheduling'],
+  policyStore?: PolicyStore,
 ) {
-  return (await startScriptedRun(stack, calls, policy, scheduling)).result
+  return (await startScriptedRun(stack, calls, policy, scheduling, policyStore)).result
 }
 
 /** How long each step of a run took, from the run's start: the time between its steps' ends (ms). */

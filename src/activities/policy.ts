@@ -4,6 +4,7 @@
  * over the run's workspace as it is on this worker; before the first step, the contract is checked
  * against the worker's world.
  */
+import { log } from '@temporalio/activity'
 import { ApplicationFailure } from '@temporalio/common'
 import { judgeCall } from '../judge/index.js'
 import { type ModelProvider, type PriceOverrides, priceOf } from '../model/index.js'
@@ -52,14 +53,17 @@ export function policyActivities(deps: {
   namespace?: NamespaceFacts | undefined
 }): Pick<TetherActivities, 'tetherPrepareRun' | 'tetherCheckAction' | 'tetherLayOutWorkspace'> {
   return {
-    async tetherPrepareRun({ contract, policy: spec }) {
+    async tetherPrepareRun({ contract, policy: inline, policyRef }) {
       const problems = await contractProblems(contract, deps.provider)
       const unpriced = contract.budgets.maxCost !== undefined && unpricedModel(contract.model, deps)
       if (unpriced) problems.push(unpriced)
       // The run's own policy on this worker's floor: what the run works under, named by its digest.
       let policy: Policy | undefined
+      let ownRef = policyRef
       try {
+        const spec = policyRef !== undefined ? await deps.runs.ownSpec(policyRef) : inline
         policy = deps.runs.effective(spec)
+        if (ownRef === undefined) ownRef = await storedOwn(deps.runs, spec)
       } catch (error) {
         if (!(error instanceof PolicyError) && !isPolicyFailure(error)) throw error
         problems.push((error as Error).message)
@@ -81,6 +85,7 @@ export function policyActivities(deps: {
         ...(identity ? { identity } : {}),
         ...(policy ? { budgetApprovers: [...policy.budgetApprovers] } : {}),
         ...(policy ? { policyDigest: policy.digest, floor: deps.runs.floor.source } : {}),
+        ...(policy && ownRef !== undefined ? { policyRef: ownRef } : {}),
         ...('servers' in mcp && mcp.servers.length > 0 ? { mcp: mcp.servers } : {}),
       }
       // All at once, so one correction fixes everything.
@@ -141,9 +146,29 @@ function mcpServersOf(
   }
 }
 
-/** A policy refused on this worker, as RunConfigs reports it to Temporal. */
+/** A policy refused on this worker (invalid, missing or tampered), as RunConfigs reports it to Temporal. */
 function isPolicyFailure(error: unknown): boolean {
-  return error instanceof ApplicationFailure && error.type === FAILURE.policyError
+  return (
+    error instanceof ApplicationFailure &&
+    (error.type === FAILURE.policyError ||
+      error.type === FAILURE.policyMissing ||
+      error.type === FAILURE.policyTampered)
+  )
+}
+
+/**
+ * Where a run's inline policy is stored for its later parts to name by digest; none when the audit cannot
+ * take it now: the run then goes on carrying the spec, as runs did before.
+ */
+async function storedOwn(runs: RunConfigs, spec: unknown): Promise<string | undefined> {
+  try {
+    return await runs.storeOwn(spec)
+  } catch (error) {
+    log.warn("a run's policy was not stored by reference; it stays inline", {
+      reason: (error as Error).message,
+    })
+    return undefined
+  }
 }
 
 /**

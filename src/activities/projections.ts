@@ -4,18 +4,26 @@
  * retried activity never duplicates a row. Timestamps are the workflow's, so a replayed write is identical.
  */
 
+import { ApplicationFailure } from '@temporalio/common'
 import {
   type AuditStore,
   type AuditWrites,
   approvalDecisionRecords,
   approvalRequestRecord,
+  policyReference,
   rejectedAnswerEvent,
   runFinishedRecord,
   runStartedRecord,
   stepRecords,
 } from '../audit/index.js'
 import { approvalMessage } from '../present/index.js'
-import type { PendingApproval, StepRecord, TaskContract, TetherActivities } from '../run/index.js'
+import {
+  FAILURE,
+  type PendingApproval,
+  type StepRecord,
+  type TaskContract,
+  type TetherActivities,
+} from '../run/index.js'
 import type { RunConfigs } from './run-config.js'
 import type { RunMetrics } from './telemetry.js'
 
@@ -58,7 +66,12 @@ export function projectionActivities(deps: {
   let rejectedCount = 0
 
   return {
-    async tetherStartRun(input) {
+    async tetherStartRun(given) {
+      // A run started by reference: its row keeps the spec itself, read (and checked) by the digest given.
+      const input =
+        given.policy === undefined && given.policyRef !== undefined
+          ? { ...given, policy: await ownSpecOf(deps.runs, given.policyRef, given.policyDigest) }
+          : given
       // What the preparation judged the run's policy to be on this floor, stored under the name history keeps.
       const effective = input.policyDigest
         ? {
@@ -144,4 +157,25 @@ async function notify(
     signal: AbortSignal.timeout(WEBHOOK_TIMEOUT_MS),
   })
   if (!response.ok) throw new Error(`approval webhook ${webhook.url} answered HTTP ${response.status}`)
+}
+
+/**
+ * The spec of a run's own policy named by `ref`. A run its preparation rejected (no effective digest) is
+ * recorded even when that spec is missing or altered, under the reference itself; a run that works fails here
+ * instead (fails closed: it never works under a policy its history does not name).
+ */
+async function ownSpecOf(
+  runs: RunConfigs,
+  ref: string,
+  effectiveDigest: string | undefined,
+): Promise<unknown> {
+  try {
+    return await runs.ownSpec(ref)
+  } catch (error) {
+    const unreadable =
+      error instanceof ApplicationFailure &&
+      (error.type === FAILURE.policyMissing || error.type === FAILURE.policyTampered)
+    if (effectiveDigest !== undefined || !unreadable) throw error
+    return policyReference(ref)
+  }
 }

@@ -9,7 +9,7 @@
  */
 import { ApplicationFailure } from '@temporalio/common'
 import type { AuditStore } from '../audit/index.js'
-import { type Floor, onFloor, Policy, PolicyError } from '../policy/index.js'
+import { type Floor, onFloor, Policy, PolicyError, type PolicySpec } from '../policy/index.js'
 import { FAILURE, type RememberedRule, type TaskContract } from '../run/index.js'
 
 export interface RunConfig {
@@ -69,6 +69,46 @@ export class RunConfigs {
     else if (carried !== undefined || runId === undefined) policy = this.onFloor(carried)
     else policy = this.compiled((await this.get(runId)).policy)
     return withRemembered(policy, remembered)
+  }
+
+  /**
+   * A run's own policy spec, which its start named by `ref` (its digest) instead of carrying it: read from the
+   * audit, and refused when missing or when it no longer hashes to `ref` (fails closed: the run never works
+   * under a policy its history does not name).
+   */
+  async ownSpec(ref: string): Promise<PolicySpec> {
+    const stored = await this.audit.runPolicyByDigest(ref)
+    if (stored === undefined) {
+      throw ApplicationFailure.nonRetryable(
+        `the run's policy ${ref} is not in the audit this worker reads: start the run from a client that stores ` +
+          "its policy in the worker's audit database (tether run does, with the worker's DATABASE_URL), or pass the policy inline",
+        FAILURE.policyMissing,
+      )
+    }
+    let own: Policy | undefined
+    try {
+      own = Policy.fromSpec(stored)
+    } catch (error) {
+      if (!(error instanceof PolicyError)) throw error
+    }
+    if (own?.digest !== ref) {
+      throw ApplicationFailure.nonRetryable(
+        `the run's policy stored under ${ref} no longer matches its digest: the run_policies table was edited; ` +
+          'start the run again with its policy',
+        FAILURE.policyTampered,
+      )
+    }
+    return own.toSpec()
+  }
+
+  /**
+   * The digest a run's own inline `spec` is stored under, stored now (once per run and continuation): what its
+   * next part carries instead of the spec.
+   */
+  async storeOwn(spec: unknown): Promise<string> {
+    const own = Policy.fromSpec(spec)
+    await this.audit.storeRunPolicy(own.digest, own.toSpec())
+    return own.digest
   }
 
   /** The effective policy of a run's own `spec` on this worker: what a run's preparation judges. */

@@ -318,6 +318,23 @@ function identityOf(preparation: RunPreparation | undefined): AnswerIdentity {
   )
 }
 
+/**
+ * A start by reference names the run's own policy by digest: the row must hold a spec that hashes to it (the
+ * reference itself when the spec was not readable, as the activity records a rejected run), else it was edited.
+ */
+function ownPolicyOf(start: Input<'tetherStartRun'>, rows: StoredRunRows): Input<'tetherStartRun'> {
+  const ref = start.policyRef
+  if (start.policy !== undefined || ref === undefined) return start
+  const stored = rows.runs.find((row) => row.run_id === start.runId)?.policy
+  let hashes = false
+  try {
+    hashes = Policy.fromSpec(stored).digest === ref
+  } catch (error) {
+    if (!(error instanceof PolicyError)) throw error
+  }
+  return { ...start, policy: hashes ? stored : records.policyReference(ref) }
+}
+
 /** The effective policy stored under `digest`, when it still hashes to it. */
 function storedPolicy(
   rows: StoredRunRows,
@@ -464,7 +481,7 @@ export function compareWithHistory(
           break
         }
         case 'tetherStartRun': {
-          const start = call.input as Input<'tetherStartRun'>
+          const start = ownPolicyOf(call.input as Input<'tetherStartRun'>, rows)
           const policy = start.policyDigest ? policyOf(start.policyDigest) : undefined
           // runs.floor (a path on the worker that started the run) is not compared.
           const record = records.runStartedRecord(start, policy ? { policy, floor: '' } : undefined)

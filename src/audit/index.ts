@@ -88,6 +88,7 @@ export {
 export {
   approvalDecisionRecords,
   approvalRequestRecord,
+  policyReference,
   rejectedAnswerEvent,
   runFinishedRecord,
   runStartedRecord,

@@ -434,6 +434,21 @@ create table provenance (
 );
 `,
   },
+  {
+    version: 13,
+    name: 'run policies by reference',
+    sql: `
+-- A run's own policy (the layers its starter stacks on the worker's floor), stored by the client that starts
+-- the run, by the digest the run's Temporal history carries instead of the spec. Not an effective policy
+-- (those are in policies): nothing here has been checked against a floor. Content-addressed like policies:
+-- a row edited after the fact no longer matches its name, and workers refuse it.
+create table run_policies (
+  digest      text primary key check (digest ~ '^[0-9a-f]{64}$'),
+  spec        jsonb not null,
+  recorded_at timestamptz not null default now()
+);
+`,
+  },
 ]
 
 export interface MigrationReport {

@@ -691,6 +691,18 @@ export async function policyByDigest(db: Database, digest: string): Promise<unkn
   return rows[0]?.spec
 }
 
+/** A run's own policy spec by its digest, as its starter stored it (the caller checks that it still matches). */
+export async function runPolicyByDigest(db: Database, digest: string): Promise<unknown> {
+  const operation = 'runPolicyByDigest'
+  requireId(digest, 'digest', operation)
+  const { rows } = await db.query<{ spec: unknown }>(
+    operation,
+    'select spec from run_policies where digest = $1',
+    [digest],
+  )
+  return rows[0]?.spec
+}
+
 /**
  * A run's outcome, steps, tokens and duration, with counts of its refusals, commands and open approvals.
  * A finished run's counts come from its row (COALESCE evaluates the step sums only while it runs).

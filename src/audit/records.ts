@@ -54,6 +54,14 @@ export function runStartedRecord(
   }
 }
 
+/**
+ * What a run's row keeps as its own policy when it was started by reference and the spec is not readable
+ * (missing, or no longer matching its digest): the reference itself. Such a run was rejected at preparation.
+ */
+export function policyReference(ref: string): { policyRef: string } {
+  return { policyRef: ref }
+}
+
 /** The sandbox mode of a policy spec; none for an invalid one (its run is rejected at the first step). */
 function sandboxMode(spec: unknown): 'enforce' | 'off' | undefined {
   try {

@@ -230,6 +230,17 @@ export class AuditStore {
   policyByDigest(digest: string): Promise<unknown> {
     return queries.policyByDigest(this.db, digest)
   }
+  /** A run's own policy spec by its digest (undefined when none is stored under it). */
+  runPolicyByDigest(digest: string): Promise<unknown> {
+    return queries.runPolicyByDigest(this.db, digest)
+  }
+  /**
+   * Stores a run's own policy spec under its digest (`Policy#digest`), for a run started by reference: the
+   * workers that read this audit find it there, and the run's history carries the digest only.
+   */
+  storeRunPolicy(digest: string, spec: unknown): Promise<void> {
+    return writers.storeRunPolicy(this.db, digest, spec)
+  }
   /** A run's rows that history determines, and the policies stored under `digests` (one snapshot). */
   runRows(runId: string, digests: readonly string[] = []): Promise<queries.StoredRunRows> {
     return queries.runRows(this.db, runId, digests)

@@ -26,6 +26,18 @@ const inputs = () => {
   return schemas
 }
 
+/** A run's own policy spec under its digest (the caller computed it; workers check it when they read it). */
+export async function storeRunPolicy(db: Queryable, digest: string, spec: unknown): Promise<void> {
+  if (!/^[0-9a-f]{64}$/.test(digest)) {
+    throw new AuditInputError('storeRunPolicy: digest must be a hex SHA-256 digest (64 characters)')
+  }
+  await db.query(
+    'storeRunPolicy',
+    'insert into run_policies (digest, spec) values ($1, $2) on conflict (digest) do nothing',
+    [digest, JSON.stringify(spec)],
+  )
+}
+
 export async function recordRunStarted(db: Queryable, value: Input.RunStarted): Promise<boolean> {
   const input = await inputs()
   const run = input.parse(input.runStarted, value, 'recordRunStarted')

@@ -53,7 +53,16 @@ export interface StartRunOptions {
    * without keys, as runs were started before (for comparison: `bench/run --concurrent`).
    */
   scheduling?: { tenant?: string; interactive?: boolean; fair?: boolean }
+  /**
+   * The audit the workers read (`AuditStore`, or anything that can store a run's policy in it): the run's
+   * policy is stored there and the run carries its digest only, so its history does not grow with the
+   * policy. Without it the policy travels inline, in the run's input (an embedder without the audit).
+   */
+  policyStore?: PolicyStore
 }
+
+/** Where a client stores a run's own policy for the workers to read by its digest: the workers' audit. */
+export type PolicyStore = Pick<AuditStore, 'storeRunPolicy'>
 
 /** Temporal's priority keys: lower goes first; its default is 3. */
 const INTERACTIVE_PRIORITY = 2
@@ -97,13 +106,16 @@ export async function startAgentRun(
   const contract = parseContract(options.contract)
   const refused = gateRefusal(contract, options.policy)
   if (refused) throw new ContractError(refused)
+  // Stored first: a worker that takes the run finds its policy under the digest the run carries.
+  if (options.policyStore) await options.policyStore.storeRunPolicy(options.policy.digest, spec)
+  const policy = options.policyStore ? { policyRef: options.policy.digest } : { policy: spec }
   try {
     return await client.workflow.start(agentRun, {
       taskQueue: options.taskQueue,
       workflowId: runId,
       // A run id names one run forever: its audit, its transcript, its approvals.
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
-      args: [{ contract: options.contract, policy: spec }],
+      args: [{ contract: options.contract, ...policy }],
       // What Temporal's UI and CLI show first: the goal, and where the run works.
       staticSummary: clip(contract.goal.replace(/\s+/g, ' '), 200),
       staticDetails: `workspace \`${describeWorkspace(contract)}\``,
@@ -168,6 +180,7 @@ export async function rewindRun(
     contract: { ...contract, source: { run: options.run, step: options.toStep, transcript: true } },
     policy: stricterPolicy(Policy.fromSpec(config.policy), options.policy),
     taskQueue: options.taskQueue,
+    policyStore: audit,
     ...(options.runId ? { runId: options.runId } : {}),
   })
 }

@@ -39,6 +39,7 @@ export {
   draftAnswer,
   InvalidRunIdError,
   newRunId,
+  type PolicyStore,
   type RewindOptions,
   RunIdTakenError,
   RunRejectedError,

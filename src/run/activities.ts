@@ -35,14 +35,20 @@ export interface RunRef {
  */
 export interface TetherActivities {
   /** Local: checks the policy spec, the approver list and the contract's gate before the first step. */
-  tetherPrepareRun(input: { contract: TaskContract; policy: unknown }): Promise<RunPreparation>
+  tetherPrepareRun(input: {
+    contract: TaskContract
+    policy?: unknown
+    policyRef?: string
+  }): Promise<RunPreparation>
   /** Records the run and writes the goal as transcript message 0 (idempotent). */
   tetherStartRun(input: {
     runId: string
     /** The Temporal run id of the first execution (stable across continue-as-new); absent in old histories. */
     executionId?: string
     contract: TaskContract
-    policy: unknown
+    /** The run's own policy: inline, or by the digest it is stored under (`policyRef`). */
+    policy?: unknown
+    policyRef?: string
     /** The effective policy's digest from the preparation (absent in old histories and rejected runs). */
     policyDigest?: string
     /** The Worker Deployment build the run started on (Worker Versioning; absent without it). */

@@ -14,8 +14,10 @@ export const FAILURE = {
   policyError: 'PolicyError',
   /** This worker's floor gives the run another effective policy than the one its history names. */
   floorMismatch: 'FloorMismatch',
-  /** The effective policy stored under a run's digest no longer hashes to it. */
+  /** A policy stored under a digest a run names (its effective policy, or its own) no longer hashes to it. */
   policyTampered: 'PolicyTampered',
+  /** The run's own policy, started by reference, is not in the audit this worker reads. */
+  policyMissing: 'PolicyMissing',
   /** The audit has no record of the run. */
   unknownRun: 'UnknownRun',
   /** This worker cannot build the command sandbox the run needs. */

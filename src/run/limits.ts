@@ -29,7 +29,11 @@ export interface StartProblem {
 }
 
 /** What of a run's start is over a limit (the first found), or undefined. */
-export function startProblem(input: { contract: unknown; policy: unknown }): StartProblem | undefined {
+export function startProblem(input: {
+  contract: unknown
+  policy?: unknown
+  policyRef?: unknown
+}): StartProblem | undefined {
   const contract = (input.contract ?? {}) as { goal?: unknown; noRetry?: unknown }
   if (typeof contract.goal === 'string' && contract.goal.length > START_LIMITS.goalChars) {
     return {
@@ -58,6 +62,22 @@ export function startProblem(input: { contract: unknown; policy: unknown }): Sta
     return {
       field: 'contract',
       message: `the contract is ${overLimit(contractBytes, 'bytes as JSON', START_LIMITS.contractBytes, 'contract')} bytes`,
+    }
+  }
+  if (input.policyRef !== undefined) {
+    // By reference: a digest, never the spec as well (which of the two would the run work under?).
+    if (typeof input.policyRef !== 'string' || !/^[0-9a-f]{64}$/.test(input.policyRef)) {
+      return {
+        field: 'policy',
+        message:
+          'policyRef is not a policy digest (64 hex characters); pass the digest the policy is stored under',
+      }
+    }
+    if (input.policy !== undefined) {
+      return {
+        field: 'policy',
+        message: 'the start gives the policy both inline and by policyRef; give one of them',
+      }
     }
   }
   const policyBytes = jsonBytes(input.policy)

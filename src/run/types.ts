@@ -31,8 +31,16 @@ export interface RememberedRule {
 
 export interface AgentRunInput {
   contract: TaskContractInput | TaskContract
-  /** The policy spec (`Policy#toSpec()` / a policy file's content). */
-  policy: unknown
+  /**
+   * The run's own policy spec (`Policy#toSpec()` / a policy file's content), inline: for a client without the
+   * worker's audit (an embedder's own workflow). Give it or `policyRef`, not both.
+   */
+  policy?: unknown
+  /**
+   * The run's own policy by reference: the digest (`Policy#digest`) it is stored under in the worker's audit
+   * (`AuditStore#storeRunPolicy`), so history carries 64 characters whatever the policy's size.
+   */
+  policyRef?: string
   /** Set by continue-as-new; absent on a fresh start. */
   carried?: CarriedState
 }
@@ -155,6 +163,11 @@ export interface RunPreparation {
   policyDigest?: string
   /** The floor's source: its file on the worker, or `built-in`. */
   floor?: string
+  /**
+   * The digest the run's own policy is stored under in the audit (`run_policies`): what its later parts carry
+   * instead of the spec. Absent in runs recorded before, and when the audit could not take an inline spec.
+   */
+  policyRef?: string
   /** Who may raise the run's cost cap (approver names); absent in runs recorded before cost caps. */
   budgetApprovers?: string[]
   /** The worker's MCP servers this run uses (absent or empty: none). */

@@ -250,6 +250,8 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
     bounded: patched('bounded-inputs'),
     costBudget: patched('cost-budget'),
     provenance: patched('provenance'),
+    // The run's own policy goes on by the digest the audit holds it under, not as its spec.
+    policyByReference: patched('policy-by-reference'),
   }
   if (changes.bounded) refuseOversizedStart(input)
   const state: RunState = initialState(input.carried, Date.now())
@@ -394,7 +396,7 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
         runId,
         executionId: info.firstExecutionRunId,
         contract,
-        policy: input.policy,
+        ...ownPolicy(input, storedPolicyRef()),
         ...policyDigest,
         taskQueue: info.taskQueue,
         ...(info.currentDeploymentVersion ? { buildId: info.currentDeploymentVersion.buildId } : {}),
@@ -408,9 +410,11 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
   // be allowed): a run that cannot work fails here, before anyone is asked anything.
   const preparation = await local.tetherPrepareRun.executeWithOptions(
     meta('check the contract and the policy against this worker'),
-    [{ contract, policy: input.policy }],
+    [{ contract, ...ownPolicy(input) }],
   )
   if (preparation.policyDigest) policyDigest = { policyDigest: preparation.policyDigest }
+  /** Where the audit holds the run's own policy, for the start record and the next part to name it by. */
+  const storedPolicyRef = () => (changes.policyByReference ? preparation.policyRef : undefined)
   if (changes.legible) {
     legible = { searchAttributes: new Set(preparation.searchAttributes ?? []) }
     upsertMemo({ goal: clip(contract.goal, 500), workspace: describeWorkspace(contract), ...policyDigest })
@@ -453,7 +457,7 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
         await flushStep()
         const next = {
           contract,
-          policy: input.policy,
+          ...ownPolicy(input, storedPolicyRef()),
           carried: {
             ...state,
             continuedAsNew: state.continuedAsNew + 1,
@@ -1032,6 +1036,15 @@ function rememberOffer(remember: NonNullable<ActionVerdict['remember']>): Rememb
 /** A command's argv, for the span of its call (the program is all the span shows). */
 function argvOf(call: ValidatedCall): readonly string[] | undefined {
   return call.name === 'exec' ? call.args.argv : undefined
+}
+
+/**
+ * The run's own policy as an activity or the run's next part takes it: by the digest it was started with, or
+ * the one the audit stored its inline spec under (`storedRef`); else inline, as the run was given it.
+ */
+function ownPolicy(input: AgentRunInput, storedRef?: string): { policy: unknown } | { policyRef: string } {
+  const ref = input.policyRef ?? storedRef
+  return ref !== undefined ? { policyRef: ref } : { policy: input.policy }
 }
 
 function parseInput(input: AgentRunInput): TaskContract {

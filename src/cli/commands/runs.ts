@@ -67,7 +67,7 @@ export function registerRuns(program: Command): void {
     )
     .option('--json', 'print the run id as JSON; with --follow, one JSON object per event, a line each')
     .action(async (options: RunOptions) => {
-      const { withTemporal } = await import('../connect.js')
+      const { withAudit, withTemporal } = await import('../connect.js')
       const { InvalidRunIdError, newRunId, RunIdTakenError, RunRejectedError, startAgentRun, waitForStart } =
         await import('../../embed/index.js')
       const { PolicyError } = await import('../../policy/index.js')
@@ -77,14 +77,18 @@ export function registerRuns(program: Command): void {
       await withTemporal(async (client, target) => {
         let handle: Awaited<ReturnType<typeof startAgentRun>>
         try {
-          handle = await startAgentRun(client, {
-            contract,
-            policy,
-            taskQueue: target.taskQueue,
-            runId: options.id ?? newRunId(),
-            // Someone watching it go waits on each step: it goes before runs nobody watches.
-            scheduling: { interactive: options.follow === true },
-          })
+          // The policy goes into the audit the worker reads, and the run carries its digest only.
+          handle = await withAudit((audit) =>
+            startAgentRun(client, {
+              contract,
+              policy,
+              taskQueue: target.taskQueue,
+              runId: options.id ?? newRunId(),
+              // Someone watching it go waits on each step: it goes before runs nobody watches.
+              scheduling: { interactive: options.follow === true },
+              policyStore: audit,
+            }),
+          )
         } catch (error) {
           if (
             error instanceof ContractError ||
