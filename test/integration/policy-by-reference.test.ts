@@ -12,6 +12,7 @@ import { newRunId, RunRejectedError, startAgentRun, waitForStart } from '../../s
 import { Policy } from '../../src/policy/index.js'
 import { agentRun } from '../../src/workflows/index.js'
 import { npmWorkspace, useAgentHarness, writeScript } from '../support/agent.js'
+import { recordHistory } from '../support/temporal.js'
 
 const harness = useAgentHarness()
 const exec = (...argv: string[]) => ({ name: 'exec', args: { argv } })
@@ -30,12 +31,14 @@ async function scripted(steps: number) {
 
 /**
  * Each execution of the run's chain, first to last (following continue-as-new), as text: every string and
- * every payload's bytes decoded, so a rule's pattern is found wherever history holds it.
+ * every payload's bytes decoded, so a rule's pattern is found wherever history holds it. `record`: the name
+ * the first execution's history is recorded under (TETHER_RECORD_HISTORIES=1).
  */
-async function executions(client: Client, workflowId: string): Promise<string[]> {
+async function executions(client: Client, workflowId: string, record?: string): Promise<string[]> {
   const texts: string[] = []
   const latest = await client.workflow.getHandle(workflowId).fetchHistory()
   let runId = latest.events?.[0]?.workflowExecutionStartedEventAttributes?.firstExecutionRunId ?? undefined
+  if (record) await recordHistory(client.workflow.getHandle(workflowId, runId), record)
   while (runId) {
     const history = await client.workflow.getHandle(workflowId, runId).fetchHistory()
     texts.push(textOf(history))
@@ -67,7 +70,7 @@ describe('a run started with its policy by reference', () => {
       })
       const result = await handle.result()
       expect(result, result.reason).toMatchObject({ outcome: 'finished', steps: steps + 1 })
-      const texts = await executions(harness.client, handle.workflowId)
+      const texts = await executions(harness.client, handle.workflowId, 'policy-by-reference')
       expect(texts.length).toBeGreaterThan(1)
       for (const text of texts) {
         expect(text).toContain(big.digest)
@@ -96,6 +99,7 @@ describe('a run started with its policy by reference', () => {
       expect(error.message).toContain(
         `the run's policy ${missing.digest} is not in the audit this worker reads`,
       )
+      await recordHistory(handle, 'policy-by-reference-missing')
       // Recorded like any rejected run, under the reference it was given.
       expect((await harness.audit.runConfig(handle.workflowId))?.policy).toEqual({
         policyRef: missing.digest,
