@@ -6,7 +6,7 @@ import { Client, Connection } from '@temporalio/client'
 import { afterAll, describe, expect, it } from 'vitest'
 import { InvalidRunIdError, startAgentRun } from '../../src/embed/index.js'
 import { Policy, PolicyError } from '../../src/policy/index.js'
-import { ContractError, parseContract, START_LIMITS } from '../../src/run/index.js'
+import { ContractError, parseContract, START_LIMITS, startProblem } from '../../src/run/index.js'
 
 const connection = Connection.lazy({ address: '127.0.0.1:1', connectTimeout: '1 second' })
 const client = new Client({ connection })
@@ -79,5 +79,27 @@ describe('startAgentRun refuses before anything reaches Temporal', () => {
       parseContract({ ...contract, budgets: { maxWallTime: '30 m' } }, { spacedDurations: true }).budgets
         .maxWallTime,
     ).toBe(1_800_000)
+  })
+})
+
+describe('a start that names its policy by reference (another client may send anything)', () => {
+  const digest = Policy.tiered().digest
+  it.each([
+    ['is not a digest', { policyRef: 'latest' }, 'policyRef is not a policy digest (64 hex characters); '],
+    ['is not a string', { policyRef: 7 }, 'policyRef is not a policy digest (64 hex characters); '],
+    [
+      'also gives the spec inline',
+      { policyRef: digest, policy: Policy.tiered().toSpec() },
+      'the start gives the policy both inline and by policyRef; give one of them',
+    ],
+  ])('is refused when it %s', (_, start, expected) => {
+    expect(startProblem({ contract, ...start })).toEqual({
+      field: 'policy',
+      message: expect.stringContaining(expected),
+    })
+  })
+
+  it('passes with a digest alone', () => {
+    expect(startProblem({ contract, policyRef: digest })).toBeUndefined()
   })
 })
