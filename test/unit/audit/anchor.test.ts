@@ -4,6 +4,7 @@
  */
 import { readFile } from 'node:fs/promises'
 import { beforeAll, describe, expect, it } from 'vitest'
+import { policyOfRules } from '../../../bench/big-policy.js'
 import {
   compareWithHistory,
   type Finding,
@@ -128,6 +129,35 @@ describe('a recorded history, replayed', () => {
       detail: 'decision differs from history',
     })
     expect(brief(edited)).toContain('steps step 9 added')
+  })
+})
+
+describe('a run started with its policy by reference, replayed', () => {
+  const RUN = 'policy-by-reference'
+  let executions: ReplayedExecution[]
+  beforeAll(async () => {
+    executions = await replayed(RUN)
+  }, 120_000)
+
+  it("takes the run's own policy from its row only when that spec hashes to the digest history names", () => {
+    const start = executions[0]?.calls.find((c) => c.type === 'tetherStartRun') as ReplayedCall
+    const { policyRef, policy } = start.input as { policyRef?: string; policy?: unknown }
+    const own = policyOfRules(2_000)
+    expect(policy).toBeUndefined()
+    expect(policyRef).toBe(own.digest)
+    const policyFindings = (spec: unknown) =>
+      compareWithHistory(RUN, executions, {
+        ...empty(),
+        runs: [{ run_id: RUN, policy: spec }],
+      }).findings.filter((f) => f.table === 'runs' && f.column === 'policy')
+    expect(policyFindings(own.toSpec())).toEqual([])
+    // One rule loosened in the row: it no longer hashes to the digest, and is reported as edited.
+    const loosened = own.toSpec()
+    const team = loosened.layers.find((layer) => layer.name === 'team')
+    if (team?.rules[1]) team.rules[1] = { ...team.rules[1], effect: 'allow' }
+    expect(policyFindings(loosened)).toMatchObject([
+      { problem: 'edited', history: { policyRef: own.digest } },
+    ])
   })
 })
 
