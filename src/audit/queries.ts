@@ -679,25 +679,20 @@ export async function runConfig(
   }
 }
 
-/** An effective policy's spec by its digest, as stored (the caller checks that it still matches it). */
-export async function policyByDigest(db: Database, digest: string): Promise<unknown> {
-  const operation = 'policyByDigest'
+/**
+ * A policy's spec by its digest, as stored (the caller checks that it still matches it): an effective one
+ * (`policies`), or a run's own stored by reference (`run_policies`).
+ */
+export async function policyByDigest(
+  db: Database,
+  digest: string,
+  table: 'policies' | 'run_policies' = 'policies',
+): Promise<unknown> {
+  const operation = table === 'policies' ? 'policyByDigest' : 'runPolicyByDigest'
   requireId(digest, 'digest', operation)
   const { rows } = await db.query<{ spec: unknown }>(
     operation,
-    'select spec from policies where digest = $1',
-    [digest],
-  )
-  return rows[0]?.spec
-}
-
-/** A run's own policy spec by its digest, as its starter stored it (the caller checks that it still matches). */
-export async function runPolicyByDigest(db: Database, digest: string): Promise<unknown> {
-  const operation = 'runPolicyByDigest'
-  requireId(digest, 'digest', operation)
-  const { rows } = await db.query<{ spec: unknown }>(
-    operation,
-    'select spec from run_policies where digest = $1',
+    `select spec from ${table} where digest = $1`,
     [digest],
   )
   return rows[0]?.spec

@@ -232,7 +232,7 @@ export class AuditStore {
   }
   /** A run's own policy spec by its digest (undefined when none is stored under it). */
   runPolicyByDigest(digest: string): Promise<unknown> {
-    return queries.runPolicyByDigest(this.db, digest)
+    return queries.policyByDigest(this.db, digest, 'run_policies')
   }
   /**
    * Stores a run's own policy spec under its digest (`Policy#digest`), for a run started by reference: the

@@ -8,7 +8,13 @@ import type { Client, WorkflowHandle } from '@temporalio/client'
 import { describe, expect, it } from 'vitest'
 import { policyOfRules } from '../../bench/big-policy.js'
 import { verifyRunHistory } from '../../src/audit/index.js'
-import { newRunId, RunRejectedError, startAgentRun, waitForStart } from '../../src/embed/index.js'
+import {
+  newRunId,
+  RunRejectedError,
+  type StartRunOptions,
+  startAgentRun,
+  waitForStart,
+} from '../../src/embed/index.js'
 import { Policy } from '../../src/policy/index.js'
 import { agentRun } from '../../src/workflows/index.js'
 import { npmWorkspace, useAgentHarness, writeScript } from '../support/agent.js'
@@ -27,6 +33,24 @@ async function scripted(steps: number) {
   const turns = [...Array.from({ length: steps }, () => ({ toolCalls: [exec('true')] })), { text: 'done' }]
   const model = `scripted:${await writeScript(ws.path, { turns } as never)}`
   return { ws, contract: { goal: 'g', workspace: ws.path, model, budgets: { maxSteps: 100 } } }
+}
+
+/**
+ * A finished run of the big policy, long enough to continue as new: the test server suggests it after 200
+ * history events, and 30 steps go past that.
+ */
+async function longRun(options: Pick<StartRunOptions, 'policyStore'>) {
+  const steps = 30
+  const { ws, contract } = await scripted(steps)
+  const handle = await startAgentRun(harness.client, {
+    contract,
+    policy: big,
+    taskQueue: harness.taskQueue,
+    ...options,
+  })
+  const result = await handle.result()
+  expect(result, result.reason).toMatchObject({ outcome: 'finished', steps: steps + 1 })
+  return { ws, handle }
 }
 
 /**
@@ -58,18 +82,8 @@ function textOf(value: unknown): string {
 
 describe('a run started with its policy by reference', () => {
   it('holds no copy of a 2,000-rule policy in any execution of its history, and its audit matches it', async () => {
-    // The test server suggests continue-as-new after 200 history events: 30 steps go past it.
-    const steps = 30
-    const { ws, contract } = await scripted(steps)
+    const { ws, handle } = await longRun({ policyStore: harness.audit })
     try {
-      const handle = await startAgentRun(harness.client, {
-        contract,
-        policy: big,
-        taskQueue: harness.taskQueue,
-        policyStore: harness.audit,
-      })
-      const result = await handle.result()
-      expect(result, result.reason).toMatchObject({ outcome: 'finished', steps: steps + 1 })
       const texts = await executions(harness.client, handle.workflowId, 'policy-by-reference')
       expect(texts.length).toBeGreaterThan(1)
       for (const text of texts) {
@@ -137,16 +151,8 @@ describe('a run started with its policy by reference', () => {
 
 describe('a run started with its policy inline', () => {
   it('still works, and its later executions carry the policy by reference', async () => {
-    const steps = 30
-    const { ws, contract } = await scripted(steps)
+    const { ws, handle } = await longRun({})
     try {
-      const handle = await startAgentRun(harness.client, {
-        contract,
-        policy: big,
-        taskQueue: harness.taskQueue,
-      })
-      const result = await handle.result()
-      expect(result, result.reason).toMatchObject({ outcome: 'finished', steps: steps + 1 })
       const [first, ...later] = await executions(harness.client, handle.workflowId)
       // The start carries the spec (the control: the search finds a copy where there is one) …
       expect(first).toContain(ruleText)
