@@ -4,7 +4,8 @@
  *     tether's ms/step (agentRun, scripted model, command `true`); the same activities called in-process
  *     (no Temporal) as the step's own work; the activities and workflow tasks a step costs, counted in its
  *     history; and the ratio of tether's ms/step to (floor × activities per step + in-process work);
- * (b) Temporal history bytes per step at 10, 100 and 1,000 steps (summed over continue-as-new runs);
+ * (b) Temporal history bytes per step at 10, 100 and 1,000 steps (summed over continue-as-new runs), with a
+ *     small policy and a 2,000-rule one, by reference and inline (`--history`: only this);
  * (c) steps/s for 20 concurrent runs on one worker, and the CPU each step cost in each process tree the bench
  *     started (worker, launcher and sandboxes, Temporal, PostgreSQL: support.ts `readCpu`), against the
  *     machine's (`--concurrent`: only this); with `--concurrent N`, p50 and p99 of a step's time under N runs
