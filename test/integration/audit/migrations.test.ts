@@ -17,6 +17,7 @@ const TABLES = [
   'policies',
   'policy_events',
   'provenance',
+  'run_policies',
   'runs',
   'snapshot_collections',
   'snapshot_objects',
