@@ -171,6 +171,21 @@ describe('tether CLI', () => {
       expect(ran.stdout.split('\n')[0]).toBe(`run ${runId} started on task queue ${agent.taskQueue}`)
       expect(ran.stdout).toContain('refused   exec rm -rf src  rule rm* in layer ops')
       expect(ran.stdout).toMatch(/outcome\s+verified/)
+      // The policy went into the audit the worker reads; the run's input carries its digest, not the spec.
+      const { client, close } = await connectClient()
+      try {
+        const [first] = (await client.workflow.getHandle(runId).fetchHistory()).events ?? []
+        const [payload] = first?.workflowExecutionStartedEventAttributes?.input?.payloads ?? []
+        const input = JSON.parse(Buffer.from(payload?.data ?? []).toString('utf8'))
+        expect(input.policy).toBeUndefined()
+        expect(input.policyRef).toMatch(/^[0-9a-f]{64}$/)
+        const stored = await audit.runPolicyByDigest(input.policyRef)
+        expect((stored as { layers: Array<{ name: string }> }).layers.map((layer) => layer.name)).toEqual(
+          expect.arrayContaining(['ops', 'project']),
+        )
+      } finally {
+        await close()
+      }
 
       const ls = await tether(['ls', '--json'])
       expect(JSON.parse(ls.stdout).map((r: { runId: string }) => r.runId)).toContain(runId)
