@@ -89,18 +89,26 @@ describe('an incremental snapshot', () => {
     const { runId, root, salt, snapshots: first } = await setUp()
     await first.take({ runId, step: 0, call: 0, kind: 'start' }, root, nothing)
     writeFileSync(join(root, 'src/a.txt'), `${salt} changed`)
-    // The store as another worker's collection meets it: between this worker's look-up and its upload.
+    // The store as another worker's collection meets it: after this worker read the generation, before its
+    // upload was recorded.
     const real = postgresStore(audit.pool)
     let collected = false
+    const collectOnce = async () => {
+      if (collected) return
+      collected = true
+      await collect(sha256(`${salt} b`))
+    }
+    // A small upload asks nothing first (`putNew`); a large one asks `missing`: either meets the collection.
     const racing: ObjectStore = {
       ...real,
       async missing(hashes) {
         const missing = await real.missing(hashes)
-        if (!collected) {
-          collected = true
-          await collect(sha256(`${salt} b`))
-        }
+        await collectOnce()
         return missing
+      },
+      async putNew(objects) {
+        await collectOnce()
+        return (real.putNew as NonNullable<ObjectStore['putNew']>)(objects)
       },
     }
     const snapshots = new WorkspaceSnapshots(racing, audit.pool)
