@@ -58,7 +58,8 @@ class StatWorkers {
 
   constructor(count: number) {
     for (let i = 0; i < count; i++) {
-      const worker = new Worker(WORKER, { eval: true })
+      // No loader flags of the parent's (tsx): the source is plain JavaScript.
+      const worker = new Worker(WORKER, { eval: true, execArgv: [] })
       worker.unref()
       worker.on('message', ({ id, table }: { id: number; table: Float64Array }) => {
         this.waiting.get(id)?.resolve(table)
