@@ -89,18 +89,11 @@ async function treeBench(stack: BenchStack, dir: string) {
   for (let round = 1; round <= ROUNDS; round++) {
     const bytes = changeThree(root, round)
     changed += bytes
+    // What the activity does after a step: scan, store what is new, record the row.
     started = performance.now()
-    // The scan alone, then the same scan stored: together they are what `take` does.
-    const scan = await snapshots.scan(root, exclusion)
-    series.scan.push(ms(started))
-    const taken = await snapshots.take(
-      { runId, step: round, call: 0, kind: 'tool' },
-      root,
-      exclusion,
-      undefined,
-      { scanned: scan },
-    )
+    const taken = await snapshots.take({ runId, step: round, call: 0, kind: 'tool' }, root, exclusion)
     series.tether.push(ms(started))
+    series.scan.push(taken.scanMs)
     series.growth.push(taken.row.newBytes / bytes)
     started = performance.now()
     sh(root, `${gitEnv} git add -A && ${gitEnv} git write-tree`)

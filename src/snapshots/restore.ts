@@ -3,24 +3,16 @@
  * Every object is checked against its name as it arrives, so the files written are the files recorded; a
  * stat-only scan afterwards confirms the folder's root hash.
  */
-import {
-  chmodSync,
-  closeSync,
-  lstatSync,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  symlinkSync,
-  writeFileSync,
-  writeSync,
-} from 'node:fs'
-import { setImmediate as yieldToLoop } from 'node:timers/promises'
+import { chmodSync, closeSync, lstatSync, mkdirSync, openSync, readdirSync, writeSync } from 'node:fs'
+import { lstat, open, symlink } from 'node:fs/promises'
 import type { WorkspaceIndex } from './scan.js'
-import type { ObjectStore } from './store.js'
+import { inParallel, type ObjectStore } from './store.js'
 import { decodeChunks, decodeTree, type TreeEntry, TreeFormatError } from './tree.js'
 
 /** Bytes of file content fetched per round trip. */
 const BATCH_BYTES = 16 * 1024 * 1024
+/** Files written at once (libuv's pool runs four at a time; more keep it fed). */
+const WRITERS = 16
 
 export class RestoreError extends Error {
   override name = 'RestoreError'
@@ -122,39 +114,52 @@ export async function restoreTree(
   for (const f of chunked) parts.set(f.rel, decodeChunks(lists.get(f.entry.hash) as Buffer))
 
   let bytes = 0
-  let batch: Placed[] = []
-  let batchBytes = 0
-  const flush = async () => {
-    const wanted = batch.map((f) => f.entry.hash)
-    const objects = wanted.length > 0 ? await store.get(wanted) : new Map<string, Buffer>()
-    for (const f of batch) write(f, objects)
-    batch = []
-    batchBytes = 0
-    await yieldToLoop()
-  }
-  const write = (f: Placed, objects: Map<string, Buffer>) => {
+  // Files are written several at once (the disk's waits overlap, as one `tar` cannot), while the next
+  // batch is fetched; nothing is fsync'ed (tar does not either): the scan after the restore checks the tree.
+  const write = async (f: Placed, objects: Map<string, Buffer>) => {
     const path = abs(f.rel)
+    const data = objects.get(f.entry.hash) as Buffer
     if (f.entry.kind === 'l') {
-      symlinkSync(objects.get(f.entry.hash) as Buffer, path)
-      index.remember(f.rel, lstatSync(path), 'l', f.entry.hash)
+      await symlink(data, path)
+      index.remember(f.rel, await lstat(path), 'l', f.entry.hash)
       return
     }
-    writeFileSync(path, objects.get(f.entry.hash) as Buffer, { mode: 0o600 })
-    chmodSync(path, f.entry.mode)
-    bytes += f.entry.size
-    index.remember(f.rel, lstatSync(path), 'f', f.entry.hash)
-  }
-  for (const f of files) {
-    // A chunked file goes alone, chunk by chunk.
-    if (parts.has(f.rel)) {
-      await restoreChunked(f)
-      continue
+    const handle = await open(path, 'w', f.entry.mode)
+    try {
+      if (data.length > 0) await handle.writeFile(data)
+      let stats = await handle.stat()
+      // The creation mode went through the umask: set the mode when it took bits away.
+      if ((stats.mode & 0o777) !== f.entry.mode) {
+        await handle.chmod(f.entry.mode)
+        stats = await handle.stat()
+      }
+      index.remember(f.rel, stats, 'f', f.entry.hash)
+    } finally {
+      await handle.close()
     }
-    if (batchBytes + f.entry.size > BATCH_BYTES && batch.length > 0) await flush()
-    batch.push(f)
+    bytes += f.entry.size
+  }
+  const batches: Placed[][] = [[]]
+  let batchBytes = 0
+  for (const f of files) {
+    // A chunked file goes alone, chunk by chunk, after the rest.
+    if (parts.has(f.rel)) continue
+    if (batchBytes + f.entry.size > BATCH_BYTES && (batches.at(-1) as Placed[]).length > 0) {
+      batches.push([])
+      batchBytes = 0
+    }
+    ;(batches.at(-1) as Placed[]).push(f)
     batchBytes += f.entry.size
   }
-  if (batch.length > 0) await flush()
+  const fetch = (batch: Placed[]) =>
+    batch.length > 0 ? store.get(batch.map((f) => f.entry.hash)) : Promise.resolve(new Map<string, Buffer>())
+  let fetching = fetch(batches[0] as Placed[])
+  for (let i = 0; i < batches.length; i++) {
+    const objects = await fetching
+    if (i + 1 < batches.length) fetching = fetch(batches[i + 1] as Placed[])
+    await inParallel(batches[i] as Placed[], WRITERS, (f) => write(f, objects))
+  }
+  for (const f of files) if (parts.has(f.rel)) await restoreChunked(f)
   // Folders last, deepest first: a folder without write permission is filled before it is closed.
   for (const item of folders.reverse()) chmodSync(abs(item.rel), item.entry.mode)
 

@@ -8,10 +8,12 @@
  * and it is read again (git's racy-clean rule). A folder whose entries all came out as the index remembers
  * them keeps its remembered object, so only the folders on the paths to what changed are encoded again;
  * and a folder whose own stat is unchanged (and not racy) is not listed again: adding, removing or renaming
- * an entry changes its modification and change times.
+ * an entry changes its modification and change times. In a large tree the `lstat`s, which are then nearly
+ * all of a scan's time, are shared out to worker threads (stat-pool.ts).
  */
-import { closeSync, lstatSync, openSync, readdirSync, readlinkSync, readSync, type Stats } from 'node:fs'
+import { closeSync, constants, lstatSync, openSync, readdirSync, readlinkSync, readSync } from 'node:fs'
 import { setImmediate as yieldToLoop } from 'node:timers/promises'
+import { ABSENT, FAILED, lstatMany, STAT_FIELDS } from './stat-pool.js'
 import { CHUNK_BYTES, type EntryKind, encodeChunks, encodeFolder, sha256, type TreeEntry } from './tree.js'
 
 /** Coarsest timestamp granularity we allow for (FAT has 2 s; ext4 and xfs have nanoseconds). */
@@ -88,7 +90,7 @@ export class WorkspaceIndex {
   }
 
   /** Remembers a file this worker wrote itself (a restore), so the next scan need not read it. */
-  remember(rel: string, stats: Stats, kind: FileState['kind'], hash: string): void {
+  remember(rel: string, stats: StatFields, kind: FileState['kind'], hash: string): void {
     this.files.set(rel, { kind, hash, racy: false, seen: this.scans, ...statFields(stats) })
   }
 
@@ -114,54 +116,168 @@ export interface Scan {
   encoded: number
 }
 
+/** A file or folder's stat, as far as a scan compares it: from `lstat` here or from a stat worker. */
+export interface StatFields {
+  mode: number
+  dev: number
+  ino: number
+  size: number
+  mtimeMs: number
+  ctimeMs: number
+}
+
+/** A folder listed by a scan, its sub-folders listed too, its other entries' stats still to come. */
+interface Listing {
+  rel: string
+  abs: string
+  own: StatFields
+  names: string[]
+  children: Child[]
+}
+
+interface Child {
+  name: string
+  rel: string
+  abs: string
+  ascii: boolean
+  /** A sub-folder, listed. */
+  listing?: Listing
+  /** Known already (a folder that turned out not to be one), or filled in from the stat table. */
+  stat?: StatFields | undefined
+  /** Its row in the stat table. */
+  slot: number
+}
+
 /**
  * The tree of the folder `root` (an absolute path) as it is now, with `index` updated. `exclusion` names
- * what is left out (and `exclusionKey` says when its answers may have changed).
+ * what is left out (and `exclusionKey` says when its answers may have changed). When more than
+ * `parallelOver` entries are to be stat'ed, the stats are shared out to worker threads.
+ *
+ * Three passes: the folders are listed (each folder's own stat first: one unchanged since it was last
+ * listed keeps its names), then every other entry is stat'ed at once, then the folders' objects are made
+ * bottom-up from the stats, reading only the files whose stat changed.
  */
 export async function scanTree(
   root: string,
   index: WorkspaceIndex,
   exclusion: { key: string; excluded: Exclusion },
+  options: { parallelOver?: number } = {},
 ): Promise<Scan> {
   const started = Date.now()
   const scan: Scan = { root: '', objects: new Map(), files: 0, bytes: 0, hashed: 0, encoded: 0 }
   const generation = ++index.scans
+  const parallelOver = options.parallelOver ?? PARALLEL_OVER
   let visited = 0
   const base = Buffer.from(root, 'utf8').toString('latin1')
 
   // `ascii`: whether `abs` is ASCII, so the file system can take it as text (the usual case, and cheaper).
-  const walk = async (rel: string, abs: string, ascii: boolean, own: Stats): Promise<string> => {
-    const entries: TreeEntry[] = []
+  const list = async (rel: string, abs: string, ascii: boolean, own: StatFields, queue: Child[]) => {
     const known = index.folders.get(rel)
-    const names =
+    const unchanged =
       known &&
       !known.racy &&
       known.ino === own.ino &&
       known.mtimeMs === own.mtimeMs &&
       known.ctimeMs === own.ctimeMs &&
       known.dev === own.dev
-        ? known.names
-        : readdirSync(ascii ? abs : Buffer.from(abs, 'latin1'), { encoding: 'latin1' })
+    let names: string[]
+    // Which names are folders: as the index knows them when the folder is unchanged, else as listed. Either
+    // may be wrong by now; the stat of each entry decides.
+    let folder: (name: string, rel: string) => boolean
+    if (unchanged) {
+      names = known.names
+      folder = (_, childRel) => index.folders.has(childRel)
+    } else {
+      const dirents = readdirSync(ascii ? abs : Buffer.from(abs, 'latin1'), {
+        encoding: 'latin1',
+        withFileTypes: true,
+      })
+      names = dirents.map((d) => d.name)
+      const folders = new Set(dirents.filter((d) => d.isDirectory()).map((d) => d.name))
+      folder = (name) => folders.has(name)
+    }
+    const listing: Listing = { rel, abs, own, names, children: [] }
     for (const name of names) {
       if (++visited % YIELD_EVERY === 0) await yieldToLoop()
-      const childRel = rel === '' ? name : `${rel}/${name}`
-      const childAbs = `${abs}/${name}`
-      const childAscii = ascii && !NOT_ASCII.test(name)
+      const child: Child = {
+        name,
+        rel: rel === '' ? name : `${rel}/${name}`,
+        abs: `${abs}/${name}`,
+        ascii: ascii && !NOT_ASCII.test(name),
+        slot: -1,
+      }
+      listing.children.push(child)
+      if (!folder(name, child.rel)) {
+        child.slot = queue.length
+        queue.push(child)
+        continue
+      }
+      // A folder's own stat decides whether it is listed again, so it is taken now, here.
+      const stats = statHere(child)
+      if (stats && isFolder(stats)) {
+        if (!index.excluded(exclusion.key, child.rel, true, exclusion.excluded))
+          child.listing = await list(child.rel, child.abs, child.ascii, stats, queue)
+        else child.stat = undefined
+      } else child.stat = stats
+    }
+    return listing
+  }
+
+  // Every entry not listed as a folder, stat'ed at once (on worker threads when there are many).
+  const statAll = async (queue: Child[]) => {
+    if (queue.length <= parallelOver) {
+      for (const child of queue) child.stat = statHere(child)
+      return
+    }
+    const table = await lstatMany(queue.map((child) => child.abs))
+    for (const child of queue) {
+      const o = child.slot * STAT_FIELDS
+      const mode = table[o] as number
+      child.stat =
+        mode === ABSENT
+          ? undefined
+          : mode === FAILED
+            ? statHere(child)
+            : {
+                mode,
+                dev: table[o + 1] as number,
+                ino: table[o + 2] as number,
+                size: table[o + 3] as number,
+                mtimeMs: table[o + 4] as number,
+                ctimeMs: table[o + 5] as number,
+              }
+    }
+  }
+
+  const make = async (listing: Listing): Promise<string> => {
+    const { rel, own } = listing
+    const known = index.folders.get(rel)
+    const entries: TreeEntry[] = []
+    for (const child of listing.children) {
+      if (++visited % YIELD_EVERY === 0) await yieldToLoop()
+      if (child.listing) {
+        const hash = await make(child.listing)
+        entries.push({ kind: 'd', mode: child.listing.own.mode & 0o777, size: 0, hash, name: child.name })
+        continue
+      }
       // Gone between the listing and the look: it is not part of this tree.
-      const stats = lstatSync(childAscii ? childAbs : Buffer.from(childAbs, 'latin1'), {
-        throwIfNoEntry: false,
-      })
+      const stats = child.stat
       if (!stats) continue
-      const isDir = stats.isDirectory()
-      if (index.excluded(exclusion.key, childRel, isDir, exclusion.excluded)) continue
+      const isDir = isFolder(stats)
+      if (index.excluded(exclusion.key, child.rel, isDir, exclusion.excluded)) continue
       if (isDir) {
-        const hash = await walk(childRel, childAbs, childAscii, stats)
-        entries.push({ kind: 'd', mode: stats.mode & 0o777, size: 0, hash, name })
+        // Listed as a file, a folder by now: it is scanned on its own, here.
+        const queue: Child[] = []
+        const sub = await list(child.rel, child.abs, child.ascii, stats, queue)
+        for (const c of queue) c.stat = statHere(c)
+        const hash = await make(sub)
+        entries.push({ kind: 'd', mode: stats.mode & 0o777, size: 0, hash, name: child.name })
         continue
       }
       // Sockets, pipes and devices are not files a project keeps: they are not state.
-      if (!stats.isFile() && !stats.isSymbolicLink()) continue
-      entries.push(fileEntry(childRel, childAbs, name, stats, index, scan, started, generation))
+      const type = stats.mode & constants.S_IFMT
+      if (type !== constants.S_IFREG && type !== constants.S_IFLNK) continue
+      entries.push(fileEntry(child.rel, child.abs, child.name, stats, index, scan, started, generation))
       scan.files += 1
       scan.bytes += stats.size
     }
@@ -171,7 +287,7 @@ export async function scanTree(
       mtimeMs: own.mtimeMs,
       ctimeMs: own.ctimeMs,
       racy: Math.max(own.mtimeMs, own.ctimeMs) >= started - RACY_MS,
-      names,
+      names: listing.names,
       seen: generation,
     }
     if (known && sameEntries(known.entries, entries)) {
@@ -191,12 +307,25 @@ export async function scanTree(
   }
 
   const ascii = !NOT_ASCII.test(base)
-  const top = await walk('', base, ascii, lstatSync(ascii ? base : Buffer.from(base, 'latin1')))
+  const queue: Child[] = []
+  const top = await list('', base, ascii, lstatSync(ascii ? base : Buffer.from(base, 'latin1')), queue)
+  await statAll(queue)
+  scan.root = await make(top)
   for (const [rel, file] of index.files) if (file.seen !== generation) index.files.delete(rel)
   for (const [rel, folder] of index.folders) if (folder.seen !== generation) index.folders.delete(rel)
-  scan.root = top
-  index.root = top
+  index.root = scan.root
   return scan
+}
+
+/** Entries to stat in one scan past which the stats are shared out to worker threads. */
+const PARALLEL_OVER = 2_000
+
+function statHere(child: Child): StatFields | undefined {
+  return lstatSync(child.ascii ? child.abs : Buffer.from(child.abs, 'latin1'), { throwIfNoEntry: false })
+}
+
+function isFolder(stats: StatFields): boolean {
+  return (stats.mode & constants.S_IFMT) === constants.S_IFDIR
 }
 
 const NOT_ASCII = /[^\x00-\x7f]/
@@ -219,7 +348,7 @@ function handOn(index: WorkspaceIndex, scan: Scan, hash: string): void {
     for (const [name, source] of pending) if (!scan.objects.has(name)) scan.objects.set(name, source)
 }
 
-function statFields(stats: Stats) {
+function statFields(stats: StatFields) {
   return {
     dev: stats.dev,
     ino: stats.ino,
@@ -234,14 +363,14 @@ function fileEntry(
   rel: string,
   abs: string,
   name: string,
-  stats: Stats,
+  stats: StatFields,
   index: WorkspaceIndex,
   scan: Scan,
   started: number,
   generation: number,
 ): TreeEntry {
   const known = index.files.get(rel)
-  const link = stats.isSymbolicLink()
+  const link = (stats.mode & constants.S_IFMT) === constants.S_IFLNK
   const mode = link ? 0o777 : stats.mode & 0o777
   if (
     known &&

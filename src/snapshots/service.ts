@@ -32,6 +32,8 @@ import { displayName } from './tree.js'
 const KNOWN_LIMIT = 1_000_000
 /** Bytes uploaded per call to the store. */
 const UPLOAD_BYTES = 16 * 1024 * 1024
+/** Bytes of new objects sent without asking the store first which it lacks. */
+const BLIND_BYTES = 4 * 1024 * 1024
 /** How often retention runs on its own: a worker starting a run collects when the last collection is older. */
 const COLLECT_EVERY_MS = 6 * 3_600_000
 
@@ -52,6 +54,8 @@ export interface TakenSnapshot {
   root: string
   row: SnapshotRow
   scan: Scan
+  /** How long the scan took (0 when it was handed in), for benches and logs. */
+  scanMs: number
 }
 
 export class WorkspaceSnapshots {
@@ -113,10 +117,16 @@ export class WorkspaceSnapshots {
     detail?: string,
     options: { scanned?: Scan; commit?: SnapshotCommit } = {},
   ): Promise<TakenSnapshot> {
+    // The generation is read while the folder is scanned: a round trip less to wait for, and read earlier
+    // is only safer (a collection after it moves it, which the read under the lock sees).
+    let generation = collectionGeneration(this.pool)
+    generation.catch(() => {})
+    const scanning = performance.now()
     let scan = options.scanned ?? (await this.scan(folder, exclusion))
+    const scanMs = performance.now() - scanning
     for (let attempt = 1; ; attempt++) {
       try {
-        const uploaded = await this.upload(folder, scan, await collectionGeneration(this.pool))
+        const uploaded = await this.upload(folder, scan, await generation)
         const record = async (client: SnapshotSql, generation: number): Promise<TakenSnapshot> => {
           if (generation !== uploaded.generation) throw new StaleIndex()
           const row: SnapshotRow = {
@@ -134,7 +144,7 @@ export class WorkspaceSnapshots {
           // Only a scan of the folder as the index now has it confirms the index's objects.
           const index = this.index(folder)
           if (index.root === scan.root) index.stored(generation)
-          return { root: scan.root, row, scan }
+          return { root: scan.root, row, scan, scanMs }
         }
         if (!options.commit) return await underSnapshotLock(this.pool, record)
         let taken: TakenSnapshot | undefined
@@ -152,6 +162,8 @@ export class WorkspaceSnapshots {
           this.indexes.delete(folder)
           this.known.clear()
         }
+        generation = collectionGeneration(this.pool)
+        generation.catch(() => {})
         scan = await this.scan(folder, exclusion)
       }
     }
@@ -171,6 +183,15 @@ export class WorkspaceSnapshots {
     // Objects this index took for stored may have been collected since: only a full scan can tell.
     if (index.generation !== undefined && index.generation !== generation) throw new StaleIndex()
     const candidates = [...scan.objects.keys()].filter((hash) => !this.known.has(hash))
+    const small = this.store.putNew && smallUpload(scan, candidates)
+    if (small && this.store.putNew) {
+      // Few, small objects (a step's change): written blind, the store saying which were new.
+      const fresh = new Set(await this.store.putNew(small))
+      for (const hash of candidates) this.known.add(hash)
+      let newBytes = 0
+      for (const { hash, data } of small) if (fresh.has(hash)) newBytes += data.length
+      return { generation, newObjects: fresh.size, newBytes }
+    }
     const missing = candidates.length > 0 ? await this.store.missing(candidates) : []
     let newBytes = 0
     let batch: Array<{ hash: string; data: Buffer }> = []
@@ -255,6 +276,23 @@ export class WorkspaceSnapshots {
   exists(folder: string): boolean {
     return existsSync(folder)
   }
+}
+
+/**
+ * The objects of `candidates` when they are all in memory and together small enough to send without
+ * asking the store first which it lacks; undefined otherwise.
+ */
+function smallUpload(scan: Scan, candidates: readonly string[]) {
+  const objects: Array<{ hash: string; data: Buffer }> = []
+  let bytes = 0
+  for (const hash of candidates) {
+    const data = scan.objects.get(hash)
+    if (!Buffer.isBuffer(data)) return undefined
+    bytes += data.length
+    if (bytes > BLIND_BYTES) return undefined
+    objects.push({ hash, data })
+  }
+  return objects.length > 0 ? objects : undefined
 }
 
 /** The index of a folder took objects for stored that a collection may have deleted since. */

@@ -29,25 +29,11 @@ export function postgresStore(pool: pg.Pool): ObjectStore {
     },
 
     async put(objects) {
-      let batch: Array<{ hash: string; data: Buffer }> = []
-      let bytes = 0
-      const flush = async () => {
-        if (batch.length === 0) return
-        await pool.query(
-          `insert into snapshot_objects (hash, data, size)
-           select hash, data, octet_length(data) from unnest($1::text[], $2::bytea[]) as o(hash, data)
-           on conflict (hash) do nothing`,
-          [batch.map((o) => o.hash), batch.map((o) => o.data)],
-        )
-        batch = []
-        bytes = 0
-      }
-      for (const object of objects) {
-        if (bytes + object.data.length > BATCH_BYTES) await flush()
-        batch.push(object)
-        bytes += object.data.length
-      }
-      await flush()
+      await insert(objects)
+    },
+
+    async putNew(objects) {
+      return insert(objects)
     },
 
     async get(hashes) {
@@ -86,6 +72,32 @@ export function postgresStore(pool: pg.Pool): ObjectStore {
         ])
       }
     },
+  }
+
+  /** Inserts in batches; returns the hashes that were not there yet. */
+  async function insert(objects: ReadonlyArray<{ hash: string; data: Buffer }>): Promise<string[]> {
+    const inserted: string[] = []
+    let batch: Array<{ hash: string; data: Buffer }> = []
+    let bytes = 0
+    const flush = async () => {
+      if (batch.length === 0) return
+      const { rows } = await pool.query<{ hash: string }>(
+        `insert into snapshot_objects (hash, data, size)
+         select hash, data, octet_length(data) from unnest($1::text[], $2::bytea[]) as o(hash, data)
+         on conflict (hash) do nothing returning hash`,
+        [batch.map((o) => o.hash), batch.map((o) => o.data)],
+      )
+      for (const row of rows) inserted.push(row.hash)
+      batch = []
+      bytes = 0
+    }
+    for (const object of objects) {
+      if (bytes + object.data.length > BATCH_BYTES) await flush()
+      batch.push(object)
+      bytes += object.data.length
+    }
+    await flush()
+    return inserted
   }
 }
 

@@ -18,6 +18,11 @@ export interface ObjectStore {
   missing(hashes: readonly string[]): Promise<string[]>
   /** Writes objects; writing one the store holds already changes nothing. */
   put(objects: ReadonlyArray<{ hash: string; data: Buffer }>): Promise<void>
+  /**
+   * Where the store can tell in the same request: writes objects and returns the hashes it did not hold
+   * before (one round trip instead of `missing` then `put`, for uploads small enough to send blind).
+   */
+  putNew?(objects: ReadonlyArray<{ hash: string; data: Buffer }>): Promise<string[]>
   /** The objects asked for, each checked against its name; a missing one is an error naming it. */
   get(hashes: readonly string[]): Promise<Map<string, Buffer>>
   /** Every object, for retention. */

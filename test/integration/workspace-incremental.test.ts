@@ -2,7 +2,18 @@
  * Incremental snapshots against the real PostgreSQL store: what a worker remembers between scans never
  * leaves an object out of the store — not after a scan that was only compared, not after a collection.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+
+import { randomBytes } from 'node:crypto'
+import {
+  chmodSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readlinkSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -89,18 +100,26 @@ describe('an incremental snapshot', () => {
     const { runId, root, salt, snapshots: first } = await setUp()
     await first.take({ runId, step: 0, call: 0, kind: 'start' }, root, nothing)
     writeFileSync(join(root, 'src/a.txt'), `${salt} changed`)
-    // The store as another worker's collection meets it: between this worker's look-up and its upload.
+    // The store as another worker's collection meets it: after this worker read the generation, before its
+    // upload was recorded.
     const real = postgresStore(audit.pool)
     let collected = false
+    const collectOnce = async () => {
+      if (collected) return
+      collected = true
+      await collect(sha256(`${salt} b`))
+    }
+    // A small upload asks nothing first (`putNew`); a large one asks `missing`: either meets the collection.
     const racing: ObjectStore = {
       ...real,
       async missing(hashes) {
         const missing = await real.missing(hashes)
-        if (!collected) {
-          collected = true
-          await collect(sha256(`${salt} b`))
-        }
+        await collectOnce()
         return missing
+      },
+      async putNew(objects) {
+        await collectOnce()
+        return (real.putNew as NonNullable<ObjectStore['putNew']>)(objects)
       },
     }
     const snapshots = new WorkspaceSnapshots(racing, audit.pool)
@@ -131,5 +150,32 @@ describe('snapshots taken at once', () => {
     } finally {
       await pool.end()
     }
+  })
+})
+
+describe('a restore', () => {
+  it('lays out every mode, empty file, link and folder exactly, many files at once', async () => {
+    const { runId, root, snapshots } = await setUp()
+    // Modes the umask takes bits from (0o777, 0o666) and ones it does not; binary content; more files
+    // than are written at once.
+    const modes = [0o777, 0o666, 0o644, 0o600, 0o444, 0o755]
+    for (let i = 0; i < 60; i++) {
+      const path = join(root, 'src', `f${i}.bin`)
+      writeFileSync(path, randomBytes(i * 97))
+      chmodSync(path, modes[i % modes.length] as number)
+    }
+    symlinkSync('f1.bin', join(root, 'src/link'))
+    mkdirSync(join(root, 'empty'))
+    chmodSync(join(root, 'empty'), 0o750)
+    const taken = await snapshots.take({ runId, step: 0, call: 0, kind: 'start' }, root, nothing)
+    // The restore checks the tree's root hash, modes and links included, before it returns.
+    const into = await restored(new WorkspaceSnapshots(postgresStore(audit.pool), audit.pool), taken.root)
+    for (let i = 0; i < 60; i++) {
+      const name = `src/f${i}.bin`
+      expect(lstatSync(join(into, name)).mode & 0o777, name).toBe(modes[i % modes.length])
+      expect(await readFile(join(into, name)), name).toEqual(await readFile(join(root, name)))
+    }
+    expect(readlinkSync(join(into, 'src/link'))).toBe('f1.bin')
+    expect(lstatSync(join(into, 'empty')).mode & 0o777).toBe(0o750)
   })
 })

@@ -37,7 +37,12 @@ function workspace(files: Record<string, string> = {}): string {
 }
 
 const nothing: { key: string; excluded: Exclusion } = { key: 'none', excluded: () => false }
-const scan = (root: string, index = new WorkspaceIndex(), ex = nothing) => scanTree(root, index, ex)
+/** `parallelOver: 0` sends every stat to the stat workers, however small the tree. */
+const scanWith =
+  (parallelOver?: number) =>
+  (root: string, index = new WorkspaceIndex(), ex = nothing) =>
+    scanTree(root, index, ex, { parallelOver })
+const scan = scanWith()
 
 describe('the tree of a workspace', () => {
   it('is the same for the same files, modes, links and folders, wherever they are', async () => {
@@ -131,7 +136,12 @@ async function settled(files: Record<string, string>): Promise<string> {
   return root
 }
 
-describe('an incremental scan', () => {
+describe.each([
+  ['on this thread', undefined],
+  ['on stat workers', 0],
+])('an incremental scan, stats %s', (_, parallelOver) => {
+  const scan = scanWith(parallelOver)
+
   it('sees every kind of change a fresh scan sees, however the stat was dressed up', async () => {
     const root = await settled({
       'content/a.txt': 'one',
@@ -234,5 +244,21 @@ describe('an incremental scan', () => {
     expect([...next.objects.keys()].sort()).toEqual([...compared.objects.keys()].sort())
     index.stored(1)
     expect((await scan(root, index)).objects.size).toBe(0)
+  }, 20_000)
+
+  it('sees a file replaced by a folder of the same name', async () => {
+    const root = await settled({ 'src/a.js': 'code', 'swap/b.txt': 'one' })
+    const index = new WorkspaceIndex()
+    await scan(root, index)
+    const old = new Date('2020-01-01T00:00:00Z')
+    utimesSync(join(root, 'swap'), old, old)
+    await scan(root, index)
+    rmSync(join(root, 'swap/b.txt'))
+    mkdirSync(join(root, 'swap/b.txt'))
+    writeFileSync(join(root, 'swap/b.txt/inside'), 'two')
+    utimesSync(join(root, 'swap'), old, old)
+    const incremental = await scan(root, index)
+    expect(incremental.root).toBe((await scan(root, new WorkspaceIndex())).root)
+    expect(incremental.files).toBe(2)
   }, 20_000)
 })
