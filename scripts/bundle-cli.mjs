@@ -56,6 +56,27 @@ const pgOnNode = {
   },
 }
 
+/**
+ * zod, taken as its CommonJS build: the bundle keeps a CommonJS package's functions inside one wrapper that
+ * runs when first required, where an ES module's are hoisted to the script's top level — and V8 then
+ * carries thousands of them in every command's start and code cache, though ls, approvals and show never
+ * use zod. One copy still: every import of zod in the bundle resolves here.
+ */
+const zodAsCommonJs = {
+  name: 'zod-as-commonjs',
+  setup(build) {
+    build.onResolve({ filter: /^zod(\/.*)?$/ }, (args) =>
+      args.pluginData === 'commonjs'
+        ? undefined
+        : build.resolve(args.path, {
+            kind: 'require-call',
+            resolveDir: args.resolveDir,
+            pluginData: 'commonjs',
+          }),
+    )
+  },
+}
+
 await rm(outdir, { recursive: true, force: true })
 const common = {
   bundle: true,
@@ -78,7 +99,7 @@ const script = await build({
   // The modules are ES modules: strict, and their own location is the script's (bin.js passes it in).
   banner: { js: '"use strict";' },
   define: { 'import.meta.url': '__tetherUrl' },
-  plugins: [outsideImports, pgOnNode],
+  plugins: [zodAsCommonJs, outsideImports, pgOnNode],
 })
 const loader = await build({
   ...common,
