@@ -7,6 +7,7 @@
 // compute from their own location hold.
 import { readFileSync } from 'node:fs'
 import { rm } from 'node:fs/promises'
+import { createRequire } from 'node:module'
 import { build } from 'esbuild'
 
 const root = new URL('..', import.meta.url)
@@ -39,6 +40,19 @@ const outsideImports = {
   },
 }
 
+/** pg's password hashing on Node's own crypto (pg-node-crypto.cjs), when pg's exports the same functions. */
+const PG_CRYPTO = readFileSync(new URL('pg-node-crypto.cjs', import.meta.url), 'utf8')
+const PG_CRYPTO_NAMES = Object.keys(createRequire(import.meta.url)('./pg-node-crypto.cjs'))
+  .sort()
+  .join(' ')
+/** The names pg's crypto/utils.js exports (a list of shorthand properties), sorted. */
+const pgCryptoNames = (text) =>
+  (/module\.exports = \{([^}]*)\}/.exec(text)?.[1] ?? '')
+    .split(/[\s,]+/)
+    .filter(Boolean)
+    .sort()
+    .join(' ')
+
 /**
  * pg asks on every connection whether it runs on Cloudflare by building a fetch `Response`, which makes
  * Node 20 load its whole fetch implementation (undici): tens of ms of each `tether ls`. Here it is Node.
@@ -52,6 +66,12 @@ const pgOnNode = {
       if (patched === text)
         console.warn(`${args.path}: isCloudflareRuntime not found; pg loads fetch (slower)`)
       return { loader: 'js', contents: patched }
+    })
+    build.onLoad({ filter: /[/\\]pg[/\\]lib[/\\]crypto[/\\]utils\.js$/ }, (args) => {
+      const text = readFileSync(args.path, 'utf8')
+      if (pgCryptoNames(text) === PG_CRYPTO_NAMES) return { loader: 'js', contents: PG_CRYPTO }
+      console.warn(`${args.path}: not the functions expected; pg keeps Web Crypto (slower)`)
+      return undefined
     })
   },
 }
