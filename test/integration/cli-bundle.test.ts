@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
 
 const CHECKOUT = fileURLToPath(new URL('../../', import.meta.url))
 const BIN = join(CHECKOUT, 'bin/tether.js')
-const BUNDLE = join(CHECKOUT, 'dist/src/bundle/bin.js')
+const BUNDLE = join(CHECKOUT, 'dist/src/bundle/bin.cjs')
 
 let home: string
 let env: Record<string, string>
