@@ -1,26 +1,30 @@
 #!/usr/bin/env node
 // Entry point of the `tether` command: the bundled CLI in dist/ (built by `npm ci` / `npm install` through
 // the `prepare` script; it starts fastest), else the compiled modules, or, in a checkout that has not been
-// built, the TypeScript sources through tsx.
-import { existsSync } from 'node:fs'
-import { fileURLToPath } from 'node:url'
+// built, the TypeScript sources through tsx. CommonJS (bin/package.json) like the bundle it loads, so a
+// command starts without Node's ES module loader, unless it needs one.
+'use strict'
+const { existsSync } = require('node:fs')
+const { join, sep } = require('node:path')
+const { pathToFileURL } = require('node:url')
 
-const root = new URL('..', import.meta.url)
-const built = ['dist/src/bundle/bin.js', 'dist/src/cli/bin.js']
-  .map((path) => new URL(path, root))
-  .find((url) => existsSync(url))
-if (built) {
-  await import(built.href)
+const root = join(__dirname, '..')
+const at = (path) => join(root, path)
+if (existsSync(at('dist/src/bundle/bin.cjs'))) {
+  require(at('dist/src/bundle/bin.cjs'))
+} else if (existsSync(at('dist/src/cli/bin.js'))) {
+  import(pathToFileURL(at('dist/src/cli/bin.js')).href)
 } else {
-  let register
-  try {
-    ;({ register } = await import('tsx/esm/api'))
-  } catch {
-    console.error(
-      `error: tether is not built and cannot run from its sources here; run \`npm ci\` (or \`npm run build\`) in ${fileURLToPath(root)}`,
-    )
-    process.exit(1)
-  }
-  register()
-  await import(new URL('src/cli/bin.ts', root).href)
+  import('tsx/esm/api').then(
+    ({ register }) => {
+      register()
+      return import(pathToFileURL(at('src/cli/bin.ts')).href)
+    },
+    () => {
+      console.error(
+        `error: tether is not built and cannot run from its sources here; run \`npm ci\` (or \`npm run build\`) in ${root}${sep}`,
+      )
+      process.exit(1)
+    },
+  )
 }

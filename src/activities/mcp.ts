@@ -14,7 +14,8 @@ import type { Policy } from '../policy/index.js'
 import { clip, definitionText, formatCount, lineDiff } from '../present/index.js'
 import type { McpListing, TetherActivities, ToolChange } from '../run/index.js'
 import { workspaceOf } from '../run/index.js'
-import { expandVariables, type McpServerConfig } from '../stack/index.js'
+import type { McpServerConfig } from '../stack/index.js'
+import { expandVariables } from '../stack/mcp-servers.js'
 import {
   type McpToolDefinition,
   mcpArguments,

@@ -18,7 +18,7 @@ import type {
   RunStarted,
   StepRecord,
 } from './inputs.js'
-import * as mcp from './mcp.js'
+import type * as mcp from './mcp.js'
 import { applyMigrations, type MigrationReport } from './migrations.js'
 import type * as Provenance from './provenance.js'
 import * as queries from './queries.js'
@@ -152,18 +152,18 @@ export class AuditStore {
   }
   /** Definitions an MCP listing saw, and which run saw them from which step. */
   recordMcpSightings(sightings: readonly mcp.McpSighting[]): Promise<void> {
-    return mcp.recordMcpSightings(this.db, sightings)
+    return mcpQueries().then((m) => m.recordMcpSightings(this.db, sightings))
   }
   /** Stored MCP tool definitions by digest (the caller checks each against its digest). */
   mcpDefinitions(digests: readonly string[]): Promise<Map<string, Record<string, unknown>>> {
-    return mcp.mcpDefinitions(this.db, digests)
+    return mcpQueries().then((m) => m.mcpDefinitions(this.db, digests))
   }
   recordMcpCall(call: mcp.McpCallRecord): Promise<boolean> {
-    return mcp.recordMcpCall(this.db, call)
+    return mcpQueries().then((m) => m.recordMcpCall(this.db, call))
   }
   /** The MCP calls a run made, in order. */
   mcpCalls(runId: string): Promise<mcp.McpCallRow[]> {
-    return mcp.mcpCalls(this.db, runId)
+    return mcpQueries().then((m) => m.mcpCalls(this.db, runId))
   }
   recordGateEvent(event: GateEvent): Promise<boolean> {
     return writers.recordGateEvent(this.db, event)
@@ -342,3 +342,5 @@ export async function migrate(pool: pg.Pool): Promise<MigrationReport> {
 
 /** The provenance queries, loaded when first used: they bring the DSSE code, which a reader of runs never needs. */
 const provenanceQueries = () => import('./provenance.js')
+/** The MCP records, loaded when first used: their schemas bring zod and the run module, which a reader of runs never needs. */
+const mcpQueries = () => import('./mcp.js')

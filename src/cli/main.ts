@@ -2,40 +2,74 @@
  * The `tether` command. Each subcommand lives in `commands/` and registers itself on the program; this file
  * only assembles them and turns any failure into one clear line and a non-zero exit.
  *
- * Start-up is part of the interface: registering a command loads only commander and the words of its help,
- * and a command loads what it needs (Temporal's SDK, the audit, the policy engine) when it runs — so
- * `tether --help` costs little more than Node itself, and `tether ls` does not load Temporal.
+ * Start-up is part of the interface: a command line loads only the module of the command it names (all of
+ * them for help, completion or a word tether does not know; none for `--version`), registering a command
+ * loads only commander and the words of its help, and a command loads what it needs (Temporal's SDK, the
+ * audit, the policy engine) when it runs — so `tether --help` costs little more than Node itself, and
+ * `tether ls` does not load Temporal.
  */
 import { Command, CommanderError } from 'commander'
 import { packageVersion } from '../stack/index.js'
-import { registerApprovals } from './commands/approvals.js'
-import { registerAudit } from './commands/audit.js'
-import { registerCompletion } from './commands/completion.js'
-import { registerDb } from './commands/db.js'
-import { registerDev } from './commands/dev.js'
-import { registerInbox } from './commands/inbox.js'
-import { registerMcp } from './commands/mcp.js'
-import { registerPolicy } from './commands/policy.js'
-import { registerRuns } from './commands/runs.js'
-import { registerSnapshots } from './commands/snapshots.js'
 import { chooseProfile } from './context.js'
 import { CliError, EXIT } from './errors.js'
 
 /** A subcommand module adds its commands to the program; list each one here. */
 export type Register = (program: Command) => void
 
-const registrations: Register[] = [
-  registerDev,
-  registerRuns,
-  registerSnapshots,
-  registerApprovals,
-  registerInbox,
-  registerAudit,
-  registerDb,
-  registerPolicy,
-  registerCompletion,
-  registerMcp,
+interface CommandModule {
+  /** The top-level commands it registers. */
+  names: readonly string[]
+  load: () => Promise<Register>
+  /** It needs every other command registered too (a completion script lists them all). */
+  needsAll?: true
+}
+
+/** In the order `tether --help` lists them. */
+const MODULES: readonly CommandModule[] = [
+  { names: ['dev'], load: async () => (await import('./commands/dev.js')).registerDev },
+  {
+    names: ['run', 'ls', 'show', 'cancel'],
+    load: async () => (await import('./commands/runs.js')).registerRuns,
+  },
+  {
+    names: ['rewind', 'diff', 'snapshots'],
+    load: async () => (await import('./commands/snapshots.js')).registerSnapshots,
+  },
+  {
+    names: ['approvals', 'approve', 'deny', 'keys'],
+    load: async () => (await import('./commands/approvals.js')).registerApprovals,
+  },
+  { names: ['inbox'], load: async () => (await import('./commands/inbox.js')).registerInbox },
+  { names: ['audit'], load: async () => (await import('./commands/audit.js')).registerAudit },
+  { names: ['db'], load: async () => (await import('./commands/db.js')).registerDb },
+  { names: ['policy'], load: async () => (await import('./commands/policy.js')).registerPolicy },
+  {
+    names: ['completion'],
+    load: async () => (await import('./commands/completion.js')).registerCompletion,
+    needsAll: true,
+  },
+  { names: ['mcp'], load: async () => (await import('./commands/mcp.js')).registerMcp },
 ]
+
+/**
+ * The command modules `argv` needs: the one of the command it names (after the global `--profile`); every
+ * one when it names none that tether has, asks for help or completion (which list them all); none when it
+ * only asks for the version.
+ */
+export function modulesFor(argv: readonly string[]): readonly CommandModule[] {
+  if (argv.length === 1 && (argv[0] === '-V' || argv[0] === '--version')) return []
+  let word: string | undefined
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string
+    if (arg === '--profile') i++
+    else if (!arg.startsWith('--profile=')) {
+      word = arg
+      break
+    }
+  }
+  const named = MODULES.find((module) => word !== undefined && module.names.includes(word))
+  return named && !named.needsAll ? [named] : MODULES
+}
 
 const EXIT_HELP = `
 Exit status:
@@ -46,7 +80,7 @@ Exit status:
 
 Settings: flags, then variables, then the profile of ~/.config/tether/config.toml (--profile, TETHER_PROFILE).`
 
-export function buildProgram(): Command {
+export function buildProgram(registrations: readonly Register[]): Command {
   const program = new Command('tether')
     .description(
       'A coding agent that runs as a durable Temporal workflow, with policy, approvals and an audit.',
@@ -77,8 +111,13 @@ export async function runProcess(argv: readonly string[]): Promise<void> {
   process.exitCode = await runCli(argv)
 }
 
+/** The program with the commands `argv` needs registered. */
+export async function loadProgram(argv: readonly string[]): Promise<Command> {
+  return buildProgram(await Promise.all(modulesFor(argv).map((module) => module.load())))
+}
+
 export async function runCli(argv: readonly string[]): Promise<number> {
-  const program = buildProgram()
+  const program = await loadProgram(argv)
   try {
     await program.parseAsync([...argv], { from: 'user' })
     return typeof process.exitCode === 'number' ? process.exitCode : EXIT.ok

@@ -18,7 +18,6 @@ import {
   connectTemporalWorker,
   type LocalStack,
   type LocalStackOptions,
-  loadMcpServers,
   localTarget,
   type McpServerConfig,
   startLocalStack,
@@ -26,6 +25,7 @@ import {
   type WorkerDeployment,
   workflowCacheSetting,
 } from '../stack/index.js'
+import { loadMcpServers } from '../stack/mcp-servers.js'
 import { ReconcilePlugin } from './reconcile.js'
 import type { WorkerTelemetry } from './telemetry.js'
 

@@ -47,7 +47,9 @@ export {
   workerKeyFile,
   workflowCacheSetting,
 } from './config.js'
-export { expandVariables, loadMcpServers, type McpServerConfig } from './mcp-servers.js'
+// The MCP servers' reader (zod, YAML, the run and tool modules) is reached beside this door by the worker
+// alone: through here, every command of the CLI would load it at start.
+export type { McpServerConfig } from './mcp-servers.js'
 export {
   type EmbeddedPostgres,
   EmbeddedPostgresError,

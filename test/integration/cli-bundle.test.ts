@@ -7,7 +7,7 @@
 import { execFile, spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { existsSync, readdirSync } from 'node:fs'
-import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
 
 const CHECKOUT = fileURLToPath(new URL('../../', import.meta.url))
 const BIN = join(CHECKOUT, 'bin/tether.js')
-const BUNDLE = join(CHECKOUT, 'dist/src/bundle/bin.js')
+const BUNDLE = join(CHECKOUT, 'dist/src/bundle/bin.cjs')
 
 let home: string
 let env: Record<string, string>
@@ -58,12 +58,42 @@ describe('the installed tether command (the bundle in dist/)', () => {
     const { version } = JSON.parse(await readFile(join(CHECKOUT, 'package.json'), 'utf8')) as {
       version: string
     }
-    const first = await installed(['--version'])
+    const reported = await installed(['--version'])
+    expect(reported).toMatchObject({ code: 0, stderr: '' })
+    expect(reported.stdout.trim()).toBe(version)
+    // `--version` alone is answered without the bundle; a command that runs it writes the cache.
+    expect(filesUnder(join(home, 'cache', 'tether'))).toEqual([])
+    const first = await installed(['--help'])
     expect(first).toMatchObject({ code: 0, stderr: '' })
-    expect(first.stdout.trim()).toBe(version)
+    expect(first.stdout).toContain('Usage: tether')
     expect(filesUnder(join(home, 'cache', 'tether')).length).toBeGreaterThan(0)
     // The second start reads the cache it wrote and says the same.
-    expect((await installed(['--version'])).stdout.trim()).toBe(version)
+    expect(await installed(['--help'])).toEqual(first)
+  })
+
+  it('judges a command under a policy file, and names the field of one zod refuses (zod is bundled as CommonJS)', async () => {
+    const team = join(CHECKOUT, 'examples/policies/team.yaml')
+    const judged = await installed([
+      'policy',
+      'check',
+      '--policy',
+      team,
+      '--',
+      'git',
+      'push',
+      'origin',
+      'main',
+    ])
+    expect(judged).toMatchObject({ code: 0, stderr: '' })
+    expect(judged.stdout).toMatch(/^deny: /)
+    const broken = join(home, 'broken.yaml')
+    await writeFile(
+      broken,
+      'version: 1\nlayers:\n  - name: x\n    rules:\n      - { act: exec, effect: allow, patern: "ls*" }\n',
+    )
+    const refused = await installed(['policy', 'check', '--policy', broken, '--', 'ls'])
+    expect(refused.code).toBe(1)
+    expect(refused.stderr).toBe(`error: ${broken}: layers[0].rules[0]: unknown field "patern"\n`)
   })
 
   it('lists runs from the audit as JSON', async () => {

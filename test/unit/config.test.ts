@@ -18,7 +18,7 @@ import {
   readUserSettings,
   temporalAddress,
 } from '../../src/stack/config.js'
-import { expandVariables, loadMcpServers } from '../../src/stack/index.js'
+import { expandVariables, loadMcpServers } from '../../src/stack/mcp-servers.js'
 import { tetherStateDir } from '../../src/stack/state.js'
 import { type Certificates, makeCertificates } from '../support/certificates.js'
 

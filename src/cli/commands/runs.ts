@@ -183,7 +183,7 @@ export function registerRuns(program: Command): void {
         const summary = await audit.runSummary(runId)
         if (!summary) throw new CliError(`no run ${runId} in the audit; list runs with \`tether ls\``)
         const timeline = await audit.runTimeline(runId)
-        const { runLinks } = await import('../../snapshots/index.js')
+        const { runLinks } = await import('../../snapshots/catalog.js')
         const links = await runLinks(audit.pool, runId)
         if (options.json) return printJson({ summary, timeline, links })
         const { printTimeline } = await import('../timeline.js')

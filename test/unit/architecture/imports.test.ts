@@ -45,14 +45,19 @@ const moduleOf = (file: string) => relative(SRC, file).split('/')[0] as string
 /**
  * Files reached past their module's door, each for a reason: the Node-only half of identity (key files),
  * the address parser the egress proxy loads without the whole policy, the activity options the workflow
- * bundle takes without the exec runner, and the audit's readers without its verification code (the CLI's
- * lists start in a fraction of the time).
+ * bundle takes without the exec runner, the audit's readers without its verification code (the CLI's
+ * lists start in a fraction of the time), the worker's MCP server configuration without the stack
+ * bringing zod and YAML into every CLI command, a run's snapshot links for `tether show` without the
+ * workspace code, and tether's version for the bundled CLI's `--version`, answered without the bundle.
  */
 const BESIDE_THE_DOOR = [
   'identity/keyring.ts',
   'policy/addresses.ts',
   'exec/activity-options.ts',
   'audit/reader.ts',
+  'stack/mcp-servers.ts',
+  'snapshots/catalog.ts',
+  'stack/version.ts',
 ]
 
 describe('the architecture', () => {
