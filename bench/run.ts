@@ -9,7 +9,7 @@
  * (c) steps/s for 20 concurrent runs on one worker, and the CPU each step cost in each process tree the bench
  *     started (worker, launcher and sandboxes, Temporal, PostgreSQL: support.ts `readCpu`), against the
  *     machine's (`--concurrent`: only this); with `--concurrent N`, p50 and p99 of a step's time under N runs
- *     at once, without and with fairness keys side by side;
+ *     at once, without and with fairness keys side by side (`--fairness [N]`: only that);
  * (d) ms/step with tracing on (a second worker on the same server exporting every span over OTLP/HTTP to a
  *     loopback receiver, metrics on a Prometheus endpoint) against tracing off (`--tracing [rounds]`: only this);
  * (e) the audit's write transactions per step (`--audit`: only this).
@@ -430,8 +430,10 @@ async function tracingOverhead(rounds = 7) {
 
 /**
  * How evenly `concurrent` runs at once share the worker: p50 and p99 of a step's time (from the end of the
- * run's previous step, or its start), without fairness keys (first come, first served) and with one key per
- * run (each in turn), one after the other on the same stack. Target: p99 within 3× p50.
+ * run's previous step, or the first step's beginning), without fairness keys (first come, first served) and
+ * with one key per run (each in turn), one after the other on the same stack. Target: p99 within 3× p50.
+ * A run's start (its audit row and its workspace: two more round trips) is printed apart, and the steps
+ * counted from the run's start beside them.
  */
 async function fairness(concurrent: number) {
   const each = 5
@@ -443,20 +445,21 @@ async function fairness(concurrent: number) {
       Array.from({ length: concurrent }, () => durableRun(stack, each, { scheduling: { fair } })),
     )
     const perRun = await Promise.all(runs.map((run) => stepTimes(stack, run)))
-    const times = perRun.flat().sort((a, b) => a - b)
-    const [p50, p99] = [percentile(times, 50), percentile(times, 99)]
-    console.log(
-      `    ${(fair ? 'with fairness keys' : 'without fairness').padEnd(20)} p50 ${p50} ms, p99 ${p99} ms, ` +
-        `max ${times.at(-1)} ms: p99 / p50 ${(p99 / p50).toFixed(1)}`,
-    )
-    // A run's first step also starts it (its audit row, its workspace): twice the round trips of the others.
     const spread = (list: number[]) => {
       const sorted = [...list].sort((a, b) => a - b)
-      return `p50 ${percentile(sorted, 50)} ms, p99 ${percentile(sorted, 99)} ms`
+      const [p50, p99] = [percentile(sorted, 50), percentile(sorted, 99)]
+      return `p50 ${p50} ms, p99 ${p99} ms, max ${sorted.at(-1)} ms: p99 / p50 ${(p99 / p50).toFixed(1)}`
     }
+    const margin = ''.padEnd(24)
     console.log(
-      `${''.padEnd(24)}first steps (the run's start included): ${spread(perRun.map((run) => run[0] ?? 0))}; ` +
-        `later steps: ${spread(perRun.flatMap((run) => run.slice(1)))}`,
+      `    ${(fair ? 'with fairness keys' : 'without fairness').padEnd(20)} steps ${spread(perRun.flatMap((run) => run.steps))}`,
+    )
+    console.log(
+      `${margin}the runs' starts (before their first step): ${spread(perRun.map((run) => run.start))}`,
+    )
+    console.log(
+      `${margin}steps, the first counted from the run's start: ` +
+        spread(perRun.flatMap(({ start, steps: [first = 0, ...rest] }) => [start + first, ...rest])),
     )
     // The command's own share (sandbox built, command run, sandbox taken down), as "what ran" times it.
     const { rows } = await stack.audit.pool.query<{ ms: number }>(
@@ -474,9 +477,13 @@ async function fairness(concurrent: number) {
 
 try {
   // `--concurrent [N]`: only (c), at 20 runs and then at N beside it (the cliff test: target within 15%);
-  // `--tracing [rounds]`: only (d), 7 rounds unless told; `--audit`: only (e); `--history`: only (b).
+  // `--tracing [rounds]`: only (d), 7 rounds unless told; `--audit`: only (e); `--history`: only (b);
+  // `--fairness [N]`: only the step times under N runs at once (200 unless told).
   const only = process.argv[2]
-  if (only === '--history') {
+  if (only === '--fairness') {
+    await durableRun(stack, 5) // warm-up
+    await fairness(Number(process.argv[3] ?? 200))
+  } else if (only === '--history') {
     await durableRun(stack, 2) // warm-up
     await historyPerStep()
   } else if (only === '--audit') {

@@ -129,19 +129,27 @@ export async function scriptedRun(
   return (await startScriptedRun(stack, calls, policy, scheduling, policyStore)).result
 }
 
-/** How long each step of a run took, from the run's start: the time between its steps' ends (ms). */
+/**
+ * How long a run took to start — from the client's start to its first step's beginning (its audit row, its
+ * workspace laid out) — and each of its steps: the time between their ends, the first from its beginning (ms).
+ */
 export async function stepTimes(
   stack: BenchStack,
   run: { runId: string; startedAt: number },
-): Promise<number[]> {
-  const times: number[] = []
-  let last = run.startedAt
+): Promise<{ start: number; steps: number[] }> {
+  const steps: number[] = []
+  let start = 0
+  let last: number | undefined
   for (const entry of await stack.audit.runTimeline(run.runId)) {
     if (entry.type !== 'step') continue
-    times.push(entry.finishedAt.getTime() - last)
+    if (last === undefined) {
+      start = entry.startedAt.getTime() - run.startedAt
+      last = entry.startedAt.getTime()
+    }
+    steps.push(entry.finishedAt.getTime() - last)
     last = entry.finishedAt.getTime()
   }
-  return times
+  return { start, steps }
 }
 
 /**
