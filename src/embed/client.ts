@@ -262,9 +262,7 @@ export interface AnswerResult {
 /**
  * Answers an approval of run `runId`: as an Update (validated by the run, the answer is final when this
  * returns), or — when no worker takes the Update within `updateTimeoutMs` — as a Signal, which the run
- * applies (or records as rejected) once a worker is back. The answer goes to the task queue every worker
- * polls, never to the worker that last ran the run alone: that worker may have died, and a task on its own
- * (sticky) queue would wait out the sticky timeout (60 s) first.
+ * applies (or records as rejected) once a worker is back.
  */
 export async function answerApproval(
   client: Client,
@@ -274,7 +272,6 @@ export async function answerApproval(
 ): Promise<AnswerResult> {
   const handle = client.workflow.getHandle(runId)
   const via = options.via ?? 'auto'
-  await leaveStickyQueue(client, runId)
   if (via === 'signal') {
     await handle.signal(decideSignal, decision)
     return { channel: 'signal' }
@@ -294,21 +291,6 @@ export async function answerApproval(
   update.catch(() => {})
   await handle.signal(decideSignal, decision)
   return { channel: 'signal' }
-}
-
-/**
- * Sends the run's next workflow task to its shared task queue. An answer is rare, so what this costs — the
- * worker that has the run in memory reads its history once more — does not matter.
- */
-async function leaveStickyQueue(client: Client, runId: string): Promise<void> {
-  try {
-    await client.workflowService.resetStickyTaskQueue({
-      namespace: client.options.namespace,
-      execution: { workflowId: runId },
-    })
-  } catch {
-    // A run that is closed or unknown: the answer itself says so.
-  }
 }
 
 export { type AnswerDraft, AnswerError } from '../identity/index.js'

@@ -57,8 +57,7 @@ export function workflowSource(
  * bounces run after run to the shared queue, each bounce a replay, and the bounced runs fall behind the rest
  * (bench/run --concurrent 200: p99 / p50 5.6 with 3 s, 2.9 with 60 s). A crash does not wait on it: the dead
  * worker's commands retry on the shared activity queue, and Temporal sends a task to a sticky queue nobody
- * polled for 10 s to the shared one; an approval's answer resets the run's stickiness first (client.ts
- * answerApproval), so only a timer or another Signal or Update in those 10 s waits the timeout
+ * polled for 10 s to the shared one; only a Signal, Update or timer in those 10 s waits the timeout
  * (docs/durability.md). A stopping worker (SIGTERM) gives its running commands
  * `shutdownGraceTime` to finish, then hands each to another worker (activities/attempts.ts); the default, 0,
  * would cut every one off at once.
