@@ -52,18 +52,15 @@ export function workflowSource(
 /**
  * Worker options every tether worker gets (and the plugin sets unless the Worker sets its own). A run in a
  * worker's cache gets its next workflow task on that worker's own (sticky) queue, where it waits at most
- * `stickyQueueScheduleToStartTimeout` before it goes to the shared queue and is replayed there. An
- * overloaded worker takes tens of seconds to reach a task: a short timeout (Temporal's 10 s, or 3 s) then
- * bounces run after run to the shared queue, each bounce a replay, and the bounced runs fall behind the rest
- * (bench/run --concurrent 200: p99 / p50 5.6 with 3 s, 2.9 with 60 s). A crash does not wait on it: the dead
- * worker's commands retry on the shared activity queue, and Temporal sends a task to a sticky queue nobody
- * polled for 10 s to the shared one; only a Signal, Update or timer in those 10 s waits the timeout
- * (docs/durability.md). A stopping worker (SIGTERM) gives its running commands
- * `shutdownGraceTime` to finish, then hands each to another worker (activities/attempts.ts); the default, 0,
- * would cut every one off at once.
+ * `stickyQueueScheduleToStartTimeout` before it goes to the shared queue and is replayed there. Too short
+ * (3 s) and an overloaded worker bounces run after run, each bounce a replay; too long (60 s) and an approval
+ * answered in the 10 s after a crash (while Temporal still sends tasks to the dead worker's queue) waits that
+ * long: Temporal's 10 s, measured against both in docs/durability.md §2. A stopping worker (SIGTERM) gives
+ * its running commands `shutdownGraceTime` to finish, then hands each to another worker
+ * (activities/attempts.ts); the default, 0, would cut every one off at once.
  */
 export const TETHER_WORKER_DEFAULTS = {
-  stickyQueueScheduleToStartTimeout: '60 seconds',
+  stickyQueueScheduleToStartTimeout: '10 seconds',
   shutdownGraceTime: '30 seconds',
   // A run's next task goes to the worker's own (sticky) queue, a new or evicted run's to the shared one; the
   // SDK's default (0.2) polls the first five times as often, so under overload the runs in the cache raced
