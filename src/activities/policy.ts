@@ -23,7 +23,7 @@ import type { ValidatedCall } from '../tools/index.js'
 import { workspaceView } from '../workspace/index.js'
 import { heartbeating } from './heartbeat.js'
 import { contractProblems } from './preflight.js'
-import type { RunConfigs } from './run-config.js'
+import { isUnreadableOwnPolicy, type RunConfigs } from './run-config.js'
 import type { CommandSandbox } from './sandbox.js'
 import type { StepSnapshots } from './snapshots.js'
 import type { RunMetrics } from './telemetry.js'
@@ -149,10 +149,8 @@ function mcpServersOf(
 /** A policy refused on this worker (invalid, missing or tampered), as RunConfigs reports it to Temporal. */
 function isPolicyFailure(error: unknown): boolean {
   return (
-    error instanceof ApplicationFailure &&
-    (error.type === FAILURE.policyError ||
-      error.type === FAILURE.policyMissing ||
-      error.type === FAILURE.policyTampered)
+    (error instanceof ApplicationFailure && error.type === FAILURE.policyError) ||
+    isUnreadableOwnPolicy(error)
   )
 }
 

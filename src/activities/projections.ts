@@ -4,7 +4,6 @@
  * retried activity never duplicates a row. Timestamps are the workflow's, so a replayed write is identical.
  */
 
-import { ApplicationFailure } from '@temporalio/common'
 import {
   type AuditStore,
   type AuditWrites,
@@ -17,14 +16,8 @@ import {
   stepRecords,
 } from '../audit/index.js'
 import { approvalMessage } from '../present/index.js'
-import {
-  FAILURE,
-  type PendingApproval,
-  type StepRecord,
-  type TaskContract,
-  type TetherActivities,
-} from '../run/index.js'
-import type { RunConfigs } from './run-config.js'
+import type { PendingApproval, StepRecord, TaskContract, TetherActivities } from '../run/index.js'
+import { isUnreadableOwnPolicy, type RunConfigs } from './run-config.js'
 import type { RunMetrics } from './telemetry.js'
 
 /**
@@ -172,10 +165,7 @@ async function ownSpecOf(
   try {
     return await runs.ownSpec(ref)
   } catch (error) {
-    const unreadable =
-      error instanceof ApplicationFailure &&
-      (error.type === FAILURE.policyMissing || error.type === FAILURE.policyTampered)
-    if (effectiveDigest !== undefined || !unreadable) throw error
+    if (effectiveDigest !== undefined || !isUnreadableOwnPolicy(error)) throw error
     return policyReference(ref)
   }
 }

@@ -12,6 +12,14 @@ import type { AuditStore } from '../audit/index.js'
 import { type Floor, onFloor, Policy, PolicyError, type PolicySpec } from '../policy/index.js'
 import { FAILURE, type RememberedRule, type TaskContract } from '../run/index.js'
 
+/** A run's own policy its digest could not give back: missing from the audit, or edited since it was stored. */
+export function isUnreadableOwnPolicy(error: unknown): boolean {
+  return (
+    error instanceof ApplicationFailure &&
+    (error.type === FAILURE.policyMissing || error.type === FAILURE.policyTampered)
+  )
+}
+
 export interface RunConfig {
   contract: TaskContract
   /** The run's own policy, as its starter gave it. */
