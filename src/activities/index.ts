@@ -2,6 +2,7 @@
  * tether's activities, built over their dependencies: the audit store (Postgres) and a way to pick a model
  * provider. Thin adapters: the work lives in policy/, exec/, workspace/, model/ and audit/.
  */
+import { Context } from '@temporalio/activity'
 import { ApplicationFailure } from '@temporalio/common'
 import { AuditConflictError, AuditConnectionError, AuditInputError, type AuditStore } from '../audit/index.js'
 import { closeWarmSandboxes, SandboxUnavailableError } from '../exec/index.js'
@@ -63,6 +64,9 @@ export interface ActivityDependencies {
   /** What this worker learned of its Temporal namespace when it started (the worker setup fills it in). */
   namespace?: NamespaceFacts
 }
+
+/** Attempts a run's workspace layout gets at its start. */
+const LAY_OUT_ATTEMPTS = 3
 
 export function createActivities(deps: ActivityDependencies): TetherActivities {
   const provider = deps.provider ?? cachedProviders(process.env)
@@ -134,6 +138,22 @@ export function createActivities(deps: ActivityDependencies): TetherActivities {
         closeWarmSandboxes(snapshots.folder(runId, workspaceOf((await runs.get(runId)).contract))),
     }),
     ...provenanceActivities({ audit: deps.audit, runs, snapshots, keyFile }),
+    tetherBeginRun: async (start) => {
+      await activities.tetherStartRun(start)
+      const layOut = {
+        runId: start.runId,
+        ...(start.policyDigest ? { policyDigest: start.policyDigest } : {}),
+      }
+      try {
+        return await activities.tetherLayOutWorkspace(layOut)
+      } catch (error) {
+        // The record is retried until the audit is back; a layout that keeps failing ends the run, as its
+        // own activity's three attempts did.
+        if (Context.current().info.attempt < LAY_OUT_ATTEMPTS || !(error instanceof Error)) throw error
+        const type = (error instanceof ApplicationFailure ? error.type : undefined) ?? error.name
+        throw ApplicationFailure.create({ message: error.message, type, nonRetryable: true, cause: error })
+      }
+    },
   }
   return Object.fromEntries(
     Object.entries(activities).map(([name, fn]) => [

@@ -480,7 +480,8 @@ export function compareWithHistory(
           runIdentity ??= identityOf(preparation)
           break
         }
-        case 'tetherStartRun': {
+        case 'tetherStartRun':
+        case 'tetherBeginRun': {
           const start = ownPolicyOf(call.input as Input<'tetherStartRun'>, rows)
           const policy = start.policyDigest ? policyOf(start.policyDigest) : undefined
           // runs.floor (a path on the worker that started the run) is not compared.

@@ -28,6 +28,24 @@ export interface RunRef {
   step: number
 }
 
+/** What a run's start record holds. */
+export interface RunStart {
+  runId: string
+  /** The Temporal run id of the first execution (stable across continue-as-new); absent in old histories. */
+  executionId?: string
+  contract: TaskContract
+  /** The run's own policy: inline, or by the digest it is stored under (`policyRef`). */
+  policy?: unknown
+  policyRef?: string
+  /** The effective policy's digest from the preparation (absent in old histories and rejected runs). */
+  policyDigest?: string
+  /** The Worker Deployment build the run started on (Worker Versioning; absent without it). */
+  buildId?: string
+  taskQueue: string
+  parentRunId?: string
+  startedAt: number
+}
+
 /**
  * The activities `agentRun` calls. A run's contract and policy are recorded when it starts; activities read
  * them by run id (cached per worker) rather than carrying them in every input, which keeps each step's
@@ -41,22 +59,12 @@ export interface TetherActivities {
     policyRef?: string
   }): Promise<RunPreparation>
   /** Records the run and writes the goal as transcript message 0 (idempotent). */
-  tetherStartRun(input: {
-    runId: string
-    /** The Temporal run id of the first execution (stable across continue-as-new); absent in old histories. */
-    executionId?: string
-    contract: TaskContract
-    /** The run's own policy: inline, or by the digest it is stored under (`policyRef`). */
-    policy?: unknown
-    policyRef?: string
-    /** The effective policy's digest from the preparation (absent in old histories and rejected runs). */
-    policyDigest?: string
-    /** The Worker Deployment build the run started on (Worker Versioning; absent without it). */
-    buildId?: string
-    taskQueue: string
-    parentRunId?: string
-    startedAt: number
-  }): Promise<void>
+  tetherStartRun(input: RunStart): Promise<void>
+  /**
+   * `tetherStartRun`, then `tetherLayOutWorkspace`: one round trip where runs recorded before took two. The
+   * record is retried until the audit is back; the layout fails the run on its third failed attempt.
+   */
+  tetherBeginRun(input: RunStart): Promise<WorkspaceLaidOut>
   /**
    * Records the previous step's row (when the workflow hands it over), stores `pending`, loads the
    * transcript, calls the model, stores the reply at `replySeq`; with `judge`, also returns the policy's

@@ -46,6 +46,7 @@ import type {
   Resolution,
   StepRecord,
   TetherActivities,
+  WorkspaceLaidOut,
 } from '../run/index.js'
 import {
   describeWorkspace,
@@ -172,6 +173,14 @@ const workspaceSetup = proxyActivities<TetherActivities>({
   retry: { initialInterval: '1 second', maximumAttempts: 3 },
 })
 
+// A run's start: its record, retried until the audit is back (as projections are), and its workspace laid
+// out, which heartbeats (the activity ends the retries once the layout has failed three times).
+const beginning = proxyActivities<TetherActivities>({
+  startToCloseTimeout: '30 minutes',
+  heartbeatTimeout: '10 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
+})
+
 /**
  * How a command (and the gate) is retried: without limit, because a lost or stopping worker is not the
  * command's fault — the activity itself ends the retries once the command's own failures reach their limit
@@ -235,23 +244,26 @@ export function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
 async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
   const info = workflowInfo()
   const runId = info.workflowId
-  const contract = parseInput(input)
+  const change = changesOfThisRun()
+  const contract = parseInput(input, change)
   // New changes to the command sequence are decided here, in the run's first task, before any await: a
   // patch decided right after a local activity can fall into another workflow task on replay than it did
   // when recorded, which Temporal reports as nondeterminism.
   const changes = {
-    legible: patched('legible-in-temporal'),
-    trueDeadline: patched('true-deadline'),
-    continueOnCurrentBuild: patched('continue-on-current-build'),
-    judgeWithTurn: patched('judge-with-turn'),
-    mcpTools: patched('mcp-tools'),
-    snapshots: patched('workspace-snapshots'),
+    legible: change('legible-in-temporal'),
+    trueDeadline: change('true-deadline'),
+    continueOnCurrentBuild: change('continue-on-current-build'),
+    judgeWithTurn: change('judge-with-turn'),
+    mcpTools: change('mcp-tools'),
+    snapshots: change('workspace-snapshots'),
     // What crosses into the run is bounded before it is stored, echoed or passed on.
-    bounded: patched('bounded-inputs'),
-    costBudget: patched('cost-budget'),
-    provenance: patched('provenance'),
+    bounded: change('bounded-inputs'),
+    costBudget: change('cost-budget'),
+    provenance: change('provenance'),
     // The run's own policy goes on by the digest the audit holds it under, not as its spec.
-    policyByReference: patched('policy-by-reference'),
+    policyByReference: change('policy-by-reference'),
+    // The start record and the workspace's layout in one activity: one round trip fewer for every run.
+    beginRun: change('begin-run'),
   }
   if (changes.bounded) refuseOversizedStart(input)
   const state: RunState = initialState(input.carried, Date.now())
@@ -291,7 +303,7 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
   setHandler(decideSignal, async (decision) => {
     const applied = book.answer(decision, 'signal', Date.now())
     // A refused answer is recorded when it arrives, not at the end of a step that may never complete.
-    if (!applied.ok && patched('record-rejected-answers-at-once')) await recordRejectedAnswers(state.step)
+    if (!applied.ok && change('record-rejected-answers-at-once')) await recordRejectedAnswers(state.step)
   })
   setHandler(pendingApprovalsQuery, () => book.pending())
   setHandler(statusQuery, () => ({
@@ -334,7 +346,7 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
         upsertSearchAttributes([{ key: OUTCOME_ATTRIBUTE, value: result.outcome }])
       }
     }
-    if (patched('tidy-exit')) {
+    if (change('tidy-exit')) {
       // Whatever path ends the run: a closed run is not waiting for anyone, and no handler is left
       // half-done (a refused answer still being recorded).
       if (waitingForPeople) upsertSearchAttributes([{ key: PENDING_APPROVAL, value: null }])
@@ -389,21 +401,20 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
 
   /** The effective policy (the worker's floor with the run's policy on it), by the digest history records. */
   let policyDigest: { policyDigest: string } | Record<string, never> = {}
+  const startRecord = () => ({
+    runId,
+    executionId: info.firstExecutionRunId,
+    contract,
+    ...ownPolicy(input, storedPolicyRef()),
+    ...policyDigest,
+    taskQueue: info.taskQueue,
+    ...(info.currentDeploymentVersion ? { buildId: info.currentDeploymentVersion.buildId } : {}),
+    ...(info.parent ? { parentRunId: info.parent.workflowId } : {}),
+    startedAt: state.startedAt,
+  })
   const recordStart = async () => {
     if (input.carried) return
-    await projections.tetherStartRun.executeWithOptions(meta("record the run's start"), [
-      {
-        runId,
-        executionId: info.firstExecutionRunId,
-        contract,
-        ...ownPolicy(input, storedPolicyRef()),
-        ...policyDigest,
-        taskQueue: info.taskQueue,
-        ...(info.currentDeploymentVersion ? { buildId: info.currentDeploymentVersion.buildId } : {}),
-        ...(info.parent ? { parentRunId: info.parent.workflowId } : {}),
-        startedAt: state.startedAt,
-      },
-    ])
+    await projections.tetherStartRun.executeWithOptions(meta("record the run's start"), [startRecord()])
   }
 
   // The contract against the worker's world (workspace, gate program, model) and the policy (the gate must
@@ -425,7 +436,7 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
   showDetails()
   if (preparation.rejected) {
     // Recorded like any other run, so `tether ls` and `tether show` say why it never started.
-    if (patched('record-rejected-run')) {
+    if (change('record-rejected-run')) {
       await recordStart()
       // Nothing ran, so there is nothing to attest: no provenance.
       throw runFailure(
@@ -443,8 +454,11 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
   )
 
   try {
-    await recordStart()
-    await layOutWorkspace()
+    if (changes.beginRun) await beginRun()
+    else {
+      await recordStart()
+      await layOutWorkspace()
+    }
 
     for (;;) {
       const budget = budgetOutcome(state, contract, Date.now())
@@ -546,7 +560,7 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
     })
     // A failed run fails its workflow, so Temporal's own UI, CLI and a parent workflow see the truth;
     // budget outcomes stay results.
-    if (patched('failed-run-fails-workflow')) throw runFailure(FAILURE.runFailed, result)
+    if (change('failed-run-fails-workflow')) throw runFailure(FAILURE.runFailed, result)
     return result
   }
 
@@ -580,10 +594,26 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
    */
   async function layOutWorkspace(): Promise<void> {
     if (input.carried || !changes.snapshots) return
-    const laid = await workspaceSetup.tetherLayOutWorkspace.executeWithOptions(
-      meta('lay out the workspace and take its first snapshot'),
-      [{ runId, ...policyDigest }],
+    laidOut(
+      await workspaceSetup.tetherLayOutWorkspace.executeWithOptions(
+        meta('lay out the workspace and take its first snapshot'),
+        [{ runId, ...policyDigest }],
+      ),
     )
+  }
+
+  /** The start record and the workspace laid out, in one activity (begin-run); a continuation has both. */
+  async function beginRun(): Promise<void> {
+    if (input.carried) return
+    laidOut(
+      await beginning.tetherBeginRun.executeWithOptions(
+        meta("record the run's start, lay out the workspace and take its first snapshot"),
+        [startRecord()],
+      ),
+    )
+  }
+
+  function laidOut(laid: WorkspaceLaidOut): void {
     if (laid.tree) state.tree = laid.tree
     if (laid.nextSeq !== undefined) state.nextSeq = laid.nextSeq
   }
@@ -653,7 +683,7 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
         const remembered = resolution.remember ? remember(verdict.act, resolution.remember) : undefined
         // An edited command takes the asked one's place: it is what is judged again, and what runs.
         const { replacement } = resolution
-        if (replacement && call.name === 'exec' && patched('approval-replacement')) {
+        if (replacement && call.name === 'exec' && change('approval-replacement')) {
           note = replacementNote(call.args.argv, replacement, resolution.decidedBy)
           call = { ...call, args: { ...call.args, argv: replacement } }
         }
@@ -792,7 +822,7 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
    * activity.)
    */
   function decisionRecorder(): TetherActivities {
-    return patched('record-decision-locally') ? localProjections : projections
+    return change('record-decision-locally') ? localProjections : projections
   }
 
   function checkAction(call: ValidatedCall): Promise<ActionVerdict> {
@@ -921,7 +951,7 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
     const { approvalId } = request
     const answered = () => book.resolution(approvalId) !== undefined
     const budgetEnd = state.startedAt + contract.budgets.maxWallTime
-    const end = patched('approval-wait-within-budget')
+    const end = change('approval-wait-within-budget')
       ? Math.min(request.deadline, budgetEnd)
       : request.deadline
     let reminder = 0
@@ -980,7 +1010,7 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
   }
 
   async function writeStep(record: StepRecord): Promise<void> {
-    const recorder = patched('record-step-locally') ? localProjections : projections
+    const recorder = change('record-step-locally') ? localProjections : projections
     await recorder.tetherRecordStep.executeWithOptions(meta(`record step ${record.step}`), [record])
   }
 
@@ -1014,7 +1044,7 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
 
   /** The row of a step the run ended in (cancelled, failed), with whatever of it happened. */
   async function recordInterruptedStep(decision: string): Promise<void> {
-    if (!inStep || !patched('record-interrupted-step')) return
+    if (!inStep || !change('record-interrupted-step')) return
     const { step, startedAt, turn } = inStep
     const calls = turn ?? { text: '', toolCalls: [], usage: { inputTokens: 0, outputTokens: 0 } }
     await recordStep(runId, step, calls, [], decision, startedAt, [])
@@ -1039,6 +1069,45 @@ function argvOf(call: ValidatedCall): readonly string[] | undefined {
 }
 
 /**
+ * The changes to the command sequence that one marker decides, through begin-run. Closed: a later change
+ * calls `patched()` itself, since runs recorded with the one marker never took it.
+ */
+type SettledChange =
+  | 'contract-durations-with-units'
+  | 'legible-in-temporal'
+  | 'true-deadline'
+  | 'continue-on-current-build'
+  | 'judge-with-turn'
+  | 'mcp-tools'
+  | 'workspace-snapshots'
+  | 'bounded-inputs'
+  | 'cost-budget'
+  | 'provenance'
+  | 'policy-by-reference'
+  | 'record-rejected-answers-at-once'
+  | 'tidy-exit'
+  | 'record-rejected-run'
+  | 'failed-run-fails-workflow'
+  | 'approval-replacement'
+  | 'record-decision-locally'
+  | 'approval-wait-within-budget'
+  | 'record-step-locally'
+  | 'record-interrupted-step'
+  | 'begin-run'
+
+/**
+ * Whether this run takes each settled change. Every marker costs a history event and a TemporalChangeVersion
+ * upsert that Temporal re-sends with every id so far: twenty of them were a tenth of a 10-step run's history.
+ * A run that starts on this code takes them all under one marker; a run recorded before replays each by its
+ * own marker, as it was recorded (begin-run had none: those runs never took it). Decided in the run's first
+ * task, before any await.
+ */
+function changesOfThisRun(): (id: SettledChange) => boolean {
+  const all = patched('settled-changes-through-begin-run')
+  return (id) => all || (id !== 'begin-run' && patched(id))
+}
+
+/**
  * The run's own policy as an activity or the run's next part takes it: by the digest it was started with, or
  * the one the audit stored its inline spec under (`storedRef`); else inline, as the run was given it.
  */
@@ -1047,11 +1116,11 @@ function ownPolicy(input: AgentRunInput, storedRef?: string): { policy: unknown 
   return ref !== undefined ? { policyRef: ref } : { policy: input.policy }
 }
 
-function parseInput(input: AgentRunInput): TaskContract {
+function parseInput(input: AgentRunInput, change: (id: SettledChange) => boolean): TaskContract {
   // Runs started before durations needed a unit read numbers as milliseconds; so does a continuation,
   // whose contract the first run already validated (and passes on in milliseconds). Spaced durations
   // (`30 m`) are read as runs recorded before clients refused them read them.
-  const legacyDurations = input.carried !== undefined || !patched('contract-durations-with-units')
+  const legacyDurations = input.carried !== undefined || !change('contract-durations-with-units')
   try {
     return parseContract(input.contract, { legacyDurations, spacedDurations: true })
   } catch (error) {

@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import { readFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import type { Client } from '@temporalio/client'
+import { type Client, WorkflowFailedError } from '@temporalio/client'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { AuditStore } from '../../src/audit/index.js'
 import { rewindRun } from '../../src/embed/client.js'
@@ -135,6 +135,34 @@ describe('rewind', () => {
     // The earlier run's audit is untouched.
     expect(await runSnapshots(audit.pool, earlier)).toEqual(rows)
   })
+})
+
+describe('a source that cannot be laid out', () => {
+  it('fails the run at once, its start recorded and the cause named', async () => {
+    const missing = join(workspaces, 'no-such-repository')
+    const { handle } = await run([{ text: 'done' }], {
+      contract: { workspace: undefined, source: { git: missing } },
+    })
+    const failure = await handle.result().then(
+      () => undefined,
+      (error: unknown) => error,
+    )
+    expect(failure).toBeInstanceOf(WorkflowFailedError)
+    const summary = await audit.runSummary(handle.workflowId)
+    expect(summary).toMatchObject({ outcome: 'failed' })
+    expect(summary?.reason).toContain(missing)
+    // One activity records the start and lays out the workspace; a clone that cannot succeed is not retried.
+    const events = (await handle.fetchHistory()).events ?? []
+    const begin = events.find(
+      (event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'tetherBeginRun',
+    )
+    const attempts = events.filter(
+      (event) =>
+        Number(event.activityTaskStartedEventAttributes?.scheduledEventId) === Number(begin?.eventId),
+    )
+    expect(attempts.map((event) => event.activityTaskStartedEventAttributes?.attempt)).toEqual([1])
+    expect(await runSnapshots(audit.pool, handle.workflowId)).toEqual([])
+  }, 60_000)
 })
 
 describe('what is not state', () => {

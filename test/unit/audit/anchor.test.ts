@@ -45,9 +45,8 @@ describe('a recorded history, replayed', () => {
     expect(execution?.taskQueue).toMatch(/^agent-/)
     expect(execution?.calls.map((c) => `${c.type}${c.local ? ' (local)' : ''} ${c.state}`)).toEqual([
       'tetherPrepareRun (local) completed',
-      'tetherStartRun completed',
-      // The workspace's first snapshot (patch `workspace-snapshots`).
-      'tetherLayOutWorkspace completed',
+      // The run's row, then its workspace's first snapshot, in one activity (begin-run).
+      'tetherBeginRun completed',
       // The turn judges its calls; an approved call is judged again before it runs.
       'tetherModelTurn completed',
       'tetherApprovalRequested completed',
