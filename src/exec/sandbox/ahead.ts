@@ -73,8 +73,13 @@ const MOST_ENVIRONMENT_BYTES = 64 * 1024
 const SHELL_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
 /** How long a sandbox waits for a command before it is taken down. */
 const IDLE_MS = 10 * 60_000
-/** Sandboxes waiting at once, in all workspaces (about 0.6 MB of memory each); the one waiting longest goes first. */
-const MOST_WAITING = 256
+/**
+ * Sandboxes waiting at once, in all workspaces (about 0.6 MB of memory each); the one waiting longest goes
+ * first. Above a worker's active runs (its workflow cache holds about 500 on 4 GiB of heap), so that runs
+ * taking turns never throw each other's sandboxes away: with 256, 500 runs at once built every command's
+ * sandbox cold (bench/run --concurrent 500: the command `true` took 1.1 s at the median).
+ */
+const MOST_WAITING = 1024
 /** How long a killed sandbox's processes may take to go before its cgroup is given back all the same. */
 const END_MS = 2_000
 /** How long a command waits for a sandbox still being built for it before it builds its own. */
@@ -157,7 +162,7 @@ function filesOf(argv: string[]): string {
 /** Sandboxes waiting for a command, by key. */
 const waiting = new Map<string, Waiting>()
 /** Sandboxes being built ahead, until they wait. */
-const building = new Set<Promise<void>>()
+const building = new Map<Promise<void>, string>()
 let killsAtExit = false
 
 /** One sandbox built ahead: waiting for a command, then that command's. */
@@ -499,7 +504,7 @@ function ahead(plan: SandboxPlan): void {
   const build = buildAhead(plan)
     .catch(() => {})
     .finally(() => building.delete(build))
-  building.add(build)
+  building.set(build, plan.workspace)
 }
 
 /**
@@ -545,7 +550,10 @@ export async function closeWarmSandboxes(workspace?: string): Promise<void> {
       folder = resolve(workspace)
     }
   }
-  await Promise.all(building)
+  // Only this workspace's builds: under many runs some build is always under way.
+  await Promise.all(
+    [...building].filter(([, where]) => folder === undefined || where === folder).map(([b]) => b),
+  )
   const closing = [...waiting.values()].filter((entry) => folder === undefined || entry.workspace === folder)
   await Promise.all(closing.map((entry) => entry.discard()))
 }
