@@ -9,7 +9,7 @@ import { closeWarmSandboxes, SandboxUnavailableError } from '../exec/index.js'
 import { McpSessions } from '../mcp/index.js'
 import { type ModelProvider, type PriceOverrides, providerFromEnv } from '../model/index.js'
 import { builtinFloor, type Floor } from '../policy/index.js'
-import { FAILURE, type TetherActivities, workspaceOf } from '../run/index.js'
+import { FAILURE, LAYOUT_ATTEMPTS, type TetherActivities, workspaceOf } from '../run/index.js'
 import { type ObjectStore, openObjectStore, WorkspaceSnapshots } from '../snapshots/index.js'
 import { type McpServerConfig, snapshotSettings, workerKeyFile } from '../stack/index.js'
 import { mcpActivities } from './mcp.js'
@@ -64,9 +64,6 @@ export interface ActivityDependencies {
   /** What this worker learned of its Temporal namespace when it started (the worker setup fills it in). */
   namespace?: NamespaceFacts
 }
-
-/** Attempts a run's workspace layout gets at its start. */
-const LAY_OUT_ATTEMPTS = 3
 
 export function createActivities(deps: ActivityDependencies): TetherActivities {
   const provider = deps.provider ?? cachedProviders(process.env)
@@ -148,8 +145,8 @@ export function createActivities(deps: ActivityDependencies): TetherActivities {
         return await activities.tetherLayOutWorkspace(layOut)
       } catch (error) {
         // The record is retried until the audit is back; a layout that keeps failing ends the run, as its
-        // own activity's three attempts did.
-        if (Context.current().info.attempt < LAY_OUT_ATTEMPTS || !(error instanceof Error)) throw error
+        // own activity's attempts did.
+        if (Context.current().info.attempt < LAYOUT_ATTEMPTS || !(error instanceof Error)) throw error
         const type = (error instanceof ApplicationFailure ? error.type : undefined) ?? error.name
         throw ApplicationFailure.create({ message: error.message, type, nonRetryable: true, cause: error })
       }

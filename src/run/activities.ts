@@ -28,6 +28,9 @@ export interface RunRef {
   step: number
 }
 
+/** Attempts a run's workspace layout gets at its start, in either shape (its own activity, or begin-run's). */
+export const LAYOUT_ATTEMPTS = 3
+
 /** What a run's start record holds. */
 export interface RunStart {
   runId: string
@@ -62,7 +65,7 @@ export interface TetherActivities {
   tetherStartRun(input: RunStart): Promise<void>
   /**
    * `tetherStartRun`, then `tetherLayOutWorkspace`: one round trip where runs recorded before took two. The
-   * record is retried until the audit is back; the layout fails the run on its third failed attempt.
+   * record is retried until the audit is back; the layout fails the run after LAYOUT_ATTEMPTS failed attempts.
    */
   tetherBeginRun(input: RunStart): Promise<WorkspaceLaidOut>
   /**

@@ -3,7 +3,7 @@
  * both write. Pure (no Temporal, no Node), so it is part of the workflow bundle as well as the worker.
  */
 
-export type { JudgeRequest, StepRecord, TetherActivities } from './activities.js'
+export { type JudgeRequest, LAYOUT_ATTEMPTS, type StepRecord, type TetherActivities } from './activities.js'
 export {
   ContractError,
   contractInput,

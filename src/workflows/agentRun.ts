@@ -51,6 +51,7 @@ import type {
 import {
   describeWorkspace,
   FAILURE,
+  LAYOUT_ATTEMPTS,
   MODEL_FAILURES_NOT_RETRIED,
   parseContract,
   parseMoney,
@@ -170,11 +171,11 @@ const provenance = proxyActivities<TetherActivities>({
 const workspaceSetup = proxyActivities<TetherActivities>({
   startToCloseTimeout: '30 minutes',
   heartbeatTimeout: '10 seconds',
-  retry: { initialInterval: '1 second', maximumAttempts: 3 },
+  retry: { initialInterval: '1 second', maximumAttempts: LAYOUT_ATTEMPTS },
 })
 
 // A run's start: its record, retried until the audit is back (as projections are), and its workspace laid
-// out, which heartbeats (the activity ends the retries once the layout has failed three times).
+// out, which heartbeats (the activity ends the retries once the layout has failed LAYOUT_ATTEMPTS times).
 const beginning = proxyActivities<TetherActivities>({
   startToCloseTimeout: '30 minutes',
   heartbeatTimeout: '10 seconds',

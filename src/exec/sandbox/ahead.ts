@@ -550,10 +550,9 @@ export async function closeWarmSandboxes(workspace?: string): Promise<void> {
       folder = resolve(workspace)
     }
   }
+  const ours = (where: string) => folder === undefined || where === folder
   // Only this workspace's builds: under many runs some build is always under way.
-  await Promise.all(
-    [...building].filter(([, where]) => folder === undefined || where === folder).map(([b]) => b),
-  )
-  const closing = [...waiting.values()].filter((entry) => folder === undefined || entry.workspace === folder)
+  await Promise.all([...building].filter(([, where]) => ours(where)).map(([build]) => build))
+  const closing = [...waiting.values()].filter((entry) => ours(entry.workspace))
   await Promise.all(closing.map((entry) => entry.discard()))
 }
