@@ -14,6 +14,7 @@ import { openAudit } from '../../src/audit/index.js'
 import { ensureTemporalCli, startDevServer, startEmbeddedPostgres } from '../../src/stack/index.js'
 import { decideUpdate, pendingApprovalsQuery } from '../../src/workflows/index.js'
 import { npmWorkspace, startAgentWorker, startRun, testPolicy, writeScript } from '../support/agent.js'
+import { startGate } from '../support/gate.js'
 import { connectClient } from '../support/temporal.js'
 
 const exec = (...argv: string[]) => ({ name: 'exec', args: { argv } })
@@ -111,13 +112,18 @@ describe('a Temporal restart while a command runs', () => {
     const cli = await ensureTemporalCli()
     const dbFilename = join(dir, 'temporal.db')
     let server = await startDevServer({ cliPath: cli.path, dbFilename })
-    const port = Number(server.address.split(':')[1])
+    const [host, portText] = server.address.split(':')
+    const port = Number(portText)
+    // The worker reaches Temporal through a gate, shut while the server is down and until the server has
+    // timed the first attempt out: else the worker's first heartbeat after the restart may land before the
+    // server's overdue heartbeat timer fires, the first attempt carries on, and there is no retry to test.
+    const gate = await startGate({ host: host as string, port })
     const audit = await openAudit({
       databaseUrl: inject('databaseUrl'),
       migrate: true,
       outages: waitThroughOutages(quiet),
     })
-    const native = await NativeConnection.connect({ address: server.address })
+    const native = await NativeConnection.connect({ address: gate.address })
     const taskQueue = `restart-${Date.now()}`
     const worker = await Worker.create({
       connection: native,
@@ -142,10 +148,17 @@ describe('a Temporal restart while a command runs', () => {
       )
       const log = async () => (await readFile(join(ws.path, 'attempts.log'), 'utf8').catch(() => '')).trim()
       await expect.poll(log, { timeout: 60_000 }).toMatch(/^start \d+$/)
+      gate.shut()
       await server.stop()
-      // Down for longer than the command's heartbeat timeout: the server retries it when it is back.
-      await new Promise((resolve) => setTimeout(resolve, 15_000))
+      await new Promise((resolve) => setTimeout(resolve, 2_000))
       server = await startDevServer({ cliPath: cli.path, dbFilename, port })
+      // No heartbeat reaches the server, so it times the first attempt out and schedules the next; only then
+      // may the worker hear of it, while the first attempt's command still runs.
+      const execAttempt = async () =>
+        (await handle.describe()).raw.pendingActivities?.find((a) => a.activityType?.name === 'tetherExec')
+          ?.attempt ?? 0
+      await expect.poll(execAttempt, { timeout: 60_000, interval: 500 }).toBeGreaterThanOrEqual(2)
+      gate.open()
       expect((await handle.result()).outcome).toBe('finished')
 
       const events = (await log()).split('\n').map((line) => {
@@ -171,6 +184,7 @@ describe('a Temporal restart while a command runs', () => {
       await running.catch(() => undefined)
       await connection.close()
       await native.close()
+      await gate.close()
       await audit.close()
       await server.stop()
       await rm(dir, { recursive: true, force: true })
