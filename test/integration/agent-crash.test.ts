@@ -1,14 +1,15 @@
 /**
  * Crash-resume: a worker process is SIGKILLed mid-command, mid-model-call and mid-file-tool, and a new one
  * takes the run over. Each test prints its time to resume (from the kill to the retry starting on the new
- * worker); docs/durability.md lists them per activity kind.
+ * worker); docs/durability.md lists them per activity kind. The tests run side by side, each on a task
+ * queue and workers of its own: most of their time is Temporal's heartbeat timeout, waited once for all.
  */
 import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { WorkflowHandle } from '@temporalio/client'
 import { tsToMs } from '@temporalio/common/lib/time.js'
 import { temporal } from '@temporalio/proto'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, type ExpectStatic, it } from 'vitest'
 import { type AuditStore, verifyRunHistory } from '../../src/audit/index.js'
 import type { agentRun } from '../../src/workflows/index.js'
 import { npmWorkspace, openTestAudit, startRun, testPolicy, writeScript } from '../support/agent.js'
@@ -45,15 +46,15 @@ async function starts(dir: string): Promise<number[]> {
   }
 }
 
-describe('crash-resume', () => {
-  it.each([
+describe.concurrent('crash-resume', () => {
+  it.for([
     { name: 'reruns an interrupted command on the new worker', noRetry: [] as string[], runs: 2 },
     {
       name: 'does not rerun a command on the noRetry list, and says so',
       noRetry: ['node slow.cjs'],
       runs: 1,
     },
-  ])('$name', async ({ noRetry, runs }) => {
+  ])('$name', async ({ noRetry, runs }, { expect }) => {
     const taskQueue = uniqueTaskQueue('crash')
     const ws = await npmWorkspace()
     try {
@@ -121,8 +122,10 @@ const LONG = [
   "setTimeout(() => console.log('long done'), n < 7 ? 600000 : 1000)",
 ].join('; ')
 
-describe('rolling restarts', () => {
-  it('finish a command cut off by three SIGKILLs and three SIGTERMs: six attempts cut off, one that ended', async () => {
+describe.concurrent('rolling restarts', () => {
+  it('finish a command cut off by three SIGKILLs and three SIGTERMs: six attempts cut off, one that ended', async ({
+    expect,
+  }) => {
     const taskQueue = uniqueTaskQueue('rolling')
     const ws = await npmWorkspace()
     // A stopping worker gives its command a grace time before handing it over: 30 s in production.
@@ -188,8 +191,12 @@ async function runningAttempt(
   return pending ? { attempt: pending.attempt ?? 0, startedAt: tsToMs(pending.lastStartedTime) } : undefined
 }
 
-/** Waits until attempt `attempt` (or a later one) of `activity` runs; returns when it started (epoch ms). */
+/**
+ * Waits until attempt `attempt` (or a later one) of `activity` runs; returns when it started (epoch ms).
+ * Takes the test's own `expect`: the tests run side by side.
+ */
 async function attemptStarted(
+  expect: ExpectStatic,
   handle: WorkflowHandle<typeof agentRun>,
   activity: string,
   attempt: number,
@@ -208,7 +215,7 @@ async function attemptStarted(
   return startedAt as number
 }
 
-describe('crash-resume of the other long activities', () => {
+describe.concurrent('crash-resume of the other long activities', () => {
   let llm: LlmServer
   beforeAll(async () => {
     llm = await startLlmServer()
@@ -217,7 +224,7 @@ describe('crash-resume of the other long activities', () => {
     await llm?.close()
   })
 
-  it('retries a model call cut off by the crash on the new worker', async () => {
+  it('retries a model call cut off by the crash on the new worker', async ({ expect }) => {
     const taskQueue = uniqueTaskQueue('crash-model')
     const ws = await npmWorkspace()
     // The first call never answers (a slow model); the retry's call gets the answer.
@@ -254,7 +261,7 @@ describe('crash-resume of the other long activities', () => {
     }
   })
 
-  it('retries a file tool cut off by the crash on the new worker', async () => {
+  it('retries a file tool cut off by the crash on the new worker', async ({ expect }) => {
     const taskQueue = uniqueTaskQueue('crash-files')
     const ws = await npmWorkspace()
     try {
@@ -281,11 +288,11 @@ describe('crash-resume of the other long activities', () => {
         { goal: 'survive a crash', workspace: ws.path, model },
         testPolicy(),
       )
-      await attemptStarted(handle, 'tetherFileTool', 1)
+      await attemptStarted(expect, handle, 'tetherFileTool', 1)
       first.kill('SIGKILL')
       const killedAt = Date.now()
       await startWorkerProcess(taskQueue)
-      const resumedAt = await attemptStarted(handle, 'tetherFileTool', 2)
+      const resumedAt = await attemptStarted(expect, handle, 'tetherFileTool', 2)
       const result = await handle.result()
       const finishedAt = Date.now()
       expect(result).toMatchObject({ outcome: 'finished', steps: 2, reason: 'Found.' })
