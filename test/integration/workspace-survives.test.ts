@@ -10,7 +10,7 @@ import { chmodSync, cpSync, existsSync, mkdtempSync, readdirSync, rmSync } from 
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, it } from 'vitest'
 import type { AuditStore } from '../../src/audit/index.js'
 import { Policy } from '../../src/policy/index.js'
 import {
@@ -105,12 +105,14 @@ const startWorker = (taskQueue: string, env: Record<string, string>) =>
 // Writes its mark in the workspace, then works for a few seconds: long enough to be killed mid-command.
 const SLOW = `require('node:fs').writeFileSync('slow.txt', 'ran'); setTimeout(() => console.log('slow done'), 4000)`
 
-describe.each([
+// Side by side, each on a task queue, workers and folders of its own: most of each one's time is Temporal's
+// heartbeat timeout after the kill.
+describe.concurrent.each([
   { store: 'postgres' as Store, noRetry: [] as string[] },
   { store: 's3' as Store, noRetry: [] as string[] },
   { store: 'postgres' as Store, noRetry: ['node slow.cjs'] },
 ])('a run whose machine dies ($store, noRetry $noRetry)', ({ store, noRetry }) => {
-  it('goes on from the last recorded tree on a worker that never saw its workspace', async () => {
+  it('goes on from the last recorded tree on a worker that never saw its workspace', async ({ expect }) => {
     const taskQueue = uniqueTaskQueue('survive')
     const repo = fixtureRepository()
     const rootA = sharedFolder('tether-root-a-')
