@@ -10,7 +10,7 @@ import {
 } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it } from 'vitest'
 import {
   CHUNK_BYTES,
   decodeTree,
@@ -21,8 +21,9 @@ import {
   WorkspaceIndex,
 } from '../../../src/snapshots/index.js'
 
+// The tests run side by side (most of their time is waiting out the racy window): folders go at the end.
 const folders: string[] = []
-afterEach(() => {
+afterAll(() => {
   for (const folder of folders.splice(0)) rmSync(folder, { recursive: true, force: true })
 })
 
@@ -44,7 +45,7 @@ const scanWith =
     scanTree(root, index, ex, { parallelOver })
 const scan = scanWith()
 
-describe('the tree of a workspace', () => {
+describe.concurrent('the tree of a workspace', () => {
   it('is the same for the same files, modes, links and folders, wherever they are', async () => {
     const a = workspace({ 'src/a.js': 'one', 'b.txt': 'two' })
     const b = workspace({ 'b.txt': 'two', 'src/a.js': 'one' })
@@ -136,7 +137,7 @@ async function settled(files: Record<string, string>): Promise<string> {
   return root
 }
 
-describe.each([
+describe.concurrent.each([
   ['on this thread', undefined],
   ['on stat workers', 0],
 ])('an incremental scan, stats %s', (_, parallelOver) => {
