@@ -4,7 +4,8 @@
  * type is derived from it. Pure (zod only): the workflow bundle imports it.
  */
 import { z } from 'zod'
-import { neverPassed } from '../commands/index.js'
+// Beside the commands' door: the workflow bundle takes this one list, not the whole command analysis.
+import { neverPassed } from '../commands/environment.js'
 import { MCP_SERVER_NAME } from '../tools/index.js'
 import { CURRENCY, microsToUsd, parseMoney } from './money.js'
 
