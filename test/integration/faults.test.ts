@@ -1,14 +1,14 @@
 /**
  * Faults, for real: the audit database stopped for a minute in the middle of a run, and the Temporal
  * server stopped and restarted while a command runs. Each test brings its own server (a private
- * PostgreSQL, a private Temporal) so the rest of the suite is not disturbed.
+ * PostgreSQL, a private Temporal) so the rest of the suite is not disturbed, and the two run side by side.
  */
 import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Client, Connection } from '@temporalio/client'
 import { NativeConnection, Worker } from '@temporalio/worker'
-import { describe, expect, inject, it } from 'vitest'
+import { describe, inject, it } from 'vitest'
 import { createActivities, waitThroughOutages } from '../../src/activities/index.js'
 import { openAudit } from '../../src/audit/index.js'
 import { ensureTemporalCli, startDevServer, startEmbeddedPostgres } from '../../src/stack/index.js'
@@ -27,8 +27,10 @@ async function privateFolder(prefix: string): Promise<string> {
   return dir
 }
 
-describe('a database outage', () => {
-  it('pauses a run for a minute without PostgreSQL; it goes on with every record exactly once', async () => {
+describe.concurrent('a database outage', () => {
+  it('pauses a run for a minute without PostgreSQL; it goes on with every record exactly once', async ({
+    expect,
+  }) => {
     const dir = await privateFolder('tether-outage-')
     const dataDir = join(dir, 'postgres')
     let postgres = await startEmbeddedPostgres({ dataDir })
@@ -106,8 +108,10 @@ process.on('SIGTERM', () => { line('end'); process.exit(143) })
 setTimeout(() => { line('end'); process.exit(0) }, 30_000)
 `
 
-describe('a Temporal restart while a command runs', () => {
-  it('never lets the retried attempt overlap the first, and the audit shows both attempts', async () => {
+describe.concurrent('a Temporal restart while a command runs', () => {
+  it('never lets the retried attempt overlap the first, and the audit shows both attempts', async ({
+    expect,
+  }) => {
     const dir = await privateFolder('tether-restart-')
     const cli = await ensureTemporalCli()
     const dbFilename = join(dir, 'temporal.db')
