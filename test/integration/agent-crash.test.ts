@@ -15,7 +15,7 @@ import type { agentRun } from '../../src/workflows/index.js'
 import { npmWorkspace, openTestAudit, startRun, testPolicy, writeScript } from '../support/agent.js'
 import { tether } from '../support/cli.js'
 import { type LlmServer, openAiChat, startLlmServer } from '../support/llm-server.js'
-import { connectClient, uniqueTaskQueue } from '../support/temporal.js'
+import { connectClient, pendingActivity, uniqueTaskQueue } from '../support/temporal.js'
 import { workerProcesses } from '../support/worker-processes.js'
 
 let audit: AuditStore
@@ -182,13 +182,10 @@ async function runningAttempt(
   handle: WorkflowHandle<typeof agentRun>,
   activity: string,
 ): Promise<{ attempt: number; startedAt: number } | undefined> {
-  const { raw } = await handle.describe()
-  const pending = raw.pendingActivities?.find(
-    (a) =>
-      a.activityType?.name === activity &&
-      a.state === temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED,
-  )
-  return pending ? { attempt: pending.attempt ?? 0, startedAt: tsToMs(pending.lastStartedTime) } : undefined
+  const pending = await pendingActivity(handle, activity)
+  return pending?.state === temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED
+    ? { attempt: pending.attempt ?? 0, startedAt: tsToMs(pending.lastStartedTime) }
+    : undefined
 }
 
 /**

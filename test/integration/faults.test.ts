@@ -15,7 +15,7 @@ import { ensureTemporalCli, startDevServer, startEmbeddedPostgres } from '../../
 import { decideUpdate, pendingApprovalsQuery } from '../../src/workflows/index.js'
 import { npmWorkspace, startAgentWorker, startRun, testPolicy, writeScript } from '../support/agent.js'
 import { startGate } from '../support/gate.js'
-import { connectClient } from '../support/temporal.js'
+import { connectClient, pendingActivity } from '../support/temporal.js'
 
 const exec = (...argv: string[]) => ({ name: 'exec', args: { argv } })
 const quiet = () => {}
@@ -158,9 +158,7 @@ describe.concurrent('a Temporal restart while a command runs', () => {
       server = await startDevServer({ cliPath: cli.path, dbFilename, port })
       // No heartbeat reaches the server, so it times the first attempt out and schedules the next; only then
       // may the worker hear of it, while the first attempt's command still runs.
-      const execAttempt = async () =>
-        (await handle.describe()).raw.pendingActivities?.find((a) => a.activityType?.name === 'tetherExec')
-          ?.attempt ?? 0
+      const execAttempt = async () => (await pendingActivity(handle, 'tetherExec'))?.attempt ?? 0
       await expect.poll(execAttempt, { timeout: 60_000, interval: 500 }).toBeGreaterThanOrEqual(2)
       gate.open()
       expect((await handle.result()).outcome).toBe('finished')

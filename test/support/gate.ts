@@ -38,17 +38,20 @@ export async function startGate(target: { host: string; port: number }): Promise
     server.listen(0, '127.0.0.1', resolve)
   })
   const { port } = server.address() as { port: number }
+  const cut = () => {
+    for (const socket of sockets) socket.destroy()
+  }
   return {
     address: `127.0.0.1:${port}`,
     shut() {
       shut = true
-      for (const socket of sockets) socket.destroy()
+      cut()
     },
     open() {
       shut = false
     },
     async close() {
-      for (const socket of sockets) socket.destroy()
+      cut()
       await new Promise<void>((resolve) => server.close(() => resolve()))
     },
   }

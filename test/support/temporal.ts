@@ -1,12 +1,18 @@
 /** Helpers for integration tests: connections to the run's real servers and Workers on the shared bundle. */
 import { randomUUID } from 'node:crypto'
-import { Client, Connection } from '@temporalio/client'
+import { Client, Connection, type WorkflowHandle } from '@temporalio/client'
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker'
 import { inject } from 'vitest'
 import { TETHER_WORKER_DEFAULTS } from '../../src/embed/worker.js'
 
 export function uniqueTaskQueue(prefix: string): string {
   return `${prefix}-${randomUUID()}`
+}
+
+/** The run's pending activity of type `activity`, as Temporal describes it now, if it has one. */
+export async function pendingActivity(handle: WorkflowHandle, activity: string) {
+  const { raw } = await handle.describe()
+  return raw.pendingActivities?.find((a) => a.activityType?.name === activity)
 }
 
 export async function connectClient(): Promise<{ client: Client; close: () => Promise<void> }> {
