@@ -244,10 +244,12 @@ function contractSchema(read: ReadDuration, money: ReadDuration) {
     })
 }
 
-export const taskContractSchema = contractSchema(durationReader(false), toMicros)
+// Built on first use (z.lazy): every run's workflow evaluates this module for itself and uses one of the
+// three, so building all of them cost each run's first task milliseconds and each cached run memory.
+export const taskContractSchema = z.lazy(() => contractSchema(durationReader(false), toMicros))
 /** Runs recorded before inputs were bounded also read `30 m`. */
-const spacedContractSchema = contractSchema(durationReader(true), toMicros)
-const legacyContractSchema = contractSchema(toMillisecondsLegacy, toMicrosLegacy)
+const spacedContractSchema = z.lazy(() => contractSchema(durationReader(true), toMicros))
+const legacyContractSchema = z.lazy(() => contractSchema(toMillisecondsLegacy, toMicrosLegacy))
 
 /** A contract as written by a person (defaults optional, durations as text). */
 export type TaskContractInput = z.input<typeof taskContractSchema>

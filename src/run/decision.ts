@@ -72,10 +72,11 @@ function decisionSchemaWith(bounded: boolean) {
     .strict()
 }
 
+// Built on first use, as the contract's are (contract.ts): a run builds one only when an answer comes.
 /** An answer as a run takes it: every field bounded (see DECISION_LIMITS). */
-export const decisionSchema = decisionSchemaWith(true)
+export const decisionSchema = z.lazy(() => decisionSchemaWith(true))
 /** How runs recorded before answers were bounded read them: only for replaying those runs. */
-export const legacyDecisionSchema = decisionSchemaWith(false)
+export const legacyDecisionSchema = z.lazy(() => decisionSchemaWith(false))
 
 /** An answer to an approval request, as an approver sends it. */
 export type DecisionInput = z.infer<typeof decisionSchema>
