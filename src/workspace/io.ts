@@ -313,8 +313,8 @@ export function readWorkspaceText(root: string, relPath: string, maxBytes = 1024
 /** Whether the workspace root has an entry at `relPath` (marker and lock files; symlinks are not followed). */
 export function hasEntry(root: string, relPath: string): boolean {
   try {
-    lstatSync(path.join(root, relPath))
-    return true
+    // Most markers asked about are missing: without the option, each one costs an exception.
+    return lstatSync(path.join(root, relPath), { throwIfNoEntry: false }) !== undefined
   } catch {
     return false
   }

@@ -128,12 +128,13 @@ class Protector {
   /** A `.git` entry: a folder, a `gitdir:` file, or a link to a folder. */
   entry(path: string): void {
     if (!this.enterable(dirname(path))) return
-    let stat: Stats
+    let stat: Stats | undefined
     try {
-      stat = lstatSync(path)
+      stat = lstatSync(path, { throwIfNoEntry: false })
     } catch {
       return
     }
+    if (!stat) return
     if (stat.isDirectory()) this.gitFolder(path)
     else if (stat.isFile()) {
       this.args.push('--ro-bind-try', path, path)

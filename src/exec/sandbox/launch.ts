@@ -117,7 +117,8 @@ function byDepth(paths: Iterable<string>): string[] {
 
 function isDirectory(path: string): boolean | undefined {
   try {
-    return statSync(path).isDirectory()
+    // Asked for each launch about paths that are often missing: an exception each would cost more.
+    return statSync(path, { throwIfNoEntry: false })?.isDirectory()
   } catch {
     return undefined
   }
