@@ -18,6 +18,7 @@ import type { Policy } from '../policy/index.js'
 import { clip, formatArgv } from '../present/index.js'
 import { FAILURE, type TaskContract, type WorkspaceSource, workspaceOf } from '../run/index.js'
 import {
+  cachePaths,
   callSnapshot,
   commitToBranch,
   declaredCaches,
@@ -251,13 +252,13 @@ export class StepSnapshots {
       this.deps.runs.get(ref.runId),
       this.deps.runs.policy(ref.runId, undefined, [], ref.policyDigest),
     ])
-    const caches = await declaredCaches(path, contract.caches)
+    const caches = await cachePaths(path, contract.caches)
     const hidden = (p: string) => policy.check('read', p).effect === 'deny'
     const ex = {
-      key: `${policy.digest} ${caches.paths.join('\0')}`,
-      excluded: exclusion(caches.paths, hidden),
+      key: `${policy.digest} ${caches.join('\0')}`,
+      excluded: exclusion(caches, hidden),
     }
-    return { policy, contract, caches, ex }
+    return { policy, contract, ex }
   }
 
   /**

@@ -5,7 +5,7 @@
  * run's effective policy denies reading — are left out too: the snapshot is taken by the worker, which asks
  * the policy about every path before it reads a byte, so a hidden file never reaches the store.
  */
-import { detectToolchain, type Toolchain } from '../workspace/index.js'
+import { detectEcosystem, detectToolchain, type Toolchain } from '../workspace/index.js'
 import type { Exclusion } from './scan.js'
 import { displayName } from './tree.js'
 
@@ -40,19 +40,29 @@ export interface DeclaredCaches {
   rebuild?: string[] | undefined
 }
 
-/** The workspace's declared caches: its toolchain's, plus and minus the contract's. */
+/**
+ * The workspace's declared cache paths: its ecosystem's, plus and minus the contract's. Asked at every
+ * snapshot, so only which marker files exist is looked at (no file is read).
+ */
+export async function cachePaths(workspace: string, settings: CacheSettings = {}): Promise<string[]> {
+  return pathsOf(await detectEcosystem(workspace).catch(() => undefined), settings)
+}
+
+/** The workspace's declared caches and the toolchain's command that makes them again. */
 export async function declaredCaches(
   workspace: string,
   settings: CacheSettings = {},
 ): Promise<DeclaredCaches> {
   const toolchain: Toolchain | undefined = await detectToolchain(workspace).catch(() => undefined)
+  const paths = pathsOf(toolchain?.ecosystem, settings)
+  return { paths, ...(toolchain?.commands.install ? { rebuild: toolchain.commands.install } : {}) }
+}
+
+function pathsOf(ecosystem: string | undefined, settings: CacheSettings): string[] {
   const removed = new Set(settings.remove ?? [])
-  const paths = [
-    ...new Set([...(ECOSYSTEM_CACHES[toolchain?.ecosystem ?? ''] ?? []), ...(settings.add ?? [])]),
-  ]
+  return [...new Set([...(ECOSYSTEM_CACHES[ecosystem ?? ''] ?? []), ...(settings.add ?? [])])]
     .filter((path) => !removed.has(path))
     .sort()
-  return { paths, ...(toolchain?.commands.install ? { rebuild: toolchain.commands.install } : {}) }
 }
 
 /**

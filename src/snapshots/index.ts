@@ -24,7 +24,13 @@ export {
   type SnapshotSql,
   treeAtStep,
 } from './catalog.js'
-export { type CacheSettings, type DeclaredCaches, declaredCaches, exclusion } from './exclusions.js'
+export {
+  type CacheSettings,
+  cachePaths,
+  type DeclaredCaches,
+  declaredCaches,
+  exclusion,
+} from './exclusions.js'
 export { type BranchResult, commitMessage, commitToBranch } from './git-branch.js'
 export { diffTrees, RestoreError, readTree, type TreeChange } from './restore.js'
 export { type Exclusion, type Scan, scanTree, WorkspaceIndex } from './scan.js'

@@ -25,6 +25,7 @@ export { type ReadFileArgs, readFile } from './read.js'
 export { type SearchArgs, type SearchOptions, searchFiles } from './search.js'
 export {
   describeToolchain,
+  detectEcosystem,
   detectToolchain,
   type Toolchain,
   type ToolchainCommand,

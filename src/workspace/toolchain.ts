@@ -23,6 +23,8 @@ export interface Toolchain {
 }
 
 type Commands = Toolchain['commands']
+/** What a marker's detector finds: the ecosystem is the marker's own (MARKERS). */
+type Found = Omit<Toolchain, 'ecosystem'>
 
 function parseJsonObject(text: string | undefined): Record<string, unknown> {
   if (text === undefined) return {}
@@ -53,7 +55,7 @@ function nodePackageManager(root: string, manifest: Record<string, unknown>): st
   return declared && ['npm', 'pnpm', 'yarn', 'bun'].includes(declared) ? declared : 'npm'
 }
 
-async function detectNode(root: string): Promise<Toolchain> {
+async function detectNode(root: string): Promise<Found> {
   const manifest = parseJsonObject(readWorkspaceText(root, 'package.json'))
   const manager = nodePackageManager(root, manifest)
   const scripts = packageScripts(manifest)
@@ -72,10 +74,10 @@ async function detectNode(root: string): Promise<Toolchain> {
     commands.typecheck = [...runner, 'tsc', '--noEmit']
   }
   if (scripts.format) commands.format = run('format')
-  return { ecosystem: 'node', marker: 'package.json', manager, commands }
+  return { marker: 'package.json', manager, commands }
 }
 
-async function detectPython(root: string, marker: string): Promise<Toolchain> {
+async function detectPython(root: string, marker: string): Promise<Found> {
   const pyproject = readWorkspaceText(root, 'pyproject.toml') ?? ''
   const manager = hasEntry(root, 'uv.lock')
     ? 'uv'
@@ -100,7 +102,7 @@ async function detectPython(root: string, marker: string): Promise<Toolchain> {
     commands.format = [...runner, 'ruff', 'format', '.']
   }
   if (pyproject.includes('mypy')) commands.typecheck = [...runner, 'mypy', '.']
-  return { ecosystem: 'python', marker, manager, commands }
+  return { marker, manager, commands }
 }
 
 /** Targets a Makefile defines at the start of a line (`test:`, `lint: deps`). */
@@ -108,7 +110,7 @@ function makeTargets(makefile: string): Set<string> {
   return new Set([...makefile.matchAll(/^([A-Za-z0-9_.-]+)\s*:(?!=)/gm)].map((match) => match[1]!))
 }
 
-async function detectMake(root: string, marker: string): Promise<Toolchain> {
+async function detectMake(root: string, marker: string): Promise<Found> {
   const targets = makeTargets(readWorkspaceText(root, marker) ?? '')
   const commands: Commands = { build: ['make'] }
   const test = ['test', 'check'].find((target) => targets.has(target))
@@ -116,10 +118,10 @@ async function detectMake(root: string, marker: string): Promise<Toolchain> {
   if (targets.has('lint')) commands.lint = ['make', 'lint']
   if (targets.has('format') || targets.has('fmt'))
     commands.format = ['make', targets.has('format') ? 'format' : 'fmt']
-  return { ecosystem: 'make', marker, manager: 'make', commands }
+  return { marker, manager: 'make', commands }
 }
 
-async function detectComposer(root: string): Promise<Toolchain> {
+async function detectComposer(root: string): Promise<Found> {
   const manifest = parseJsonObject(readWorkspaceText(root, 'composer.json'))
   const scripts = stringRecord(manifest.scripts)
   const requireDev = stringRecord(manifest['require-dev'])
@@ -127,10 +129,10 @@ async function detectComposer(root: string): Promise<Toolchain> {
   if (scripts.test !== undefined) commands.test = ['composer', 'test']
   else if (requireDev['phpunit/phpunit'] !== undefined) commands.test = ['vendor/bin/phpunit']
   if (scripts.lint !== undefined) commands.lint = ['composer', 'lint']
-  return { ecosystem: 'php', marker: 'composer.json', manager: 'composer', commands }
+  return { marker: 'composer.json', manager: 'composer', commands }
 }
 
-async function detectRuby(root: string): Promise<Toolchain> {
+async function detectRuby(root: string): Promise<Found> {
   const gemfile = readWorkspaceText(root, 'Gemfile') ?? ''
   const rspec = hasEntry(root, '.rspec') || hasEntry(root, 'spec')
   const commands: Commands = {
@@ -138,14 +140,13 @@ async function detectRuby(root: string): Promise<Toolchain> {
     test: rspec ? ['bundle', 'exec', 'rspec'] : ['bundle', 'exec', 'rake', 'test'],
   }
   if (gemfile.includes('rubocop')) commands.lint = ['bundle', 'exec', 'rubocop']
-  return { ecosystem: 'ruby', marker: 'Gemfile', manager: 'bundler', commands }
+  return { marker: 'Gemfile', manager: 'bundler', commands }
 }
 
-async function detectJvm(root: string, marker: string): Promise<Toolchain> {
+async function detectJvm(root: string, marker: string): Promise<Found> {
   if (marker === 'pom.xml') {
     const mvn = hasEntry(root, 'mvnw') ? './mvnw' : 'mvn'
     return {
-      ecosystem: 'jvm',
       marker,
       manager: 'maven',
       commands: {
@@ -157,7 +158,6 @@ async function detectJvm(root: string, marker: string): Promise<Toolchain> {
   }
   const gradle = hasEntry(root, 'gradlew') ? './gradlew' : 'gradle'
   return {
-    ecosystem: 'jvm',
     marker,
     manager: 'gradle',
     commands: { build: [gradle, 'assemble'], test: [gradle, 'test'], lint: [gradle, 'check'] },
@@ -165,9 +165,8 @@ async function detectJvm(root: string, marker: string): Promise<Toolchain> {
 }
 
 /** Markers with fixed commands: no file needs reading to choose them. */
-const FIXED: Record<string, Omit<Toolchain, 'marker'>> = {
+const FIXED: Record<string, Omit<Found, 'marker'>> = {
   'Cargo.toml': {
-    ecosystem: 'rust',
     manager: 'cargo',
     commands: {
       install: ['cargo', 'fetch'],
@@ -179,7 +178,6 @@ const FIXED: Record<string, Omit<Toolchain, 'marker'>> = {
     },
   },
   'deno.json': {
-    ecosystem: 'deno',
     manager: 'deno',
     commands: {
       test: ['deno', 'test'],
@@ -189,7 +187,6 @@ const FIXED: Record<string, Omit<Toolchain, 'marker'>> = {
     },
   },
   'go.mod': {
-    ecosystem: 'go',
     manager: 'go',
     commands: {
       install: ['go', 'mod', 'download'],
@@ -200,7 +197,6 @@ const FIXED: Record<string, Omit<Toolchain, 'marker'>> = {
     },
   },
   'mix.exs': {
-    ecosystem: 'elixir',
     manager: 'mix',
     commands: {
       install: ['mix', 'deps.get'],
@@ -211,7 +207,6 @@ const FIXED: Record<string, Omit<Toolchain, 'marker'>> = {
     },
   },
   'Package.swift': {
-    ecosystem: 'swift',
     manager: 'swiftpm',
     commands: {
       install: ['swift', 'package', 'resolve'],
@@ -220,7 +215,6 @@ const FIXED: Record<string, Omit<Toolchain, 'marker'>> = {
     },
   },
   'CMakeLists.txt': {
-    ecosystem: 'cmake',
     manager: 'cmake',
     commands: {
       configure: ['cmake', '-S', '.', '-B', 'build'],
@@ -230,59 +224,69 @@ const FIXED: Record<string, Omit<Toolchain, 'marker'>> = {
   },
 }
 
-async function fixed(_root: string, marker: string): Promise<Toolchain> {
+async function fixed(_root: string, marker: string): Promise<Found> {
   const known = FIXED[marker]!
   return { ...known, marker, commands: structuredClone(known.commands) }
 }
 
-/** Root marker files in the order they are looked for; the first one present decides. */
-const MARKERS: ReadonlyArray<[string, (root: string, marker: string) => Promise<Toolchain>]> = [
-  ['Cargo.toml', fixed],
-  ['deno.json', fixed],
-  ['deno.jsonc', async (root) => ({ ...(await fixed(root, 'deno.json')), marker: 'deno.jsonc' })],
-  ['package.json', detectNode],
-  ['go.mod', fixed],
-  ['pyproject.toml', detectPython],
-  ['requirements.txt', detectPython],
-  ['pom.xml', detectJvm],
-  ['build.gradle', detectJvm],
-  ['build.gradle.kts', detectJvm],
-  ['mix.exs', fixed],
-  ['Gemfile', detectRuby],
-  ['composer.json', detectComposer],
-  ['Package.swift', fixed],
-  ['CMakeLists.txt', fixed],
-  ['Makefile', detectMake],
-  ['GNUmakefile', detectMake],
-  ['makefile', detectMake],
+/**
+ * Root marker files in the order they are looked for, with the ecosystem each means; the first one present
+ * decides. The ecosystem follows from the marker alone, so it is known without reading a file (exclusions.ts
+ * asks for it at every snapshot).
+ */
+const MARKERS: ReadonlyArray<[string, string, (root: string, marker: string) => Promise<Found>]> = [
+  ['Cargo.toml', 'rust', fixed],
+  ['deno.json', 'deno', fixed],
+  ['deno.jsonc', 'deno', async (root) => ({ ...(await fixed(root, 'deno.json')), marker: 'deno.jsonc' })],
+  ['package.json', 'node', detectNode],
+  ['go.mod', 'go', fixed],
+  ['pyproject.toml', 'python', detectPython],
+  ['requirements.txt', 'python', detectPython],
+  ['pom.xml', 'jvm', detectJvm],
+  ['build.gradle', 'jvm', detectJvm],
+  ['build.gradle.kts', 'jvm', detectJvm],
+  ['mix.exs', 'elixir', fixed],
+  ['Gemfile', 'ruby', detectRuby],
+  ['composer.json', 'php', detectComposer],
+  ['Package.swift', 'swift', fixed],
+  ['CMakeLists.txt', 'cmake', fixed],
+  ['Makefile', 'make', detectMake],
+  ['GNUmakefile', 'make', detectMake],
+  ['makefile', 'make', detectMake],
 ]
 
 const DOTNET_MARKER = /\.(sln|csproj|fsproj)$/
 
-async function detectDotnet(root: string): Promise<Toolchain | undefined> {
+/** The .NET marker at the root: a solution names the whole build, so it is preferred over any one project. */
+async function dotnetMarker(root: string): Promise<string | undefined> {
   const names = await readdir(root).catch(() => [] as string[])
   const candidates = names.filter((name) => DOTNET_MARKER.test(name)).sort()
-  // A solution names the whole build; prefer it over any one project.
-  const marker = candidates.find((name) => name.endsWith('.sln')) ?? candidates[0]
-  if (!marker) return undefined
-  return {
-    ecosystem: 'dotnet',
-    marker,
-    manager: 'dotnet',
-    commands: {
-      install: ['dotnet', 'restore'],
-      build: ['dotnet', 'build'],
-      test: ['dotnet', 'test'],
-      lint: ['dotnet', 'format', '--verify-no-changes'],
-      format: ['dotnet', 'format'],
-    },
-  }
+  return candidates.find((name) => name.endsWith('.sln')) ?? candidates[0]
+}
+
+const DOTNET: Omit<Found, 'marker'> = {
+  manager: 'dotnet',
+  commands: {
+    install: ['dotnet', 'restore'],
+    build: ['dotnet', 'build'],
+    test: ['dotnet', 'test'],
+    lint: ['dotnet', 'format', '--verify-no-changes'],
+    format: ['dotnet', 'format'],
+  },
 }
 
 /** Detects the project's toolchain from marker files at the workspace root (only the root is examined). */
 export async function detectToolchain(root: string): Promise<Toolchain | undefined> {
-  for (const [marker, detect] of MARKERS) if (hasEntry(root, marker)) return detect(root, marker)
-  return detectDotnet(root)
+  for (const [marker, ecosystem, detect] of MARKERS)
+    if (hasEntry(root, marker)) return { ecosystem, ...(await detect(root, marker)) }
+  const marker = await dotnetMarker(root)
+  return marker ? { ecosystem: 'dotnet', marker, ...structuredClone(DOTNET) } : undefined
+}
+
+/** The ecosystem `detectToolchain` would name, from which markers exist alone (no file is read). */
+export async function detectEcosystem(root: string): Promise<string | undefined> {
+  for (const [marker, ecosystem] of MARKERS) if (hasEntry(root, marker)) return ecosystem
+  return (await dotnetMarker(root)) ? 'dotnet' : undefined
 }
 
 const COMMAND_ORDER: readonly ToolchainCommand[] = [

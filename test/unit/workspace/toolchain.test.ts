@@ -1,11 +1,14 @@
 import { describe, expect, it } from 'vitest'
-import { describeToolchain, detectToolchain } from '../../../src/workspace/index.js'
+import { describeToolchain, detectEcosystem, detectToolchain } from '../../../src/workspace/index.js'
 import { sandbox } from './fixture.js'
 
+/** The toolchain of a workspace of `files`; the ecosystem found from the markers alone must agree. */
 async function detect(files: Record<string, string>) {
   const box = await sandbox()
   await box.files(files)
-  return detectToolchain(box.root)
+  const toolchain = await detectToolchain(box.root)
+  expect(await detectEcosystem(box.root)).toBe(toolchain?.ecosystem)
+  return toolchain
 }
 
 const packageJson = (scripts: Record<string, string>, extra: Record<string, unknown> = {}) =>
