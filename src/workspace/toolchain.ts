@@ -164,9 +164,9 @@ async function detectJvm(root: string, marker: string): Promise<Found> {
   }
 }
 
-/** Markers with fixed commands: no file needs reading to choose them. */
+/** Ecosystems with fixed commands, by ecosystem: no file needs reading to choose them. */
 const FIXED: Record<string, Omit<Found, 'marker'>> = {
-  'Cargo.toml': {
+  rust: {
     manager: 'cargo',
     commands: {
       install: ['cargo', 'fetch'],
@@ -177,7 +177,7 @@ const FIXED: Record<string, Omit<Found, 'marker'>> = {
       format: ['cargo', 'fmt'],
     },
   },
-  'deno.json': {
+  deno: {
     manager: 'deno',
     commands: {
       test: ['deno', 'test'],
@@ -186,7 +186,7 @@ const FIXED: Record<string, Omit<Found, 'marker'>> = {
       format: ['deno', 'fmt'],
     },
   },
-  'go.mod': {
+  go: {
     manager: 'go',
     commands: {
       install: ['go', 'mod', 'download'],
@@ -196,7 +196,7 @@ const FIXED: Record<string, Omit<Found, 'marker'>> = {
       format: ['gofmt', '-w', '.'],
     },
   },
-  'mix.exs': {
+  elixir: {
     manager: 'mix',
     commands: {
       install: ['mix', 'deps.get'],
@@ -206,7 +206,7 @@ const FIXED: Record<string, Omit<Found, 'marker'>> = {
       format: ['mix', 'format'],
     },
   },
-  'Package.swift': {
+  swift: {
     manager: 'swiftpm',
     commands: {
       install: ['swift', 'package', 'resolve'],
@@ -214,7 +214,7 @@ const FIXED: Record<string, Omit<Found, 'marker'>> = {
       test: ['swift', 'test'],
     },
   },
-  'CMakeLists.txt': {
+  cmake: {
     manager: 'cmake',
     commands: {
       configure: ['cmake', '-S', '.', '-B', 'build'],
@@ -222,22 +222,34 @@ const FIXED: Record<string, Omit<Found, 'marker'>> = {
       test: ['ctest', '--test-dir', 'build'],
     },
   },
+  dotnet: {
+    manager: 'dotnet',
+    commands: {
+      install: ['dotnet', 'restore'],
+      build: ['dotnet', 'build'],
+      test: ['dotnet', 'test'],
+      lint: ['dotnet', 'format', '--verify-no-changes'],
+      format: ['dotnet', 'format'],
+    },
+  },
 }
 
-async function fixed(_root: string, marker: string): Promise<Found> {
-  const known = FIXED[marker]!
+async function fixed(_root: string, marker: string, ecosystem: string): Promise<Found> {
+  const known = FIXED[ecosystem]!
   return { ...known, marker, commands: structuredClone(known.commands) }
 }
+
+type Detect = (root: string, marker: string, ecosystem: string) => Promise<Found>
 
 /**
  * Root marker files in the order they are looked for, with the ecosystem each means; the first one present
  * decides. The ecosystem follows from the marker alone, so it is known without reading a file (exclusions.ts
  * asks for it at every snapshot).
  */
-const MARKERS: ReadonlyArray<[string, string, (root: string, marker: string) => Promise<Found>]> = [
+const MARKERS: ReadonlyArray<[string, string, Detect]> = [
   ['Cargo.toml', 'rust', fixed],
   ['deno.json', 'deno', fixed],
-  ['deno.jsonc', 'deno', async (root) => ({ ...(await fixed(root, 'deno.json')), marker: 'deno.jsonc' })],
+  ['deno.jsonc', 'deno', fixed],
   ['package.json', 'node', detectNode],
   ['go.mod', 'go', fixed],
   ['pyproject.toml', 'python', detectPython],
@@ -264,29 +276,26 @@ async function dotnetMarker(root: string): Promise<string | undefined> {
   return candidates.find((name) => name.endsWith('.sln')) ?? candidates[0]
 }
 
-const DOTNET: Omit<Found, 'marker'> = {
-  manager: 'dotnet',
-  commands: {
-    install: ['dotnet', 'restore'],
-    build: ['dotnet', 'build'],
-    test: ['dotnet', 'test'],
-    lint: ['dotnet', 'format', '--verify-no-changes'],
-    format: ['dotnet', 'format'],
-  },
+/** The marker at the root that decides, its ecosystem and its detector; only names are looked at. */
+async function rootMarker(
+  root: string,
+): Promise<{ marker: string; ecosystem: string; detect: Detect } | undefined> {
+  for (const [marker, ecosystem, detect] of MARKERS)
+    if (hasEntry(root, marker)) return { marker, ecosystem, detect }
+  const marker = await dotnetMarker(root)
+  return marker ? { marker, ecosystem: 'dotnet', detect: fixed } : undefined
 }
 
 /** Detects the project's toolchain from marker files at the workspace root (only the root is examined). */
 export async function detectToolchain(root: string): Promise<Toolchain | undefined> {
-  for (const [marker, ecosystem, detect] of MARKERS)
-    if (hasEntry(root, marker)) return { ecosystem, ...(await detect(root, marker)) }
-  const marker = await dotnetMarker(root)
-  return marker ? { ecosystem: 'dotnet', marker, ...structuredClone(DOTNET) } : undefined
+  const found = await rootMarker(root)
+  if (!found) return undefined
+  return { ecosystem: found.ecosystem, ...(await found.detect(root, found.marker, found.ecosystem)) }
 }
 
 /** The ecosystem `detectToolchain` would name, from which markers exist alone (no file is read). */
 export async function detectEcosystem(root: string): Promise<string | undefined> {
-  for (const [marker, ecosystem] of MARKERS) if (hasEntry(root, marker)) return ecosystem
-  return (await dotnetMarker(root)) ? 'dotnet' : undefined
+  return (await rootMarker(root))?.ecosystem
 }
 
 const COMMAND_ORDER: readonly ToolchainCommand[] = [
