@@ -35,6 +35,8 @@ interface FileState {
   racy: boolean
   /** The scan that last saw it: what no scan saw is gone. */
   seen: number
+  /** The tree entry it made, handed out again while its stat holds (no new object per unchanged file). */
+  entry: TreeEntry
 }
 
 interface FolderState {
@@ -45,6 +47,8 @@ interface FolderState {
   ctimeMs: number
   racy: boolean
   names: string[]
+  /** Its children as the last scan walked them, walked again while its stat holds (their paths made once). */
+  children: Child[]
   /** Its entries in the order the last scan listed them, and the hash they encoded to. */
   entries: TreeEntry[]
   hash: string
@@ -72,26 +76,11 @@ export class WorkspaceIndex {
   root: string | undefined
   /** The collection generation under which the store last confirmed holding this index's objects. */
   generation: number | undefined
-  /** Which exclusions `excludedCache` holds answers for. */
-  private exclusionKey: string | undefined
-  private excludedCache = new Map<string, boolean>()
-
-  excluded(key: string, rel: string, isDir: boolean, decide: Exclusion): boolean {
-    if (key !== this.exclusionKey) {
-      this.exclusionKey = key
-      this.excludedCache = new Map()
-    }
-    let answer = this.excludedCache.get(rel)
-    if (answer === undefined) {
-      answer = decide(rel, isDir)
-      this.excludedCache.set(rel, answer)
-    }
-    return answer
-  }
-
   /** Remembers a file this worker wrote itself (a restore), so the next scan need not read it. */
   remember(rel: string, stats: StatFields, kind: FileState['kind'], hash: string): void {
-    this.files.set(rel, { kind, hash, racy: false, seen: this.scans, ...statFields(stats) })
+    const fields = statFields(stats)
+    const entry = treeEntry(rel.slice(rel.lastIndexOf('/') + 1), kind, fields.size, fields.mode, hash)
+    this.files.set(rel, { kind, hash, racy: false, seen: this.scans, entry, ...fields })
   }
 
   /** The store now holds every object of the last scan (stored under collection generation `generation`). */
@@ -135,11 +124,16 @@ interface Listing {
   children: Child[]
 }
 
+/** An entry of a listed folder: its paths, kept between scans, and what this scan found for it. */
 interface Child {
-  name: string
-  rel: string
-  abs: string
-  ascii: boolean
+  readonly name: string
+  readonly rel: string
+  readonly abs: string
+  readonly ascii: boolean
+  /** The exclusions (by key) and the kind its last exclusion answer was for, and the answer. */
+  decidedFor?: string
+  decidedDir?: boolean
+  excluded?: boolean
   /** A sub-folder, listed. */
   listing?: Listing
   /** Known already (a folder that turned out not to be one), or filled in from the stat table. */
@@ -181,12 +175,14 @@ export async function scanTree(
       known.ctimeMs === own.ctimeMs &&
       known.dev === own.dev
     let names: string[]
+    let children: Child[]
     // Which names are folders: as the index knows them when the folder is unchanged, else as listed. Either
     // may be wrong by now; the stat of each entry decides.
-    let folder: (name: string, rel: string) => boolean
+    let folder: (child: Child) => boolean
     if (unchanged) {
       names = known.names
-      folder = (_, childRel) => index.folders.has(childRel)
+      children = known.children
+      folder = (child) => index.folders.has(child.rel)
     } else {
       const dirents = readdirSync(ascii ? abs : Buffer.from(abs, 'latin1'), {
         encoding: 'latin1',
@@ -194,20 +190,23 @@ export async function scanTree(
       })
       names = dirents.map((d) => d.name)
       const folders = new Set(dirents.filter((d) => d.isDirectory()).map((d) => d.name))
-      folder = (name) => folders.has(name)
-    }
-    const listing: Listing = { rel, abs, own, names, children: [] }
-    for (const name of names) {
-      if (++visited % YIELD_EVERY === 0) await yieldToLoop()
-      const child: Child = {
+      folder = (child) => folders.has(child.name)
+      children = names.map((name) => ({
         name,
         rel: rel === '' ? name : `${rel}/${name}`,
         abs: `${abs}/${name}`,
         ascii: ascii && !NOT_ASCII.test(name),
         slot: -1,
-      }
-      listing.children.push(child)
-      if (!folder(name, child.rel)) {
+      }))
+    }
+    const listing: Listing = { rel, abs, own, names, children }
+    for (const child of children) {
+      if (++visited % YIELD_EVERY === 0) await yieldToLoop()
+      // What an earlier scan found for it is not this scan's.
+      child.listing = undefined
+      child.stat = undefined
+      child.slot = -1
+      if (!folder(child)) {
         child.slot = queue.length
         queue.push(child)
         continue
@@ -215,9 +214,8 @@ export async function scanTree(
       // A folder's own stat decides whether it is listed again, so it is taken now, here.
       const stats = statHere(child)
       if (stats && isFolder(stats)) {
-        if (!index.excluded(exclusion.key, child.rel, true, exclusion.excluded))
+        if (!excluded(child, true, exclusion))
           child.listing = await list(child.rel, child.abs, child.ascii, stats, queue)
-        else child.stat = undefined
       } else child.stat = stats
     }
     return listing
@@ -229,7 +227,10 @@ export async function scanTree(
       for (const child of queue) child.stat = statHere(child)
       return
     }
-    const table = await lstatMany(queue.map((child) => child.abs))
+    const table = await lstatMany(
+      queue.map((child) => child.abs),
+      index,
+    )
     for (const child of queue) {
       const o = child.slot * STAT_FIELDS
       const mode = table[o] as number
@@ -264,7 +265,7 @@ export async function scanTree(
       const stats = child.stat
       if (!stats) continue
       const isDir = isFolder(stats)
-      if (index.excluded(exclusion.key, child.rel, isDir, exclusion.excluded)) continue
+      if (excluded(child, isDir, exclusion)) continue
       if (isDir) {
         // Listed as a file, a folder by now: it is scanned on its own, here.
         const queue: Child[] = []
@@ -292,7 +293,12 @@ export async function scanTree(
     }
     if (known && sameEntries(known.entries, entries)) {
       handOn(index, scan, known.hash)
-      index.folders.set(rel, { ...state, entries: known.entries, hash: known.hash })
+      index.folders.set(rel, {
+        ...state,
+        children: listing.children,
+        entries: known.entries,
+        hash: known.hash,
+      })
       return known.hash
     }
     // The folder's own object comes first, its pages (if any) after it.
@@ -302,7 +308,7 @@ export async function scanTree(
     const made: Objects = objects.map((object) => [object.hash, object.data])
     for (const [name, data] of made) scan.objects.set(name, data)
     index.unstored.set(hash, made)
-    index.folders.set(rel, { ...state, entries, hash })
+    index.folders.set(rel, { ...state, children: listing.children, entries, hash })
     return hash
   }
 
@@ -330,11 +336,22 @@ function isFolder(stats: StatFields): boolean {
 
 const NOT_ASCII = /[^\x00-\x7f]/
 
+/** Whether `exclusion` leaves `child` out, asked once per child, exclusions and kind. */
+function excluded(child: Child, isDir: boolean, exclusion: { key: string; excluded: Exclusion }): boolean {
+  if (child.decidedFor !== exclusion.key || child.decidedDir !== isDir) {
+    child.decidedFor = exclusion.key
+    child.decidedDir = isDir
+    child.excluded = exclusion.excluded(child.rel, isDir)
+  }
+  return child.excluded === true
+}
+
 function sameEntries(before: readonly TreeEntry[], now: readonly TreeEntry[]): boolean {
   if (before.length !== now.length) return false
   for (let i = 0; i < now.length; i++) {
     const a = before[i] as TreeEntry
     const b = now[i] as TreeEntry
+    if (a === b) continue
     if (a.name !== b.name || a.hash !== b.hash || a.kind !== b.kind || a.mode !== b.mode || a.size !== b.size)
       return false
   }
@@ -385,7 +402,7 @@ function fileEntry(
   ) {
     known.seen = generation
     handOn(index, scan, known.hash)
-    return { kind: known.kind, mode, size: stats.size, hash: known.hash, name }
+    return known.entry
   }
   scan.hashed += 1
   const fields = statFields(stats)
@@ -404,8 +421,19 @@ function fileEntry(
   }
   for (const [object, source] of made) if (!scan.objects.has(object)) scan.objects.set(object, source)
   index.unstored.set(hash, made)
-  index.files.set(rel, { kind, hash, racy, seen: generation, ...fields })
-  return { kind, mode, size: fields.size, hash, name }
+  const entry = treeEntry(name, kind, fields.size, mode, hash)
+  index.files.set(rel, { kind, hash, racy, seen: generation, entry, ...fields })
+  return entry
+}
+
+function treeEntry(
+  name: string,
+  kind: FileState['kind'],
+  size: number,
+  mode: number,
+  hash: string,
+): TreeEntry {
+  return { kind, mode: kind === 'l' ? 0o777 : mode, size, hash, name }
 }
 
 /** A file's hash (of its content, or of its chunk list past CHUNK_BYTES) and the objects it is made of. */

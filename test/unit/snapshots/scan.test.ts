@@ -263,3 +263,29 @@ describe.concurrent.each([
     expect(incremental.files).toBe(2)
   }, 20_000)
 })
+
+describe('stat workers', () => {
+  const scan = scanWith(0)
+
+  it('stat a workspace again from the paths they kept, and are sent them again once they let them go', async () => {
+    const root = await settled({ 'a.txt': 'one', 'src/b.js': 'two' })
+    const index = new WorkspaceIndex()
+    await scan(root, index)
+    writeFileSync(join(root, 'a.txt'), 'changed, same paths')
+    const kept = await scan(root, index)
+    expect(kept.hashed).toBe(1)
+    expect(kept.root).toBe((await scan(root, new WorkspaceIndex())).root)
+    // More workspaces than a worker keeps lists for push this one's paths out of every worker.
+    for (let i = 0; i < 20; i++) await scan(workspace({ [`other${i}.txt`]: 'x' }))
+    writeFileSync(join(root, 'src/b.js'), 'changed again')
+    const resent = await scan(root, index)
+    expect(resent.hashed).toBeGreaterThanOrEqual(1)
+    expect(resent.root).toBe((await scan(root, new WorkspaceIndex())).root)
+    expect(resent.root).not.toBe(kept.root)
+    // As many paths as before, one of them another: the new list is sent, not the kept one stat'ed.
+    renameSync(join(root, 'a.txt'), join(root, 'c.txt'))
+    const renamed = await scan(root, index)
+    expect(renamed.root).toBe((await scan(root, new WorkspaceIndex())).root)
+    expect(renamed.files).toBe(2)
+  }, 30_000)
+})
