@@ -3,7 +3,7 @@
  * workspace is one `lstat` per file and little else; Linux has no call that stats many files, so the calls
  * are shared out to worker threads (as git's preloaded index does) while this thread waits. The workers
  * start on first use, stay, and never keep the process alive while idle. A worker that fails costs nothing
- * but time: the caller stats its share itself. A workspace's paths rarely change between two scans, so each
+ * but time: the caller stats what it left itself. A workspace's paths rarely change between two scans, so each
  * worker keeps the last few lists it was sent and is told only which one to stat again.
  */
 import { availableParallelism } from 'node:os'
@@ -15,58 +15,69 @@ export const STAT_FIELDS = 6
 export const ABSENT = -1
 /** `lstat` failed otherwise in a worker: the caller asks again itself, to raise the real error. */
 export const FAILED = -2
-/** Path lists each worker keeps for stat'ing again (a few hundred KB each for 10,000 paths). */
-const KEPT_LISTS = 16
+/** Path lists each worker keeps for stat'ing again (under 1 MB each for 10,000 paths). */
+const KEPT_LISTS = 8
+/** Paths a worker takes at a time. */
+const CHUNK = 512
 
 // Plain CommonJS given as source, so it runs the same from src/ (tsx), from dist/ and from the CLI bundle.
+// Each worker takes the next chunk of the list until none is left, so a worker whose core is busy with other
+// work takes fewer: a scan waits for the machine's free cores, not for the slowest thread.
 const WORKER = `
 const { parentPort } = require('node:worker_threads')
 const { lstatSync } = require('node:fs')
 const NOT_ASCII = /[^\\x00-\\x7f]/
 const lists = new Map()
-parentPort.on('message', ({ id, key, paths }) => {
+parentPort.on('message', ({ id, key, paths, table, next }) => {
   let list = lists.get(key)
   if (paths !== undefined) {
     // Names that are not ASCII go to the file system as their bytes.
     list = paths.split('\\0').map((path) => (NOT_ASCII.test(path) ? Buffer.from(path, 'latin1') : path))
   } else if (list === undefined) {
-    parentPort.postMessage({ id, table: undefined })
+    parentPort.postMessage({ id, kept: false })
     return
   }
   // The lists used last are the ones kept.
   lists.delete(key)
   lists.set(key, list)
   if (lists.size > ${KEPT_LISTS}) lists.delete(lists.keys().next().value)
-  const table = new Float64Array(list.length * ${STAT_FIELDS})
-  for (let i = 0; i < list.length; i++) {
-    const path = list[i]
-    const o = i * ${STAT_FIELDS}
-    let s
-    try {
-      s = lstatSync(path, { throwIfNoEntry: false })
-    } catch {
-      table[o] = ${FAILED}
-      continue
+  const stats = new Float64Array(table)
+  const counter = new Int32Array(next)
+  for (;;) {
+    const from = Atomics.add(counter, 0, 1) * ${CHUNK}
+    if (from >= list.length) break
+    const to = Math.min(from + ${CHUNK}, list.length)
+    for (let i = from; i < to; i++) {
+      const o = i * ${STAT_FIELDS}
+      let s
+      try {
+        s = lstatSync(list[i], { throwIfNoEntry: false })
+      } catch {
+        stats[o] = ${FAILED}
+        continue
+      }
+      if (s === undefined) {
+        stats[o] = ${ABSENT}
+        continue
+      }
+      stats[o + 1] = s.dev
+      stats[o + 2] = s.ino
+      stats[o + 3] = s.size
+      stats[o + 4] = s.mtimeMs
+      stats[o + 5] = s.ctimeMs
+      stats[o] = s.mode
     }
-    if (s === undefined) {
-      table[o] = ${ABSENT}
-      continue
-    }
-    table[o] = s.mode
-    table[o + 1] = s.dev
-    table[o + 2] = s.ino
-    table[o + 3] = s.size
-    table[o + 4] = s.mtimeMs
-    table[o + 5] = s.ctimeMs
   }
-  parentPort.postMessage({ id, table }, [table.buffer])
+  // An atomic write after the table's, which the caller reads before it: the table is then all seen.
+  Atomics.add(counter, 1, 1)
+  parentPort.postMessage({ id, kept: true })
 })`
 
 class StatWorkers {
   private readonly workers: Worker[] = []
   private readonly waiting = new Map<
     number,
-    { resolve: (t: Float64Array | undefined) => void; reject: (e: Error) => void }
+    { worker: number; resolve: (kept: boolean) => void; reject: (e: Error) => void }
   >()
   private next = 0
   broken = false
@@ -76,13 +87,15 @@ class StatWorkers {
       // No loader flags of the parent's (tsx): the source is plain JavaScript.
       const worker = new Worker(WORKER, { eval: true, execArgv: [] })
       worker.unref()
-      worker.on('message', ({ id, table }: { id: number; table: Float64Array | undefined }) => {
-        this.waiting.get(id)?.resolve(table)
+      worker.on('message', ({ id, kept }: { id: number; kept: boolean }) => {
+        this.waiting.get(id)?.resolve(kept)
         this.settled(id)
       })
+      // Only this worker's work fails: the others are still writing into their tables.
       const fail = (error: Error) => {
         this.broken = true
         for (const [id, waiter] of this.waiting) {
+          if (waiter.worker !== i) continue
           waiter.reject(error)
           this.settled(id)
         }
@@ -98,17 +111,21 @@ class StatWorkers {
   }
 
   /**
-   * The stat table of the list `key`, from worker `n`: of `paths` when given (the worker keeps them under
-   * `key`), else of the paths it kept under `key` — undefined when it no longer has them.
+   * Worker `n` takes chunks of the list `key` into `table` until `next` passes its end: of `paths` when
+   * given (the worker keeps them under `key`), else of the paths it kept under `key`. False when it no
+   * longer kept them (it took nothing).
    */
-  ask(n: number, key: number, paths?: readonly string[]): Promise<Float64Array | undefined> {
+  ask(
+    n: number,
+    work: { key: number; paths?: string | undefined; table: SharedArrayBuffer; next: SharedArrayBuffer },
+  ): Promise<boolean> {
     const id = this.next++
     const worker = this.workers[n] as Worker
     // Held while it works, so a process waiting only on a scan does not exit under it.
     if (this.waiting.size === 0) for (const w of this.workers) w.ref()
     return new Promise((resolve, reject) => {
-      this.waiting.set(id, { resolve, reject })
-      worker.postMessage({ id, key, paths: paths?.join('\0') })
+      this.waiting.set(id, { worker: n, resolve, reject })
+      worker.postMessage({ id, ...work })
     })
   }
 
@@ -125,9 +142,9 @@ let lists = 0
 
 /**
  * The stat table of `paths` (latin1 strings, one character per byte of the name): `STAT_FIELDS` numbers
- * each, in order, sliced out to the workers. A path a worker could not stat (or a worker that failed)
- * is FAILED: the caller stats it itself, which raises the real error. `caller` (one per workspace, say)
- * lets a list equal to the one it sent last be stat'ed again without being sent again.
+ * each, in order, taken by the workers a chunk at a time. A path no worker stat'ed (a worker failed) or
+ * could stat is FAILED: the caller stats it itself, which raises the real error. `caller` (one per
+ * workspace, say) lets a list equal to the one it sent last be stat'ed again without being sent again.
  */
 export async function lstatMany(paths: readonly string[], caller?: object): Promise<Float64Array> {
   if (!shared || shared.broken) shared = new StatWorkers(Math.min(4, Math.max(2, availableParallelism())))
@@ -136,18 +153,26 @@ export async function lstatMany(paths: readonly string[], caller?: object): Prom
   const again = last !== undefined && last.workers === workers && sameList(last.paths, paths)
   const key = again ? last.key : ++lists
   if (caller && !again) sent.set(caller, { key, paths, workers })
-  const table = new Float64Array(paths.length * STAT_FIELDS)
-  const per = Math.ceil(paths.length / workers.size)
+  const buffer = new SharedArrayBuffer(paths.length * STAT_FIELDS * Float64Array.BYTES_PER_ELEMENT)
+  const table = new Float64Array(buffer)
+  // A worker writes an entry's mode last: what no worker reached stays FAILED.
+  for (let o = 0; o < table.length; o += STAT_FIELDS) table[o] = FAILED
+  // The next chunk to take, and how many workers are done.
+  const counters = new SharedArrayBuffer(2 * Int32Array.BYTES_PER_ELEMENT)
+  const work = { key, table: buffer, next: counters }
+  let joined: string | undefined
+  const withPaths = () => {
+    joined ??= paths.join('\0')
+    return { ...work, paths: joined }
+  }
   const asked = Array.from({ length: workers.size }, async (_, n) => {
-    const slice = paths.slice(n * per, (n + 1) * per)
-    if (slice.length === 0) return
-    const ask = (withPaths: boolean) => workers.ask(n, key, withPaths ? slice : undefined)
     // A worker that no longer keeps the list is sent it.
-    const part = await (again ? ask(false).then((t) => t ?? ask(true)) : ask(true)).catch(() => undefined)
-    if (part) table.set(part, n * per * STAT_FIELDS)
-    else for (let i = 0; i < slice.length; i++) table[(n * per + i) * STAT_FIELDS] = FAILED
+    if (again && (await workers.ask(n, work))) return
+    await workers.ask(n, withPaths())
   })
-  await Promise.all(asked)
+  // Every worker has answered or died before the table is read: none writes into it after.
+  await Promise.allSettled(asked)
+  Atomics.load(new Int32Array(counters), 1)
   return table
 }
 

@@ -288,4 +288,21 @@ describe('stat workers', () => {
     expect(renamed.root).toBe((await scan(root, new WorkspaceIndex())).root)
     expect(renamed.files).toBe(2)
   }, 30_000)
+
+  it('take a long list a chunk at a time, and together stat every entry of it', async () => {
+    const files: Record<string, string> = {}
+    for (let i = 0; i < 1_300; i++) files[`d${i % 3}/f${i}.txt`] = `content ${i}`
+    const root = await settled(files)
+    const index = new WorkspaceIndex()
+    const onWorkers = await scan(root, index)
+    const here = await scanWith()(root)
+    expect(onWorkers.files).toBe(1_300)
+    expect(onWorkers.root).toBe(here.root)
+    // A change in the last chunk, and one in the first, are both seen.
+    writeFileSync(join(root, 'd2/f1298.txt'), 'late change')
+    writeFileSync(join(root, 'd0/f0.txt'), 'early change')
+    const changed = await scan(root, index)
+    expect(changed.hashed).toBe(2)
+    expect(changed.root).toBe((await scanWith()(root)).root)
+  }, 30_000)
 })
