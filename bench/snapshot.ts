@@ -7,6 +7,7 @@
  * (c) store growth per step against the bytes changed (target ≤ 1.2× plus a fixed few KB);
  * (d) a durable step with snapshots on against off, on the bench/run workload (agentRun, command `true`;
  *     target ≤ 1.2×). `--quick`: 1,000 files / 20 MB, and fewer rounds.
+ * Each timing in (a) and (b) starts after a `sync`, so none pays for the disk writes of the one before it.
  *
  *   npx tsx bench/snapshot.ts
  */
@@ -56,6 +57,8 @@ function changeThree(root: string, round: number): number {
 }
 
 const sh = (cwd: string, command: string) => execFileSync('sh', ['-c', command], { cwd, stdio: 'ignore' })
+/** Dirty pages written back, so a measurement does not pay for the writes of the one before it. */
+const settle = () => execFileSync('sync')
 
 async function treeBench(stack: BenchStack, dir: string) {
   const root = join(dir, 'tree')
@@ -89,16 +92,21 @@ async function treeBench(stack: BenchStack, dir: string) {
   for (let round = 1; round <= ROUNDS; round++) {
     const bytes = changeThree(root, round)
     changed += bytes
+    // Each is timed after the writes before it are on disk: the last round's tar (200 MB) or git index, still
+    // being written back, would otherwise take CPU and disk from whichever comes next.
+    settle()
     // What the activity does after a step: scan, store what is new, record the row.
     started = performance.now()
     const taken = await snapshots.take({ runId, step: round, call: 0, kind: 'tool' }, root, exclusion)
     series.tether.push(ms(started))
     series.scan.push(taken.scanMs)
     series.growth.push(taken.row.newBytes / bytes)
+    settle()
     started = performance.now()
     sh(root, `${gitEnv} git add -A && ${gitEnv} git write-tree`)
     series.git.push(ms(started))
     if (round <= 3) {
+      settle()
       started = performance.now()
       sh(dir, `tar -cf tree.tar -C ${root} .`)
       series.tar.push(ms(started))
@@ -129,11 +137,13 @@ async function treeBench(stack: BenchStack, dir: string) {
   const rootHash = snapshots.lastRoot(root) as string
   for (let round = 0; round < 3; round++) {
     const into = join(dir, `restore-${round}`)
+    settle()
     started = performance.now()
     await snapshots.restore(rootHash, into, exclusion)
     restores.tether.push(ms(started))
     const untar = join(dir, `untar-${round}`)
     mkdirSync(untar)
+    settle()
     started = performance.now()
     sh(dir, `tar -xf tree.tar -C ${untar}`)
     restores.tar.push(ms(started))
