@@ -40,13 +40,12 @@ interface FileState {
 }
 
 interface FolderState {
-  /** Its own stat when it was last listed: while it holds (and is not racy), `names` are its names. */
+  /** Its own stat when it was last listed: while it holds (and is not racy), `children` are its entries. */
   dev: number
   ino: number
   mtimeMs: number
   ctimeMs: number
   racy: boolean
-  names: string[]
   /** Its children as the last scan walked them, walked again while its stat holds (their paths made once). */
   children: Child[]
   /** Its entries in the order the last scan listed them, and the hash they encoded to. */
@@ -120,7 +119,6 @@ interface Listing {
   rel: string
   abs: string
   own: StatFields
-  names: string[]
   children: Child[]
 }
 
@@ -174,13 +172,11 @@ export async function scanTree(
       known.mtimeMs === own.mtimeMs &&
       known.ctimeMs === own.ctimeMs &&
       known.dev === own.dev
-    let names: string[]
     let children: Child[]
     // Which names are folders: as the index knows them when the folder is unchanged, else as listed. Either
     // may be wrong by now; the stat of each entry decides.
     let folder: (child: Child) => boolean
     if (unchanged) {
-      names = known.names
       children = known.children
       folder = (child) => index.folders.has(child.rel)
     } else {
@@ -188,10 +184,9 @@ export async function scanTree(
         encoding: 'latin1',
         withFileTypes: true,
       })
-      names = dirents.map((d) => d.name)
       const folders = new Set(dirents.filter((d) => d.isDirectory()).map((d) => d.name))
       folder = (child) => folders.has(child.name)
-      children = names.map((name) => ({
+      children = dirents.map(({ name }) => ({
         name,
         rel: rel === '' ? name : `${rel}/${name}`,
         abs: `${abs}/${name}`,
@@ -199,7 +194,7 @@ export async function scanTree(
         slot: -1,
       }))
     }
-    const listing: Listing = { rel, abs, own, names, children }
+    const listing: Listing = { rel, abs, own, children }
     for (const child of children) {
       if (++visited % YIELD_EVERY === 0) await yieldToLoop()
       // What an earlier scan found for it is not this scan's.
@@ -256,13 +251,16 @@ export async function scanTree(
     const entries: TreeEntry[] = []
     for (const child of listing.children) {
       if (++visited % YIELD_EVERY === 0) await yieldToLoop()
-      if (child.listing) {
-        const hash = await make(child.listing)
-        entries.push({ kind: 'd', mode: child.listing.own.mode & 0o777, size: 0, hash, name: child.name })
+      // What this scan found for it is let go as it is used: the index keeps the child, not its stat.
+      const { listing: listed, stat: stats } = child
+      child.listing = undefined
+      child.stat = undefined
+      if (listed) {
+        const hash = await make(listed)
+        entries.push({ kind: 'd', mode: listed.own.mode & 0o777, size: 0, hash, name: child.name })
         continue
       }
       // Gone between the listing and the look: it is not part of this tree.
-      const stats = child.stat
       if (!stats) continue
       const isDir = isFolder(stats)
       if (excluded(child, isDir, exclusion)) continue
@@ -288,7 +286,6 @@ export async function scanTree(
       mtimeMs: own.mtimeMs,
       ctimeMs: own.ctimeMs,
       racy: Math.max(own.mtimeMs, own.ctimeMs) >= started - RACY_MS,
-      names: listing.names,
       seen: generation,
     }
     if (known && sameEntries(known.entries, entries)) {
