@@ -385,7 +385,6 @@ function fileEntry(
 ): TreeEntry {
   const known = index.files.get(rel)
   const link = (stats.mode & constants.S_IFMT) === constants.S_IFLNK
-  const mode = link ? 0o777 : stats.mode & 0o777
   if (
     known &&
     !known.racy &&
@@ -418,7 +417,7 @@ function fileEntry(
   }
   for (const [object, source] of made) if (!scan.objects.has(object)) scan.objects.set(object, source)
   index.unstored.set(hash, made)
-  const entry = treeEntry(name, kind, fields.size, mode, hash)
+  const entry = treeEntry(name, kind, fields.size, fields.mode, hash)
   index.files.set(rel, { kind, hash, racy, seen: generation, entry, ...fields })
   return entry
 }

@@ -146,13 +146,13 @@ let lists = 0
  * could stat is FAILED: the caller stats it itself, which raises the real error. `caller` (one per
  * workspace, say) lets a list equal to the one it sent last be stat'ed again without being sent again.
  */
-export async function lstatMany(paths: readonly string[], caller?: object): Promise<Float64Array> {
+export async function lstatMany(paths: readonly string[], caller: object): Promise<Float64Array> {
   if (!shared || shared.broken) shared = new StatWorkers(Math.min(4, Math.max(2, availableParallelism())))
   const workers = shared
-  const last = caller && sent.get(caller)
+  const last = sent.get(caller)
   const again = last !== undefined && last.workers === workers && sameList(last.paths, paths)
   const key = again ? last.key : ++lists
-  if (caller && !again) sent.set(caller, { key, paths, workers })
+  if (!again) sent.set(caller, { key, paths, workers })
   const buffer = new SharedArrayBuffer(paths.length * STAT_FIELDS * Float64Array.BYTES_PER_ELEMENT)
   const table = new Float64Array(buffer)
   // A worker writes an entry's mode last: what no worker reached stays FAILED.
