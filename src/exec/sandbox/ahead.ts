@@ -84,6 +84,12 @@ const MOST_WAITING = 1024
 const END_MS = 2_000
 /** How long a command waits for a sandbox still being built for it before it builds its own. */
 const READY_MS = 5_000
+/**
+ * How many times a sandbox is built ahead when the builds fail (a launch refused on a loaded machine, a
+ * sandbox that ended before it was ready), and the pause before each build after the first.
+ */
+const BUILDS = 2
+const REBUILD_MS = 250
 
 /** `text` as one shell word on one line. */
 function quote(text: string): string {
@@ -173,6 +179,8 @@ class Waiting {
   private readonly ready: Promise<LaunchedProcess | undefined>
   private pid: number | undefined
   private taken = false
+  /** Taken down on purpose (idle, pushed out, its workspace's run over), not failed. */
+  private dismissed = false
   private answered = false
   private ended: Promise<void> | undefined
   private idle: NodeJS.Timeout | undefined
@@ -219,7 +227,7 @@ class Waiting {
     child.once('exit', () => {
       if (!this.taken) void this.discard()
     })
-    this.idle = setTimeout(() => void this.discard(), IDLE_MS).unref()
+    this.idle = setTimeout(() => void this.dismiss(), IDLE_MS).unref()
     return child
   }
 
@@ -231,6 +239,15 @@ class Waiting {
     stdin.write(environment)
     if (!isByte(await said, READY)) throw new Error('the sandbox built ahead did not become ready')
     return child
+  }
+
+  /**
+   * Whether it failed: ended before it was ready, while no command took it and nobody took it down; false
+   * too once it has not said within READY_MS.
+   */
+  async failed(): Promise<boolean> {
+    const child = await Promise.race([this.ready, after(READY_MS).then(() => false as const)])
+    return child === undefined && !this.taken && !this.dismissed
   }
 
   /** Takes it for a command whose launch names `files` as they are now; undefined when it cannot serve. */
@@ -309,6 +326,12 @@ class Waiting {
       `the sandbox built for this command answered ${JSON.stringify(answer.toString('latin1').slice(0, 40))} ` +
         'instead of starting it, and was killed; run the command again',
     )
+  }
+
+  /** Takes it down on purpose (see discard): its failing then is no reason to build another. */
+  dismiss(): Promise<void> {
+    this.dismissed = true
+    return this.discard()
   }
 
   /** Takes it down, once: its processes, streams, cgroup and proxy. */
@@ -465,8 +488,11 @@ function makesMountPoints(plan: SandboxPlan, argv: string[]): boolean {
   })
 }
 
-/** Builds the next sandbox of `plan` and lets it wait, unless one with its key already does. */
-async function buildAhead(plan: SandboxPlan): Promise<void> {
+/**
+ * Builds the next sandbox of `plan` and lets it wait, unless one with its key already does (or it would not
+ * serve): the one it built, if any.
+ */
+async function buildAhead(plan: SandboxPlan): Promise<Waiting | undefined> {
   const shape = anyLaunch(plan)
   const key = keyOf(plan, shape)
   const environment = environmentLine(plan.env)
@@ -494,16 +520,29 @@ async function buildAhead(plan: SandboxPlan): Promise<void> {
     })
   }
   resources.proxy?.standBy()
-  waiting.set(key, new Waiting(key, filesOf(named), resources, argv, environment))
+  const entry = new Waiting(key, filesOf(named), resources, argv, environment)
+  waiting.set(key, entry)
   // The one waiting longest makes room.
-  if (waiting.size > MOST_WAITING) void waiting.values().next().value?.discard()
+  if (waiting.size > MOST_WAITING) void waiting.values().next().value?.dismiss()
+  return entry
 }
 
-/** Builds the next sandbox of `plan` in the background; a failure only means the next command builds its own. */
+/**
+ * Builds the next sandbox of `plan` in the background, and once more should that fail; failing twice only
+ * means the next command builds its own. The build counts as under way until its sandbox is ready (or
+ * READY_MS have passed), so that closeWarmSandboxes never misses one built again.
+ */
 function ahead(plan: SandboxPlan): void {
-  const build = buildAhead(plan)
-    .catch(() => {})
-    .finally(() => building.delete(build))
+  const build = (async () => {
+    for (let attempt = 1; attempt <= BUILDS; attempt++) {
+      if (attempt > 1) await after(REBUILD_MS)
+      const entry = await buildAhead(plan).then(
+        (built) => built ?? 'not needed',
+        () => undefined,
+      )
+      if (entry === 'not needed' || (entry && !(await entry.failed()))) return
+    }
+  })().finally(() => building.delete(build))
   building.set(build, plan.workspace)
 }
 
@@ -554,5 +593,5 @@ export async function closeWarmSandboxes(workspace?: string): Promise<void> {
   // Only this workspace's builds: under many runs some build is always under way.
   await Promise.all([...building].filter(([, where]) => ours(where)).map(([build]) => build))
   const closing = [...waiting.values()].filter((entry) => ours(entry.workspace))
-  await Promise.all(closing.map((entry) => entry.discard()))
+  await Promise.all(closing.map((entry) => entry.dismiss()))
 }

@@ -322,6 +322,28 @@ describe('when a sandbox built ahead fails', () => {
     expect((await sandboxed(['true'], ws)).sandbox?.warm).toBe(true)
   })
 
+  it('is built once more when its build failed, and the next command takes that one', async () => {
+    const ws = await workspace()
+    // A bwrap on the commands' PATH that refuses the first sandbox built ahead, then is the real one (outside
+    // /tmp, which a sandbox replaces: bwrap is first tried inside one).
+    const bin = await mkdtemp('/var/tmp/tether-warm-bin-')
+    cleanups.push(() => rm(bin, { recursive: true, force: true }))
+    const refused = join(bin, 'refused')
+    const bwrap = execFileSync('sh', ['-c', 'command -v bwrap'], { encoding: 'utf8' }).trim()
+    await writeFile(
+      join(bin, 'bwrap'),
+      `#!/bin/sh\ncase "$*" in *tether_env*) [ -e ${refused} ] || { : > ${refused}; exit 1; } ;; esac\nexec ${bwrap} "$@"\n`,
+      { mode: 0o755 },
+    )
+    const path = { ...env, PATH: `${bin}:${env.PATH}` }
+    await sandboxed(['true'], ws, { env: path })
+    await aSandboxWaits(ws)
+    expect(existsSync(refused)).toBe(true)
+    const next = await sandboxed(sh('echo ran'), ws, { env: path })
+    expect(next).toMatchObject({ status: 'exited', exitCode: 0, sandbox: { warm: true } })
+    expect(next.stdout.text).toBe('ran\n')
+  })
+
   it('times the command out when the sandbox never answers, and kills it', async () => {
     const ws = await workspace()
     await sandboxed(['true'], ws)
