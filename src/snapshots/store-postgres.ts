@@ -4,11 +4,14 @@
  * handful of round trips.
  */
 import type pg from 'pg'
+import { copyRows } from './pg-copy.js'
 import { checked, type ObjectStore, SnapshotStoreError, type StoredObject } from './store.js'
 
 /** Bytes per batch read or written: large enough for few round trips, small enough for bounded memory. */
 const BATCH_BYTES = 16 * 1024 * 1024
 const BATCH_HASHES = 2_000
+/** An object's name: its SHA-256, in lowercase hex. */
+const OBJECT_NAME = /^[0-9a-f]{64}$/
 
 export function postgresStore(pool: pg.Pool): ObjectStore {
   const name = 'postgres'
@@ -38,16 +41,20 @@ export function postgresStore(pool: pg.Pool): ObjectStore {
 
     async get(hashes) {
       const found = new Map<string, Buffer>()
-      const wanted = [...new Set(hashes)]
+      // Only names a store can hold are written into the query (COPY takes no parameters); any other is missing.
+      const wanted = [...new Set(hashes)].filter((hash) => OBJECT_NAME.test(hash))
       for (let i = 0; i < wanted.length; i += BATCH_HASHES / 4) {
         const batch = wanted.slice(i, i + BATCH_HASHES / 4)
-        const { rows } = await pool.query<{ hash: string; data: Buffer }>(
-          'select hash, data from snapshot_objects where hash = any($1::text[])',
-          [batch],
+        const rows = await copyRows(
+          pool,
+          `select hash, data from snapshot_objects where hash = any('{${batch.join(',')}}'::text[])`,
         )
-        for (const row of rows) found.set(row.hash, checked(name, row.hash, row.data))
+        for (const [hash, data] of rows) {
+          const named = (hash as Buffer).toString('latin1')
+          found.set(named, checked(name, named, data as Buffer))
+        }
       }
-      const absent = wanted.filter((hash) => !found.has(hash))
+      const absent = [...new Set(hashes)].filter((hash) => !found.has(hash))
       if (absent.length > 0) throw missingObjects(name, absent)
       return found
     },

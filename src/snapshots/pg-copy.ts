@@ -1,0 +1,169 @@
+/**
+ * Rows read from PostgreSQL with `COPY (…) TO STDOUT (FORMAT binary)`, as bytes.
+ *
+ * node-postgres reads every column as text: a `bytea` comes as hex, twice its size, which the client turns
+ * into a string and then back into bytes. For a restore that is nearly all of its time (195 MB of objects:
+ * about 1 s of this process's CPU, against a `tar -xf` of the same tree in 0.4 s on a tmpfs). Binary COPY
+ * sends each value's bytes as they are; they are copied once, out of the connection's buffer, as each
+ * message arrives. node-postgres has no binary mode to ask for instead (its reader decodes every value as
+ * UTF-8 text).
+ */
+import type pg from 'pg'
+
+/** What PostgreSQL's binary COPY output begins with (its signature), before the flags and extension length. */
+const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1')
+const HEADER_BYTES = SIGNATURE.length + 8
+/** The flag saying rows carry OIDs, which a query's COPY never has. */
+const WITH_OIDS = 1 << 16
+
+export class CopyFormatError extends Error {
+  override name = 'CopyFormatError'
+}
+
+/**
+ * Reads the binary COPY format from chunks of any size into rows of byte values (null for NULL). Fixed-size
+ * parts split across chunks are gathered in a small buffer; each value gets a buffer of its own.
+ */
+export class BinaryCopyReader {
+  readonly rows: Array<Array<Buffer | null>> = []
+  private stage: 'header' | 'skip' | 'count' | 'length' | 'value' | 'end' = 'header'
+  private readonly small = Buffer.alloc(HEADER_BYTES)
+  private want = HEADER_BYTES
+  private have = 0
+  private row: Array<Buffer | null> = []
+  private left = 0
+  private value = Buffer.alloc(0)
+
+  push(chunk: Buffer): void {
+    let at = 0
+    while (at < chunk.length) {
+      if (this.stage === 'end') throw new CopyFormatError('the copy went on after its end mark')
+      const target = this.stage === 'value' || this.stage === 'skip' ? this.value : this.small
+      const taken = Math.min(this.want - this.have, chunk.length - at)
+      chunk.copy(target, this.have, at, at + taken)
+      this.have += taken
+      at += taken
+      if (this.have === this.want) this.took()
+    }
+  }
+
+  /** Checks the copy ended where its format says it does. */
+  end(): Array<Array<Buffer | null>> {
+    if (this.stage !== 'end') throw new CopyFormatError('the copy ended in the middle of a row')
+    return this.rows
+  }
+
+  private took(): void {
+    const { small } = this
+    switch (this.stage) {
+      case 'header': {
+        if (!small.subarray(0, SIGNATURE.length).equals(SIGNATURE))
+          throw new CopyFormatError('the copy does not begin with the binary format’s signature')
+        if (small.readInt32BE(SIGNATURE.length) & WITH_OIDS)
+          throw new CopyFormatError('the copy carries row OIDs')
+        const extension = small.readInt32BE(SIGNATURE.length + 4)
+        if (extension < 0) throw new CopyFormatError('the copy’s header extension has a negative length')
+        if (extension > 0) this.expectValue(extension, 'skip')
+        else this.expect('count', 2)
+        break
+      }
+      case 'skip':
+        this.expect('count', 2)
+        break
+      case 'count': {
+        const count = small.readInt16BE(0)
+        if (count < -1) throw new CopyFormatError(`a row of the copy has ${count} values`)
+        this.row = []
+        this.left = count
+        if (count === -1) this.stage = 'end'
+        else if (count === 0) this.endRow()
+        else this.expect('length', 4)
+        break
+      }
+      case 'length': {
+        const length = small.readInt32BE(0)
+        if (length < -1) throw new CopyFormatError(`a value of the copy has length ${length}`)
+        if (length === -1) this.endValue(null)
+        else if (length === 0) this.endValue(Buffer.alloc(0))
+        else this.expectValue(length, 'value')
+        break
+      }
+      case 'value':
+        this.endValue(this.value)
+        break
+    }
+  }
+
+  private expect(stage: 'count' | 'length', bytes: number): void {
+    this.stage = stage
+    this.want = bytes
+    this.have = 0
+  }
+
+  private expectValue(bytes: number, stage: 'value' | 'skip'): void {
+    this.stage = stage
+    this.value = Buffer.allocUnsafe(bytes)
+    this.want = bytes
+    this.have = 0
+  }
+
+  private endValue(value: Buffer | null): void {
+    this.row.push(value)
+    if (--this.left === 0) this.endRow()
+    else this.expect('length', 4)
+  }
+
+  private endRow(): void {
+    this.rows.push(this.row)
+    this.expect('count', 2)
+  }
+}
+
+/**
+ * The rows of `query` (a SELECT whose values are all in its text: COPY takes no parameters), read over one
+ * of `pool`'s connections.
+ */
+export async function copyRows(pool: pg.Pool, query: string): Promise<Array<Array<Buffer | null>>> {
+  const client = await pool.connect()
+  let broken: Error | undefined
+  try {
+    return await new Promise((resolve, reject) => {
+      const reader = new BinaryCopyReader()
+      let failed: Error | undefined
+      // What node-postgres calls on a query object it is given (a "submittable").
+      const submittable = {
+        submit: (connection: { query(text: string): void }) => {
+          connection.query(`copy (${query}) to stdout (format binary)`)
+        },
+        handleCopyData: (message: { chunk: Buffer }) => {
+          if (failed) return
+          try {
+            reader.push(message.chunk)
+          } catch (error) {
+            failed = error as Error
+          }
+        },
+        handleCommandComplete: () => {},
+        handleReadyForQuery: () => {
+          if (failed) return reject(failed)
+          try {
+            resolve(reader.end())
+          } catch (error) {
+            reject(error)
+          }
+        },
+        handleError: (error: Error) => {
+          // An error from the connection itself (not the server's answer) leaves it unusable.
+          if (!('severity' in error)) broken = error
+          reject(error)
+        },
+        handleEmptyQuery: () => {},
+        handleRowDescription: () => {},
+        handleDataRow: () => {},
+      }
+      client.query(submittable as never)
+    })
+  } finally {
+    client.release(broken)
+  }
+}
