@@ -1,10 +1,11 @@
 /**
- * `lstat` of many paths at once, spread over a few worker threads. A scan of a large
- * workspace is one `lstat` per file and little else; Linux has no call that stats many files, so the calls
- * are shared out to worker threads (as git's preloaded index does) while this thread waits. The workers
- * start on first use, stay, and never keep the process alive while idle. A worker that fails costs nothing
- * but time: the caller stats what it left itself. A workspace's paths rarely change between two scans, so each
- * worker keeps the last few lists it was sent and is told only which one to stat again.
+ * `lstat` of many paths, and writes of many small files, spread over a few worker threads. A scan of a large
+ * workspace is one `lstat` per file and little else, and a restore is one open, write, stat and close per
+ * file; Linux has no call that does either for many files, so the calls are shared out to worker threads (as
+ * git's preloaded index does) while this thread waits, or fetches what comes next. The workers start on
+ * first use, stay, and never keep the process alive while idle. A worker that fails costs nothing but time:
+ * the caller does what it left itself. A workspace's paths rarely change between two scans, so each worker
+ * keeps the last few lists it was sent and is told only which one to stat again.
  */
 import { availableParallelism } from 'node:os'
 import { Worker } from 'node:worker_threads'
@@ -17,22 +18,93 @@ export const ABSENT = -1
 export const FAILED = -2
 /** Path lists each worker keeps for stat'ing again (under 1 MB each for 10,000 paths). */
 const KEPT_LISTS = 8
+/** A file or folder's stat, as far as a scan compares it: from `lstat` here or from a worker's table. */
+export interface StatFields {
+  mode: number
+  dev: number
+  ino: number
+  size: number
+  mtimeMs: number
+  ctimeMs: number
+}
+
+/** Entry `n` of a stat table that a worker wrote (its mode is neither ABSENT nor FAILED). */
+export function statAt(table: Float64Array, n: number): StatFields {
+  const o = n * STAT_FIELDS
+  return {
+    mode: table[o] as number,
+    dev: table[o + 1] as number,
+    ino: table[o + 2] as number,
+    size: table[o + 3] as number,
+    mtimeMs: table[o + 4] as number,
+    ctimeMs: table[o + 5] as number,
+  }
+}
+
 /** Paths a worker takes at a time. */
 const CHUNK = 512
+/** Files a worker writes at a time. */
+const WRITE_CHUNK = 16
 
 // Plain CommonJS given as source, so it runs the same from src/ (tsx), from dist/ and from the CLI bundle.
 // Each worker takes the next chunk of the list until none is left, so a worker whose core is busy with other
 // work takes fewer: a scan waits for the machine's free cores, not for the slowest thread.
 const WORKER = `
 const { parentPort } = require('node:worker_threads')
-const { lstatSync } = require('node:fs')
+const { closeSync, fchmodSync, fstatSync, lstatSync, openSync, writeSync } = require('node:fs')
 const NOT_ASCII = /[^\\x00-\\x7f]/
+// Names that are not ASCII go to the file system as their bytes.
+const named = (path) => (NOT_ASCII.test(path) ? Buffer.from(path, 'latin1') : path)
+const record = (stats, o, s) => {
+  stats[o + 1] = s.dev
+  stats[o + 2] = s.ino
+  stats[o + 3] = s.size
+  stats[o + 4] = s.mtimeMs
+  stats[o + 5] = s.ctimeMs
+  stats[o] = s.mode
+}
 const lists = new Map()
-parentPort.on('message', ({ id, key, paths, table, next }) => {
+parentPort.on('message', (message) => {
+  if (message.files) write(message)
+  else stat(message)
+})
+// Each file: created (or emptied) with its mode, written whole, its mode set again should the umask have
+// taken bits away, stat'ed once closed.
+function write({ id, files: { paths, modes, ends, data }, table, next }) {
+  const list = paths.split('\\0')
+  const bytes = new Uint8Array(data)
+  const stats = new Float64Array(table)
+  const counter = new Int32Array(next)
+  for (;;) {
+    const from = Atomics.add(counter, 0, 1) * ${WRITE_CHUNK}
+    if (from >= list.length) break
+    for (let i = from; i < Math.min(from + ${WRITE_CHUNK}, list.length); i++) {
+      let fd
+      try {
+        fd = openSync(named(list[i]), 'w', modes[i])
+        let at = i === 0 ? 0 : ends[i - 1]
+        while (at < ends[i]) at += writeSync(fd, bytes, at, ends[i] - at)
+        let s = fstatSync(fd)
+        if ((s.mode & 0o777) !== modes[i]) {
+          fchmodSync(fd, modes[i])
+          s = fstatSync(fd)
+        }
+        const done = fd
+        fd = undefined
+        closeSync(done)
+        record(stats, i * ${STAT_FIELDS}, s)
+      } catch {
+        if (fd !== undefined) try { closeSync(fd) } catch {}
+      }
+    }
+  }
+  Atomics.add(counter, 1, 1)
+  parentPort.postMessage({ id, kept: true })
+}
+function stat({ id, key, paths, table, next }) {
   let list = lists.get(key)
   if (paths !== undefined) {
-    // Names that are not ASCII go to the file system as their bytes.
-    list = paths.split('\\0').map((path) => (NOT_ASCII.test(path) ? Buffer.from(path, 'latin1') : path))
+    list = paths.split('\\0').map(named)
   } else if (list === undefined) {
     parentPort.postMessage({ id, kept: false })
     return
@@ -60,20 +132,15 @@ parentPort.on('message', ({ id, key, paths, table, next }) => {
         stats[o] = ${ABSENT}
         continue
       }
-      stats[o + 1] = s.dev
-      stats[o + 2] = s.ino
-      stats[o + 3] = s.size
-      stats[o + 4] = s.mtimeMs
-      stats[o + 5] = s.ctimeMs
-      stats[o] = s.mode
+      record(stats, o, s)
     }
   }
   // An atomic write after the table's, which the caller reads before it: the table is then all seen.
   Atomics.add(counter, 1, 1)
   parentPort.postMessage({ id, kept: true })
-})`
+}`
 
-class StatWorkers {
+class FsWorkers {
   private readonly workers: Worker[] = []
   private readonly waiting = new Map<
     number,
@@ -101,7 +168,7 @@ class StatWorkers {
         }
       }
       worker.on('error', fail)
-      worker.on('exit', (code) => fail(new Error(`a stat worker exited (${code})`)))
+      worker.on('exit', (code) => fail(new Error(`a file system worker exited (${code})`)))
       this.workers.push(worker)
     }
   }
@@ -111,14 +178,11 @@ class StatWorkers {
   }
 
   /**
-   * Worker `n` takes chunks of the list `key` into `table` until `next` passes its end: of `paths` when
-   * given (the worker keeps them under `key`), else of the paths it kept under `key`. False when it no
-   * longer kept them (it took nothing).
+   * Worker `n` takes chunks of the work into `table` until `next` passes its end. To stat: the list `key`,
+   * of `paths` when given (the worker keeps them under `key`), else of the paths it kept under `key`; false
+   * when it no longer kept them (it took nothing). To write: `files`.
    */
-  ask(
-    n: number,
-    work: { key: number; paths?: string | undefined; table: SharedArrayBuffer; next: SharedArrayBuffer },
-  ): Promise<boolean> {
+  ask(n: number, work: { table: SharedArrayBuffer; next: SharedArrayBuffer }): Promise<boolean> {
     const id = this.next++
     const worker = this.workers[n] as Worker
     // Held while it works, so a process waiting only on a scan does not exit under it.
@@ -135,9 +199,34 @@ class StatWorkers {
   }
 }
 
-let shared: StatWorkers | undefined
+let shared: FsWorkers | undefined
+
+function pool(): FsWorkers {
+  if (!shared || shared.broken) shared = new FsWorkers(Math.min(4, Math.max(2, availableParallelism())))
+  return shared
+}
+
+/** A new stat table for `count` paths, every entry FAILED until a worker writes it, and its counters. */
+function newTable(count: number): { table: SharedArrayBuffer; next: SharedArrayBuffer } {
+  const table = new SharedArrayBuffer(count * STAT_FIELDS * Float64Array.BYTES_PER_ELEMENT)
+  const numbers = new Float64Array(table)
+  // A worker writes an entry's mode last: what no worker reached stays FAILED.
+  for (let o = 0; o < numbers.length; o += STAT_FIELDS) numbers[o] = FAILED
+  // The next chunk to take, and how many workers are done.
+  return { table, next: new SharedArrayBuffer(2 * Int32Array.BYTES_PER_ELEMENT) }
+}
+
+/** Waits for every worker's answer (or death): none writes into the table after. Then reads it. */
+async function settled(
+  asked: Array<Promise<unknown>>,
+  work: { table: SharedArrayBuffer; next: SharedArrayBuffer },
+) {
+  await Promise.allSettled(asked)
+  Atomics.load(new Int32Array(work.next), 1)
+  return new Float64Array(work.table)
+}
 /** The list each caller sent last (and its key), to be named again rather than sent when it recurs. */
-const sent = new WeakMap<object, { key: number; paths: readonly string[]; workers: StatWorkers }>()
+const sent = new WeakMap<object, { key: number; paths: readonly string[]; workers: FsWorkers }>()
 let lists = 0
 
 /**
@@ -147,19 +236,12 @@ let lists = 0
  * workspace, say) lets a list equal to the one it sent last be stat'ed again without being sent again.
  */
 export async function lstatMany(paths: readonly string[], caller: object): Promise<Float64Array> {
-  if (!shared || shared.broken) shared = new StatWorkers(Math.min(4, Math.max(2, availableParallelism())))
-  const workers = shared
+  const workers = pool()
   const last = sent.get(caller)
   const again = last !== undefined && last.workers === workers && sameList(last.paths, paths)
   const key = again ? last.key : ++lists
   if (!again) sent.set(caller, { key, paths, workers })
-  const buffer = new SharedArrayBuffer(paths.length * STAT_FIELDS * Float64Array.BYTES_PER_ELEMENT)
-  const table = new Float64Array(buffer)
-  // A worker writes an entry's mode last: what no worker reached stays FAILED.
-  for (let o = 0; o < table.length; o += STAT_FIELDS) table[o] = FAILED
-  // The next chunk to take, and how many workers are done.
-  const counters = new SharedArrayBuffer(2 * Int32Array.BYTES_PER_ELEMENT)
-  const work = { key, table: buffer, next: counters }
+  const work = { key, ...newTable(paths.length) }
   let joined: string | undefined
   const withPaths = () => {
     joined ??= paths.join('\0')
@@ -170,10 +252,42 @@ export async function lstatMany(paths: readonly string[], caller: object): Promi
     if (again && (await workers.ask(n, work))) return
     await workers.ask(n, withPaths())
   })
-  // Every worker has answered or died before the table is read: none writes into it after.
-  await Promise.allSettled(asked)
-  Atomics.load(new Int32Array(counters), 1)
-  return table
+  return settled(asked, work)
+}
+
+/** A file for writeMany: its path (a latin1 string, one character per byte of the name), mode and content. */
+export interface FileToWrite {
+  path: string
+  mode: number
+  data: Buffer
+}
+
+/**
+ * Writes `files`, each created (or emptied) with exactly its mode whatever the umask, taken by the workers a
+ * few files at a time; returns their stat table, as lstatMany's, each file's stat taken once it was written.
+ * A file no worker wrote (it failed, or a worker did) is FAILED: the caller writes it itself, which raises
+ * the real error.
+ */
+export async function writeMany(files: readonly FileToWrite[]): Promise<Float64Array> {
+  const workers = pool()
+  const ends: number[] = []
+  let total = 0
+  for (const file of files) {
+    total += file.data.length
+    ends.push(total)
+  }
+  // The contents in one block every worker reads from: copied once, never sent to each.
+  const data = new SharedArrayBuffer(total)
+  const bytes = Buffer.from(data)
+  for (const [i, file] of files.entries()) file.data.copy(bytes, i === 0 ? 0 : ends[i - 1])
+  const work = {
+    ...newTable(files.length),
+    files: { paths: files.map((f) => f.path).join('\0'), modes: files.map((f) => f.mode), ends, data },
+  }
+  return settled(
+    Array.from({ length: workers.size }, (_, n) => workers.ask(n, work)),
+    work,
+  )
 }
 
 function sameList(a: readonly string[], b: readonly string[]): boolean {

@@ -5,6 +5,7 @@
  */
 import { chmodSync, closeSync, lstatSync, mkdirSync, openSync, readdirSync, writeSync } from 'node:fs'
 import { lstat, open, symlink } from 'node:fs/promises'
+import { FAILED, STAT_FIELDS, statAt, writeMany } from './fs-workers.js'
 import type { WorkspaceIndex } from './scan.js'
 import { inParallel, type ObjectStore } from './store.js'
 import { decodeChunks, decodeTree, type TreeEntry, TreeFormatError } from './tree.js'
@@ -114,8 +115,9 @@ export async function restoreTree(
   for (const f of chunked) parts.set(f.rel, decodeChunks(lists.get(f.entry.hash) as Buffer))
 
   let bytes = 0
-  // Files are written several at once (the disk's waits overlap, as one `tar` cannot), while the next
-  // batch is fetched; nothing is fsync'ed (tar does not either): the scan after the restore checks the tree.
+  // Files are written by worker threads (fs-workers.ts), several at once, while this thread fetches the next
+  // batch; nothing is fsync'ed (tar does not either): the scan after the restore checks the tree. Links, and
+  // what a worker could not write, are written here, which raises the real error.
   const write = async (f: Placed, objects: Map<string, Buffer>) => {
     const path = abs(f.rel)
     const data = objects.get(f.entry.hash) as Buffer
@@ -157,7 +159,24 @@ export async function restoreTree(
   for (let i = 0; i < batches.length; i++) {
     const objects = await fetching
     if (i + 1 < batches.length) fetching = fetch(batches[i + 1] as Placed[])
-    await inParallel(batches[i] as Placed[], WRITERS, (f) => write(f, objects))
+    const batch = batches[i] as Placed[]
+    const regular = batch.filter((f) => f.entry.kind !== 'l')
+    const table = await writeMany(
+      regular.map((f) => ({
+        path: `${base}/${f.rel}`,
+        mode: f.entry.mode,
+        data: objects.get(f.entry.hash) as Buffer,
+      })),
+    )
+    const left = batch.filter((f) => f.entry.kind === 'l')
+    for (const [n, f] of regular.entries()) {
+      if (table[n * STAT_FIELDS] === FAILED) left.push(f)
+      else {
+        index.remember(f.rel, statAt(table, n), 'f', f.entry.hash)
+        bytes += f.entry.size
+      }
+    }
+    await inParallel(left, WRITERS, (f) => write(f, objects))
   }
   for (const f of files) if (parts.has(f.rel)) await restoreChunked(f)
   // Folders last, deepest first: a folder without write permission is filled before it is closed.

@@ -9,11 +9,11 @@
  * them keeps its remembered object, so only the folders on the paths to what changed are encoded again;
  * and a folder whose own stat is unchanged (and not racy) is not listed again: adding, removing or renaming
  * an entry changes its modification and change times. In a large tree the `lstat`s, which are then nearly
- * all of a scan's time, are shared out to worker threads (stat-pool.ts).
+ * all of a scan's time, are shared out to worker threads (fs-workers.ts).
  */
 import { closeSync, constants, lstatSync, openSync, readdirSync, readlinkSync, readSync } from 'node:fs'
 import { setImmediate as yieldToLoop } from 'node:timers/promises'
-import { ABSENT, FAILED, lstatMany, STAT_FIELDS } from './stat-pool.js'
+import { ABSENT, FAILED, lstatMany, STAT_FIELDS, type StatFields, statAt } from './fs-workers.js'
 import { CHUNK_BYTES, type EntryKind, encodeChunks, encodeFolder, sha256, type TreeEntry } from './tree.js'
 
 /** Coarsest timestamp granularity we allow for (FAT has 2 s; ext4 and xfs have nanoseconds). */
@@ -102,16 +102,6 @@ export interface Scan {
   hashed: number
   /** Folders encoded (the rest kept the object the index remembered). */
   encoded: number
-}
-
-/** A file or folder's stat, as far as a scan compares it: from `lstat` here or from a stat worker. */
-export interface StatFields {
-  mode: number
-  dev: number
-  ino: number
-  size: number
-  mtimeMs: number
-  ctimeMs: number
 }
 
 /** A folder listed by a scan, its sub-folders listed too, its other entries' stats still to come. */
@@ -227,21 +217,8 @@ export async function scanTree(
       index,
     )
     for (const child of queue) {
-      const o = child.slot * STAT_FIELDS
-      const mode = table[o] as number
-      child.stat =
-        mode === ABSENT
-          ? undefined
-          : mode === FAILED
-            ? statHere(child)
-            : {
-                mode,
-                dev: table[o + 1] as number,
-                ino: table[o + 2] as number,
-                size: table[o + 3] as number,
-                mtimeMs: table[o + 4] as number,
-                ctimeMs: table[o + 5] as number,
-              }
+      const mode = table[child.slot * STAT_FIELDS] as number
+      child.stat = mode === ABSENT ? undefined : mode === FAILED ? statHere(child) : statAt(table, child.slot)
     }
   }
 
