@@ -1,12 +1,14 @@
 /**
- * Rows read from PostgreSQL with `COPY (…) TO STDOUT (FORMAT binary)`, as bytes.
+ * Rows read from PostgreSQL with `COPY (…) TO STDOUT (FORMAT binary)`, as bytes, and written with
+ * `COPY … FROM STDIN (FORMAT binary)`.
  *
  * node-postgres reads every column as text: a `bytea` comes as hex, twice its size, which the client turns
  * into a string and then back into bytes. For a restore that is nearly all of its time (195 MB of objects:
  * about 1 s of this process's CPU, against a `tar -xf` of the same tree in 0.4 s on a tmpfs). Binary COPY
  * sends each value's bytes as they are; they are copied once, out of the connection's buffer, as each
  * message arrives. node-postgres has no binary mode to ask for instead (its reader decodes every value as
- * UTF-8 text).
+ * UTF-8 text). Writing, a `bytea` parameter goes as hex too: 195 MB of objects took 3.4–4.1 s of this
+ * process's CPU and 11.6–13.5 s in all.
  */
 import type pg from 'pg'
 
@@ -119,38 +121,48 @@ export class BinaryCopyReader {
   }
 }
 
-/**
- * The rows of `query` (a SELECT whose values are all in its text: COPY takes no parameters), read over one
- * of `pool`'s connections.
- */
-export async function copyRows(pool: pg.Pool, query: string): Promise<Array<Array<Buffer | null>>> {
+/** What a COPY does with the connection while it runs; `done` gives its result once the server is ready again. */
+interface CopyHandlers<T> {
+  /** A chunk of the server's output (COPY TO), valid only during the call. */
+  data?: (chunk: Buffer) => void
+  /** The server waits for the input (COPY FROM): what to send. */
+  input?: () => Buffer
+  done: () => T
+}
+
+/** Runs the COPY `statement` on one of `pool`'s connections, as a query node-postgres is handed whole. */
+async function copy<T>(pool: pg.Pool, statement: string, handlers: CopyHandlers<T>): Promise<T> {
   const client = await pool.connect()
   let broken: Error | undefined
   try {
-    return await new Promise((resolve, reject) => {
-      const reader = new BinaryCopyReader()
-      let failed: Error | undefined
+    return await new Promise<T>((resolve, reject) => {
+      let failed: unknown
+      const attempt = (work: () => void) => {
+        if (failed !== undefined) return
+        try {
+          work()
+        } catch (error) {
+          failed = error
+        }
+      }
       // What node-postgres calls on a query object it is given (a "submittable").
       const submittable = {
-        submit: (connection: { query(text: string): void }) => {
-          connection.query(`copy (${query}) to stdout (format binary)`)
-        },
-        handleCopyData: (message: { chunk: Buffer }) => {
-          if (failed) return
-          try {
-            reader.push(message.chunk)
-          } catch (error) {
-            failed = error as Error
-          }
+        submit: (connection: { query(text: string): void }) => connection.query(statement),
+        handleCopyData: (message: { chunk: Buffer }) => attempt(() => handlers.data?.(message.chunk)),
+        handleCopyInResponse: (connection: {
+          sendCopyFromChunk(chunk: Buffer): void
+          endCopyFrom(): void
+          sendCopyFail(message: string): void
+        }) => {
+          const input = handlers.input?.()
+          if (input === undefined) return connection.sendCopyFail('this COPY has no input')
+          connection.sendCopyFromChunk(input)
+          connection.endCopyFrom()
         },
         handleCommandComplete: () => {},
         handleReadyForQuery: () => {
-          if (failed) return reject(failed)
-          try {
-            resolve(reader.end())
-          } catch (error) {
-            reject(error)
-          }
+          attempt(() => resolve(handlers.done()))
+          if (failed !== undefined) reject(failed)
         },
         handleError: (error: Error) => {
           // An error from the connection itself (not the server's answer) leaves it unusable.
@@ -166,4 +178,44 @@ export async function copyRows(pool: pg.Pool, query: string): Promise<Array<Arra
   } finally {
     client.release(broken)
   }
+}
+
+/**
+ * The rows of `query` (a SELECT whose values are all in its text: COPY takes no parameters), read over one
+ * of `pool`'s connections.
+ */
+export function copyRows(pool: pg.Pool, query: string): Promise<Array<Array<Buffer | null>>> {
+  const reader = new BinaryCopyReader()
+  return copy(pool, `copy (${query}) to stdout (format binary)`, {
+    data: (chunk) => reader.push(chunk),
+    done: () => reader.end(),
+  })
+}
+
+/** A 32-bit integer value of a binary COPY. */
+export function int4(n: number): Buffer {
+  const value = Buffer.alloc(4)
+  value.writeInt32BE(n)
+  return value
+}
+
+/** `rows` in the binary COPY format; each value is its bytes in the format (text as UTF-8, see int4). */
+export function binaryCopy(rows: ReadonlyArray<readonly Buffer[]>): Buffer {
+  const parts: Buffer[] = [SIGNATURE, Buffer.alloc(8)]
+  for (const row of rows) {
+    const count = Buffer.alloc(2)
+    count.writeInt16BE(row.length)
+    parts.push(count)
+    for (const value of row) parts.push(int4(value.length), value)
+  }
+  parts.push(Buffer.from([0xff, 0xff]))
+  return Buffer.concat(parts)
+}
+
+/** Writes `rows` into `target` (a table and its columns: `name (a, b)`) with COPY FROM, all or none. */
+export function copyIn(pool: pg.Pool, target: string, rows: ReadonlyArray<readonly Buffer[]>): Promise<void> {
+  return copy(pool, `copy ${target} from stdin (format binary)`, {
+    input: () => binaryCopy(rows),
+    done: () => undefined,
+  })
 }

@@ -4,13 +4,15 @@
  * handful of round trips.
  */
 import type pg from 'pg'
-import { copyRows } from './pg-copy.js'
+import { copyIn, copyRows, int4 } from './pg-copy.js'
 import { checked, type ObjectStore, SnapshotStoreError, type StoredObject } from './store.js'
 
 /** Bytes per batch read or written: large enough for few round trips, small enough for bounded memory. */
 const BATCH_BYTES = 16 * 1024 * 1024
 const BATCH_HASHES = 2_000
-/** An object's name: its SHA-256, in lowercase hex. */
+/** PostgreSQL's error code for a duplicate key. */
+const UNIQUE_VIOLATION = '23505'
+/** An object's name: its SHA-256, in lowercase hex (the table's check says so too). */
 const OBJECT_NAME = /^[0-9a-f]{64}$/
 
 export function postgresStore(pool: pg.Pool): ObjectStore {
@@ -32,11 +34,28 @@ export function postgresStore(pool: pg.Pool): ObjectStore {
     },
 
     async put(objects) {
-      await insert(objects)
+      // Asked for after `missing`: the objects are new, unless another worker wrote one meanwhile, which
+      // fails the whole COPY; that batch is then inserted as putNew does, skipping what is there.
+      await inBatches(objects, async (batch) => {
+        try {
+          await copyIn(
+            pool,
+            'snapshot_objects (hash, data, size)',
+            batch.map(({ hash, data }) => [Buffer.from(hash, 'latin1'), data, int4(data.length)]),
+          )
+        } catch (error) {
+          if ((error as { code?: unknown }).code !== UNIQUE_VIOLATION) throw error
+          await insert(batch)
+        }
+      })
     },
 
     async putNew(objects) {
-      return insert(objects)
+      const inserted: string[] = []
+      await inBatches(objects, async (batch) => {
+        inserted.push(...(await insert(batch)))
+      })
+      return inserted
     },
 
     async get(hashes) {
@@ -81,31 +100,35 @@ export function postgresStore(pool: pg.Pool): ObjectStore {
     },
   }
 
-  /** Inserts in batches; returns the hashes that were not there yet. */
-  async function insert(objects: ReadonlyArray<{ hash: string; data: Buffer }>): Promise<string[]> {
-    const inserted: string[] = []
-    let batch: Array<{ hash: string; data: Buffer }> = []
-    let bytes = 0
-    const flush = async () => {
-      if (batch.length === 0) return
-      const { rows } = await pool.query<{ hash: string }>(
-        `insert into snapshot_objects (hash, data, size)
-         select hash, data, octet_length(data) from unnest($1::text[], $2::bytea[]) as o(hash, data)
-         on conflict (hash) do nothing returning hash`,
-        [batch.map((o) => o.hash), batch.map((o) => o.data)],
-      )
-      for (const row of rows) inserted.push(row.hash)
+  /** Inserts one batch; returns the hashes that were not there yet. */
+  async function insert(batch: ReadonlyArray<{ hash: string; data: Buffer }>): Promise<string[]> {
+    const { rows } = await pool.query<{ hash: string }>(
+      `insert into snapshot_objects (hash, data, size)
+       select hash, data, octet_length(data) from unnest($1::text[], $2::bytea[]) as o(hash, data)
+       on conflict (hash) do nothing returning hash`,
+      [batch.map((o) => o.hash), batch.map((o) => o.data)],
+    )
+    return rows.map((row) => row.hash)
+  }
+}
+
+/** Hands `objects` to `write` in batches of at most BATCH_BYTES (or one object, when larger). */
+async function inBatches<T extends { data: Buffer }>(
+  objects: readonly T[],
+  write: (batch: T[]) => Promise<void>,
+): Promise<void> {
+  let batch: T[] = []
+  let bytes = 0
+  for (const object of objects) {
+    if (batch.length > 0 && bytes + object.data.length > BATCH_BYTES) {
+      await write(batch)
       batch = []
       bytes = 0
     }
-    for (const object of objects) {
-      if (bytes + object.data.length > BATCH_BYTES) await flush()
-      batch.push(object)
-      bytes += object.data.length
-    }
-    await flush()
-    return inserted
+    batch.push(object)
+    bytes += object.data.length
   }
+  if (batch.length > 0) await write(batch)
 }
 
 export function missingObjects(store: string, hashes: readonly string[]): SnapshotStoreError {

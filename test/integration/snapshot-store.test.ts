@@ -1,5 +1,5 @@
 /**
- * The PostgreSQL snapshot store reads objects with binary COPY (src/snapshots/pg-copy.ts): against a real
+ * The PostgreSQL snapshot store reads and writes objects with binary COPY (src/snapshots/pg-copy.ts): against a real
  * server, every byte comes back as written, what the store lacks is named, and what it holds under the
  * wrong name is caught.
  */
@@ -31,6 +31,21 @@ describe('the PostgreSQL snapshot store', () => {
     const got = await store.get(objects.map((o) => o.hash))
     expect(got.size).toBe(objects.length)
     for (const { hash, data } of objects) expect((got.get(hash) as Buffer).equals(data)).toBe(true)
+  })
+
+  it('writes a batch of which another writer stored one meanwhile: nothing fails and nothing is lost', async () => {
+    const store = postgresStore(audit.pool)
+    const first = object(randomBytes(1000))
+    await store.put([first])
+    const batch = [object(randomBytes(1000)), first, object(randomBytes(1000))]
+    await store.put(batch)
+    const got = await store.get(batch.map((o) => o.hash))
+    for (const { hash, data } of batch) expect(got.get(hash)?.equals(data)).toBe(true)
+    const { rows } = await audit.pool.query<{ hash: string; size: number }>(
+      'select hash, size from snapshot_objects where hash = any($1::text[])',
+      [batch.map((o) => o.hash)],
+    )
+    expect(rows.map((row) => row.size)).toEqual([1000, 1000, 1000])
   })
 
   it('names what it lacks, a name no object could have included, and loses nothing it holds', async () => {

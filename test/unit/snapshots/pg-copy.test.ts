@@ -4,7 +4,7 @@
  * read in the integration tests (test/integration/snapshot-store.test.ts).
  */
 import { describe, expect, it } from 'vitest'
-import { BinaryCopyReader, CopyFormatError } from '../../../src/snapshots/pg-copy.js'
+import { BinaryCopyReader, binaryCopy, CopyFormatError, int4 } from '../../../src/snapshots/pg-copy.js'
 
 const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1')
 
@@ -75,5 +75,15 @@ describe('a binary COPY', () => {
     expect(() => read(Buffer.concat([SIGNATURE, int32(0), int32(0), int16(1), int32(-5)]), 64)).toThrow(
       /length -5/,
     )
+  })
+
+  it('is written as it is read: what binaryCopy makes, the reader gives back', () => {
+    const written = [
+      [Buffer.from('a'.repeat(64)), every, int4(256)],
+      [Buffer.from('b'), Buffer.alloc(0), int4(0)],
+    ]
+    const bytes = binaryCopy(written)
+    expect(bytes.equals(copyOf(written))).toBe(true)
+    expect(read(bytes, 5)).toEqual(written)
   })
 })
