@@ -332,12 +332,13 @@ describe('when a sandbox built ahead fails', () => {
     const bwrap = execFileSync('sh', ['-c', 'command -v bwrap'], { encoding: 'utf8' }).trim()
     await writeFile(
       join(bin, 'bwrap'),
-      `#!/bin/sh\ncase "$*" in *tether_env*) [ -e ${refused} ] || { : > ${refused}; exit 1; } ;; esac\nexec ${bwrap} "$@"\n`,
+      `#!/bin/sh\ncase "$*" in *tether_env*) [ -e ${refused} ] || { : > ${refused}; sleep 0.3; exit 1; } ;; esac\nexec ${bwrap} "$@"\n`,
       { mode: 0o755 },
     )
     const path = { ...env, PATH: `${bin}:${env.PATH}` }
     await sandboxed(['true'], ws, { env: path })
-    await aSandboxWaits(ws)
+    // Not aSandboxWaits: the refusing wrapper's own shell names the workspace and the trampoline too.
+    await expect.poll(() => readyShells(ws).length, { timeout: 30_000 }).toBeGreaterThan(0)
     expect(existsSync(refused)).toBe(true)
     const next = await sandboxed(sh('echo ran'), ws, { env: path })
     expect(next).toMatchObject({ status: 'exited', exitCode: 0, sandbox: { warm: true } })
