@@ -1,7 +1,9 @@
 /**
  * The benches' CPU reading (bench/support.ts `readCpu`): per process tree of the bench, found through parent
  * links, never by program name. Each check burns a fixed amount of CPU time (not wall time), so a busy
- * machine slows it down but cannot change what it measures.
+ * machine slows it down but cannot change what it measures. The burn is timed by getrusage and read back
+ * from /proc in 10 ms clock ticks, which can come out a tick or two short (CI read 200 ms as 0.18999…):
+ * each bound leaves several ticks.
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { once } from 'node:events'
@@ -48,7 +50,7 @@ describe('readCpu', { timeout: 120_000 }, () => {
       const before = readCpu({})
       expect(await firstLine(root)).toBe('burnt')
       const spent = cpuSpent(before, readCpu({ tree: root.pid! }))
-      expect(spent.roles.get('tree')).toBeGreaterThanOrEqual(0.58)
+      expect(spent.roles.get('tree')).toBeGreaterThanOrEqual(0.5)
       // Neither this process's own time nor its other descendants'.
       expect(spent.roles.get(LAUNCHER)).toBeLessThan(0.3)
     } finally {
@@ -74,9 +76,9 @@ describe('readCpu', { timeout: 120_000 }, () => {
     const reaped = cpuSpent(before, readCpu({}))
     burnHere(200)
     const after = cpuSpent(before, readCpu({}))
-    expect(live.roles.get(LAUNCHER)).toBeGreaterThanOrEqual(0.29)
-    expect(reaped.roles.get(LAUNCHER)).toBeGreaterThanOrEqual(0.29)
-    expect((after.roles.get(WORKER) ?? 0) - (reaped.roles.get(WORKER) ?? 0)).toBeGreaterThanOrEqual(0.19)
+    expect(live.roles.get(LAUNCHER)).toBeGreaterThanOrEqual(0.25)
+    expect(reaped.roles.get(LAUNCHER)).toBeGreaterThanOrEqual(0.25)
+    expect((after.roles.get(WORKER) ?? 0) - (reaped.roles.get(WORKER) ?? 0)).toBeGreaterThanOrEqual(0.15)
   })
 
   it('leaves out a process of the same program that is not in a tree of the bench', async () => {
