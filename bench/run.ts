@@ -20,10 +20,10 @@ import type { AddressInfo } from 'node:net'
 import { availableParallelism, loadavg } from 'node:os'
 import { MockActivityEnvironment } from '@temporalio/testing'
 import { NativeConnection } from '@temporalio/worker'
-import { createActivities } from '../src/activities/index.js'
+import { createActivities, StepPacer, stepPacer } from '../src/activities/index.js'
 import { newRunId, type StartRunOptions } from '../src/embed/client.js'
 import { WorkerTelemetry } from '../src/embed/telemetry.js'
-import { createTetherWorker } from '../src/embed/worker.js'
+import { createTetherWorker, type TetherWorkerOptions } from '../src/embed/worker.js'
 import { Policy } from '../src/policy/index.js'
 import { parseContract } from '../src/run/contract.js'
 import { policyOfRules } from './big-policy.js'
@@ -270,8 +270,11 @@ async function auditCommitsPerStep(steps = 20) {
   )
 }
 
-/** (c): steps per second for many runs at once, and the CPU each process tree of the bench spent per step. */
-async function concurrentRuns(concurrent: number) {
+/**
+ * (c): steps per second for many runs at once, and the CPU each process tree of the bench spent per step;
+ * on the stack's worker, or the one serving `taskQueue`.
+ */
+async function concurrentRuns(concurrent: number, taskQueue?: string, label = '') {
   const each = 20
   const rssBefore = process.memoryUsage().rss
   let rssPeak = rssBefore
@@ -280,7 +283,9 @@ async function concurrentRuns(concurrent: number) {
   }, 200)
   const before = readCpu(stack.roots)
   const started = performance.now()
-  const runs = await Promise.all(Array.from({ length: concurrent }, () => durableRun(stack, each)))
+  const runs = await Promise.all(
+    Array.from({ length: concurrent }, () => durableRun(stack, each, taskQueue ? { taskQueue } : {})),
+  )
   const seconds = (performance.now() - started) / 1000
   const spent = cpuSpent(before, readCpu(stack.roots))
   clearInterval(sampler)
@@ -301,7 +306,7 @@ async function concurrentRuns(concurrent: number) {
   const timeouts =
     timeoutKinds.size === 0 ? '0' : [...timeoutKinds].map(([kind, count]) => `${count} ${kind}`).join(', ')
   console.log(
-    `(c) ${concurrent} concurrent runs × ${each + 1} steps on one worker: ${stepsPerSecond.toFixed(1)} steps/s, ` +
+    `(c) ${concurrent} concurrent runs × ${each + 1} steps on one worker${label}: ${stepsPerSecond.toFixed(1)} steps/s, ` +
       `${timeouts} workflow-task timeouts, worker RSS +${((rssPeak - rssBefore) / concurrent / 2 ** 20).toFixed(2)} MiB per active run at the peak`,
   )
   // Many concurrent steps are bound by the CPU: per step, by process tree of this bench.
@@ -353,16 +358,8 @@ async function tracingOverhead(rounds = 7) {
     serviceName: 'tether-bench',
   })
   await telemetry.start()
-  const connection = await NativeConnection.connect({ address: stack.temporalAddress })
-  const taskQueue = `${stack.taskQueue}-traced`
-  const worker = await createTetherWorker({
-    connection,
-    namespace: 'default',
-    taskQueue,
-    audit: stack.audit,
-    telemetry,
-  })
-  const running = worker.run()
+  const traced = await secondWorker('traced', { telemetry })
+  const { taskQueue } = traced
   try {
     const steps = 50
     await durableRun(stack, 5, { taskQueue }) // warm-up: the traced bundle, connections, caches
@@ -417,15 +414,42 @@ async function tracingOverhead(rounds = 7) {
         `CPU ${percent(onCpu, offCpu)}; round by round: wall ${pairs('ms')}, CPU ${pairs('cpu')}`,
     )
   } finally {
-    worker.shutdown()
-    await running
-    await connection.close()
+    await traced.stop()
     await telemetry.shutdown()
     console.log(
       `    the receiver took ${spans.requests} OTLP requests, ${(spans.bytes / 1024).toFixed(0)} KiB`,
     )
     receiver.close()
   }
+}
+
+/** A second worker on the stack's server and audit, serving a queue of its own named after `suffix`. */
+async function secondWorker(
+  suffix: string,
+  options: Pick<TetherWorkerOptions, 'telemetry' | 'pacer'>,
+): Promise<{ taskQueue: string; stop: () => Promise<void> }> {
+  const connection = await NativeConnection.connect({ address: stack.temporalAddress })
+  const taskQueue = `${stack.taskQueue}-${suffix}`
+  const worker = await createTetherWorker({
+    connection,
+    namespace: 'default',
+    taskQueue,
+    audit: stack.audit,
+    ...options,
+  })
+  const running = worker.run()
+  const stop = () => {
+    worker.shutdown()
+    return running.finally(() => connection.close())
+  }
+  return { taskQueue, stop }
+}
+
+/** A second worker whose model turns are never held back (pacing off), warmed up. */
+async function unpacedWorker() {
+  const unpaced = await secondWorker('unpaced', { pacer: new StepPacer(Number.POSITIVE_INFINITY) })
+  await durableRun(stack, 2, { taskQueue: unpaced.taskQueue }) // its bundle, connections, caches
+  return unpaced
 }
 
 /**
@@ -499,9 +523,13 @@ try {
     } else await durableRun(stack, 5) // warm-up
     const twenty = await concurrentRuns(20)
     if (many !== 20) {
+      // Side by side: the same runs on a worker that never holds a model turn back (pacing off).
+      const unpaced = await unpacedWorker()
+      const without = await concurrentRuns(many, unpaced.taskQueue, ' without pacing').finally(unpaced.stop)
       const wide = await concurrentRuns(many)
       console.log(
-        `    ${many} runs against 20: ${((wide / twenty) * 100).toFixed(0)}% of the throughput (target ≥ 85%)`,
+        `    ${many} runs against 20: ${((wide / twenty) * 100).toFixed(0)}% of the throughput (target ≥ 85%); ` +
+          `${((without / twenty) * 100).toFixed(0)}% without pacing; ${stepPacer.held} model turns held back`,
       )
       await fairness(many)
     }

@@ -12,8 +12,10 @@ import { builtinFloor, type Floor } from '../policy/index.js'
 import { FAILURE, LAYOUT_ATTEMPTS, type TetherActivities, workspaceOf } from '../run/index.js'
 import { type ObjectStore, openObjectStore, WorkspaceSnapshots } from '../snapshots/index.js'
 import { type McpServerConfig, snapshotSettings, workerKeyFile } from '../stack/index.js'
+import { heartbeating } from './heartbeat.js'
 import { mcpActivities } from './mcp.js'
 import { modelActivities } from './model.js'
+import { type StepPacer, stepPacer } from './pacing.js'
 import { type NamespaceFacts, policyActivities } from './policy.js'
 import { projectionActivities } from './projections.js'
 import { provenanceActivities } from './provenance.js'
@@ -25,6 +27,7 @@ import { toolActivities } from './tools.js'
 
 export type { TetherActivities } from '../run/index.js'
 export { waitThroughOutages } from './outages.js'
+export { PACING_SINKS, StepPacer, stepPacer } from './pacing.js'
 export { type NamespaceFacts, unknownNamespace } from './policy.js'
 export type { SandboxDependencies } from './sandbox.js'
 export type { ActivityTelemetry } from './telemetry.js'
@@ -63,6 +66,8 @@ export interface ActivityDependencies {
   mcpServers?: readonly McpServerConfig[]
   /** What this worker learned of its Temporal namespace when it started (the worker setup fills it in). */
   namespace?: NamespaceFacts
+  /** Holds model turns back while too many runs wait for a workflow task (pacing.ts); default: the process's. */
+  pacer?: StepPacer
 }
 
 export function createActivities(deps: ActivityDependencies): TetherActivities {
@@ -152,12 +157,42 @@ export function createActivities(deps: ActivityDependencies): TetherActivities {
       }
     },
   }
+  const pacer = deps.pacer ?? stepPacer
   return Object.fromEntries(
     Object.entries(activities).map(([name, fn]) => [
       name,
-      failFastOnBadInput(fn as (input: never) => Promise<unknown>),
+      paced(pacer, name, failFastOnBadInput(fn as (input: never) => Promise<unknown>)),
     ]),
   ) as unknown as TetherActivities
+}
+
+/** The activity that begins a step, and so waits when the worker has more steps than it gets through. */
+const PACED_ACTIVITY: keyof TetherActivities = 'tetherModelTurn'
+
+/** `fn`, telling `pacer` when it starts and ends (a model turn waits for its turn, heartbeating). */
+function paced<I, O>(pacer: StepPacer, name: string, fn: (input: I) => Promise<O>): (input: I) => Promise<O> {
+  return async (input) => {
+    const context = activityContext()
+    const run = context?.info.workflowExecution?.workflowId
+    if (!context || run === undefined) return fn(input)
+    if (name === PACED_ACTIVITY) {
+      await heartbeating(() => pacer.turn(run, context.cancellationSignal), { phase: 'paced' }, context)
+    } else pacer.started(run)
+    try {
+      return await fn(input)
+    } finally {
+      pacer.ended(run)
+    }
+  }
+}
+
+/** The running activity's context; undefined outside one (an activity called as a plain function). */
+function activityContext(): Context | undefined {
+  try {
+    return Context.current()
+  } catch {
+    return undefined
+  }
 }
 
 /**

@@ -16,7 +16,7 @@ import { writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { SimplePlugin } from '@temporalio/plugin'
 import type { ReplayWorkerOptions, WorkerOptions } from '@temporalio/worker'
-import { createActivities, unknownNamespace, waitThroughOutages } from '../activities/index.js'
+import { createActivities, PACING_SINKS, unknownNamespace, waitThroughOutages } from '../activities/index.js'
 import { type AuditStore, openAudit } from '../audit/index.js'
 import type { ModelProvider } from '../model/index.js'
 import {
@@ -159,7 +159,7 @@ class TetherPlugin extends SimplePlugin {
     return super.configureWorker({
       ...TETHER_WORKER_DEFAULTS,
       ...options,
-      sinks: { ...options.sinks, ...this.sinks },
+      sinks: { ...PACING_SINKS, ...options.sinks, ...this.sinks },
     })
   }
 

@@ -9,7 +9,13 @@ import { fileURLToPath } from 'node:url'
 import { getHeapStatistics } from 'node:v8'
 import { Client } from '@temporalio/client'
 import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker'
-import { createActivities, unknownNamespace, waitThroughOutages } from '../activities/index.js'
+import {
+  createActivities,
+  PACING_SINKS,
+  type StepPacer,
+  unknownNamespace,
+  waitThroughOutages,
+} from '../activities/index.js'
 import { type AuditStore, openAudit } from '../audit/index.js'
 import { loadPriceFile, type ModelProvider, type PriceOverrides } from '../model/index.js'
 import { builtinFloor, type Floor, floorOf, loadFloor, type Policy } from '../policy/index.js'
@@ -67,6 +73,9 @@ export const TETHER_WORKER_DEFAULTS = {
   // ahead while the others waited minutes for a step (bench/run --concurrent 200, measured with a 256-run
   // cache: p99 / p50 from 20.7 to 6.2).
   nonStickyToStickyPollRatio: 1,
+  // Runs say when they take an activity's result, so a worker short of CPU holds model turns back rather
+  // than letting workflow tasks queue past the sticky timeout (activities/pacing.ts).
+  sinks: PACING_SINKS,
 } as const satisfies Partial<WorkerOptions>
 
 export interface TetherWorkerOptions {
@@ -98,6 +107,8 @@ export interface TetherWorkerOptions {
   telemetry?: WorkerTelemetry
   /** The operator's MCP servers (see `workerMcpServers`); default: none. */
   mcpServers?: WorkerMcpServers
+  /** Holds model turns back while too many runs wait for a workflow task; default: the process's. */
+  pacer?: StepPacer
 }
 
 /** Prices as a worker's configuration gives them: a price file's path, or the loaded overrides. */
@@ -174,7 +185,7 @@ export function createTetherWorker(options: TetherWorkerOptions): Promise<Worker
     ...(interceptors
       ? { interceptors: 'workflowBundle' in source ? { ...interceptors, workflowModules: [] } : interceptors }
       : {}),
-    ...(sinks ? { sinks } : {}),
+    sinks: { ...(options.pacer?.sinks() ?? PACING_SINKS), ...sinks },
     activities: createActivities({
       audit: options.audit,
       namespace,
@@ -182,6 +193,7 @@ export function createTetherWorker(options: TetherWorkerOptions): Promise<Worker
       ...priced(options.prices),
       ...(telemetry ? { telemetry: telemetry.activities } : {}),
       mcpServers: workerMcpServers(options.mcpServers),
+      ...(options.pacer ? { pacer: options.pacer } : {}),
       ...(options.provider ? { provider: options.provider } : {}),
       ...(options.stateDir ? { sandbox: { hide: [options.stateDir] } } : {}),
     }),

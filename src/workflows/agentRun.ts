@@ -22,8 +22,6 @@ import {
   log,
   makeContinueAsNewFunc,
   patched,
-  proxyActivities,
-  proxyLocalActivities,
   setCurrentDetails,
   setHandler,
   upsertMemo,
@@ -62,6 +60,7 @@ import {
 import type { McpCall, ValidatedCall } from '../tools/index.js'
 import { ApprovalBook, type DecisionInput } from './approvals.js'
 import { DEFINITION_REVIEW_CALL, definitionReview, isMcpCall, McpBook, validateCall } from './mcp.js'
+import { pacedActivities, pacedLocalActivities } from './pacing.js'
 import {
   budgetOutcome,
   commandTimeout,
@@ -124,25 +123,25 @@ export const statusQuery = defineQuery<RunStatus>('status')
 // How fast a dead worker is noticed, per activity kind (docs/durability.md): long activities heartbeat
 // every few seconds and time out 10 s after the last beat; short ones have a start-to-close of 10 s;
 // local activities die with their workflow task, whose 10 s timeout moves it to another worker.
-const local = proxyLocalActivities<TetherActivities>({
+const local = pacedLocalActivities<TetherActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { maximumAttempts: 5 },
 })
 // Projections retry until Postgres is back: a run never fails because its audit store blinked. Each is a
 // few writes (a webhook has 8 s), so an attempt that takes 10 s is on a dead or stuck worker: try again.
-const projections = proxyActivities<TetherActivities>({
+const projections = pacedActivities<TetherActivities>({
   startToCloseTimeout: '10 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 })
 // The step projection runs on every step: as a local activity it costs a few milliseconds instead of a
 // task-queue round trip. (Runs recorded before this change keep the remote activity: see recordStep.)
-const localProjections = proxyLocalActivities<TetherActivities>({
+const localProjections = pacedLocalActivities<TetherActivities>({
   startToCloseTimeout: '30 seconds',
   localRetryThreshold: '10 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 })
 // The provider call is long; its heartbeat is not (the activity beats every 2.5 s while it waits).
-const model = proxyActivities<TetherActivities>({
+const model = pacedActivities<TetherActivities>({
   startToCloseTimeout: '10 minutes',
   heartbeatTimeout: '10 seconds',
   retry: {
@@ -154,21 +153,21 @@ const model = proxyActivities<TetherActivities>({
   },
 })
 // File tools heartbeat too: most take milliseconds, a search over a big tree may take a while.
-const files = proxyActivities<TetherActivities>({
+const files = pacedActivities<TetherActivities>({
   startToCloseTimeout: '2 minutes',
   heartbeatTimeout: '10 seconds',
   retry: { maximumAttempts: 3 },
 })
 
 // Provenance digests the whole workspace: long for a big one, so it heartbeats like the file tools.
-const provenance = proxyActivities<TetherActivities>({
+const provenance = pacedActivities<TetherActivities>({
   startToCloseTimeout: '10 minutes',
   heartbeatTimeout: '10 seconds',
   retry: { maximumAttempts: 3 },
 })
 
 // Laying out a workspace may clone a repository or restore a large tree: long, so it heartbeats.
-const workspaceSetup = proxyActivities<TetherActivities>({
+const workspaceSetup = pacedActivities<TetherActivities>({
   startToCloseTimeout: '30 minutes',
   heartbeatTimeout: '10 seconds',
   retry: { initialInterval: '1 second', maximumAttempts: LAYOUT_ATTEMPTS },
@@ -176,7 +175,7 @@ const workspaceSetup = proxyActivities<TetherActivities>({
 
 // A run's start: its record, retried until the audit is back (as projections are), and its workspace laid
 // out, which heartbeats (the activity ends the retries once the layout has failed LAYOUT_ATTEMPTS times).
-const beginning = proxyActivities<TetherActivities>({
+const beginning = pacedActivities<TetherActivities>({
   startToCloseTimeout: '30 minutes',
   heartbeatTimeout: '10 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
@@ -195,7 +194,7 @@ const COMMAND_RETRY = {
 
 // Listing a run's MCP servers may start them (a package to load, a handshake); a server that fails is an
 // observation the activity returns, so what is retried here is this worker's own trouble (the audit).
-const mcpListings = proxyActivities<TetherActivities>({
+const mcpListings = pacedActivities<TetherActivities>({
   startToCloseTimeout: '3 minutes',
   heartbeatTimeout: '10 seconds',
   retry: {
@@ -208,7 +207,7 @@ const mcpListings = proxyActivities<TetherActivities>({
 
 /** One MCP call: its server's timeout, plus slack to start the server and list its tools first. */
 function mcpCalls(timeoutMs: number) {
-  return proxyActivities<TetherActivities>({
+  return pacedActivities<TetherActivities>({
     startToCloseTimeout: timeoutMs + 120_000,
     heartbeatTimeout: '10 seconds',
     retry: { initialInterval: '1 second', maximumAttempts: 3 },
@@ -220,7 +219,7 @@ function execActivities(timeoutMs: number) {
   // by the heartbeat timeout, and the retry re-runs the command — unless it is on the contract's noRetry
   // list, in which case the retry tells the model the outcome is unknown instead (see tetherExec).
   const options = execActivityOptions(timeoutMs)
-  return proxyActivities<TetherActivities>({ ...options, retry: { ...options.retry, ...COMMAND_RETRY } })
+  return pacedActivities<TetherActivities>({ ...options, retry: { ...options.retry, ...COMMAND_RETRY } })
 }
 
 /** What a step's row keeps of the model's turn. */
@@ -231,7 +230,7 @@ type StepTurn = Pick<ModelTurn, 'text' | 'toolCalls' | 'usage' | 'model' | 'cost
  */
 function gateActivities(timeoutMs: number) {
   const { startToCloseTimeout, heartbeatTimeout } = execActivityOptions(timeoutMs)
-  return proxyActivities<TetherActivities>({ startToCloseTimeout, heartbeatTimeout, retry: COMMAND_RETRY })
+  return pacedActivities<TetherActivities>({ startToCloseTimeout, heartbeatTimeout, retry: COMMAND_RETRY })
 }
 
 /** Cap for the bounded texts that travel through history (the transcript keeps the full text). */

@@ -2,6 +2,7 @@
 import { fileURLToPath } from 'node:url'
 import { NativeConnection, Worker } from '@temporalio/worker'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
+import { stepPacer } from '../../src/activities/index.js'
 import type { AuditStore } from '../../src/audit/index.js'
 import { tetherPlugin } from '../../src/embed/plugin.js'
 import { FIX_ADD, npmWorkspace, openTestAudit, testPolicy, writeScript } from '../support/agent.js'
@@ -66,6 +67,8 @@ describe('tether plugin', () => {
         (await audit.listRuns({ limit: 50 })).items.find((r) => r.runId === `${workflowId}-agent`)
           ?.parentRunId,
       ).toBe(workflowId)
+      // The plugin gave the Worker the pacing sink: every activity's end was matched by the run's word.
+      await expect.poll(() => stepPacer.load, { timeout: 10_000 }).toBe(0)
     } finally {
       await connection.close()
       await ws.cleanup()

@@ -12,6 +12,7 @@ import {
   type ActivityDependencies,
   createActivities,
   type SandboxDependencies,
+  type StepPacer,
   waitThroughOutages,
 } from '../../src/activities/index.js'
 import { type AuditStore, openAudit } from '../../src/audit/index.js'
@@ -67,10 +68,13 @@ export async function startAgentWorker(
     prices?: PriceOverrides
     snapshots?: ActivityDependencies['snapshots']
     mcpServers?: McpServerConfig[]
+    /** A pacer of the test's own, with its sink (default: the process's). */
+    pacer?: StepPacer
   } = {},
 ) {
   const taskQueue = options.taskQueue ?? uniqueTaskQueue('agent')
   const activities = createActivities({
+    ...(options.pacer ? { pacer: options.pacer } : {}),
     audit,
     floor: workerFloor(options.floor),
     ...(options.sandbox ? { sandbox: options.sandbox } : {}),
@@ -78,7 +82,11 @@ export async function startAgentWorker(
     ...(options.snapshots ? { snapshots: options.snapshots } : {}),
     ...(options.mcpServers ? { mcpServers: options.mcpServers } : {}),
   })
-  const { worker, connection } = await createWorker({ taskQueue, activities })
+  const { worker, connection } = await createWorker({
+    taskQueue,
+    activities,
+    ...(options.pacer ? { sinks: options.pacer.sinks() } : {}),
+  })
   const running = worker.run()
   return {
     taskQueue,
