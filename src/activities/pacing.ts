@@ -16,7 +16,8 @@
  * What is counted is only what the workflow tasks will cost: a model turn let through counts until it ends
  * or for ADMITTED_MS, whichever is first, since a real provider's seconds are spent waiting, not on this
  * worker's CPU; a run counted as waiting that never says it took its result (its task went to another
- * worker) stops counting after STALE_MS. A turn waits MOST_WAIT_MS at most. Below the bound nothing waits.
+ * worker) stops counting after STALE_MS. A turn waits MOST_WAIT_MS at most. Below the bound nothing waits,
+ * nor on a Worker whose runs have never said a word (one built without the sink).
  */
 import type { InjectedSinks } from '@temporalio/worker'
 import type { PacingSinks } from '../workflows/pacing.js'
@@ -54,6 +55,8 @@ export class StepPacer {
   private readonly queue: Waiter[] = []
   private recheck: NodeJS.Timeout | undefined
   private heldTurns = 0
+  /** Whether any run has said it took a result: a Worker without the sink never holds a turn back. */
+  private heard = false
   /** Results taken since `windowStart`, and the pace measured before (per second). */
   private taken = 0
   private windowStart: number
@@ -117,6 +120,7 @@ export class StepPacer {
 
   /** `run`'s workflow took an activity's result. */
   resumed(run: string): void {
+    this.heard = true
     if (!this.waitingForTask.delete(run)) return
     this.taken++
     this.letThrough()
@@ -128,7 +132,7 @@ export class StepPacer {
    */
   turn(run: string, signal?: AbortSignal): Promise<void> {
     this.started(run)
-    if (this.queue.length === 0 && this.load < this.bound) {
+    if (!this.heard || (this.queue.length === 0 && this.load < this.bound)) {
       this.admit(run)
       return Promise.resolve()
     }

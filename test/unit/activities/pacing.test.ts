@@ -1,10 +1,12 @@
 import { describe, expect, it } from 'vitest'
 import { StepPacer } from '../../../src/activities/pacing.js'
 
-/** A pacer of `most` on a clock the test moves. */
-function pacer(most: number) {
+/** A pacer of at least `least` on a clock the test moves, that has heard from its runs' sink. */
+function pacer(least: number) {
   const clock = { now: 0 }
-  return { pacer: new StepPacer(most, () => clock.now), clock }
+  const made = new StepPacer(least, () => clock.now)
+  made.resumed('a run of another test')
+  return { pacer: made, clock }
 }
 
 /** Which of `turns` have resolved, after the microtasks and one recheck of the pacer have run. */
@@ -62,6 +64,16 @@ describe('a worker’s pacing', () => {
     // A window without results halves the pace it had.
     clock.now = 4_000
     expect(p.bound).toBe(75)
+  })
+
+  it('holds nothing back on a Worker whose runs have never said they took a result (one without the sink)', async () => {
+    const p = new StepPacer(1, () => 0)
+    p.ended('a')
+    p.ended('b')
+    expect(await through({ c: p.turn('c') })).toEqual(['c'])
+    expect(p.held).toBe(0)
+    p.resumed('a')
+    expect(await through({ d: p.turn('d') })).toEqual([])
   })
 
   it('counts a run that starts an activity (a retry the workflow never saw fail) as no longer waiting', async () => {
