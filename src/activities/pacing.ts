@@ -20,7 +20,7 @@
  * nor on a Worker whose runs have never said a word (one built without the sink).
  */
 import type { InjectedSinks } from '@temporalio/worker'
-import type { PacingSinks } from '../workflows/pacing.js'
+import type { PacingSinks } from '../workflows/index.js'
 
 /**
  * The fewest runs waiting for a workflow task at which model turns wait: four times a worker's workflow-task

@@ -12,3 +12,4 @@ export {
   statusQuery,
 } from './agentRun.js'
 export type { DecisionInput, DecisionRejection } from './approvals.js'
+export type { PacingSinks } from './pacing.js'
