@@ -26,7 +26,7 @@ import type { PacingSinks } from '../workflows/index.js'
  * The fewest runs waiting for a workflow task at which model turns wait: four times a worker's workflow-task
  * slots (embed/worker.ts), enough to keep them busy.
  */
-export const PACED_RUNS = 64
+const PACED_RUNS = 64
 /**
  * The queue of workflow tasks the bound allows, in time: the bound is the worker's recent pace (workflow
  * tasks taking a result, per second) times this, and at least PACED_RUNS. A third of the sticky timeout,
@@ -138,17 +138,20 @@ export class StepPacer {
     }
     this.heldTurns++
     return new Promise((resolve) => {
-      const waiter: Waiter = { run, since: this.now(), let: resolve }
       const gone = () => {
         const at = this.queue.indexOf(waiter)
         if (at >= 0) this.queue.splice(at, 1)
         resolve()
       }
-      signal?.addEventListener('abort', gone, { once: true })
-      waiter.let = () => {
-        signal?.removeEventListener('abort', gone)
-        resolve()
+      const waiter: Waiter = {
+        run,
+        since: this.now(),
+        let: () => {
+          signal?.removeEventListener('abort', gone)
+          resolve()
+        },
       }
+      signal?.addEventListener('abort', gone, { once: true })
       this.queue.push(waiter)
       this.recheck ??= setInterval(() => this.letThrough(), RECHECK_MS).unref()
       this.letThrough()
