@@ -8,7 +8,8 @@
  *     small policy and a 2,000-rule one, by reference and inline (`--history`: only this);
  * (c) steps/s for 20 concurrent runs on one worker, and the CPU each step cost in each process tree the bench
  *     started (worker, launcher and sandboxes, Temporal, PostgreSQL: support.ts `readCpu`), against the
- *     machine's (`--concurrent`: only this); with `--concurrent N`, p50 and p99 of a step's time under N runs
+ *     machine's, and beside it the floor of a step's shape: as many workflows at once whose steps are two
+ *     no-op remote activities (`--concurrent`: only this); with `--concurrent N`, p50 and p99 of a step's time under N runs
  *     at once, without and with fairness keys side by side (`--fairness [N]`: only that);
  * (d) ms/step with tracing on (a second worker on the same server exporting every span over OTLP/HTTP to a
  *     loopback receiver, metrics on a Prometheus endpoint) against tracing off (`--tracing [rounds]`: only this);
@@ -29,6 +30,7 @@ import { parseContract } from '../src/run/contract.js'
 import { policyOfRules } from './big-policy.js'
 import {
   type BenchStack,
+  type CpuReading,
   cpuSpent,
   historyBytes,
   LAUNCHER,
@@ -310,23 +312,68 @@ async function concurrentRuns(concurrent: number, taskQueue?: string, label = ''
       `${timeouts} workflow-task timeouts, worker RSS +${((rssPeak - rssBefore) / concurrent / 2 ** 20).toFixed(2)} MiB per active run at the peak`,
   )
   // Many concurrent steps are bound by the CPU: per step, by process tree of this bench.
-  const perStep = (seconds: number | undefined) =>
-    seconds === undefined
-      ? 'not measured (a server of your own)'
-      : `${((seconds * 1000) / stepsDone).toFixed(1)} ms`
-  const ours = [...spent.roles.values()].reduce((sum, value) => sum + value, 0)
+  printCpu(spent, stepsDone, seconds)
+  return { stepsPerSecond, cpu: cpuPerStep(spent, stepsDone) }
+}
+
+/** ms of CPU per step in each process tree of the bench (undefined: a server of the user's own), and in all. */
+function cpuPerStep(spent: CpuReading, steps: number) {
+  const per = (role: string) => {
+    const seconds = spent.roles.get(role)
+    return seconds === undefined ? undefined : (seconds * 1000) / steps
+  }
+  const all = ([...spent.roles.values()].reduce((sum, value) => sum + value, 0) * 1000) / steps
+  return {
+    worker: per(WORKER),
+    launcher: per(LAUNCHER),
+    temporal: per(TEMPORAL),
+    postgres: per(POSTGRES),
+    all,
+  }
+}
+
+function printCpu(spent: CpuReading, steps: number, seconds: number) {
+  const cpu = cpuPerStep(spent, steps)
+  const ms = (value: number | undefined) =>
+    value === undefined ? 'not measured (a server of your own)' : `${value.toFixed(1)} ms`
   const cores = availableParallelism()
+  const machine = (spent.machine * 1000) / steps
   console.log(
-    `    CPU per step, by process tree: worker ${perStep(spent.roles.get(WORKER))}, its launcher and ` +
-      `sandboxes ${perStep(spent.roles.get(LAUNCHER))}, Temporal ${perStep(spent.roles.get(TEMPORAL))}, ` +
-      `PostgreSQL ${perStep(spent.roles.get(POSTGRES))}; all ${perStep(ours)}`,
+    `    CPU per step, by process tree: worker ${ms(cpu.worker)}, its launcher and sandboxes ${ms(cpu.launcher)}, ` +
+      `Temporal ${ms(cpu.temporal)}, PostgreSQL ${ms(cpu.postgres)}; all ${ms(cpu.all)}`,
   )
   console.log(
-    `    the machine: ${perStep(spent.machine)} per step on ${cores} cores, ` +
-      `${((spent.machine / seconds / cores) * 100).toFixed(0)}% busy, ${perStep(spent.machine - ours)} of it ` +
+    `    the machine: ${ms(machine)} per step on ${cores} cores, ` +
+      `${((spent.machine / seconds / cores) * 100).toFixed(0)}% busy, ${ms(machine - cpu.all)} of it ` +
       'outside this bench (other tenants, and kernel work charged to no process)',
   )
-  return stepsPerSecond
+}
+
+/**
+ * (c), the floor beside it: the same number of workflows at once on the same server, each step two no-op
+ * remote activities (the target shape: one for the model turn, one for the tool call) and nothing else. What
+ * Temporal and the SDK cost per step whatever the activities do; a CPU target below it cannot be met by work
+ * in tether's own activities.
+ */
+async function floorAtOnce(concurrent: number, tether: ReturnType<typeof cpuPerStep>) {
+  const steps = 21
+  await floor.remoteAtOnce(2, 4) // warm-up
+  const before = readCpu(stack.roots)
+  const ms = await floor.remoteAtOnce(concurrent, steps * 2)
+  const spent = cpuSpent(before, readCpu(stack.roots))
+  const stepsDone = concurrent * steps
+  console.log(
+    `    the floor, ${concurrent} workflows × ${steps} steps of two no-op remote activities at once: ` +
+      `${(stepsDone / (ms / 1000)).toFixed(1)} steps/s`,
+  )
+  printCpu(spent, stepsDone, ms / 1000)
+  const floorCpu = cpuPerStep(spent, stepsDone)
+  const ratio = (ours: number | undefined, theirs: number | undefined) =>
+    ours === undefined || theirs === undefined ? 'n/a' : (ours / theirs).toFixed(2)
+  console.log(
+    `    tether / floor, CPU per step: worker ${ratio(tether.worker, floorCpu.worker)}, Temporal ` +
+      `${ratio(tether.temporal, floorCpu.temporal)}, all ${ratio(tether.all, floorCpu.all)}`,
+  )
 }
 
 /**
@@ -522,14 +569,17 @@ try {
       await auditCommitsPerStep()
     } else await durableRun(stack, 5) // warm-up
     const twenty = await concurrentRuns(20)
+    await floorAtOnce(20, twenty.cpu)
     if (many !== 20) {
       // Side by side: the same runs on a worker that never holds a model turn back (pacing off).
       const unpaced = await unpacedWorker()
       const without = await concurrentRuns(many, unpaced.taskQueue, ' without pacing').finally(unpaced.stop)
       const wide = await concurrentRuns(many)
+      const share = (of: { stepsPerSecond: number }) =>
+        ((of.stepsPerSecond / twenty.stepsPerSecond) * 100).toFixed(0)
       console.log(
-        `    ${many} runs against 20: ${((wide / twenty) * 100).toFixed(0)}% of the throughput (target ≥ 85%); ` +
-          `${((without / twenty) * 100).toFixed(0)}% without pacing; ${stepPacer.held} model turns held back`,
+        `    ${many} runs against 20: ${share(wide)}% of the throughput (target ≥ 85%); ` +
+          `${share(without)}% without pacing; ${stepPacer.held} model turns held back`,
       )
       await fairness(many)
     }

@@ -277,6 +277,8 @@ export interface FloorProbe {
   remote(activities: number): Promise<number>
   /** The same with local activities. */
   local(activities: number): Promise<number>
+  /** ms for `runs` such remote-activity workflows at once, each of `activities`. */
+  remoteAtOnce(runs: number, activities: number): Promise<number>
   /** ms from a `ms` timer's start to its firing, as the workflow's history records them. */
   timer(ms: number): Promise<number>
   stop(): Promise<void>
@@ -315,6 +317,11 @@ export async function startFloorProbe(address: string, namespace = 'default'): P
   return {
     remote: async (activities) => (await time('floorRemote', activities)) / activities,
     local: async (activities) => (await time('floorLocal', activities)) / activities,
+    async remoteAtOnce(runs, activities) {
+      const started = performance.now()
+      await Promise.all(Array.from({ length: runs }, () => time('floorRemote', activities)))
+      return performance.now() - started
+    },
     timer: (ms) => time('floorTimer', ms),
     async stop() {
       worker.shutdown()
