@@ -3,7 +3,8 @@
  * Each run asks to run one command and waits on the approval. Measured in one process (the worker is in
  * it): the worker's RSS per waiting run (target ≤ 50 KB amortised), the time to list every pending
  * approval page by page (as `tether approvals` does), the time to approve them all, and the time until
- * every run has finished. The figure for 10,000 runs is extrapolated from the measured per-run costs.
+ * every run has finished; and the CPU the worker, Temporal and PostgreSQL spend while they all wait and
+ * nothing happens (target: next to nothing, whatever the number of runs). The figure for 10,000 runs is extrapolated from the measured per-run costs.
  */
 import { setTimeout as sleep } from 'node:timers/promises'
 import { setFlagsFromString } from 'node:v8'
@@ -11,13 +12,15 @@ import { runInNewContext } from 'node:vm'
 import type { ApprovalRow } from '../src/audit/index.js'
 import { answerApproval, newRunId, startAgentRun } from '../src/embed/client.js'
 import { Policy } from '../src/policy/index.js'
-import { startBenchStack } from './support.js'
+import { cpuSpent, POSTGRES, readCpu, startBenchStack, TEMPORAL, WORKER } from './support.js'
 
 const runs = Number(process.argv[2] ?? 1_000)
 // A full collection before each reading, so the heap figure is what is live, not garbage not yet collected.
 setFlagsFromString('--expose-gc')
 const gc = runInNewContext('gc') as () => void
 const PAGE = 500
+/** How long the idle reading lasts: several of the worker's 5 s sweeps of its runs. */
+const IDLE_MS = 20_000
 const stack = await startBenchStack()
 const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`
 
@@ -108,6 +111,11 @@ try {
   const { rss: waiting, heapUsed: heapWaiting } = await startUntilWaiting(runs - half)
   clearInterval(sampler)
 
+  // Nothing is answered for a while: what waiting costs each process tree, per second.
+  const idleFrom = readCpu(stack.roots)
+  await sleep(IDLE_MS)
+  const idle = cpuSpent(idleFrom, readCpu(stack.roots))
+
   const listed = performance.now()
   const pending = await allPending()
   const listMs = performance.now() - listed
@@ -136,6 +144,14 @@ try {
   )
   console.log(
     `  worker heap per waiting run            ${((heapWaiting - heapBaseline) / runs / 1024).toFixed(1)} KB (live objects after a full collection)`,
+  )
+  const perSecond = (role: string) => {
+    const seconds = idle.roles.get(role)
+    return seconds === undefined ? 'not measured' : `${((seconds * 1000) / (IDLE_MS / 1000)).toFixed(1)} ms/s`
+  }
+  console.log(
+    `  CPU while all wait, nothing answered  worker ${perSecond(WORKER)}, Temporal ${perSecond(TEMPORAL)}, ` +
+      `PostgreSQL ${perSecond(POSTGRES)} (over ${IDLE_MS / 1000} s; 1,000 ms/s is a whole core)`,
   )
   console.log(`  list every pending approval (pages)   ${listMs.toFixed(0)} ms for ${pending.length}`)
   console.log(`  approve them all (Update, 16 at once) ${(approveMs / 1000).toFixed(1)} s`)

@@ -770,17 +770,22 @@ export async function approverNames(db: Database, publicKey: string): Promise<st
 
 const WAITING = 'exists (select 1 from approvals a where a.run_id = runs.run_id and a.decision is null)'
 
-/** The runs on a task queue the audit holds as running, oldest first: what a worker checks against Temporal. */
+/** The runs on a task queue the audit holds as running, by run id, paged by `after`: what a worker checks against Temporal. */
 export async function runningRuns(
   db: Database,
-  options: { taskQueue: string; limit?: number },
+  options: { taskQueue: string; limit?: number; after?: string },
 ): Promise<Array<{ runId: string; executionId?: string | undefined; waiting: boolean }>> {
   const operation = 'runningRuns'
   const { rows } = await db.query<{ run_id: string; execution_id: string | null; waiting: boolean }>(
     operation,
     `select run_id, execution_id, ${WAITING} as waiting from runs
-      where status = 'running' and task_queue = $1 order by started_at limit $2`,
-    [requireId(options.taskQueue, 'taskQueue', operation), pageLimit(options.limit, MAX_PAGE, operation)],
+      where status = 'running' and task_queue = $1 and ($3::text is null or run_id > $3)
+      order by run_id limit $2`,
+    [
+      requireId(options.taskQueue, 'taskQueue', operation),
+      pageLimit(options.limit, MAX_PAGE, operation),
+      options.after === undefined ? null : requireId(options.after, 'after', operation),
+    ],
   )
   return rows.map((row) => ({
     runId: row.run_id,

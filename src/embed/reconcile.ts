@@ -18,6 +18,13 @@ import { pendingApprovalsQuery } from '../workflows/index.js'
 const SWEEP_MS = 5_000
 /** Runs described at once. */
 const CONCURRENCY = 8
+/** Running runs read from the audit at a time, and named in one visibility query. */
+const PAGE = 1_000
+const PER_QUERY = 100
+/** Workflow ids a visibility query can name as they are; others are described one by one. */
+const PLAIN_ID = /^[\w.:@/+=-]+$/
+/** Executions Temporal has closed for good (a continued-as-new one lives on in its successor). */
+const CLOSED_STATUSES = ['Completed', 'Failed', 'Canceled', 'Terminated', 'TimedOut']
 
 /** What a closed workflow's status means as a run's outcome, and in words. */
 const CLOSED: Record<string, { outcome: string; how: string }> = {
@@ -41,8 +48,9 @@ export function reconcileWithTemporal(options: AuditReconcilerOptions): { stop()
   let stopped = false
   let timer: NodeJS.Timeout | undefined
   let current: Promise<void> = Promise.resolve()
+  const state: SweepState = { checked: new Map(), listing: true }
   const tick = () => {
-    current = sweep(options)
+    current = sweep(options, state)
       .catch((error: unknown) =>
         options.log?.(`tether: comparing runs with Temporal failed: ${String(error)}`),
       )
@@ -60,17 +68,68 @@ export function reconcileWithTemporal(options: AuditReconcilerOptions): { stop()
   }
 }
 
-async function sweep({ audit, client, taskQueue }: AuditReconcilerOptions): Promise<void> {
-  const runs = await audit.runningRuns({ taskQueue, limit: 1_000 })
-  for (let i = 0; i < runs.length; i += CONCURRENCY) {
-    await Promise.all(runs.slice(i, i + CONCURRENCY).map((run) => reconcileRun(audit, client, run)))
+interface SweepState {
+  /** The execution whose approvals were last compared with the audit's, by run (a reset makes a new one). */
+  checked: Map<string, string>
+  /** Whether the namespace answers visibility queries; without them every run is described. */
+  listing: boolean
+}
+
+type RunningRun = Awaited<ReturnType<AuditStore['runningRuns']>>[number]
+
+/**
+ * Waiting is free: a sweep asks Temporal one visibility query per hundred running runs for those with an
+ * execution it has closed (ended, or replaced by a reset), and describes only those, not every run; and
+ * it queries a running workflow (a workflow task, a replay when the run is not cached) only after a reset.
+ */
+async function sweep(options: AuditReconcilerOptions, state: SweepState): Promise<void> {
+  const { audit, taskQueue } = options
+  const seen = new Set<string>()
+  for (let after: string | undefined; ; ) {
+    const runs = await audit.runningRuns({ taskQueue, limit: PAGE, ...(after ? { after } : {}) })
+    for (const run of runs) seen.add(run.runId)
+    const suspects = await closedIn(options, state, runs)
+    for (let i = 0; i < suspects.length; i += CONCURRENCY) {
+      await Promise.all(
+        suspects.slice(i, i + CONCURRENCY).map((run) => reconcileRun(audit, options.client, run, state)),
+      )
+    }
+    if (runs.length < PAGE) break
+    after = runs.at(-1)?.runId
   }
+  for (const runId of state.checked.keys()) if (!seen.has(runId)) state.checked.delete(runId)
+}
+
+/** The runs among `runs` with an execution Temporal has closed; all of them when that cannot be asked. */
+async function closedIn(
+  options: AuditReconcilerOptions,
+  state: SweepState,
+  runs: RunningRun[],
+): Promise<RunningRun[]> {
+  if (!state.listing) return runs
+  const plain = runs.filter((run) => PLAIN_ID.test(run.runId))
+  const found = new Set<string>()
+  try {
+    for (let i = 0; i < plain.length; i += PER_QUERY) {
+      const ids = plain.slice(i, i + PER_QUERY).map((run) => `'${run.runId}'`)
+      const query = `WorkflowId IN (${ids.join(', ')}) AND ExecutionStatus IN (${CLOSED_STATUSES.map((s) => `'${s}'`).join(', ')})`
+      for await (const execution of options.client.workflow.list({ query })) found.add(execution.workflowId)
+    }
+  } catch (error) {
+    state.listing = false
+    options.log?.(
+      `tether: the namespace cannot list workflows by status (${String(error).split('\n')[0]}); every running run is described on each sweep instead`,
+    )
+    return runs
+  }
+  return runs.filter((run) => found.has(run.runId) || !PLAIN_ID.test(run.runId))
 }
 
 async function reconcileRun(
   audit: AuditStore,
   client: Client,
-  run: { runId: string; executionId?: string | undefined; waiting: boolean },
+  run: RunningRun,
+  state: SweepState,
 ): Promise<void> {
   const handle = client.workflow.getHandle(run.runId)
   let description: Awaited<ReturnType<typeof handle.describe>>
@@ -82,7 +141,12 @@ async function reconcileRun(
   }
   const status = description.status.name
   if (status === 'RUNNING') {
-    if (run.waiting) await dropApprovalsNoLongerAwaited(audit, handle, run.runId)
+    // Only a reset takes an approval back; once per execution, and only when the run was ever reset.
+    const reset = description.raw.workflowExtendedInfo?.lastResetTime
+    if (run.waiting && reset && state.checked.get(run.runId) !== description.runId) {
+      if (await dropApprovalsNoLongerAwaited(audit, handle, run.runId))
+        state.checked.set(run.runId, description.runId)
+    }
     return
   }
   const closed = CLOSED[status]
@@ -135,12 +199,12 @@ async function dropApprovalsNoLongerAwaited(
   audit: AuditStore,
   handle: ReturnType<Client['workflow']['getHandle']>,
   runId: string,
-): Promise<void> {
+): Promise<boolean> {
   // Without a worker the query cannot answer: then nothing is known, and nothing is changed.
   const pending = await handle.client
     .withDeadline(Date.now() + 2_000, () => handle.query(pendingApprovalsQuery))
     .catch(() => undefined)
-  if (!pending) return
+  if (!pending) return false
   const awaited = new Set(pending.map((approval) => approval.approvalId))
   for (const approval of await audit.pendingApprovals({ runId })) {
     if (awaited.has(approval.approvalId)) continue
@@ -153,6 +217,7 @@ async function dropApprovalsNoLongerAwaited(
       reason: 'the run no longer waits for this approval (it was reset in Temporal)',
     })
   }
+  return true
 }
 
 /** Where a Worker runs: a client on its own connection and namespace, and its task queue. */

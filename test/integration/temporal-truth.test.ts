@@ -4,25 +4,27 @@
  * and every deadline shown is when the wait really ends.
  */
 import { randomUUID } from 'node:crypto'
-import { describe, expect, it } from 'vitest'
+import { Client, Connection, type ConnectionOptions } from '@temporalio/client'
+import { describe, expect, inject, it } from 'vitest'
 import { createActivities } from '../../src/activities/index.js'
-import { ReconcilePlugin } from '../../src/embed/reconcile.js'
+import { ReconcilePlugin, reconcileWithTemporal } from '../../src/embed/reconcile.js'
 import { Policy } from '../../src/policy/index.js'
 import { pendingApprovalsQuery } from '../../src/workflows/index.js'
 import { npmWorkspace, useAgentHarness, writeScript } from '../support/agent.js'
 import { createWorker, uniqueTaskQueue } from '../support/temporal.js'
 
 const harness = useAgentHarness()
+type Interceptor = NonNullable<ConnectionOptions['interceptors']>[number]
 const touch = { name: 'exec', args: { argv: ['touch', 'asked.txt'] } }
 const asking = () => Policy.fromSpec({ ...Policy.tiered().toSpec(), identity: 'unsigned' })
 
-/** A worker that serves runs and their parents, and keeps the audit in step with Temporal. */
-async function reconcilingWorker() {
+/** A worker that serves runs and their parents, and keeps the audit in step with Temporal (unless told not to). */
+async function reconcilingWorker(reconciling = true) {
   const taskQueue = uniqueTaskQueue('truth')
   const { worker, connection } = await createWorker({
     taskQueue,
     activities: createActivities({ audit: harness.audit }),
-    plugins: [new ReconcilePlugin(harness.audit)],
+    ...(reconciling ? { plugins: [new ReconcilePlugin(harness.audit)] } : {}),
   })
   const running = worker.run()
   return {
@@ -141,6 +143,65 @@ describe('runs Temporal closes', () => {
     } finally {
       await worker.stop()
       await ws.cleanup()
+    }
+  })
+})
+
+describe('waiting is free', () => {
+  it('a sweep lists the waiting runs in one query; none is described or queried until Temporal closes it', async () => {
+    const worker = await reconcilingWorker(false)
+    // The reconciler's own client, on a connection that counts the calls it makes, by method.
+    const calls = new Map<string, number>()
+    const counting: Interceptor = (options, nextCall) => {
+      const method = String(options.method_definition.path).split('/').at(-1) as string
+      calls.set(method, (calls.get(method) ?? 0) + 1)
+      // The next call is the whole call: returned as it is, nothing of it is changed.
+      return nextCall(options) as ReturnType<Interceptor>
+    }
+    const connection = await Connection.connect({
+      address: inject('temporalAddress'),
+      interceptors: [counting],
+    })
+    const client = new Client({ connection, namespace: inject('namespace') })
+    const inputs = await Promise.all([waitingInput(), waitingInput(), waitingInput()])
+    let reconciler: { stop(): Promise<void> } | undefined
+    try {
+      const runIds = inputs.map(() => `truth-waiting-${randomUUID()}`)
+      const handles = await Promise.all(
+        inputs.map(({ input }, i) =>
+          harness.client.workflow.start('agentRun', {
+            taskQueue: worker.taskQueue,
+            workflowId: runIds[i] as string,
+            args: [input],
+          }),
+        ),
+      )
+      for (const runId of runIds) await waitsForAnApproval(runId)
+      reconciler = reconcileWithTemporal({
+        audit: harness.audit,
+        client,
+        taskQueue: worker.taskQueue,
+        intervalMs: 100,
+      })
+      await expect
+        .poll(() => calls.get('ListWorkflowExecutions') ?? 0, { timeout: 60_000 })
+        .toBeGreaterThanOrEqual(5)
+      expect(calls.get('DescribeWorkflowExecution') ?? 0).toBe(0)
+      expect(calls.get('QueryWorkflow') ?? 0).toBe(0)
+
+      // Temporal closes one: the next sweep describes that one alone, and closes it in the audit.
+      await handles[0]?.terminate('an operator stopped it')
+      await closedInAudit(runIds[0] as string, 'terminated')
+      expect(calls.get('DescribeWorkflowExecution')).toBe(1)
+      expect(calls.get('QueryWorkflow') ?? 0).toBe(0)
+      for (const runId of runIds.slice(1))
+        expect((await harness.audit.runSummary(runId))?.status).toBe('running')
+      await Promise.all(handles.slice(1).map((handle) => handle.terminate('the test is over')))
+    } finally {
+      await reconciler?.stop()
+      await connection.close()
+      await worker.stop()
+      await Promise.all(inputs.map(({ ws }) => ws.cleanup()))
     }
   })
 })
