@@ -11,7 +11,9 @@ import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import type { ApprovalRow } from '../src/audit/index.js'
 import { answerApproval, newRunId, startAgentRun } from '../src/embed/client.js'
+import { workflowCacheSize } from '../src/embed/worker.js'
 import { Policy } from '../src/policy/index.js'
+import { workflowCacheSetting } from '../src/stack/index.js'
 import { cpuSpent, POSTGRES, readCpu, startBenchStack, TEMPORAL, WORKER } from './support.js'
 
 const runs = Number(process.argv[2] ?? 1_000)
@@ -129,7 +131,7 @@ try {
   const perRun = (waiting - baseline) / runs
   const peakPerRun = (peak - baseline) / runs
   console.log(
-    `${runs} runs waiting on an approval each, one worker (workflow cache: sized from memory, TETHER_WORKFLOW_CACHE)`,
+    `${runs} runs waiting on an approval each, one worker (workflow cache: ${workflowCacheSetting() ?? workflowCacheSize()} runs, from TETHER_WORKFLOW_CACHE or the worker's memory)`,
   )
   const marginal = (waiting - halfWaiting) / (runs - half)
   console.log(`  starting them until all wait          ${(startingMs / 1000).toFixed(1)} s`)
@@ -157,8 +159,11 @@ try {
   console.log(`  approve them all (Update, 16 at once) ${(approveMs / 1000).toFixed(1)} s`)
   console.log(`  …until every run finished             ${(finishMs / 1000).toFixed(1)} s`)
   const scale = 10_000 / runs
+  // Past the workflow cache a waiting run is evicted and holds nothing: the RSS grows only up to the cache.
+  const cache = workflowCacheSetting() ?? workflowCacheSize()
+  const further = Math.max(0, Math.min(10_000, cache) - runs)
   console.log(
-    `  10,000 runs (extrapolated): RSS ${mib(waiting + Math.max(0, marginal) * (10_000 - runs))} (all waiting + the growth per further run), ` +
+    `  10,000 runs (extrapolated): RSS ${mib(waiting + Math.max(0, marginal) * further)} (all waiting + the growth per further run up to the cache of ${cache} runs), ` +
       `list ${((listMs * scale) / 1000).toFixed(1)} s, approve ${((approveMs * scale) / 1000).toFixed(0)} s, finish ${((finishMs * scale) / 1000).toFixed(0)} s`,
   )
 } finally {
