@@ -6,7 +6,7 @@
  * while it runs, so nothing lists an approval whose workflow is closed for longer than that.
  */
 
-import { Client, WorkflowNotFoundError } from '@temporalio/client'
+import { Client, isGrpcServiceError, WorkflowNotFoundError } from '@temporalio/client'
 import { SimplePlugin } from '@temporalio/plugin'
 import type { WorkerOptions } from '@temporalio/worker'
 import type { NamespaceFacts } from '../activities/index.js'
@@ -116,6 +116,9 @@ async function closedIn(
       for await (const execution of options.client.workflow.list({ query })) found.add(execution.workflowId)
     }
   } catch (error) {
+    // A rate limit or an outage fails this sweep (the next one tries again); only a namespace that cannot
+    // answer such a query at all is described run by run from now on.
+    if (!cannotList(error)) throw error
     state.listing = false
     options.log?.(
       `tether: the namespace cannot list workflows by status (${String(error).split('\n')[0]}); every running run is described on each sweep instead`,
@@ -123,6 +126,19 @@ async function closedIn(
     return runs
   }
   return runs.filter((run) => found.has(run.runId) || !PLAIN_ID.test(run.runId))
+}
+
+/** gRPC codes of a query the namespace's visibility store does not take (not of a passing failure). */
+const INVALID_ARGUMENT = 3
+const UNIMPLEMENTED = 12
+
+function cannotList(error: unknown): boolean {
+  const grpc = isGrpcServiceError(error)
+    ? error
+    : isGrpcServiceError((error as { cause?: unknown } | undefined)?.cause)
+      ? (error as { cause: { code: number } }).cause
+      : undefined
+  return grpc?.code === INVALID_ARGUMENT || grpc?.code === UNIMPLEMENTED
 }
 
 async function reconcileRun(
