@@ -312,8 +312,7 @@ async function concurrentRuns(concurrent: number, taskQueue?: string, label = ''
       `${timeouts} workflow-task timeouts, worker RSS +${((rssPeak - rssBefore) / concurrent / 2 ** 20).toFixed(2)} MiB per active run at the peak`,
   )
   // Many concurrent steps are bound by the CPU: per step, by process tree of this bench.
-  printCpu(spent, stepsDone, seconds)
-  return { stepsPerSecond, cpu: cpuPerStep(spent, stepsDone) }
+  return { stepsPerSecond, steps: each + 1, cpu: printCpu(spent, stepsDone, seconds) }
 }
 
 /** ms of CPU per step in each process tree of the bench (undefined: a server of the user's own), and in all. */
@@ -332,6 +331,7 @@ function cpuPerStep(spent: CpuReading, steps: number) {
   }
 }
 
+/** Prints the CPU per step of each process tree and of the machine; returns the trees' figures. */
 function printCpu(spent: CpuReading, steps: number, seconds: number) {
   const cpu = cpuPerStep(spent, steps)
   const ms = (value: number | undefined) =>
@@ -347,6 +347,7 @@ function printCpu(spent: CpuReading, steps: number, seconds: number) {
       `${((spent.machine / seconds / cores) * 100).toFixed(0)}% busy, ${ms(machine - cpu.all)} of it ` +
       'outside this bench (other tenants, and kernel work charged to no process)',
   )
+  return cpu
 }
 
 /**
@@ -355,8 +356,11 @@ function printCpu(spent: CpuReading, steps: number, seconds: number) {
  * Temporal and the SDK cost per step whatever the activities do; a CPU target below it cannot be met by work
  * in tether's own activities.
  */
-async function floorAtOnce(concurrent: number, tether: ReturnType<typeof cpuPerStep>) {
-  const steps = 21
+async function floorAtOnce(
+  concurrent: number,
+  tether: { steps: number; cpu: ReturnType<typeof cpuPerStep> },
+) {
+  const { steps } = tether
   await floor.remoteAtOnce(2, 4) // warm-up
   const before = readCpu(stack.roots)
   const ms = await floor.remoteAtOnce(concurrent, steps * 2)
@@ -366,13 +370,12 @@ async function floorAtOnce(concurrent: number, tether: ReturnType<typeof cpuPerS
     `    the floor, ${concurrent} workflows × ${steps} steps of two no-op remote activities at once: ` +
       `${(stepsDone / (ms / 1000)).toFixed(1)} steps/s`,
   )
-  printCpu(spent, stepsDone, ms / 1000)
-  const floorCpu = cpuPerStep(spent, stepsDone)
+  const floorCpu = printCpu(spent, stepsDone, ms / 1000)
   const ratio = (ours: number | undefined, theirs: number | undefined) =>
     ours === undefined || theirs === undefined ? 'n/a' : (ours / theirs).toFixed(2)
   console.log(
-    `    tether / floor, CPU per step: worker ${ratio(tether.worker, floorCpu.worker)}, Temporal ` +
-      `${ratio(tether.temporal, floorCpu.temporal)}, all ${ratio(tether.all, floorCpu.all)}`,
+    `    tether / floor, CPU per step: worker ${ratio(tether.cpu.worker, floorCpu.worker)}, Temporal ` +
+      `${ratio(tether.cpu.temporal, floorCpu.temporal)}, all ${ratio(tether.cpu.all, floorCpu.all)}`,
   )
 }
 
@@ -569,7 +572,7 @@ try {
       await auditCommitsPerStep()
     } else await durableRun(stack, 5) // warm-up
     const twenty = await concurrentRuns(20)
-    await floorAtOnce(20, twenty.cpu)
+    await floorAtOnce(20, twenty)
     if (many !== 20) {
       // Side by side: the same runs on a worker that never holds a model turn back (pacing off).
       const unpaced = await unpacedWorker()

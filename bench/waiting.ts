@@ -4,7 +4,8 @@
  * it): the worker's RSS per waiting run (target ≤ 50 KB amortised), the time to list every pending
  * approval page by page (as `tether approvals` does), the time to approve them all, and the time until
  * every run has finished; and the CPU the worker, Temporal and PostgreSQL spend while they all wait and
- * nothing happens (target: next to nothing, whatever the number of runs). The figure for 10,000 runs is extrapolated from the measured per-run costs.
+ * nothing happens (target: next to nothing, whatever the number of runs). The figure for 10,000 runs is
+ * extrapolated from the measured per-run costs.
  */
 import { setTimeout as sleep } from 'node:timers/promises'
 import { setFlagsFromString } from 'node:v8'
@@ -23,6 +24,8 @@ const gc = runInNewContext('gc') as () => void
 const PAGE = 500
 /** How long the idle reading lasts: several of the worker's 5 s sweeps of its runs. */
 const IDLE_MS = 20_000
+/** The worker's workflow cache (the bench's worker runs in this process, sized as it is here). */
+const CACHE = workflowCacheSetting() ?? workflowCacheSize()
 const stack = await startBenchStack()
 const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`
 
@@ -131,7 +134,7 @@ try {
   const perRun = (waiting - baseline) / runs
   const peakPerRun = (peak - baseline) / runs
   console.log(
-    `${runs} runs waiting on an approval each, one worker (workflow cache: ${workflowCacheSetting() ?? workflowCacheSize()} runs, from TETHER_WORKFLOW_CACHE or the worker's memory)`,
+    `${runs} runs waiting on an approval each, one worker (workflow cache: ${CACHE} runs, from TETHER_WORKFLOW_CACHE or the worker's memory)`,
   )
   const marginal = (waiting - halfWaiting) / (runs - half)
   console.log(`  starting them until all wait          ${(startingMs / 1000).toFixed(1)} s`)
@@ -160,10 +163,9 @@ try {
   console.log(`  …until every run finished             ${(finishMs / 1000).toFixed(1)} s`)
   const scale = 10_000 / runs
   // Past the workflow cache a waiting run is evicted and holds nothing: the RSS grows only up to the cache.
-  const cache = workflowCacheSetting() ?? workflowCacheSize()
-  const further = Math.max(0, Math.min(10_000, cache) - runs)
+  const further = Math.max(0, Math.min(10_000, CACHE) - runs)
   console.log(
-    `  10,000 runs (extrapolated): RSS ${mib(waiting + Math.max(0, marginal) * further)} (all waiting + the growth per further run up to the cache of ${cache} runs), ` +
+    `  10,000 runs (extrapolated): RSS ${mib(waiting + Math.max(0, marginal) * further)} (all waiting + the growth per further run up to the cache of ${CACHE} runs), ` +
       `list ${((listMs * scale) / 1000).toFixed(1)} s, approve ${((approveMs * scale) / 1000).toFixed(0)} s, finish ${((finishMs * scale) / 1000).toFixed(0)} s`,
   )
 } finally {

@@ -133,11 +133,8 @@ const INVALID_ARGUMENT = 3
 const UNIMPLEMENTED = 12
 
 function cannotList(error: unknown): boolean {
-  const grpc = isGrpcServiceError(error)
-    ? error
-    : isGrpcServiceError((error as { cause?: unknown } | undefined)?.cause)
-      ? (error as { cause: { code: number } }).cause
-      : undefined
+  // The client wraps the server's gRPC error in a ServiceError, as its cause.
+  const grpc = [error, (error as { cause?: unknown } | undefined)?.cause].find(isGrpcServiceError)
   return grpc?.code === INVALID_ARGUMENT || grpc?.code === UNIMPLEMENTED
 }
 
