@@ -9,14 +9,14 @@ import { createRequire } from 'node:module'
 import { createServer, type Server } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath, pathToFileURL } from 'node:url'
+import { pathToFileURL } from 'node:url'
 import { ApplicationFailure, WorkflowFailedError } from '@temporalio/client'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
 import type { AuditStore } from '../../src/audit/index.js'
 import { FIX_ADD, npmWorkspace, openTestAudit, startAgentWorker, writeScript } from '../support/agent.js'
+import { CHECKOUT, copyOfCheckout } from '../support/checkout.js'
 import { connectClient } from '../support/temporal.js'
 
-const CHECKOUT = fileURLToPath(new URL('../../', import.meta.url))
 // The sources, so the test checks this code even when dist/ is older; tsx by path, as the cwd is elsewhere.
 const BIN = join(CHECKOUT, 'src/cli/bin.ts')
 const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href
@@ -662,12 +662,14 @@ describe('tether CLI', () => {
     await writeFile(join(project, 'package.json'), '{ "name": "user-project", "private": true }\n')
     const npm = (args: string[], cwd: string) =>
       run('npm', [...args, '--offline', '--no-audit', '--no-fund', '--loglevel=error'], { cwd }).done
-    const installed = await npm(['install', CHECKOUT], project)
+    // Installing a folder runs its prepare (the build): a copy's, so the checkout's dist/ stays as it is.
+    const copy = await copyOfCheckout(join(outside, 'checkout'))
+    const installed = await npm(['install', copy], project)
     expect(installed.code, installed.stderr).toBe(0)
     const npx = await run('npx', ['--offline', 'tether', '--version'], { cwd: project }).done
     expect(npx).toMatchObject({ code: 0, stdout: `${VERSION}\n` })
 
-    const global = await npm(['install', '--global', '--prefix', prefix, CHECKOUT], outside)
+    const global = await npm(['install', '--global', '--prefix', prefix, copy], outside)
     expect(global.code, global.stderr).toBe(0)
     const onPath = await run('tether', ['--version'], {
       cwd: project,

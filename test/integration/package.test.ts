@@ -7,19 +7,18 @@ import { execFile } from 'node:child_process'
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
 import { FIX_ADD, npmWorkspace, testPolicy, writeScript } from '../support/agent.js'
+import { CHECKOUT, copyOfCheckout } from '../support/checkout.js'
 import { uniqueTaskQueue } from '../support/temporal.js'
 
 const run = promisify(execFile)
-const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const SDK = '1.24.0'
 
 /** The README's TypeScript block that shows the plugin, exactly as a reader copies it. */
 async function readmeSnippet(): Promise<string> {
-  const readme = await readFile(join(ROOT, 'README.md'), 'utf8')
+  const readme = await readFile(join(CHECKOUT, 'README.md'), 'utf8')
   const block = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].find((m) => m[1]?.includes('tetherPlugin()'))
   if (!block?.[1]) throw new Error('the README has no TypeScript block with tetherPlugin()')
   return block[1]
@@ -31,9 +30,10 @@ let files: string[]
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'tether-package-'))
-  // `npm pack` runs the package's prepack (the build), as publishing would.
+  const source = await copyOfCheckout(join(dir, 'source'))
+  // `npm pack` runs the package's prepack (the build), as publishing would: in a copy of the checkout.
   const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', dir], {
-    cwd: ROOT,
+    cwd: source,
     maxBuffer: 64 * 1024 * 1024,
   })
   const packed = JSON.parse(stdout.slice(stdout.indexOf('['))) as Array<{
