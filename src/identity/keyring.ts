@@ -3,8 +3,24 @@
  * (mode 0600) in the user's config folder, used by `tether approve` / `tether deny` to sign. Node only
  * (node:crypto); the policy holds only the public half.
  */
-import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject, sign } from 'node:crypto'
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import {
+  createPrivateKey,
+  createPublicKey,
+  generateKeyPairSync,
+  type KeyObject,
+  randomUUID,
+  sign,
+} from 'node:crypto'
+import {
+  existsSync,
+  linkSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs'
 import { homedir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { keyIdOf } from './dsse.js'
@@ -107,10 +123,16 @@ export function workerKey(file: string): WorkerKey {
   if (!existsSync(file)) {
     mkdirSync(dirname(file), { recursive: true, mode: 0o700 })
     const { privateKey } = generateKeyPairSync('ed25519')
+    // Written whole under a name of its own, then linked into place: a worker racing this one finds either
+    // no file or the whole key, never a file created and not yet written.
+    const draft = `${file}.${process.pid}.${randomUUID()}`
+    writeFileSync(draft, privateKey.export({ format: 'pem', type: 'pkcs8' }), { mode: 0o600, flag: 'wx' })
     try {
-      writeFileSync(file, privateKey.export({ format: 'pem', type: 'pkcs8' }), { mode: 0o600, flag: 'wx' })
+      linkSync(draft, file)
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+    } finally {
+      unlinkSync(draft)
     }
   }
   const key = privateKeyFile(file, 'the worker key')

@@ -3,7 +3,8 @@
  * securesystemslib computes them, a signature that fails after any change), the worker key, the workspace
  * tree digest, and the statement made from a run's rows.
  */
-import { chmod, mkdir, mkdtemp, rm, stat, symlink, writeFile } from 'node:fs/promises'
+import { execFile } from 'node:child_process'
+import { chmod, mkdir, mkdtemp, readdir, rm, stat, symlink, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -35,6 +36,29 @@ describe('the worker key', () => {
     await chmod(file, 0o644)
     expect(() => workerKey(file)).toThrow(/can be read by others; make it private/)
     await chmod(file, 0o600)
+  })
+
+  it('is one whole key for workers that start at once, and leaves nothing else beside it', async () => {
+    const folder = join(dir, 'racing')
+    const file = join(folder, 'worker-key.pem')
+    const keyring = new URL('../../../src/identity/keyring.ts', import.meta.url).href
+    const script = `import { workerKey } from ${JSON.stringify(keyring)}; console.log(workerKey(${JSON.stringify(file)}).publicKey)`
+    const started = Array.from(
+      { length: 6 },
+      () =>
+        new Promise<{ code: number | null; out: string; err: string }>((resolve) => {
+          execFile(
+            process.execPath,
+            ['--import', 'tsx', '--input-type=module', '--eval', script],
+            (error, out, err) => resolve({ code: error ? (error.code as number) : 0, out, err }),
+          )
+        }),
+    )
+    const workers = await Promise.all(started)
+    for (const worker of workers) expect(worker, worker.err).toMatchObject({ code: 0, err: '' })
+    expect(new Set(workers.map((worker) => worker.out.trim())).size).toBe(1)
+    expect(workers[0]?.out.trim()).toBe(publicKeyFrom(file))
+    expect(await readdir(folder)).toEqual(['worker-key.pem'])
   })
 
   it('has the key id securesystemslib gives an Ed25519 key', () => {
