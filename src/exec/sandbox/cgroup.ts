@@ -4,8 +4,16 @@
  * memory, with a record of whether the command hit either. Used when this machine lets the worker create
  * cgroups (cgroup v1 controllers mounted writable, or a delegated cgroup v2 subtree); otherwise commands
  * get rlimits only and the report says so.
+ *
+ * Nothing is left behind. A worker's groups live in a folder named for its process and PID namespace (a
+ * v1 hierarchy is often shared by containers whose PIDs overlap). A group given back while its processes
+ * are still exiting (a sandbox's namespaces take a moment to go) waits until it is empty and is then kept
+ * or removed; and a worker starting up removes the folders of workers of its own PID namespace that died
+ * without removing theirs (killed, say). A leaked memory group is kernel memory, and the kernel walks
+ * every group it keeps.
  */
-import { mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readdirSync, readFileSync, readlinkSync, rmdirSync, writeFileSync } from 'node:fs'
+import { rmdir } from 'node:fs/promises'
 import { join } from 'node:path'
 
 export interface CgroupSupport {
@@ -59,7 +67,25 @@ function ownCgroups(): Map<string, string> {
   return own
 }
 
-/** Makes (and checks we may use) `<own cgroup>/tether-<pid>` in one hierarchy; undefined if we may not. */
+/** This process's PID namespace (its inode number), or undefined when /proc does not say. */
+function pidNamespace(): string | undefined {
+  try {
+    return /^pid:\[(\d+)\]$/.exec(readlinkSync('/proc/self/ns/pid'))?.[1]
+  } catch {
+    return undefined
+  }
+}
+
+/** `tether-<pid>-<PID namespace>`: whose folder it is. */
+const WORKER_FOLDER = /^tether-(\d+)-(\d+)$/
+
+/** This worker's folder's name. */
+function workerFolderName(): string {
+  const namespace = pidNamespace()
+  return namespace ? `tether-${process.pid}-${namespace}` : `tether-${process.pid}`
+}
+
+/** Makes (and checks we may use) `<own cgroup>/<workerFolderName()>` in one hierarchy; undefined if we may not. */
 function workerFolder(
   mountPoint: string,
   ownPath: string | undefined,
@@ -67,7 +93,7 @@ function workerFolder(
   setup: (folder: string) => void = () => {},
 ): string | undefined {
   if (ownPath === undefined) return undefined
-  const folder = join(mountPoint, ownPath, `tether-${process.pid}`)
+  const folder = join(mountPoint, ownPath, workerFolderName())
   try {
     mkdirSync(folder, { recursive: true })
     setup(folder)
@@ -104,7 +130,7 @@ export function detectCgroups(): CgroupSupport | undefined {
         ? workerFolder(memoryMount.point, own.get('memory'), ['memory.limit_in_bytes', '-1'])
         : undefined
       removeAtExit([pids, memory])
-      return { version: 1, pids, memory }
+      return sweptBeside({ version: 1, pids, memory })
     }
   }
   const unified = all.find((m) => m.type === 'cgroup2')
@@ -122,15 +148,21 @@ export function detectCgroups(): CgroupSupport | undefined {
     })
     if (folder) {
       removeAtExit([folder])
-      return { version: 2, pids: folder, memory }
+      return sweptBeside({ version: 2, pids: folder, memory })
     }
   }
   return undefined
 }
 
+/** `support`, with dead workers' folders beside its own being removed in the background. */
+function sweptBeside(support: CgroupSupport): CgroupSupport {
+  void removeDeadWorkersGroups(support)
+  return support
+}
+
 function removeAtExit(folders: Array<string | undefined>): void {
   process.once('exit', () => {
-    for (const group of pool.splice(0)) group.remove()
+    for (const group of [...pool.splice(0), ...draining]) group.remove()
     for (const folder of folders) {
       if (!folder) continue
       try {
@@ -142,15 +174,86 @@ function removeAtExit(folders: Array<string | undefined>): void {
   })
 }
 
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
+
+/**
+ * Removes the folders (and their groups) that workers of this PID namespace left behind when they died,
+ * beside this worker's own in each hierarchy of `support`. A folder of another namespace, or of the old
+ * name without one, may be a live worker's: it is never touched. A group that still has processes stays,
+ * and so does its folder. Resolves once done; what could not be removed is left as it was.
+ */
+export async function removeDeadWorkersGroups(support: CgroupSupport): Promise<void> {
+  const namespace = pidNamespace()
+  if (!namespace) return
+  for (const own of new Set([support.pids, support.memory])) {
+    if (!own) continue
+    const parent = join(own, '..')
+    let names: string[]
+    try {
+      names = readdirSync(parent)
+    } catch {
+      continue
+    }
+    for (const name of names) {
+      const match = WORKER_FOLDER.exec(name)
+      if (!match || match[2] !== namespace) continue
+      const pid = Number(match[1])
+      if (pid === process.pid || alive(pid)) continue
+      const folder = join(parent, name)
+      let groups: string[] = []
+      try {
+        groups = readdirSync(folder, { withFileTypes: true })
+          .filter((entry) => entry.isDirectory())
+          .map((entry) => entry.name)
+      } catch {
+        // gone already
+      }
+      // One by one, off this thread: a v1 memory group takes a millisecond or more to remove.
+      for (const group of groups) await rmdir(join(folder, group)).catch(() => {})
+      await rmdir(folder).catch(() => {})
+      // Between folders nothing holds the process: one that is done exits, and the next worker goes on.
+      await new Promise((resolve) => setTimeout(resolve, 0).unref())
+    }
+  }
+}
+
 let counter = 0
 /** Empty command groups kept for the next command: making and removing a v1 memory group costs ms. */
 const pool: CommandCgroup[] = []
 const POOL_SIZE = 16
+/** Groups given back (or removed) while processes were still in them, until those are gone. */
+const draining = new Set<CommandCgroup>()
+/** How often a draining group is looked at again. */
+const DRAIN_MS = 250
+let drainTimer: NodeJS.Timeout | undefined
+
+/** Pools or removes the draining groups that have emptied; looks again later while any has not. */
+function drain(): void {
+  for (const group of draining) {
+    if (group.occupied()) continue
+    draining.delete(group)
+    group.recycle()
+  }
+  if (draining.size === 0 || drainTimer) return
+  drainTimer = setTimeout(() => {
+    drainTimer = undefined
+    drain()
+  }, DRAIN_MS).unref()
+}
 
 /** The cgroup(s) of one command: taken before it starts, read and given back after it ends. */
 export class CommandCgroup {
   /** Event counters when the command started: the files only count up, and groups are reused. */
   private baseline = { processes: 0, memory: 0 }
+  /** Being removed: never pooled again. */
+  private retired = false
   private limits = { processes: 0, memoryBytes: 0 }
 
   private constructor(
@@ -163,6 +266,7 @@ export class CommandCgroup {
     support: CgroupSupport,
     limits: { processes: number; memoryBytes: number },
   ): CommandCgroup | undefined {
+    drain()
     let group = pool.pop()
     if (group && group.support !== support) {
       group.remove()
@@ -243,17 +347,35 @@ export class CommandCgroup {
     return { processes: now.processes > this.baseline.processes, memory: now.memory > this.baseline.memory }
   }
 
-  /** Kills whatever is left in the group(s), then keeps them for the next command or removes them. */
+  /**
+   * Kills whatever is left in the group(s), then keeps them for the next command or removes them — once
+   * they are empty: processes still exiting (or just killed) are waited for.
+   */
   release(): void {
-    const left = this.killMembers()
-    if (!left && pool.length < POOL_SIZE) pool.push(this)
+    if (this.killMembers()) {
+      draining.add(this)
+      drain()
+    } else this.recycle()
+  }
+
+  /** Kept for the next command while the pool has room, else removed. */
+  recycle(): void {
+    if (!this.retired && pool.length < POOL_SIZE) pool.push(this)
     else this.remove()
+  }
+
+  /** Whether any process is in the group(s). */
+  occupied(): boolean {
+    return this.folderList().some((folder) => members(folder).length > 0)
+  }
+
+  private folderList(): string[] {
+    return [...new Set([this.folders.pids, this.folders.memory])].filter((folder) => folder !== undefined)
   }
 
   private killMembers(): boolean {
     let left = false
-    for (const folder of new Set([this.folders.pids, this.folders.memory])) {
-      if (!folder) continue
+    for (const folder of this.folderList()) {
       for (const pid of members(folder)) {
         left = true
         try {
@@ -266,17 +388,26 @@ export class CommandCgroup {
     return left
   }
 
-  /** Removes the group(s); the kernel frees a group that is still emptying once it is empty. */
+  /**
+   * Removes the group(s). One that cannot go yet (a process still exiting) is removed once it is empty: a
+   * cgroup is never removed by the kernel on its own.
+   */
   remove(): void {
+    this.retired = true
     this.killMembers()
-    for (const folder of new Set([this.folders.memory, this.folders.pids])) {
-      if (!folder) continue
+    let busy = false
+    for (const folder of this.folderList()) {
       try {
         rmdirSync(folder)
-      } catch {
-        // not empty yet (a process being reaped) or never made
+      } catch (error) {
+        // EBUSY: a process in it; ENOENT: never made, or removed already
+        if ((error as NodeJS.ErrnoException).code === 'EBUSY') busy = true
       }
     }
+    if (busy) {
+      draining.add(this)
+      drain()
+    } else draining.delete(this)
   }
 }
 

@@ -1,0 +1,75 @@
+/**
+ * Per-command cgroups, for real, where this machine lets the worker make them: nothing is left behind. A
+ * group given back while a process is still in it is kept or removed once that process is gone (the kernel
+ * never removes a cgroup by itself), and a worker removes the folders of dead workers of its own PID
+ * namespace while leaving every other folder alone.
+ */
+import { type ChildProcess, spawn } from 'node:child_process'
+import { existsSync, mkdirSync, readdirSync, readlinkSync, rmdirSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { afterEach, describe, expect, it } from 'vitest'
+import { CommandCgroup, detectCgroups, removeDeadWorkersGroups } from '../../../src/exec/sandbox/cgroup.js'
+
+const support = detectCgroups()
+const limits = { processes: 64, memoryBytes: 256 * 1024 * 1024 }
+
+const ended = (child: ChildProcess) =>
+  new Promise<void>((resolve) => (child.exitCode !== null ? resolve() : child.once('exit', () => resolve())))
+
+const made: string[] = []
+afterEach(() => {
+  // Deepest first: a folder goes after its groups.
+  for (const folder of made.splice(0).sort((a, b) => b.length - a.length)) {
+    if (existsSync(folder)) rmdirSync(folder)
+  }
+})
+
+describe.runIf(support)('command cgroups', () => {
+  const groups = (hierarchy: string) => readdirSync(hierarchy).filter((name) => name.startsWith('cmd-'))
+
+  it('a group given back while a process is still in it is reused once the process is gone, not leaked', async () => {
+    const cgroups = support!
+    const group = CommandCgroup.acquire(cgroups, limits)!
+    const child = spawn('sleep', ['60'], { stdio: 'ignore' })
+    await new Promise((resolve) => child.once('spawn', resolve))
+    for (const file of group.procsFiles) writeFileSync(file, String(child.pid))
+    const before = groups(cgroups.pids)
+
+    group.release()
+    // Killed, and still exiting when release returned: its group could not be removed or pooled then.
+    await ended(child)
+    expect(child.signalCode).toBe('SIGKILL')
+    await new Promise((resolve) => setTimeout(resolve, 1_000))
+
+    const next = CommandCgroup.acquire(cgroups, limits)!
+    expect(next.procsFiles).toEqual(group.procsFiles)
+    expect(groups(cgroups.pids)).toEqual(before)
+    next.release()
+  }, 30_000)
+
+  it("removes a dead worker's folder of this PID namespace; keeps live workers' and other namespaces'", async () => {
+    const cgroups = support!
+    const namespace = /\d+/.exec(readlinkSync('/proc/self/ns/pid'))![0]
+    const gone = spawn('true')
+    await ended(gone)
+    const dead = gone.pid!
+    const hierarchies = [cgroups.pids, cgroups.memory].filter((path) => path !== undefined)
+    const folders = (name: string) =>
+      hierarchies.map((own) => {
+        const folder = join(own, '..', name)
+        mkdirSync(join(folder, 'cmd-1'), { recursive: true })
+        made.push(folder, join(folder, 'cmd-1'))
+        return folder
+      })
+    const deadHere = folders(`tether-${dead}-${namespace}`)
+    const otherNamespace = folders(`tether-${dead}-1`)
+    const oldName = folders(`tether-${dead}`)
+    const liveHere = folders(`tether-${process.ppid}-${namespace}`)
+
+    await removeDeadWorkersGroups(cgroups)
+
+    for (const folder of deadHere) expect(existsSync(folder)).toBe(false)
+    for (const folder of [...otherNamespace, ...oldName, ...liveHere])
+      expect(existsSync(join(folder, 'cmd-1'))).toBe(true)
+  }, 30_000)
+})
