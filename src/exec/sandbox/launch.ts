@@ -17,9 +17,9 @@
  * uid to host root, whose files it could then read), so bwrap runs privileged without a user namespace and
  * `setpriv` makes the command the workspace's own unprivileged identity (identity.ts) just before it starts.
  */
-import { existsSync, rmSync, statSync } from 'node:fs'
+import { existsSync, realpathSync, rmSync, statSync } from 'node:fs'
 import { homedir, totalmem } from 'node:os'
-import { dirname, isAbsolute, join, resolve, sep } from 'node:path'
+import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path'
 import { pinGitConfig } from '../env.js'
 import type { LaunchedProcess } from '../launcher.js'
 import { socketFolder, socketRoot } from '../sockets.js'
@@ -113,6 +113,29 @@ function byDepth(paths: Iterable<string>): string[] {
   return [...new Set(paths)]
     .filter((path) => isAbsolute(path) && path !== '/')
     .sort((a, b) => a.split(sep).length - b.split(sep).length || a.localeCompare(b))
+}
+
+/**
+ * Read-only binds (by depth) without those the tree of an earlier one already shows as they are: a bind
+ * is recursive, and each costs bwrap a read of the whole mount table (PATH entries such as ~/.cargo/bin
+ * beside ~/.cargo made a tenth of a sandbox's start). One reached through a symlink, or not there, stays.
+ */
+export function withoutNested(paths: readonly string[]): string[] {
+  const kept: string[] = []
+  for (const path of paths) {
+    const outer = kept.find((folder) => path !== folder && within(path, folder))
+    if (!outer || !realInside(path, outer)) kept.push(path)
+  }
+  return kept
+}
+
+/** Whether `path` is, on disk, where its name puts it in `outer`'s real tree (no symlink on the way down). */
+function realInside(path: string, outer: string): boolean {
+  try {
+    return realpathSync(path) === join(realpathSync(outer), relative(outer, path))
+  } catch {
+    return false
+  }
 }
 
 function isDirectory(path: string): boolean | undefined {
@@ -225,7 +248,7 @@ export async function planSandbox(
     network: options.network,
     bridge,
     privateHome,
-    readOnly: byDepth(options.readOnly ?? []),
+    readOnly: withoutNested(byDepth(options.readOnly ?? [])),
     writable,
     hidden,
     workspaceAccess,

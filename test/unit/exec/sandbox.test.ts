@@ -4,7 +4,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import { existsSync } from 'node:fs'
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { chmod, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises'
 import { createServer, type Server } from 'node:net'
 import { homedir, tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -18,6 +18,7 @@ import {
   sandboxRuntime,
   toolchainBinds,
 } from '../../../src/exec/index.js'
+import { withoutNested } from '../../../src/exec/sandbox/launch.js'
 import { PROBE_ID, processesWithProbeId } from '../../fixtures/exec/probes.js'
 
 let dir: string
@@ -93,6 +94,43 @@ describe('the filesystem boundary', () => {
     const result = await sandboxed(['ls', '-A', state], { sandbox: { workspace: dir, hide: [state] } })
     expect(result).toMatchObject({ status: 'exited', exitCode: 0 })
     expect(result.stdout.text).toBe('')
+  })
+})
+
+describe('read-only binds', () => {
+  it('binds a folder inside another read-only one once, unless a symlink leads out of it', async () => {
+    const tool = join(dir, 'nested-tool')
+    const elsewhere = join(dir, 'nested-elsewhere')
+    await mkdir(join(tool, 'bin'), { recursive: true })
+    await mkdir(elsewhere, { recursive: true })
+    await symlink(elsewhere, join(tool, 'linked'))
+    cleanups.push(
+      () => rm(tool, { recursive: true }),
+      () => rm(elsewhere, { recursive: true }),
+    )
+    const paths = [tool, join(tool, 'bin'), join(tool, 'linked'), join(tool, 'missing'), `${tool}-sibling`]
+    expect(withoutNested(paths)).toEqual([
+      tool,
+      join(tool, 'linked'),
+      join(tool, 'missing'),
+      `${tool}-sibling`,
+    ])
+  })
+
+  it('still shows what the inner one named, read-only, in the emptied home', async () => {
+    // Outside the workspace, readable by the identity a root worker's commands run as.
+    const home = await mkdtemp(join(tmpdir(), 'tether-home-'))
+    await chmod(home, 0o755)
+    const bin = join(home, '.tool', 'bin')
+    await mkdir(bin, { recursive: true })
+    await writeFile(join(bin, 'tool.txt'), 'from the toolchain\n')
+    cleanups.push(() => rm(home, { recursive: true }))
+    const result = await sandboxed(sh(`cat "${bin}/tool.txt"; echo x > "${bin}/new.txt"`), {
+      sandbox: { workspace: dir, home, readOnly: [join(home, '.tool'), bin] },
+    })
+    expect(result.stdout.text).toBe('from the toolchain\n')
+    expect(result.stderr.text).toMatch(/Read-only file system/)
+    expect(existsSync(join(bin, 'new.txt'))).toBe(false)
   })
 })
 
