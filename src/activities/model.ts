@@ -7,7 +7,7 @@
 
 import { Context } from '@temporalio/activity'
 import { ApplicationFailure } from '@temporalio/common'
-import { AuditInputError, type AuditStore } from '../audit/index.js'
+import { AuditInputError, type AuditStore, type StoredMessage } from '../audit/index.js'
 import {
   boundReply,
   buildSystemPrompt,
@@ -86,12 +86,13 @@ async function modelTurn(
     [ATTR.auditRows]: [auditRow('steps', input.step), auditRow('messages', input.replySeq)],
   })
   // A previous attempt may have stored the reply and died before returning it: replay that reply rather
-  // than asking the model again, so the transcript and the workflow never disagree. (The transcript has no
-  // gaps, so the first message at or after replySeq is the reply.) Everything else of the turn was stored
-  // in the same commit.
-  const [existing] = await deps.audit.loadMessages(input.runId, { fromSeq: input.replySeq, limit: 1 })
+  // than asking the model again, so the transcript and the workflow never disagree. Everything else of the
+  // turn was stored in the same commit (the observations before it too), so the transcript up to the reply
+  // is read once, and it holds the reply exactly when that commit was made.
+  const transcript = await deps.audit.loadMessages(input.runId, { limit: input.replySeq + 1 })
+  const existing = transcript.find((message) => message.seq === input.replySeq)
   if (existing) return judged(deps, input, historyTurn(existing.content as StoredReply))
-  const stored = await reply(deps, input, signal)
+  const stored = await reply(deps, input, transcript, signal)
   const turn = await judged(deps, input, historyTurn(stored))
   const first = await storeTurn(deps.audit, input, stored, turn.verdicts)
   // Counted once: when this write is the step's first.
@@ -178,12 +179,12 @@ async function reply(
     contract: carried,
     mcpTools,
   }: Parameters<TetherActivities['tetherModelTurn']>[0],
+  before: readonly StoredMessage[],
   signal: AbortSignal,
 ): Promise<StoredReply> {
-  // The observations since the last write are stored with the reply; the model reads them from here.
-  const transcript: unknown[] = (await deps.audit.loadMessages(runId, { limit: replySeq })).map(
-    (m) => m.content,
-  )
+  // The messages before the reply as stored (the turn read them, the reply not among them), and the
+  // observations since the last write, which are stored with the reply: the model reads them from here.
+  const transcript: unknown[] = before.map((m) => m.content)
   for (const { seq, message } of [...pending].sort((a, b) => a.seq - b.seq)) transcript[seq] = message
   const messages = transcript.map((message) => toTranscript(message as TranscriptMessage))
 
