@@ -117,9 +117,12 @@ export class WorkspaceSnapshots {
     detail?: string,
     options: { scanned?: Scan; commit?: SnapshotCommit } = {},
   ): Promise<TakenSnapshot> {
-    // The generation is read while the folder is scanned: a round trip less to wait for, and read earlier
-    // is only safer (a collection after it moves it, which the read under the lock sees).
-    let generation = collectionGeneration(this.pool)
+    // The collection generation the upload goes by: the one this worker last saw, else read while the folder
+    // is scanned. Either may be old by the time the row is recorded; the read under the lock then tells
+    // (StaleIndex below), and the tree is taken again from scratch. A collection is rare (hours apart), so
+    // a step pays no read for it.
+    let generation: Promise<number> =
+      this.generation >= 0 ? Promise.resolve(this.generation) : collectionGeneration(this.pool)
     generation.catch(() => {})
     const scanning = performance.now()
     let scan = options.scanned ?? (await this.scan(folder, exclusion))
