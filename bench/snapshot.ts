@@ -9,6 +9,8 @@
  * (d) a durable step with snapshots on against off, on the bench/run workload (agentRun, command `true`;
  *     target ≤ 1.2×). `--quick`: 1,000 files / 20 MB, and fewer rounds.
  * Each timing in (a) and (b) starts after a `sync`, so none pays for the disk writes of the one before it.
+ * Beside (a), the floor of any stat-based scan: `find` taking the same stat fields of every entry (C, one
+ * thread, nothing else done), against 1/20 of tar.
  *
  *   npx tsx bench/snapshot.ts
  */
@@ -87,6 +89,7 @@ async function treeBench(stack: BenchStack, dir: string) {
     scan: [] as number[],
     git: [] as number[],
     tar: [] as number[],
+    stats: [] as number[],
     growth: [] as number[],
   }
   let changed = 0
@@ -106,6 +109,10 @@ async function treeBench(stack: BenchStack, dir: string) {
     started = performance.now()
     sh(root, `${gitEnv} git add -A && ${gitEnv} git write-tree`)
     series.git.push(ms(started))
+    settle()
+    started = performance.now()
+    sh(root, `find . -printf '%s %T@ %C@ %i %m\n' > /dev/null`)
+    series.stats.push(ms(started))
     if (round <= 3) {
       settle()
       started = performance.now()
@@ -113,12 +120,13 @@ async function treeBench(stack: BenchStack, dir: string) {
       series.tar.push(ms(started))
     }
   }
-  const [tether, scanMs, gitMs, tar] = [series.tether, series.scan, series.git, series.tar].map(median) as [
-    number,
-    number,
-    number,
-    number,
-  ]
+  const [tether, scanMs, gitMs, tar, stats] = [
+    series.tether,
+    series.scan,
+    series.git,
+    series.tar,
+    series.stats,
+  ].map(median) as [number, number, number, number, number]
   console.log(
     `(a) ${FOLDERS * PER_FOLDER} files / ${((FOLDERS * PER_FOLDER * FILE_BYTES) / 2 ** 20).toFixed(0)} MB, 3 files changed per step; medians of ${ROUNDS} rounds (tar: 3)`,
   )
@@ -130,6 +138,9 @@ async function treeBench(stack: BenchStack, dir: string) {
   )
   console.log(
     `    tar -cf of the whole tree:                    ${fmt(tar)}   ratio tether/tar ${(tether / tar).toFixed(3)} (1/${(tar / tether).toFixed(0)})`,
+  )
+  console.log(
+    `    the stats alone (find, C, one thread):        ${fmt(stats)}   ratio find/tar ${(stats / tar).toFixed(3)} (1/${(tar / stats).toFixed(0)})`,
   )
 
   // (b) The last tree into an empty folder, against tar x of the same tree: on the disk, and in memory
