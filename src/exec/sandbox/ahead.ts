@@ -150,10 +150,9 @@ function keyOf(plan: SandboxPlan, argv: string[]): string {
   return JSON.stringify([argv, plan.env, plan.limits])
 }
 
-/** What every path `argv` names is now: device and inode, or missing. */
+/** What every path `argv` names is now: device and inode, or missing (each once: a bind names most twice). */
 function filesOf(argv: string[]): string {
-  return argv
-    .filter((arg) => arg.startsWith('/'))
+  return [...new Set(argv.filter((arg) => arg.startsWith('/')))]
     .map((path) => {
       try {
         const stat = lstatSync(path, { throwIfNoEntry: false })
