@@ -283,8 +283,9 @@ describe('a large folder', () => {
     expect(await snapshots.diff(first.root, second.root)).toEqual([
       expect.objectContaining({ change: 'M', path: 'file-123.txt' }),
     ])
-    const into = join(mkdtempSync(join(tmpdir(), 'tether-paged-restore-')), 'ws')
-    roots.push(into)
+    const parent = mkdtempSync(join(tmpdir(), 'tether-paged-restore-'))
+    roots.push(parent)
+    const into = join(parent, 'ws')
     await snapshots.restore(second.root, into, exclusion)
     expect(await readFile(join(into, 'file-123.txt'), 'utf8')).toBe(changed)
     expect(await readFile(join(into, 'file-399.txt'), 'utf8')).toBe(`${salt} 399`)
@@ -326,8 +327,9 @@ describe('a collection this worker did not see', () => {
     writeFileSync(join(root, 'new.txt'), 'new')
     const after = await snapshots.take({ runId, step: 1, call: 0, kind: 'tool' }, root, exclusion)
     expect(await snapshots.store.missing([hash])).toEqual([])
-    const into = join(mkdtempSync(join(tmpdir(), 'tether-stale-restore-')), 'ws')
-    roots.push(into)
+    const parent = mkdtempSync(join(tmpdir(), 'tether-stale-restore-'))
+    roots.push(parent)
+    const into = join(parent, 'ws')
     await snapshots.restore(after.root, into, exclusion)
     expect(await readFile(join(into, 'kept.txt'), 'utf8')).toBe(kept)
   })

@@ -64,8 +64,9 @@ async function collect(hash: string) {
 }
 
 async function restored(snapshots: WorkspaceSnapshots, root: string): Promise<string> {
-  const into = join(mkdtempSync(join(tmpdir(), 'tether-incremental-restore-')), 'ws')
-  folders.push(into)
+  const parent = mkdtempSync(join(tmpdir(), 'tether-incremental-restore-'))
+  folders.push(parent)
+  const into = join(parent, 'ws')
   await snapshots.restore(root, into, nothing)
   return into
 }

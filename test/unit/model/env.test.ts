@@ -1,8 +1,8 @@
 /** Choosing and configuring a provider from the environment and a `<provider>:<model>` choice. */
-import { mkdtemp, writeFile } from 'node:fs/promises'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, onTestFinished } from 'vitest'
 import { ModelConfigError, providerFromEnv } from '../../../src/model/index.js'
 
 const openrouter = { OPENROUTER_API_KEY: 'or-key', OPENROUTER_MODEL: 'anthropic/claude-sonnet-4' }
@@ -96,6 +96,7 @@ describe('providerFromEnv', () => {
 
   it('loads a scripted model from a file', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'tether-env-'))
+    onTestFinished(() => rm(dir, { recursive: true, force: true }))
     const path = join(dir, 'demo.json')
     await writeFile(path, JSON.stringify({ turns: [{ text: 'hello' }] }))
     const provider = providerFromEnv({ TETHER_CONTEXT_TOKENS: '5000' }, `scripted:${path}`)

@@ -1,8 +1,8 @@
 /** The scripted model: stateless turn choice, deterministic ids, script validation, transcript checks. */
-import { mkdtemp, writeFile } from 'node:fs/promises'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, onTestFinished } from 'vitest'
 import {
   estimateTokens,
   loadModelScript,
@@ -190,6 +190,7 @@ describe('model scripts', () => {
 
   it('loads a script file, and names the file when it is missing or not JSON', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'tether-script-'))
+    onTestFinished(() => rm(dir, { recursive: true, force: true }))
     const good = join(dir, 'good.json')
     await writeFile(good, JSON.stringify(script))
     expect(loadModelScript(good).turns).toHaveLength(3)

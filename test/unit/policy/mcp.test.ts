@@ -3,9 +3,9 @@
  * (`server.tool`) and the tool with its arguments — with remember, the presets' defaults, read-only
  * annotations only where the policy trusts them, the floor's ceilings, and definitions pinned up front.
  */
-import { mkdtemp } from 'node:fs/promises'
+import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, onTestFinished } from 'vitest'
 import { judge } from '../../../src/judge/index.js'
 import { floorOf, Policy, PolicyError, rememberRule } from '../../../src/policy/index.js'
 import { validateToolCall } from '../../../src/tools/index.js'
@@ -137,7 +137,9 @@ describe('judging a call of an MCP tool', () => {
   }
 
   it('refuses a tool the run does not offer, naming why', async () => {
-    const view = workspaceView(await mkdtemp(`${tmpdir()}/tether-mcp-judge-`))
+    const folder = await mkdtemp(`${tmpdir()}/tether-mcp-judge-`)
+    onTestFinished(() => rm(folder, { recursive: true, force: true }))
+    const view = workspaceView(folder)
     const policy = Policy.permissive()
     expect(judge(policy, view, call('fs.read_file', { path: 'a' }), [])).toMatchObject({
       act: 'mcp',
