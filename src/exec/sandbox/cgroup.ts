@@ -8,9 +8,9 @@
  * Nothing is left behind. A worker's groups live in a folder named for its process and PID namespace (a
  * v1 hierarchy is often shared by containers whose PIDs overlap). A group given back while its processes
  * are still exiting (a sandbox's namespaces take a moment to go) waits until it is empty and is then kept
- * or removed; and a worker starting up removes the folders of workers of its own PID namespace that died
- * without removing theirs (killed, say). A leaked memory group is kernel memory, and the kernel walks
- * every group it keeps.
+ * or removed; and a worker making its folder (for its first sandboxed command) removes the folders of
+ * workers of its own PID namespace that died without removing theirs (killed, say). A leaked memory group
+ * is kernel memory, and the kernel walks every group it keeps.
  */
 import { mkdirSync, readdirSync, readFileSync, readlinkSync, rmdirSync, writeFileSync } from 'node:fs'
 import { rmdir } from 'node:fs/promises'
