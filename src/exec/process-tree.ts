@@ -56,7 +56,8 @@ function allStats(): ProcStat[] {
   return stats
 }
 
-function processExists(pid: number): boolean {
+/** Whether a process (or, for a negative pid, a process group) exists; one of another user's does too. */
+export function processExists(pid: number): boolean {
   try {
     process.kill(pid, 0)
     return true

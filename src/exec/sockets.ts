@@ -11,6 +11,7 @@
 import { existsSync, lstatSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { connect } from 'node:net'
 import { join } from 'node:path'
+import { processExists } from './process-tree.js'
 
 const TMP = '/tmp'
 /** `tether-<pid>-XXXXXX`: whose folder it is. */
@@ -42,15 +43,6 @@ export function socketRoot(): string {
 /** A new private folder for one server's socket, inside this process's socket folder. */
 export function socketFolder(prefix: string): string {
   return mkdtempSync(join(socketRoot(), prefix))
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM'
-  }
 }
 
 /** Whether any socket in the folder's subfolders accepts a connection (its owner lives, in another PID namespace perhaps). */
@@ -89,7 +81,7 @@ async function sweep(): Promise<void> {
   }
   for (const name of names) {
     const owner = FOLDER.exec(name)?.[1]
-    if (owner === undefined || Number(owner) === process.pid || alive(Number(owner))) continue
+    if (owner === undefined || Number(owner) === process.pid || processExists(Number(owner))) continue
     const folder = join(TMP, name)
     try {
       const stat = lstatSync(folder, { throwIfNoEntry: false })

@@ -15,6 +15,7 @@
 import { mkdirSync, readdirSync, readFileSync, readlinkSync, rmdirSync, writeFileSync } from 'node:fs'
 import { rmdir } from 'node:fs/promises'
 import { join } from 'node:path'
+import { processExists } from '../process-tree.js'
 
 export interface CgroupSupport {
   version: 1 | 2
@@ -174,15 +175,6 @@ function removeAtExit(folders: Array<string | undefined>): void {
   })
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM'
-  }
-}
-
 /**
  * Removes the folders (and their groups) that workers of this PID namespace left behind when they died,
  * beside this worker's own in each hierarchy of `support`. A folder of another namespace, or of the old
@@ -205,7 +197,7 @@ export async function removeDeadWorkersGroups(support: CgroupSupport): Promise<v
       const match = WORKER_FOLDER.exec(name)
       if (!match || match[2] !== namespace) continue
       const pid = Number(match[1])
-      if (pid === process.pid || alive(pid)) continue
+      if (pid === process.pid || processExists(pid)) continue
       const folder = join(parent, name)
       let groups: string[] = []
       try {
