@@ -8,6 +8,14 @@ import type { AgentRunResult } from '../workflows/index.js'
 import { colour, print, printJsonLine, visible } from './context.js'
 import { entryKey, entryLine, outcomeText } from './timeline.js'
 
+/**
+ * Whether the work in flight can be told: a command (or the gate) names itself with its first heartbeat, a
+ * quarter second in (none is sent at its start: src/activities/exec.ts); until then it is not shown.
+ */
+function named(flight: Flight): boolean {
+  return (flight.kind !== 'command' && flight.kind !== 'gate') || flight.command !== undefined
+}
+
 /** What `--follow` returns once the run has closed. */
 export type FollowResult = AgentRunResult | { runId: string; outcome: string; reason?: string }
 
@@ -15,8 +23,9 @@ export type FollowResult = AgentRunResult | { runId: string; outcome: string; re
  * Prints a live run's timeline as it grows until the run closes, and returns its result. For a person: each
  * entry a line, and on a terminal a line that ticks every second with what is in flight (the command, its
  * elapsed time and output so far). For a script (`json`): one JSON object per line and per event — each
- * timeline entry as it appears (`"event"`: its type), each piece of work as it starts and each heartbeat it
- * sends (`"event": "progress"`), and the outcome last (`"event": "outcome"`).
+ * timeline entry as it appears (`"event"`: its type), each piece of work as it starts (a command once it has
+ * named itself) and each heartbeat it sends (`"event": "progress"`), and the outcome last
+ * (`"event": "outcome"`).
  */
 export async function followRun(
   client: Client,
@@ -42,7 +51,7 @@ export async function followRun(
   }
   // The live line is redrawn from this machine's clock every second, between Temporal's answers.
   const drawLive = () => {
-    if (!flight || options.hold?.()) return clearLive()
+    if (!flight || !named(flight) || options.hold?.()) return clearLive()
     const text = inFlightWords({ ...flight, elapsedMs: Date.now() - flight.startedAt })
     process.stdout.write(`\r\u001b[2K${colour.dim(`  … ${visible(text)}`)}`)
     liveLine = true
@@ -65,13 +74,14 @@ export async function followRun(
       if (options.json) {
         // A new piece of work, or a new heartbeat from it: news. The same one seen again is not.
         const news = flight && `${flight.id} ${flight.beatAt ?? ''}`
-        if (flight && news !== reported) {
+        if (!flight) reported = undefined
+        else if (news !== reported && named(flight)) {
           const { startedAt: _, id: __, beatAt: ___, ...progress } = flight
           printJsonLine({ event: 'progress', runId, ...progress })
+          reported = news
         }
-        reported = news
       } else if (live) drawLive()
-      else if (flight && Date.now() - lastProgress > 10_000) {
+      else if (flight && named(flight) && Date.now() - lastProgress > 10_000) {
         print(colour.dim(`  … ${visible(inFlightWords(flight))}`))
         lastProgress = Date.now()
       }

@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common'
 import { MockActivityEnvironment } from '@temporalio/testing'
 import { DefaultLogger } from '@temporalio/worker'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { runCommandWithHeartbeats } from '../../../src/activities/exec.js'
 import type { ExecResult } from '../../../src/exec/index.js'
 import { killLeftovers, survivors, treeArgv, treeStarted } from '../../fixtures/exec/probes.js'
@@ -46,6 +46,29 @@ describe('exec activity', () => {
     const elapsed = heartbeats.map((beat) => beat.elapsedMs)
     expect(elapsed).toEqual([...elapsed].sort((a, b) => a - b))
     expect(elapsed.at(-1)).toBeGreaterThan(0)
+  })
+
+  it('sends no heartbeat at a command’s start: none for a quick one, the first a quarter second into a longer one', async () => {
+    // The clock of the activity's timers only, advanced by hand: the commands themselves run for real.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval'] })
+    try {
+      // A 10 s heartbeat timeout, as the workflow gives commands: a beat every 2.5 s.
+      const { env, heartbeats, run } = environment(10_000)
+      expect((await run(runCommandWithHeartbeats, { argv: ['true'], cwd: dir })).status).toBe('exited')
+      expect(heartbeats).toEqual([])
+      const running = run(runCommandWithHeartbeats, { argv: ['sleep', '30'], cwd: dir })
+      await vi.advanceTimersByTimeAsync(249)
+      expect(heartbeats).toEqual([])
+      await vi.advanceTimersByTimeAsync(1)
+      expect(heartbeats.map((beat) => beat.command)).toEqual(['sleep 30'])
+      await vi.advanceTimersByTimeAsync(2_250)
+      expect(heartbeats).toHaveLength(2)
+      vi.useRealTimers()
+      env.cancel()
+      expect((await running).status).toBe('cancelled')
+    } finally {
+      vi.useRealTimers()
+    }
   })
 
   it('reports the bytes printed so far in its heartbeats', async () => {
