@@ -80,10 +80,24 @@ function pidNamespace(): string | undefined {
 /** `tether-<pid>-<PID namespace>`: whose folder it is. */
 const WORKER_FOLDER = /^tether-(\d+)-(\d+)$/
 
-/** This worker's folder's name. */
-function workerFolderName(): string {
+/** This worker's folder's name, and whether it is this process's alone (it names its PID namespace). */
+function workerFolderName(): { name: string; ours: boolean } {
   const namespace = pidNamespace()
-  return namespace ? `tether-${process.pid}-${namespace}` : `tether-${process.pid}`
+  return namespace
+    ? { name: `tether-${process.pid}-${namespace}`, ours: true }
+    : { name: `tether-${process.pid}`, ours: false }
+}
+
+/** Removes the empty groups a dead worker left in `folder` (the one whose pid this process now has). */
+function removeLeftGroups(folder: string): void {
+  for (const entry of readdirSync(folder, { withFileTypes: true })) {
+    if (!entry.isDirectory()) continue
+    try {
+      rmdirSync(join(folder, entry.name))
+    } catch {
+      // still has processes: its name is skipped (CommandCgroup.acquire)
+    }
+  }
 }
 
 /** Makes (and checks we may use) `<own cgroup>/<workerFolderName()>` in one hierarchy; undefined if we may not. */
@@ -94,9 +108,12 @@ function workerFolder(
   setup: (folder: string) => void = () => {},
 ): string | undefined {
   if (ownPath === undefined) return undefined
-  const folder = join(mountPoint, ownPath, workerFolderName())
+  const { name, ours } = workerFolderName()
+  const folder = join(mountPoint, ownPath, name)
   try {
     mkdirSync(folder, { recursive: true })
+    // A folder of this name already there is a dead worker's whose pid this process now has.
+    if (ours) removeLeftGroups(folder)
     setup(folder)
     // Creating is not enough: the controller's files must be there and writable in a child.
     const child = join(folder, 'probe')
@@ -220,6 +237,8 @@ let counter = 0
 /** Empty command groups kept for the next command: making and removing a v1 memory group costs ms. */
 const pool: CommandCgroup[] = []
 const POOL_SIZE = 16
+/** Names tried for a new group before giving up (each taken one is a dead worker's group with processes). */
+const NAME_TRIES = 64
 /** Groups given back (or removed) while processes were still in them, until those are gone. */
 const draining = new Set<CommandCgroup>()
 /** How often a draining group is looked at again. */
@@ -265,17 +284,8 @@ export class CommandCgroup {
       group = undefined
     }
     if (!group) {
-      const name = `cmd-${++counter}`
-      const pids = join(support.pids, name)
-      const memory = support.memory ? (support.version === 2 ? pids : join(support.memory, name)) : undefined
-      group = new CommandCgroup(support, { pids, memory })
-      try {
-        mkdirSync(pids)
-        if (memory && memory !== pids) mkdirSync(memory)
-      } catch {
-        group.remove()
-        return undefined
-      }
+      group = CommandCgroup.make(support)
+      if (!group) return undefined
     }
     try {
       group.setLimits(limits)
@@ -285,6 +295,34 @@ export class CommandCgroup {
     }
     group.baseline = group.counters()
     return group
+  }
+
+  /** A new group; a name a dead worker's group still holds is skipped. Undefined when the kernel refused. */
+  private static make(support: CgroupSupport): CommandCgroup | undefined {
+    for (let tries = 0; tries < NAME_TRIES; tries++) {
+      const name = `cmd-${++counter}`
+      const pids = join(support.pids, name)
+      const memory = support.memory ? (support.version === 2 ? pids : join(support.memory, name)) : undefined
+      const made: string[] = []
+      try {
+        for (const folder of new Set([pids, memory])) {
+          if (!folder) continue
+          mkdirSync(folder)
+          made.push(folder)
+        }
+        return new CommandCgroup(support, { pids, memory })
+      } catch (error) {
+        for (const folder of made) {
+          try {
+            rmdirSync(folder)
+          } catch {
+            // left for the worker's exit, which removes its folder's empty groups
+          }
+        }
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') return undefined
+      }
+    }
+    return undefined
   }
 
   private setLimits(limits: { processes: number; memoryBytes: number }): void {

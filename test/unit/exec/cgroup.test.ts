@@ -20,7 +20,12 @@ const made: string[] = []
 afterEach(() => {
   // Deepest first: a folder goes after its groups.
   for (const folder of made.splice(0).sort((a, b) => b.length - a.length)) {
-    if (existsSync(folder)) rmdirSync(folder)
+    try {
+      rmdirSync(folder)
+    } catch (error) {
+      // Another worker's sweep may have removed a dead one's already.
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error
+    }
   }
 })
 
@@ -47,18 +52,39 @@ describe.runIf(support)('command cgroups', () => {
     next.release()
   }, 30_000)
 
+  it('skips a group name a dead worker with this pid left taken', () => {
+    const cgroups = support!
+    const highest = Math.max(0, ...groups(cgroups.pids).map((name) => Number(name.slice('cmd-'.length))))
+    const taken = Array.from({ length: 5 }, (_, i) => `cmd-${highest + 1 + i}`)
+    for (const name of taken) {
+      for (const hierarchy of new Set([cgroups.pids, cgroups.memory])) {
+        if (!hierarchy) continue
+        mkdirSync(join(hierarchy, name))
+        made.push(join(hierarchy, name))
+      }
+    }
+    // The first may be a kept group; the second is made.
+    const both = [CommandCgroup.acquire(cgroups, limits), CommandCgroup.acquire(cgroups, limits)]
+    expect(both.every((group) => group !== undefined)).toBe(true)
+    const files = both.flatMap((group) => group?.procsFiles ?? [])
+    expect(files.filter((file) => taken.some((name) => file.includes(`/${name}/`)))).toEqual([])
+    for (const group of both) group?.release()
+  })
+
   it("removes a dead worker's folder of this PID namespace; keeps live workers' and other namespaces'", async () => {
     const cgroups = support!
     const namespace = /\d+/.exec(readlinkSync('/proc/self/ns/pid'))![0]
-    const gone = spawn('true')
-    await ended(gone)
-    const dead = gone.pid!
+    // Above any pid_max (2^22): no process has it.
+    const dead = 99_999_999
     const hierarchies = [cgroups.pids, cgroups.memory].filter((path) => path !== undefined)
+    // Made here, never there before (mkdir without recursive throws if one is): the test touches nothing else.
     const folders = (name: string) =>
       hierarchies.map((own) => {
         const folder = join(own, '..', name)
-        mkdirSync(join(folder, 'cmd-1'), { recursive: true })
-        made.push(folder, join(folder, 'cmd-1'))
+        mkdirSync(folder)
+        made.push(folder)
+        mkdirSync(join(folder, 'cmd-1'))
+        made.push(join(folder, 'cmd-1'))
         return folder
       })
     const deadHere = folders(`tether-${dead}-${namespace}`)
