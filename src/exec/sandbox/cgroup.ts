@@ -88,6 +88,9 @@ function workerFolderName(): { name: string; ours: boolean } {
     : { name: `tether-${process.pid}`, ours: false }
 }
 
+/** The worker folders this process has made. */
+const madeHere = new Set<string>()
+
 /** Removes the empty groups a dead worker left in `folder` (the one whose pid this process now has). */
 function removeLeftGroups(folder: string): void {
   for (const entry of readdirSync(folder, { withFileTypes: true })) {
@@ -112,8 +115,10 @@ function workerFolder(
   const folder = join(mountPoint, ownPath, name)
   try {
     mkdirSync(folder, { recursive: true })
-    // A folder of this name already there is a dead worker's whose pid this process now has.
-    if (ours) removeLeftGroups(folder)
+    // A folder of this name there before this process first made it is a dead worker's whose pid this
+    // process now has. (Made again later — the runtime is detected per PATH — it holds this one's groups.)
+    if (ours && !madeHere.has(folder)) removeLeftGroups(folder)
+    madeHere.add(folder)
     setup(folder)
     // Creating is not enough: the controller's files must be there and writable in a child.
     const child = join(folder, 'probe')
