@@ -52,6 +52,17 @@ describe.runIf(support)('command cgroups', () => {
     next.release()
   }, 30_000)
 
+  it('keeps its own groups when the runtime is detected again (once per PATH)', () => {
+    const cgroups = support!
+    const group = CommandCgroup.acquire(cgroups, limits)!
+    group.release()
+    detectCgroups()
+    const again = CommandCgroup.acquire(cgroups, limits)!
+    expect(again.procsFiles).toEqual(group.procsFiles)
+    for (const file of again.procsFiles) expect(existsSync(file)).toBe(true)
+    again.release()
+  })
+
   it('skips a group name a dead worker with this pid left taken', () => {
     const cgroups = support!
     const highest = Math.max(0, ...groups(cgroups.pids).map((name) => Number(name.slice('cmd-'.length))))
