@@ -321,7 +321,7 @@ export class CommandCgroup {
           try {
             rmdirSync(folder)
           } catch {
-            // left for the worker's exit, which removes its folder's empty groups
+            // left to the next worker's sweep, once this one has ended
           }
         }
         if ((error as NodeJS.ErrnoException).code !== 'EEXIST') return undefined
