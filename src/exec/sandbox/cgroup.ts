@@ -15,6 +15,7 @@
 import { mkdirSync, readdirSync, readFileSync, readlinkSync, rmdirSync, writeFileSync } from 'node:fs'
 import { rmdir } from 'node:fs/promises'
 import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { processExists } from '../process-tree.js'
 
 export interface CgroupSupport {
@@ -248,6 +249,8 @@ const NAME_TRIES = 64
 const draining = new Set<CommandCgroup>()
 /** How often a draining group is looked at again. */
 const DRAIN_MS = 250
+/** How often a group being vacated is looked at again: a killed process is usually gone within one. */
+const VACATE_POLL_MS = 5
 let drainTimer: NodeJS.Timeout | undefined
 
 /** Pools or removes the draining groups that have emptied; looks again later while any has not. */
@@ -391,6 +394,16 @@ export class CommandCgroup {
       draining.add(this)
       drain()
     } else this.recycle()
+  }
+
+  /**
+   * Kills whatever is in the group(s) until none is left, for at most `withinMs`, then gives them back
+   * (release): what the command left is gone, not only sent a signal, when this resolves.
+   */
+  async vacate(withinMs: number): Promise<void> {
+    const until = performance.now() + withinMs
+    while (this.killMembers() && performance.now() < until) await sleep(VACATE_POLL_MS)
+    this.release()
   }
 
   /** Kept for the next command while the pool has room, else removed. */

@@ -99,6 +99,8 @@ export class SandboxBoundError extends Error {
  * what they hold along with the processes' memory.
  */
 const MEMORY_SHARES = { tmp: 1 / 2, home: 1 / 4, shm: 1 / 8, run: 1 / 16 }
+/** How long a command's leftover processes may take to die before its cgroup is given back all the same. */
+const VACATE_MS = 2_000
 /** How often the disk bound is checked while a command runs. */
 const DISK_WATCH_MS = 250
 /** What a full file system says, in every libc's words. */
@@ -446,9 +448,9 @@ export class SandboxResources {
     }
   }
 
-  /** Gives the cgroup back (killing what is left in it) and closes the proxy. */
+  /** Gives the cgroup back (what is left in it killed and gone) and closes the proxy. */
   async release(): Promise<void> {
-    this.cgroup?.release()
+    await this.cgroup?.vacate(VACATE_MS)
     await this.proxy?.close()
     if (this.folder) rmSync(this.folder, { recursive: true, force: true })
   }

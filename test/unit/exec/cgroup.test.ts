@@ -5,7 +5,15 @@
  * namespace while leaving every other folder alone.
  */
 import { type ChildProcess, spawn } from 'node:child_process'
-import { existsSync, mkdirSync, readdirSync, readlinkSync, rmdirSync, writeFileSync } from 'node:fs'
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmdirSync,
+  writeFileSync,
+} from 'node:fs'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { CommandCgroup, detectCgroups, removeDeadWorkersGroups } from '../../../src/exec/sandbox/cgroup.js'
@@ -14,7 +22,9 @@ const support = detectCgroups()
 const limits = { processes: 64, memoryBytes: 256 * 1024 * 1024 }
 
 const ended = (child: ChildProcess) =>
-  new Promise<void>((resolve) => (child.exitCode !== null ? resolve() : child.once('exit', () => resolve())))
+  new Promise<void>((resolve) =>
+    child.exitCode !== null || child.signalCode !== null ? resolve() : child.once('exit', () => resolve()),
+  )
 
 const made: string[] = []
 afterEach(() => {
@@ -50,6 +60,18 @@ describe.runIf(support)('command cgroups', () => {
     expect(next.procsFiles).toEqual(group.procsFiles)
     expect(groups(cgroups.pids)).toEqual(before)
     next.release()
+  }, 30_000)
+
+  it('vacating a group kills what is in it and resolves once that is gone', async () => {
+    const cgroups = support!
+    const group = CommandCgroup.acquire(cgroups, limits)!
+    const children = Array.from({ length: 3 }, () => spawn('sleep', ['60'], { stdio: 'ignore' }))
+    await Promise.all(children.map((child) => new Promise((resolve) => child.once('spawn', resolve))))
+    for (const file of group.procsFiles) for (const child of children) writeFileSync(file, String(child.pid))
+    await group.vacate(5_000)
+    for (const file of group.procsFiles) expect(readFileSync(file, 'utf8')).toBe('')
+    await Promise.all(children.map(ended))
+    expect(children.map((child) => child.signalCode)).toEqual(['SIGKILL', 'SIGKILL', 'SIGKILL'])
   }, 30_000)
 
   it('keeps its own groups when the runtime is detected again (once per PATH)', () => {
