@@ -4,7 +4,6 @@
  * retention that never collects what another run references, and the verified tree as a git branch.
  */
 import { execFileSync } from 'node:child_process'
-import { createHash } from 'node:crypto'
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -299,39 +298,6 @@ describe('a large folder', () => {
     )
     await collectNow()
     expect(await snapshots.store.missing(pages)).toEqual([])
-  })
-})
-
-describe('a collection this worker did not see', () => {
-  it('a snapshot after it stores again what the collection deleted, though the worker took it for stored', async () => {
-    const snapshots = new WorkspaceSnapshots(postgresStore(audit.pool), audit.pool)
-    const runId = `stale-${Math.random().toString(36).slice(2)}`
-    await audit.pool.query(
-      `insert into runs (run_id, goal, workspace, contract, policy, started_at) values ($1, 'g', '/w', '{}', '{}', now())`,
-      [runId],
-    )
-    const root = mkdtempSync(join(tmpdir(), 'tether-stale-'))
-    roots.push(root)
-    const kept = `kept ${Math.random()}`
-    writeFileSync(join(root, 'kept.txt'), kept)
-    const exclusion = { key: 'none', excluded: () => false }
-    await snapshots.take({ runId, step: 0, call: 0, kind: 'start' }, root, exclusion)
-    const hash = createHash('sha256').update(kept).digest('hex')
-    // What a collection of another run that held the same file does: the object goes, the generation moves.
-    await audit.pool.query('delete from snapshot_objects where hash = $1', [hash])
-    await audit.pool.query(
-      `insert into snapshot_collections (id, generation, ran_at) values (1, 1, now())
-       on conflict (id) do update set generation = snapshot_collections.generation + 1`,
-    )
-
-    writeFileSync(join(root, 'new.txt'), 'new')
-    const after = await snapshots.take({ runId, step: 1, call: 0, kind: 'tool' }, root, exclusion)
-    expect(await snapshots.store.missing([hash])).toEqual([])
-    const parent = mkdtempSync(join(tmpdir(), 'tether-stale-restore-'))
-    roots.push(parent)
-    const into = join(parent, 'ws')
-    await snapshots.restore(after.root, into, exclusion)
-    expect(await readFile(join(into, 'kept.txt'), 'utf8')).toBe(kept)
   })
 })
 
