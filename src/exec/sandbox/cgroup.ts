@@ -92,12 +92,22 @@ function workerFolderName(): { name: string; ours: boolean } {
 /** The worker folders this process has made. */
 const madeHere = new Set<string>()
 
+/** The groups in a worker's folder (none when it cannot be read, or is gone). */
+function groupsIn(folder: string): string[] {
+  try {
+    return readdirSync(folder, { withFileTypes: true })
+      .filter((entry) => entry.isDirectory())
+      .map((entry) => join(folder, entry.name))
+  } catch {
+    return []
+  }
+}
+
 /** Removes the empty groups a dead worker left in `folder` (the one whose pid this process now has). */
 function removeLeftGroups(folder: string): void {
-  for (const entry of readdirSync(folder, { withFileTypes: true })) {
-    if (!entry.isDirectory()) continue
+  for (const group of groupsIn(folder)) {
     try {
-      rmdirSync(join(folder, entry.name))
+      rmdirSync(group)
     } catch {
       // still has processes: its name is skipped (CommandCgroup.acquire)
     }
@@ -222,16 +232,8 @@ export async function removeDeadWorkersGroups(support: CgroupSupport): Promise<v
       const pid = Number(match[1])
       if (pid === process.pid || processExists(pid)) continue
       const folder = join(parent, name)
-      let groups: string[] = []
-      try {
-        groups = readdirSync(folder, { withFileTypes: true })
-          .filter((entry) => entry.isDirectory())
-          .map((entry) => entry.name)
-      } catch {
-        // gone already
-      }
       // One by one, off this thread: a v1 memory group takes a millisecond or more to remove.
-      for (const group of groups) await rmdir(join(folder, group)).catch(() => {})
+      for (const group of groupsIn(folder)) await rmdir(group).catch(() => {})
       await rmdir(folder).catch(() => {})
       // Between folders nothing holds the process: one that is done exits, and the next worker goes on.
       await new Promise((resolve) => setTimeout(resolve, 0).unref())
@@ -275,10 +277,15 @@ export class CommandCgroup {
   private retired = false
   private limits = { processes: 0, memoryBytes: 0 }
 
+  /** Its folder in each hierarchy: one under v2, where both controllers share it. */
+  private readonly groupFolders: string[]
+
   private constructor(
     private readonly support: CgroupSupport,
     private readonly folders: { pids: string; memory: string | undefined },
-  ) {}
+  ) {
+    this.groupFolders = [...new Set([folders.pids, folders.memory])].filter((folder) => folder !== undefined)
+  }
 
   /** A group (reused or new) with these limits; undefined when the kernel refused. */
   static acquire(
@@ -311,14 +318,14 @@ export class CommandCgroup {
       const name = `cmd-${++counter}`
       const pids = join(support.pids, name)
       const memory = support.memory ? (support.version === 2 ? pids : join(support.memory, name)) : undefined
+      const group = new CommandCgroup(support, { pids, memory })
       const made: string[] = []
       try {
-        for (const folder of new Set([pids, memory])) {
-          if (!folder) continue
+        for (const folder of group.groupFolders) {
           mkdirSync(folder)
           made.push(folder)
         }
-        return new CommandCgroup(support, { pids, memory })
+        return group
       } catch (error) {
         for (const folder of made) {
           try {
@@ -360,10 +367,7 @@ export class CommandCgroup {
 
   /** The files a process writes its pid to, to join the group(s) before it starts the command. */
   get procsFiles(): string[] {
-    const files = [join(this.folders.pids, 'cgroup.procs')]
-    if (this.folders.memory && this.folders.memory !== this.folders.pids)
-      files.push(join(this.folders.memory, 'cgroup.procs'))
-    return files
+    return this.groupFolders.map((folder) => join(folder, 'cgroup.procs'))
   }
 
   private counters(): { processes: number; memory: number } {
@@ -414,16 +418,12 @@ export class CommandCgroup {
 
   /** Whether any process is in the group(s). */
   occupied(): boolean {
-    return this.folderList().some((folder) => members(folder).length > 0)
-  }
-
-  private folderList(): string[] {
-    return [...new Set([this.folders.pids, this.folders.memory])].filter((folder) => folder !== undefined)
+    return this.groupFolders.some((folder) => members(folder).length > 0)
   }
 
   private killMembers(): boolean {
     let left = false
-    for (const folder of this.folderList()) {
+    for (const folder of this.groupFolders) {
       for (const pid of members(folder)) {
         left = true
         try {
@@ -444,7 +444,7 @@ export class CommandCgroup {
     this.retired = true
     this.killMembers()
     let busy = false
-    for (const folder of this.folderList()) {
+    for (const folder of this.groupFolders) {
       try {
         rmdirSync(folder)
       } catch (error) {
