@@ -4,8 +4,9 @@
  *
  * It heartbeats `{ elapsedMs, bytes, command }` on a timer (the first a quarter second in, so a quick command
  * costs none), whether or not the command prints anything, so a silent build neither looks dead nor misses
- * a cancellation (the activity only learns of one through a heartbeat's response). A cancellation aborts the runner, which kills the whole process group and keeps
- * the output so far. A non-zero exit, a signal, a timeout and a missing program are results, not failures.
+ * a cancellation (the activity only learns of one through a heartbeat's response). A cancellation aborts
+ * the runner, which kills the whole process group and keeps the output so far. A non-zero exit, a signal,
+ * a timeout and a missing program are results, not failures.
  * The workflow schedules those activities with `execActivityOptions` (src/exec/activity-options.ts).
  */
 import { Context } from '@temporalio/activity'
