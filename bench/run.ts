@@ -497,7 +497,7 @@ async function secondWorker(
 
 /** A second worker whose model turns are never held back (pacing off), warmed up. */
 async function unpacedWorker() {
-  const unpaced = await secondWorker('unpaced', { pacer: new StepPacer(Number.POSITIVE_INFINITY) })
+  const unpaced = await secondWorker('unpaced', { pacer: new StepPacer({ least: Number.POSITIVE_INFINITY }) })
   await durableRun(stack, 2, { taskQueue: unpaced.taskQueue }) // its bundle, connections, caches
   return unpaced
 }

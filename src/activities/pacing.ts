@@ -62,12 +62,19 @@ export class StepPacer {
   private windowStart: number
   private pace = 0
 
-  /** `least`: the bound however slow the pace (PACED_RUNS). */
-  constructor(
-    readonly least = PACED_RUNS,
-    private readonly now = () => performance.now(),
-  ) {
-    this.windowStart = now()
+  readonly least: number
+  private readonly queueMs: number
+  private readonly now: () => number
+
+  /**
+   * `least`: the bound however slow the pace (PACED_RUNS); `queueMs`: the queue the bound allows, in time at
+   * the measured pace (QUEUE_MS; 0 leaves the bound at `least`); `now`: the clock, in milliseconds.
+   */
+  constructor(options: { least?: number; queueMs?: number; now?: () => number } = {}) {
+    this.least = options.least ?? PACED_RUNS
+    this.queueMs = options.queueMs ?? QUEUE_MS
+    this.now = options.now ?? (() => performance.now())
+    this.windowStart = this.now()
   }
 
   /** Runs waiting for a workflow task at which model turns wait. */
@@ -80,7 +87,7 @@ export class StepPacer {
       this.taken = 0
       this.windowStart = now
     }
-    return Math.max(this.least, Math.floor((this.pace * QUEUE_MS) / 1000))
+    return Math.max(this.least, Math.floor((this.pace * this.queueMs) / 1000))
   }
 
   /** Runs counted against the bound now. */

@@ -8,7 +8,9 @@ import type { AuditStore } from '../../src/audit/index.js'
 import { openTestAudit, startAgentWorker, startScriptedRun } from '../support/agent.js'
 import { connectClient } from '../support/temporal.js'
 
-const pacer = new StepPacer(1)
+// A bound of one run whatever the pace measured: on a slow machine the pace of the runs' first results
+// alone could raise the bound past the four runs, and nothing would be held.
+const pacer = new StepPacer({ least: 1, queueMs: 0 })
 let audit: AuditStore
 let client: Awaited<ReturnType<typeof connectClient>>
 let worker: Awaited<ReturnType<typeof startAgentWorker>>

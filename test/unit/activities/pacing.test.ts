@@ -4,7 +4,7 @@ import { StepPacer } from '../../../src/activities/pacing.js'
 /** A pacer of at least `least` on a clock the test moves, that has heard from its runs' sink. */
 function pacer(least: number) {
   const clock = { now: 0 }
-  const made = new StepPacer(least, () => clock.now)
+  const made = new StepPacer({ least, now: () => clock.now })
   made.resumed('a run of another test')
   return { pacer: made, clock }
 }
@@ -66,8 +66,19 @@ describe('a worker’s pacing', () => {
     expect(p.bound).toBe(75)
   })
 
+  it('keeps its bound at its least whatever the pace when it allows no queue in time', () => {
+    const clock = { now: 0 }
+    const p = new StepPacer({ least: 2, queueMs: 0, now: () => clock.now })
+    for (let run = 0; run < 100; run++) {
+      p.ended(`r${run}`)
+      p.resumed(`r${run}`)
+    }
+    clock.now = 2_000
+    expect(p.bound).toBe(2)
+  })
+
   it('holds nothing back on a Worker whose runs have never said they took a result (one without the sink)', async () => {
-    const p = new StepPacer(1, () => 0)
+    const p = new StepPacer({ least: 1, now: () => 0 })
     p.ended('a')
     p.ended('b')
     expect(await through({ c: p.turn('c') })).toEqual(['c'])
