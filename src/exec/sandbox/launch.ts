@@ -118,15 +118,19 @@ function byDepth(paths: Iterable<string>): string[] {
 }
 
 /**
- * Read-only binds (by depth) without those the tree of an earlier one already shows as they are: a bind
- * is recursive, and each costs bwrap a read of the whole mount table (PATH entries such as ~/.cargo/bin
- * beside ~/.cargo made a tenth of a sandbox's start). One reached through a symlink, or not there, stays.
+ * Mounts (by depth) without those inside an earlier one, whose tree already shows them as they are (a
+ * read-only bind is recursive) or hides them (nothing below an emptied folder is there): each costs bwrap
+ * a read of the whole mount table (PATH entries such as ~/.cargo/bin beside ~/.cargo made a tenth of a
+ * sandbox's start). One reached through a symlink, or not there, stays, and so does one `stays` names.
  */
-export function withoutNested(paths: readonly string[]): string[] {
+export function withoutNested(
+  paths: readonly string[],
+  stays: (path: string, outer: string) => boolean = () => false,
+): string[] {
   const kept: string[] = []
   for (const path of paths) {
     const outer = kept.find((folder) => path !== folder && within(path, folder))
-    if (!outer || !realInside(path, outer)) kept.push(path)
+    if (!outer || stays(path, outer) || !realInside(path, outer)) kept.push(path)
   }
   return kept
 }
@@ -210,7 +214,12 @@ export async function planSandbox(
   const showsSockets = [workspace, ...(options.readOnly ?? []), ...(options.writable ?? [])].some((path) =>
     within(sockets, path),
   )
-  const hidden = byDepth([...HOST_SECRETS, ...(options.hide ?? []), ...(showsSockets ? [sockets] : [])])
+  // A hidden path inside a hidden folder stays hidden on its own only inside the workspace that folder holds
+  // (the workspace is bound back into it).
+  const hidden = withoutNested(
+    byDepth([...HOST_SECRETS, ...(options.hide ?? []), ...(showsSockets ? [sockets] : [])]),
+    (path, outer) => within(path, workspace) && within(workspace, outer),
+  )
   const identity = isRootWorker() ? await commandIdentity(workspace, { home, hidden }) : undefined
   const writable = await writableBinds(options.writable ?? [], identity)
   const diskPaths = [workspace, ...writable.map(([source]) => source)]

@@ -18,7 +18,7 @@ import {
   sandboxRuntime,
   toolchainBinds,
 } from '../../../src/exec/index.js'
-import { withoutNested } from '../../../src/exec/sandbox/launch.js'
+import { planSandbox, withoutNested } from '../../../src/exec/sandbox/launch.js'
 import { PROBE_ID, processesWithProbeId } from '../../fixtures/exec/probes.js'
 
 let dir: string
@@ -94,6 +94,28 @@ describe('the filesystem boundary', () => {
     const result = await sandboxed(['ls', '-A', state], { sandbox: { workspace: dir, hide: [state] } })
     expect(result).toMatchObject({ status: 'exited', exitCode: 0 })
     expect(result.stdout.text).toBe('')
+  })
+})
+
+describe('hidden paths', () => {
+  it('are hidden once: a path inside a hidden folder gets no mount of its own, but inside the workspace that folder holds', async () => {
+    const state = join(dir, 'hidden-state')
+    const workspace = join(state, 'workspace')
+    await mkdir(join(state, 'keys'), { recursive: true })
+    await mkdir(workspace, { recursive: true })
+    await writeFile(join(state, 'keys', 'id'), 'host key')
+    await writeFile(join(workspace, '.env'), 'TOKEN=secret')
+    cleanups.push(() => rm(state, { recursive: true }))
+    const hide = [state, join(state, 'keys'), join(state, 'keys', 'id'), join(workspace, '.env')]
+    const plan = await planSandbox({ workspace, hide }, { PATH: process.env.PATH ?? '' })
+    expect(plan.hidden.filter((path) => path.startsWith(state))).toEqual([state, join(workspace, '.env')])
+    const result = await runCommand({
+      argv: sh('ls -A ..; cat .env; cat ../keys/id'),
+      cwd: workspace,
+      sandbox: { workspace, hide },
+    })
+    expect(result.stdout.text).toBe('workspace\n')
+    expect(result.stderr.text).toMatch(/keys\/id: No such file or directory/)
   })
 })
 
