@@ -8,7 +8,7 @@
  * audit, the policy engine) when it runs — so `tether --help` costs little more than Node itself, and
  * `tether ls` does not load Temporal.
  */
-import { Command, CommanderError } from 'commander'
+import { Command, CommanderError, Help, type Option } from 'commander'
 import { packageVersion } from '../stack/index.js'
 import { chooseProfile } from './context.js'
 import { CliError, EXIT } from './errors.js'
@@ -91,11 +91,19 @@ export function buildProgram(registrations: readonly Register[]): Command {
       'the profile of your settings file to use (default: TETHER_PROFILE, else "default")',
     )
     .showHelpAfterError('(run with --help for usage)')
+    // Commander's help does not say which options a command cannot run without; subcommands inherit this.
+    .configureHelp({ optionDescription: describeOption })
     .addHelpText('after', EXIT_HELP)
     .exitOverride()
   program.hook('preAction', () => chooseProfile((program.opts() as { profile?: string }).profile))
   for (const register of registrations) register(program)
   return program
+}
+
+const plainHelp = new Help()
+function describeOption(option: Option): string {
+  const described = plainHelp.optionDescription(option)
+  return option.mandatory ? `${described} (required)` : described
 }
 
 /** Runs the command line as the `tether` process: its exit code, and the process-wide settings a terminal wants. */

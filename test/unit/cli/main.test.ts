@@ -33,4 +33,16 @@ describe('the command modules a command line loads', () => {
     expect(modulesFor(['--version'])).toEqual([])
     expect(modulesFor(['-V'])).toEqual([])
   })
+
+  it("says in every command's help which options it cannot run without", async () => {
+    const program = await loadProgram(['--help'])
+    const help = (name: string) => {
+      const command = program.commands.find((c) => c.name() === name)
+      if (!command) throw new Error(`no command ${name}`)
+      return command.helpInformation()
+    }
+    expect(help('deny')).toMatch(/--reason <text> +why; the model reads it \(required\)/)
+    expect(help('run')).toMatch(/--goal <text> +what the run should achieve \(required\)/)
+    expect(help('deny')).not.toMatch(/--as <name>[^\n]*\(required\)/)
+  })
 })
