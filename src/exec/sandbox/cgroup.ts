@@ -17,6 +17,7 @@ import { rmdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { processExists } from '../process-tree.js'
+import { subfolders } from './folders.js'
 
 export interface CgroupSupport {
   version: 1 | 2
@@ -92,20 +93,9 @@ function workerFolderName(): { name: string; ours: boolean } {
 /** The worker folders this process has made. */
 const madeHere = new Set<string>()
 
-/** The groups in a worker's folder (none when it cannot be read, or is gone). */
-function groupsIn(folder: string): string[] {
-  try {
-    return readdirSync(folder, { withFileTypes: true })
-      .filter((entry) => entry.isDirectory())
-      .map((entry) => join(folder, entry.name))
-  } catch {
-    return []
-  }
-}
-
 /** Removes the empty groups a dead worker left in `folder` (the one whose pid this process now has). */
 function removeLeftGroups(folder: string): void {
-  for (const group of groupsIn(folder)) {
+  for (const group of subfolders(folder)) {
     try {
       rmdirSync(group)
     } catch {
@@ -233,7 +223,7 @@ export async function removeDeadWorkersGroups(support: CgroupSupport): Promise<v
       if (pid === process.pid || processExists(pid)) continue
       const folder = join(parent, name)
       // One by one, off this thread: a v1 memory group takes a millisecond or more to remove.
-      for (const group of groupsIn(folder)) await rmdir(group).catch(() => {})
+      for (const group of subfolders(folder)) await rmdir(group).catch(() => {})
       await rmdir(folder).catch(() => {})
       // Between folders nothing holds the process: one that is done exits, and the next worker goes on.
       await new Promise((resolve) => setTimeout(resolve, 0).unref())

@@ -26,7 +26,6 @@ import {
   mkdirSync,
   opendirSync,
   openSync,
-  readdirSync,
   readSync,
   realpathSync,
   type Stats,
@@ -34,6 +33,7 @@ import {
   writeFileSync,
 } from 'node:fs'
 import { basename, dirname, join, relative, resolve, sep } from 'node:path'
+import { subfolders } from './folders.js'
 
 /**
  * How many folders each walk reads at most: the walk of the workspace for nested repositories (breadth
@@ -234,16 +234,6 @@ function gitFoldersUnder(modules: string): string[] {
     }
   }
   return found
-}
-
-function subfolders(dir: string): string[] {
-  try {
-    return readdirSync(dir, { withFileTypes: true })
-      .filter((entry) => entry.isDirectory())
-      .map((entry) => join(dir, entry.name))
-  } catch {
-    return []
-  }
 }
 
 /** Creates an empty file or folder where none is; a failure leaves it to the bind (or its absence). */
