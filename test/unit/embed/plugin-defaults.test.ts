@@ -7,8 +7,8 @@ const configure = (options: WorkerOptions) =>
   (tetherPlugin() as unknown as { configureWorker(o: WorkerOptions): WorkerOptions }).configureWorker(options)
 
 describe("tether's Worker defaults", () => {
-  it('poll the worker’s own queue and the shared one alike, so runs outside the cache are not starved', () => {
-    expect(configure({ taskQueue: 'q' }).nonStickyToStickyPollRatio).toBe(1)
+  it('poll mostly the worker’s own queue, so a run’s next task finds a poll waiting for it', () => {
+    expect(configure({ taskQueue: 'q' }).nonStickyToStickyPollRatio).toBe(0.2)
     expect(configure({ taskQueue: 'q', nonStickyToStickyPollRatio: 0.5 }).nonStickyToStickyPollRatio).toBe(
       0.5,
     )
