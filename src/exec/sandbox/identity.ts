@@ -27,8 +27,9 @@ import {
   symlink,
   unlink,
 } from 'node:fs/promises'
-import { dirname, join, sep } from 'node:path'
+import { dirname, join } from 'node:path'
 import { SandboxUnavailableError } from './errors.js'
+import { within } from './folders.js'
 
 /** The first uid (and gid) kept for commands: 0x70000000, a range systemd leaves unassigned. */
 export const IDENTITY_FIRST = 0x70000000
@@ -77,10 +78,6 @@ function mapsRange(file: 'uid_map' | 'gid_map'): boolean {
       ([inside = 0, , count = 0]) =>
         inside <= IDENTITY_FIRST && inside + count >= IDENTITY_FIRST + IDENTITY_COUNT,
     )
-}
-
-function within(path: string, folder: string): boolean {
-  return path === folder || path.startsWith(folder.endsWith(sep) ? folder : folder + sep)
 }
 
 function errorCode(error: unknown): string | undefined {

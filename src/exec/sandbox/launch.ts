@@ -17,7 +17,7 @@
  * uid to host root, whose files it could then read), so bwrap runs privileged without a user namespace and
  * `setpriv` makes the command the workspace's own unprivileged identity (identity.ts) just before it starts.
  */
-import { existsSync, realpathSync, rmSync, statSync } from 'node:fs'
+import { existsSync, lstatSync, realpathSync, rmSync, statSync } from 'node:fs'
 import { homedir, totalmem } from 'node:os'
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path'
 import { pinGitConfig } from '../env.js'
@@ -25,6 +25,7 @@ import type { LaunchedProcess } from '../launcher.js'
 import { socketFolder, socketRoot } from '../sockets.js'
 import { CommandCgroup } from './cgroup.js'
 import { diskShortfall } from './disk.js'
+import { hiddenNames, within } from './folders.js'
 import { gitBinds } from './git.js'
 import { type CommandIdentity, commandIdentity, isRootWorker, mayWrite, ownCache } from './identity.js'
 import { BRIDGE, EgressProxy } from './proxy.js'
@@ -106,10 +107,6 @@ const DISK_WATCH_MS = 250
 /** What a full file system says, in every libc's words. */
 const NO_SPACE = /No space left on device/i
 
-function within(path: string, folder: string): boolean {
-  return path === folder || path.startsWith(folder.endsWith(sep) ? folder : folder + sep)
-}
-
 /** Folders first, shallow before deep, so a deeper mount lands on top of its parent's. */
 function byDepth(paths: Iterable<string>): string[] {
   return [...new Set(paths)]
@@ -142,6 +139,22 @@ function realInside(path: string, outer: string): boolean {
   } catch {
     return false
   }
+}
+
+/** The folders strictly between `workspace` and each path of `hidden` inside it, top down, each once. */
+function holders(workspace: string, hidden: readonly string[]): string[] {
+  const folders = new Set<string>()
+  for (const path of hidden) {
+    if (path === workspace || !within(path, workspace)) continue
+    for (
+      let folder = dirname(path);
+      folder !== workspace && within(folder, workspace);
+      folder = dirname(folder)
+    )
+      folders.add(folder)
+  }
+  // Real folders only: a symlink's mount would land where it leads, and a missing one has nothing to move.
+  return byDepth(folders).filter((folder) => lstatSync(folder, { throwIfNoEntry: false })?.isDirectory())
 }
 
 function isDirectory(path: string): boolean | undefined {
@@ -214,10 +227,20 @@ export async function planSandbox(
   const showsSockets = [workspace, ...(options.readOnly ?? []), ...(options.writable ?? [])].some((path) =>
     within(sockets, path),
   )
-  // A hidden path inside a hidden folder stays hidden on its own only inside the workspace that folder holds
-  // (the workspace is bound back into it).
+  // Each is hidden under every name the sandbox shows it by. A hidden path inside a hidden folder stays
+  // hidden on its own only inside the workspace that folder holds (the workspace is bound back into it).
+  // Only a folder bound inside one the sandbox replaces can show another name: elsewhere its mount lands
+  // where its own symlinks lead.
+  const replaced = ['/tmp', '/dev/shm', '/run', ...(privateHome ? [privateHome] : [])]
+  const bound = [workspace, ...(options.readOnly ?? []), ...(options.writable ?? [])].filter((folder) =>
+    replaced.some((root) => folder !== root && within(folder, root)),
+  )
   const hidden = withoutNested(
-    byDepth([...HOST_SECRETS, ...(options.hide ?? []), ...(showsSockets ? [sockets] : [])]),
+    byDepth(
+      [...HOST_SECRETS, ...(options.hide ?? []), ...(showsSockets ? [sockets] : [])].flatMap((path) =>
+        hiddenNames(resolve(path), bound),
+      ),
+    ),
     (path, outer) => within(path, workspace) && within(workspace, outer),
   )
   const identity = isRootWorker() ? await commandIdentity(workspace, { home, hidden }) : undefined
@@ -317,6 +340,10 @@ export function launchArgv(
     // Git's configuration, hooks and info inside it read-only (git.ts): bound on the workspace's own content.
     args.push(...plan.gitArgs)
   }
+  // Every folder between the workspace and what is hidden in it is a mount point of its own, which no
+  // command can rename: a folder moved would take the hidden file to a name the next sandbox leaves open.
+  if (plan.workspaceAccess === 'read-write')
+    for (const folder of holders(workspace, hidden)) mounts.bind('--bind', folder, folder)
   for (const path of hidden.filter((path) => !within(workspace, path))) mounts.hide(path)
   // The empty folders that hide, and /dev, are bwrap's own tmpfs: read-only, or a command could fill them.
   for (const path of hidden.filter((path) => isDirectory(path))) args.push('--remount-ro', path)

@@ -3,7 +3,7 @@
  * runs an actual command and checks what the operating system let it do.
  */
 import { randomBytes } from 'node:crypto'
-import { existsSync } from 'node:fs'
+import { existsSync, realpathSync } from 'node:fs'
 import { chmod, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises'
 import { createServer, type Server } from 'node:net'
 import { homedir, tmpdir } from 'node:os'
@@ -116,6 +116,86 @@ describe('hidden paths', () => {
     })
     expect(result.stdout.text).toBe('workspace\n')
     expect(result.stderr.text).toMatch(/keys\/id: No such file or directory/)
+  })
+})
+
+describe('hidden names', () => {
+  it('are hidden where they lead: through absolute and relative symlinks and a linked folder', async () => {
+    // Outside /tmp and the home, so the sandbox shows it read-only, and readable by any command identity.
+    const outside = await mkdtemp('/var/tmp/tether-hidden-')
+    cleanups.push(() => rm(outside, { recursive: true }))
+    await mkdir(join(outside, 'app'))
+    await writeFile(join(outside, 'secret'), 'outside secret\n')
+    await writeFile(join(outside, 'app', 'secret'), 'app secret\n')
+    await chmod(outside, 0o755)
+    await chmod(join(outside, 'app'), 0o755)
+    const workspace = join(dir, 'linked-names')
+    await mkdir(workspace)
+    cleanups.push(() => rm(workspace, { recursive: true }))
+    await symlink(join(outside, 'secret'), join(workspace, '.env'))
+    await symlink('.env', join(workspace, 'env2'))
+    await symlink(join(outside, 'app'), join(workspace, 'config'))
+    const run = (hide: string[]) =>
+      runCommand({
+        argv: sh(`cat env2 .env config/secret ${outside}/app/secret; echo ran`),
+        cwd: workspace,
+        timeoutMs: 60_000,
+        sandbox: { workspace, hide },
+      })
+    // Nothing hidden: the command reads both (so what follows is the hiding's doing).
+    expect((await run([])).stdout.text).toBe('outside secret\noutside secret\napp secret\napp secret\nran\n')
+    const hide = [join(workspace, 'env2'), join(workspace, 'config', 'secret')]
+    const plan = await planSandbox({ workspace, hide }, { PATH: process.env.PATH ?? '' })
+    const real = realpathSync(outside)
+    expect(plan.hidden).toEqual(expect.arrayContaining([join(real, 'secret'), join(real, 'app', 'secret')]))
+    const result = await run(hide)
+    expect(result).toMatchObject({ status: 'exited' })
+    expect(result.stdout.text).toBe('ran\n')
+    expect(result.stderr.text).not.toMatch(/bwrap/)
+  })
+
+  it('keep their folders where they are: a command cannot move a hidden file to a name the next one reads', async () => {
+    const workspace = join(dir, 'held-names')
+    await mkdir(join(workspace, 'config', 'keys'), { recursive: true })
+    cleanups.push(() => rm(workspace, { recursive: true }))
+    await writeFile(join(workspace, 'config', 'keys', 'secret'), 'deploy key\n')
+    const hide = [join(workspace, 'config', 'keys', 'secret')]
+    const run = (script: string) =>
+      runCommand({ argv: sh(script), cwd: workspace, timeoutMs: 60_000, sandbox: { workspace, hide } })
+    const moved = await run('mv config moved; mv config/keys config/moved; echo $?')
+    expect(moved.stderr.text).toMatch(/busy/i)
+    const next = await run('cat config/keys/secret moved/keys/secret config/moved/secret; echo ran')
+    expect(next.stdout.text).toBe('ran\n')
+    // Writes in those folders stay the command's own.
+    expect((await run('echo mine > config/keys/note && cat config/keys/note')).stdout.text).toBe('mine\n')
+  })
+
+  it('are hidden at their real path and in a bound folder that shows them under another name', async () => {
+    // Beside the workspace, not in it: a root worker would not make a home its commands' own.
+    const home = await mkdtemp(join(tmpdir(), 'tether-home-'))
+    const tool = await mkdtemp('/var/tmp/tether-tool-')
+    cleanups.push(
+      () => rm(home, { recursive: true }),
+      () => rm(tool, { recursive: true }),
+    )
+    await writeFile(join(tool, 'credentials'), 'tool token\n')
+    await chmod(tool, 0o755)
+    // ~/.tool leads to a folder the sandbox shows read-only at its own path, and is bound into the empty home.
+    await symlink(tool, join(home, '.tool'))
+    const options = { workspace: dir, home, readOnly: [join(home, '.tool')] }
+    const run = (hide: string[]) =>
+      sandboxed(sh(`cat ${home}/.tool/credentials ${tool}/credentials; echo ran`), {
+        sandbox: { ...options, hide },
+      })
+    expect((await run([])).stdout.text).toBe('tool token\ntool token\nran\n')
+    const hide = [join(home, '.tool', 'credentials')]
+    const plan = await planSandbox({ ...options, hide }, { PATH: process.env.PATH ?? '' })
+    expect(plan.hidden).toEqual(
+      expect.arrayContaining([join(home, '.tool', 'credentials'), join(realpathSync(tool), 'credentials')]),
+    )
+    const result = await run(hide)
+    expect(result.stdout.text).toBe('ran\n')
+    expect(result.stderr.text).not.toMatch(/bwrap/)
   })
 })
 
