@@ -1,4 +1,4 @@
-import { readdirSync, realpathSync } from 'node:fs'
+import { lstatSync, readdirSync, realpathSync } from 'node:fs'
 import { join, relative, sep } from 'node:path'
 
 /** Whether `path` is `folder` or inside it (by name). */
@@ -18,29 +18,46 @@ export function subfolders(dir: string): string[] {
 }
 
 /**
+ * Each of `folders` (absolute) that is there under another real path, with that path: a folder the sandbox
+ * binds at its own name shows, under that name, what its symlinks lead to. Taken once per sandbox plan: a
+ * plan hides a dozen paths and binds a score of toolchain folders, most of them missing.
+ */
+export function linkedFolders(folders: readonly string[]): Array<[name: string, real: string]> {
+  const linked: Array<[string, string]> = []
+  for (const folder of folders) {
+    // Most toolchain folders are not there: a stat says so without the cost of a thrown error.
+    if (!lstatSync(folder, { throwIfNoEntry: false })) continue
+    try {
+      const real = realpathSync.native(folder)
+      if (real !== folder) linked.push([folder, real])
+    } catch {
+      // Gone since, or unreadable: it shows nothing.
+    }
+  }
+  return linked
+}
+
+/**
  * The names under which the sandbox shows what the absolute `path` names on the host, when it is there: all
  * of them are hidden. bwrap cannot make a mount point through an absolute symlink (no command would start),
  * and a file hidden under one name would stay open under the others: its real path, which the sandbox shows
- * read-only unless it lies in a folder the sandbox replaces, and its place in each folder the sandbox binds
- * from elsewhere (`bound`: each name is bound at itself, showing where its symlinks lead). Hiding a name where
- * nothing is shown only puts an empty file or folder there. A missing path is kept as it is (nothing to hide).
+ * read-only unless it lies in a folder the sandbox replaces, and its place in each bound folder that is
+ * there under another real path (`linked`, from linkedFolders). Hiding a name where nothing is shown only
+ * puts an empty file or folder there. A missing path is kept as it is (nothing to hide).
  */
-export function hiddenNames(path: string, bound: readonly string[]): string[] {
+export function hiddenNames(
+  path: string,
+  linked: ReadonlyArray<readonly [name: string, real: string]>,
+): string[] {
   let real: string
   try {
+    if (!lstatSync(path, { throwIfNoEntry: false })) return [path]
     real = realpathSync.native(path)
   } catch {
     return [path]
   }
   const names = [real]
-  for (const folder of bound) {
-    let source: string
-    try {
-      source = realpathSync.native(folder)
-    } catch {
-      continue
-    }
-    if (source !== folder && within(real, source)) names.push(join(folder, relative(source, real)))
-  }
+  for (const [name, source] of linked)
+    if (within(real, source)) names.push(join(name, relative(source, real)))
   return names
 }

@@ -25,7 +25,7 @@ import type { LaunchedProcess } from '../launcher.js'
 import { socketFolder, socketRoot } from '../sockets.js'
 import { CommandCgroup } from './cgroup.js'
 import { diskShortfall } from './disk.js'
-import { hiddenNames, within } from './folders.js'
+import { hiddenNames, linkedFolders, within } from './folders.js'
 import { gitBinds } from './git.js'
 import { type CommandIdentity, commandIdentity, isRootWorker, mayWrite, ownCache } from './identity.js'
 import { BRIDGE, EgressProxy } from './proxy.js'
@@ -232,13 +232,15 @@ export async function planSandbox(
   // Only a folder bound inside one the sandbox replaces can show another name: elsewhere its mount lands
   // where its own symlinks lead.
   const replaced = ['/tmp', '/dev/shm', '/run', ...(privateHome ? [privateHome] : [])]
-  const bound = [workspace, ...(options.readOnly ?? []), ...(options.writable ?? [])].filter((folder) =>
-    replaced.some((root) => folder !== root && within(folder, root)),
+  const linked = linkedFolders(
+    [workspace, ...(options.readOnly ?? []), ...(options.writable ?? [])].filter((folder) =>
+      replaced.some((root) => folder !== root && within(folder, root)),
+    ),
   )
   const hidden = withoutNested(
     byDepth(
       [...HOST_SECRETS, ...(options.hide ?? []), ...(showsSockets ? [sockets] : [])].flatMap((path) =>
-        hiddenNames(resolve(path), bound),
+        hiddenNames(resolve(path), linked),
       ),
     ),
     (path, outer) => within(path, workspace) && within(workspace, outer),
