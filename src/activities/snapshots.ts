@@ -165,7 +165,7 @@ export class StepSnapshots {
       const result = await service.exclusive(path, () => commitToBranch(service.store, path, request))
       note =
         'written' in result
-          ? `branch ${result.written.branch} at ${result.written.commit}`
+          ? `branch ${result.written.branch} at ${result.written.commit} in ${path}`
           : `no branch: ${result.skipped}`
     } catch (error) {
       note = `no branch: ${error instanceof Error ? error.message : String(error)}`
@@ -305,8 +305,10 @@ export class StepSnapshots {
     for (const [call, argv] of steps) {
       const result = await this.run(ref, call, argv, path, policy, contract)
       if (result.status !== 'exited' || result.exitCode !== 0) {
+        // git says only "does not exist" of a local repository the sandbox does not show.
+        const hint = call === CALL.clone && !host ? ` ${LOCAL_CLONE_HINT}` : ''
         throw failure(
-          `\`${formatArgv(argv)}\` failed (${result.status} ${result.exitCode ?? ''}): ${clip(result.stderr.text.trim(), 500)}`,
+          `\`${formatArgv(argv)}\` failed (${result.status} ${result.exitCode ?? ''}): ${clip(result.stderr.text.trim(), 500)}${hint}`,
         )
       }
     }
@@ -398,6 +400,12 @@ function beating<T>(work: () => Promise<T>): Promise<T> {
 function safeName(runId: string): string {
   return runId.replace(/[^A-Za-z0-9._-]/g, (ch) => `%${ch.charCodeAt(0).toString(16).padStart(2, '0')}`)
 }
+
+const LOCAL_CLONE_HINT =
+  "(the clone runs in the sandbox as the commands' user, where the worker's /tmp, /run, /dev/shm and home " +
+  'folder are empty, and git refuses a repository another user owns: put a bundle of it (`git bundle create ' +
+  "FILE --all`) in a folder the sandbox shows, or one listed in the worker floor's `sandbox: { readOnly: [...] " +
+  "}` (a run's own policy cannot), or give a URL)"
 
 /** `host:port` of a remote git URL; undefined for a local path or `file://`. */
 function remoteHost(url: string): string | undefined {

@@ -130,10 +130,14 @@ export async function treeAtStep(
   return rows[0] ? fromRow(rows[0]) : undefined
 }
 
-/** The runs a run is linked to: the one it was rewound from, and those rewound from it. */
+/**
+ * The runs a run is linked to: the one it was rewound from, and those rewound from it; and the branch its
+ * verified tree was written to (`branch tether/<run id> at <commit> in <folder>`), when one was.
+ */
 export interface RunLinks {
   from?: { runId: string; step: number } | undefined
   into: Array<{ runId: string; step: number }>
+  branch?: string | undefined
 }
 
 export async function runLinks(pool: pg.Pool, runId: string): Promise<RunLinks> {
@@ -147,9 +151,16 @@ export async function runLinks(pool: pg.Pool, runId: string): Promise<RunLinks> 
       where contract -> 'source' ->> 'run' = $1 order by started_at, run_id`,
     [runId],
   )
+  // The gate's snapshot carries what became of the branch (commitToBranch's note).
+  const { rows: notes } = await pool.query<{ detail: string }>(
+    `select detail from workspace_snapshots
+      where run_id = $1 and kind = 'gate' and detail like 'branch %' order by id desc limit 1`,
+    [runId],
+  )
   return {
     ...(source?.run !== undefined ? { from: { runId: source.run, step: Number(source.step) } } : {}),
     into: rows.map((row) => ({ runId: row.run_id, step: Number(row.step) })),
+    ...(notes[0] ? { branch: notes[0].detail } : {}),
   }
 }
 

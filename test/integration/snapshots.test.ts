@@ -151,6 +151,8 @@ describe('a source that cannot be laid out', () => {
     const summary = await audit.runSummary(handle.workflowId)
     expect(summary).toMatchObject({ outcome: 'failed' })
     expect(summary?.reason).toContain(missing)
+    // git's "does not exist" says nothing of the sandbox it ran in: the reason says what to do.
+    expect(summary?.reason).toContain('git bundle create')
     // One activity records the start and lays out the workspace; a clone that cannot succeed is not retried.
     const events = (await handle.fetchHistory()).events ?? []
     const begin = events.find(
@@ -388,7 +390,9 @@ describe('a branch as the output', () => {
     const gate = (await runSnapshots(audit.pool, runId)).find((r) => r.kind === 'gate')
     const branch = `tether/${runId}`
     const commit = git(ws.path, 'rev-parse', '--verify', branch)
-    expect(gate?.detail).toBe(`branch ${branch} at ${commit}`)
+    expect(gate?.detail).toBe(`branch ${branch} at ${commit} in ${ws.path}`)
+    // `tether show` names it.
+    expect((await runLinks(audit.pool, runId)).branch).toBe(gate?.detail)
     // A sound commit on the repository's HEAD, which itself did not move.
     git(ws.path, 'fsck', '--strict', '--no-dangling')
     expect(git(ws.path, 'rev-parse', 'HEAD')).toBe(head)
@@ -413,5 +417,6 @@ describe('a branch as the output', () => {
     })
     expect(await handle.result()).toMatchObject({ outcome: 'verified' })
     expect(git(ws.path, 'for-each-ref', '--format=%(refname)')).toBe('')
+    expect((await runLinks(audit.pool, handle.workflowId)).branch).toBeUndefined()
   })
 })

@@ -1,5 +1,6 @@
 /** `tether rewind`, `tether diff` and `tether snapshots`: the workspace as state, by step. */
 import type { Command } from 'commander'
+import type { RunLinks } from '../../snapshots/catalog.js'
 
 export function registerSnapshots(program: Command): void {
   program
@@ -52,13 +53,14 @@ export function registerSnapshots(program: Command): void {
     )
 }
 
-/** The lines `tether show` adds about a run's links: what it was rewound from, and what from it. */
-export function linkLines(links: {
-  from?: { runId: string; step: number } | undefined
-  into: Array<{ runId: string; step: number }>
-}): string[] {
+/**
+ * The lines `tether show` adds about a run's links: what it was rewound from, what from it, and the branch
+ * its verified tree became.
+ */
+export function linkLines(links: RunLinks): string[] {
   const lines: string[] = []
   if (links.from) lines.push(`rewound from ${links.from.runId} at step ${links.from.step}`)
   for (const into of links.into) lines.push(`rewound into ${into.runId} (from step ${into.step})`)
+  if (links.branch) lines.push(`${links.branch} (written by the worker, not pushed)`)
   return lines
 }
