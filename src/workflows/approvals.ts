@@ -50,13 +50,23 @@ interface Entry {
   resolution?: Resolution
 }
 
-type Checked = { ok: true; decision: DecisionInput; answer: Omit<Answer, 'channel' | 'at'> } | Rejected
+type Accepted = { ok: true; decision: DecisionInput; answer: Omit<Answer, 'channel' | 'at'> }
+type Checked = Accepted | Rejected
 
 export class ApprovalBook {
   private readonly entries = new Map<string, Entry>()
   private identity: BookIdentity = { mode: 'unsigned', approvers: [] }
   /** Answers that were refused, kept (bounded) so they can be recorded; never applied. */
   readonly rejected: Array<{ channel: Channel; at: number; error: string; input: unknown }> = []
+  /** Bumped by every change to what `validate` reads, so an accepted answer is reused only while it holds. */
+  private version = 0
+  /**
+   * The answer `validate` last accepted, with the input (as JSON), time and version it was checked at: an
+   * Update's handler gets the input its validator just checked (decoded again), and checking a signature
+   * twice costs milliseconds. Reused only when all three are the same, so the result is the one a second
+   * check would give; on replay no validator runs and the handler checks the answer itself.
+   */
+  private accepted: { json: string; now: number; version: number; checked: Accepted } | undefined
 
   constructor(
     private readonly runId: string,
@@ -70,6 +80,7 @@ export class ApprovalBook {
   /** Set once the policy is known (before any approval is requested). */
   setIdentity(identity: BookIdentity): void {
     this.identity = identity
+    this.version += 1
   }
 
   get identityMode(): BookIdentity['mode'] {
@@ -78,6 +89,7 @@ export class ApprovalBook {
 
   request(request: PendingApproval): void {
     this.entries.set(request.approvalId, { request, answers: [] })
+    this.version += 1
   }
 
   /** Why `input` may not be applied now, or the checked answer. Read-only: safe in an Update validator. */
@@ -202,7 +214,7 @@ export class ApprovalBook {
         `${earlier.approver} approved ${decision.approvalId} ${earlier.replacement ? `with the edited command \`${earlier.replacement.join(' ')}\`` : 'as asked'}; approve the same command or deny`,
       )
     }
-    return {
+    const accepted: Accepted = {
       ok: true,
       decision,
       answer: {
@@ -215,6 +227,8 @@ export class ApprovalBook {
         ...(signed ? { signed } : {}),
       },
     }
+    this.accepted = { json: JSON.stringify(input), now, version: this.version, checked: accepted }
+    return accepted
   }
 
   /**
@@ -227,7 +241,8 @@ export class ApprovalBook {
     channel: 'update' | 'signal',
     now: number,
   ): { ok: true; resolution?: Resolution; approvals: number; required: number } | Rejected {
-    const checked = this.validate(input, now)
+    const checked = this.acceptedBefore(input, now) ?? this.validate(input, now)
+    this.accepted = undefined
     if (!checked.ok) {
       this.rejected.push({
         channel,
@@ -239,6 +254,7 @@ export class ApprovalBook {
     }
     const entry = this.entries.get(checked.decision.approvalId) as Entry
     entry.answers.push({ ...checked.answer, channel, at: now })
+    this.version += 1
     const required = entry.request.approvalsRequired ?? 1
     const approvals = entry.answers.filter((a) => a.decision === 'approve')
     if (checked.answer.decision === 'deny' || approvals.length >= required) {
@@ -250,6 +266,13 @@ export class ApprovalBook {
       approvals: approvals.length,
       required,
     }
+  }
+
+  /** What `validate` accepted for this very input, time and state, if that was the last thing it did. */
+  private acceptedBefore(input: unknown, now: number): Accepted | undefined {
+    const last = this.accepted
+    if (!last || last.now !== now || last.version !== this.version) return undefined
+    return last.json === JSON.stringify(input) ? last.checked : undefined
   }
 
   private resolve(entry: Entry, last: 'approve' | 'deny', channel: Channel, now: number): Resolution {
@@ -288,6 +311,7 @@ export class ApprovalBook {
   ): Resolution | undefined {
     const entry = this.entries.get(approvalId)
     if (!entry || entry.resolution) return undefined
+    this.version += 1
     entry.resolution = {
       decision: kind,
       decidedBy: 'tether',

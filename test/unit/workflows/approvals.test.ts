@@ -452,6 +452,47 @@ describe('ApprovalBook, signed (keys on the policy)', () => {
     expect(book.rejected).toHaveLength(1)
   })
 
+  it('applies what its Update validator accepted as a second check would, and checks again when the answer, time or book differ', () => {
+    const copy = (answer: DecisionInput): DecisionInput => JSON.parse(JSON.stringify(answer))
+    const two = request({ approvalsRequired: 2 })
+    const answer = signed(alice, { approvalId: 'a-1', decision: 'approve', approver: 'alice' })
+    // The same input, decoded again for the handler: applied as a fresh book applies it.
+    const book = signedBook(two)
+    expect(book.validate(answer, now)).toMatchObject({ ok: true })
+    const fresh = signedBook(two)
+    expect(book.answer(copy(answer), 'update', now)).toEqual(fresh.answer(copy(answer), 'update', now))
+    expect(book.pending()).toEqual(fresh.pending())
+    // Another of alice's answers applied in between: the validated one is now a duplicate.
+    const raced = signedBook(two)
+    expect(raced.validate(answer, now)).toMatchObject({ ok: true })
+    const other = signed(aliceNew, { approvalId: 'a-1', decision: 'approve', approver: 'alice' })
+    expect(raced.answer(other, 'signal', now)).toMatchObject({ ok: true, approvals: 1 })
+    expect(raced.answer(copy(answer), 'update', now)).toMatchObject({ ok: false, type: 'DuplicateApprover' })
+    // The approval expired in between (its deadline's timer): nothing is applied to it any more.
+    const expired = signedBook(two)
+    expect(expired.validate(answer, now)).toMatchObject({ ok: true })
+    expired.expire('a-1', 'timeout', now)
+    expect(expired.answer(copy(answer), 'update', now)).toMatchObject({ ok: false, type: 'AlreadyDecided' })
+    // A different input (its signature altered): checked on its own.
+    const tampered = signedBook(two)
+    expect(tampered.validate(answer, now)).toMatchObject({ ok: true })
+    const altered = copy(answer)
+    altered.signature = {
+      ...(altered.signature as NonNullable<DecisionInput['signature']>),
+      value: other.signature?.value as string,
+    }
+    expect(tampered.answer(altered, 'update', now)).toMatchObject({ ok: false, type: 'BadSignature' })
+    // Another time: signed after the moment it is applied at (beyond the skew), so refused then.
+    const late = signed(
+      alice,
+      { approvalId: 'a-1', decision: 'approve', approver: 'alice' },
+      { issuedAt: now + 2 * SIGNATURE_SKEW_MS },
+    )
+    const timed = signedBook(two)
+    expect(timed.validate(late, now + 2 * SIGNATURE_SKEW_MS)).toMatchObject({ ok: true })
+    expect(timed.answer(copy(late), 'update', now)).toMatchObject({ ok: false, type: 'OutsideValidity' })
+  })
+
   it('needs N distinct approvers for a two-person rule; the same one twice is refused; one denial ends it', () => {
     const two = request({ approvalsRequired: 2 })
     const book = signedBook(two)
