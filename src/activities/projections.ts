@@ -96,8 +96,13 @@ export function projectionActivities(deps: {
 
     async tetherApprovalDecided(input) {
       const { decision, events } = approvalDecisionRecords(input)
-      const { won } = await audit.recordApprovalDecision(decision)
-      // The first decision stands; a different one already stored means this one changed nothing.
+      // The decision and its events in one commit: this is on the way from an answer to its command.
+      const won = await audit.together('approvalDecided', async (writes) => {
+        const { won } = await writes.recordApprovalDecision(decision)
+        // The first decision stands; a different one already stored means this one changed nothing.
+        if (won) await writes.recordPolicyEvents(events)
+        return won
+      })
       if (!won) return
       const { request, resolution } = input
       deps.metrics.approvalResolved({
@@ -107,7 +112,6 @@ export function projectionActivities(deps: {
         decidedAt: resolution.decidedAt,
         firstAnswerAt: resolution.answers?.[0]?.at,
       })
-      await audit.recordPolicyEvents(events)
     },
 
     async tetherApprovalRejected(input) {

@@ -57,6 +57,8 @@ function writesOn(db: Queryable) {
     recordRunStarted: (run: RunStarted) => writers.recordRunStarted(db, run),
     recordStep: (step: StepRecord) => writers.recordStep(db, step),
     recordPolicyEvents: (events: readonly PolicyEvent[]) => writers.recordPolicyEvents(db, events),
+    recordApprovalDecision: (decision: ApprovalDecisionRecord) =>
+      writers.recordApprovalDecision(db, decision),
     recordExecResult: (result: ExecResultRecord) => writers.recordExecResult(db, result),
     beginExecAttempt: (key: writers.AttemptKey, worker: string) => writers.beginExecAttempt(db, key, worker),
     endExecAttempt: (key: writers.AttemptKey, outcome: string, ran?: writers.AttemptRan) =>
@@ -172,7 +174,7 @@ export class AuditStore {
     return writers.recordApprovalRequested(this.db, request)
   }
   recordApprovalDecision(decision: ApprovalDecisionRecord): Promise<writers.DecisionOutcome> {
-    return writers.recordApprovalDecision(this.db, decision)
+    return this.together('recordApprovalDecision', (writes) => writes.recordApprovalDecision(decision))
   }
   appendMessages(
     runId: string,

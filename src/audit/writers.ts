@@ -300,90 +300,93 @@ export interface DecisionOutcome {
 
 /**
  * Sets an approval's decision once: the first decision wins, and a later different one (a timeout racing an
- * approver, a second answer) is reported with the decision that is stored. The caller records the matching
- * `policy_events` row (kind `decision`, source = the channel).
+ * approver, a second answer) is reported with the decision that is stored. Run in a transaction (the
+ * store's `recordApprovalDecision` is one; `together` lets the matching `policy_events` rows, kind
+ * `decision`, source = the channel, share its commit).
  */
 export async function recordApprovalDecision(
-  db: Database,
+  db: Queryable,
   value: Input.ApprovalDecisionRecord,
 ): Promise<DecisionOutcome> {
   const input = await inputs()
   const decision = input.parse(input.approvalDecision, value, 'recordApprovalDecision')
-  return db.transaction('recordApprovalDecision', async (client) => {
-    const updated = await client.query(
-      `update approvals
+  const operation = 'recordApprovalDecision'
+  const updated = await db.query(
+    operation,
+    `update approvals
           set decision = $2, decided_by = $3, channel = $4, decided_at = $5, reason = $6, remember = $7,
               replacement = $8, raise_to = $9
         where approval_id = $1 and decision is null`,
-      [
-        decision.approvalId,
-        decision.decision,
-        decision.decidedBy,
-        decision.channel,
-        decision.decidedAt,
-        decision.reason ?? null,
-        decision.remember ?? null,
-        decision.replacement ?? null,
-        decision.raiseTo ?? null,
-      ],
-    )
-    if (updated.rowCount === 1) {
-      for (const answer of decision.answers) {
-        await client.query(
-          `insert into approval_answers (approval_id, approver, decision, channel, answered_at, reason, remember,
+    [
+      decision.approvalId,
+      decision.decision,
+      decision.decidedBy,
+      decision.channel,
+      decision.decidedAt,
+      decision.reason ?? null,
+      decision.remember ?? null,
+      decision.replacement ?? null,
+      decision.raiseTo ?? null,
+    ],
+  )
+  if (updated.rowCount === 1) {
+    for (const answer of decision.answers) {
+      await db.query(
+        operation,
+        `insert into approval_answers (approval_id, approver, decision, channel, answered_at, reason, remember,
                                          key_fingerprint, public_key, signature, statement)
            values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
            on conflict (approval_id, approver) do nothing`,
-          [
-            decision.approvalId,
-            answer.approver,
-            answer.decision,
-            answer.channel,
-            answer.answeredAt,
-            answer.reason ?? null,
-            answer.remember ?? null,
-            answer.signed?.fingerprint ?? null,
-            answer.signed?.key ?? null,
-            answer.signed?.signature ?? null,
-            answer.signed?.statement ?? null,
-          ],
-        )
-      }
-      const { decision: outcome, decidedBy, channel, decidedAt, reason, remember } = decision
-      return { won: true, stored: { decision: outcome, decidedBy, channel, decidedAt, reason, remember } }
-    }
-    const existing = await client.query<{
-      decision: Input.ApprovalDecision
-      decided_by: string
-      channel: Input.DecisionChannel
-      decided_at: Date
-      reason: string | null
-      remember: string | null
-    }>(
-      'select decision, decided_by, channel, decided_at, reason, remember from approvals where approval_id = $1',
-      [decision.approvalId],
-    )
-    const [row] = existing.rows
-    if (!row) {
-      throw new AuditInputError(
-        `recordApprovalDecision: approval '${decision.approvalId}' was never requested; record the request (recordApprovalRequested) first`,
+        [
+          decision.approvalId,
+          answer.approver,
+          answer.decision,
+          answer.channel,
+          answer.answeredAt,
+          answer.reason ?? null,
+          answer.remember ?? null,
+          answer.signed?.fingerprint ?? null,
+          answer.signed?.key ?? null,
+          answer.signed?.signature ?? null,
+          answer.signed?.statement ?? null,
+        ],
       )
     }
-    const stored: StoredDecision = {
-      decision: row.decision,
-      decidedBy: row.decided_by,
-      channel: row.channel,
-      decidedAt: row.decided_at,
-      reason: row.reason ?? undefined,
-      remember: row.remember ?? undefined,
-    }
-    const same =
-      stored.decision === decision.decision &&
-      stored.decidedBy === decision.decidedBy &&
-      stored.channel === decision.channel &&
-      stored.decidedAt.getTime() === decision.decidedAt.getTime()
-    return { won: same, stored }
-  })
+    const { decision: outcome, decidedBy, channel, decidedAt, reason, remember } = decision
+    return { won: true, stored: { decision: outcome, decidedBy, channel, decidedAt, reason, remember } }
+  }
+  const existing = await db.query<{
+    decision: Input.ApprovalDecision
+    decided_by: string
+    channel: Input.DecisionChannel
+    decided_at: Date
+    reason: string | null
+    remember: string | null
+  }>(
+    operation,
+    'select decision, decided_by, channel, decided_at, reason, remember from approvals where approval_id = $1',
+    [decision.approvalId],
+  )
+  const [row] = existing.rows
+  if (!row) {
+    throw new AuditInputError(
+      `recordApprovalDecision: approval '${decision.approvalId}' was never requested; record the request (recordApprovalRequested) first`,
+    )
+  }
+  const stored: StoredDecision = {
+    decision: row.decision,
+    decidedBy: row.decided_by,
+    channel: row.channel,
+    decidedAt: row.decided_at,
+    reason: row.reason ?? undefined,
+    remember: row.remember ?? undefined,
+  }
+  const same =
+    stored.decision === decision.decision &&
+    stored.decidedBy === decision.decidedBy &&
+    stored.channel === decision.channel &&
+    stored.decidedAt.getTime() === decision.decidedAt.getTime()
+  return { won: same, stored }
 }
 
 /**
