@@ -205,7 +205,7 @@ describe.concurrent.each([
     expect(rows.at(-1)).toMatchObject({ kind: 'gate', step: 4, store: objectStore(store).name })
     // The clone B laid out holds the verified tree as a commit on the run's branch, read from the store.
     expect(rows.at(-1)?.detail).toBe(
-      `branch tether/${runId} at ${gitIn(rootB, runId, 'rev-parse', `tether/${runId}`)}`,
+      `branch tether/${runId} at ${gitIn(rootB, runId, 'rev-parse', `tether/${runId}`)} in ${join(rootB, runId)}`,
     )
     // The gate ran on B's own copy, under B's root.
     expect(commands.find((c) => c.call === -1)).toMatchObject({ status: 'exited', exitCode: 0 })
