@@ -603,7 +603,8 @@ export async function inboxApprovals(
 /**
  * One statement (one snapshot, one round trip): each table's rows as JSON with their place in the run —
  * per step, the model's turn first, then each call's approval, policy events and command in time order
- * (a decision before a refusal at the same instant), then the gate.
+ * (a decision before a refusal at the same instant), then the gate. tether's own commands on the workspace
+ * (calls -2 and below: a clone, its checkout, a cache rebuild) come first, in the order they ran.
  */
 const TIMELINE = `
   select 'step' as type,
@@ -616,7 +617,7 @@ const TIMELINE = `
   union all
   select 'policy', to_json(p), step, 1, call, at, 1, kind || source from policy_events p where run_id = $1
   union all
-  select 'exec', to_json(e), step, 1, call, started_at, 2, '' from exec_results e where run_id = $1
+  select 'exec', to_json(e), step, 1, greatest(call, -2), started_at, 2, '' from exec_results e where run_id = $1
   union all
   select 'gate', to_json(g), step, 2, 0, at, 0, kind from gate_events g where run_id = $1
   order by step, section, call, at, rank, tiebreak`

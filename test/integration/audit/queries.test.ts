@@ -244,6 +244,27 @@ describe('audit queries', () => {
     expect(await store.runSummary('no-such-run')).toBeUndefined()
   })
 
+  it('give tether’s own workspace commands in the order they ran: a clone before its checkout', async () => {
+    const D = 'run-d'
+    await store.recordRunStarted(runStarted(D, { startedAt: at(40) }))
+    // The checkout is call -4 and the clone -3 (activities/snapshots.ts): their numbers are the other way round.
+    await store.recordExecResult(
+      execResult(D, 0, -3, { kind: 'workspace', argv: ['git', 'clone'], startedAt: at(41) }),
+    )
+    await store.recordExecResult(
+      execResult(D, 0, -4, { kind: 'workspace', argv: ['git', 'checkout'], startedAt: at(42) }),
+    )
+    await store.recordExecResult(execResult(D, 0, 0, { argv: ['npm', 'ci'], startedAt: at(43) }))
+    const timeline = await store.runTimeline(D)
+    expect(timeline.flatMap((e) => (e.type === 'exec' ? [e.argv.join(' ')] : []))).toEqual([
+      'git clone',
+      'git checkout',
+      'npm ci',
+    ])
+    await store.pool.query('delete from exec_results where run_id = $1', [D])
+    await store.pool.query('delete from runs where run_id = $1', [D])
+  })
+
   it('list runs newest first, by status, in pages', async () => {
     const ids = (page: { items: Array<{ runId: string }> }) => page.items.map((r) => r.runId)
     expect(ids(await store.listRuns())).toEqual([C, B, A])
