@@ -18,6 +18,8 @@ export function printTimeline(summary: RunSummary, timeline: TimelineEntry[]): v
   print(`${colour.bold(summary.runId)}  ${outcomeText(summary.outcome ?? summary.status)}`)
   if (summary.reason) print(`reason: ${visible(summary.reason)}`)
   print(colour.dim(`goal: ${summary.goal.split('\n')[0] ?? ''}`))
+  // A folder on the workers, or the source a worker laid out (`git URL at ref`, an earlier run's step).
+  if (summary.workspace) print(colour.dim(`workspace: ${visible(summary.workspace)}`))
   print(colour.dim(`sandbox: ${sandboxText(summary.sandbox)}`))
   if (summary.policyDigest) {
     print(

@@ -195,6 +195,7 @@ describe('tether CLI', () => {
         expect.stringMatching(/^reason: /),
       ])
       expect(show.stdout).toContain('step 1')
+      expect(show.stdout).toContain(`workspace: ${ws.path}\n`)
       // The gate: its command with status and size, then its verdict; its output stays in `audit ran`.
       expect(show.stdout).toMatch(
         /ran\s+npm test\s+→ exit 0\s+[\d.]+ s, \d+ B\n\s+gate\s+`npm test` → exit 0\n/,
