@@ -295,7 +295,7 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
     {
       validator: (decision) => {
         // A typed, non-retryable failure: any SDK can branch on its type (see DecisionRejection).
-        const checked = book.validate(decision, Date.now())
+        const checked = book.admit(decision, Date.now())
         if (!checked.ok) throw ApplicationFailure.nonRetryable(checked.error, checked.type)
       },
     },

@@ -1,7 +1,7 @@
 /**
  * The approvals of one run: requested asks, the answers that arrive (Update or Signal), deadlines and
  * cancellation. Pure: the workflow keeps one `ApprovalBook` in memory, its Update validator calls
- * `validate`, and its handlers call `answer`. Nothing is ever overwritten: the first denial or the last of
+ * `admit`, and its handlers call `answer`. Nothing is ever overwritten: the first denial or the last of
  * the approvals an ask needs decides it.
  *
  * Under signed identity (the policy lists approvers with keys) an answer counts only with a valid
@@ -61,7 +61,7 @@ export class ApprovalBook {
   /** Bumped by every change to what `validate` reads, so an accepted answer is reused only while it holds. */
   private version = 0
   /**
-   * The answer `validate` last accepted, with the input (as JSON), time and version it was checked at: an
+   * The answer `admit` last accepted, with the input (as JSON), time and version it was checked at: an
    * Update's handler gets the input its validator just checked (decoded again), and checking a signature
    * twice costs milliseconds. Reused only when all three are the same, so the result is the one a second
    * check would give; on replay no validator runs and the handler checks the answer itself.
@@ -214,7 +214,7 @@ export class ApprovalBook {
         `${earlier.approver} approved ${decision.approvalId} ${earlier.replacement ? `with the edited command \`${earlier.replacement.join(' ')}\`` : 'as asked'}; approve the same command or deny`,
       )
     }
-    const accepted: Accepted = {
+    return {
       ok: true,
       decision,
       answer: {
@@ -227,8 +227,16 @@ export class ApprovalBook {
         ...(signed ? { signed } : {}),
       },
     }
-    this.accepted = { json: JSON.stringify(input), now, version: this.version, checked: accepted }
-    return accepted
+  }
+
+  /**
+   * An Update validator's check: `validate`, remembering an accepted answer so that `answer`, given the same
+   * input at the same time and state, applies it without checking it again.
+   */
+  admit(input: unknown, now: number): Checked {
+    const checked = this.validate(input, now)
+    if (checked.ok) this.accepted = { json: JSON.stringify(input), now, version: this.version, checked }
+    return checked
   }
 
   /**
@@ -268,7 +276,7 @@ export class ApprovalBook {
     }
   }
 
-  /** What `validate` accepted for this very input, time and state, if that was the last thing it did. */
+  /** What `admit` accepted for this very input, time and state, if nothing has changed since. */
   private acceptedBefore(input: unknown, now: number): Accepted | undefined {
     const last = this.accepted
     if (!last || last.now !== now || last.version !== this.version) return undefined

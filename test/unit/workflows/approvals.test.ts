@@ -458,24 +458,24 @@ describe('ApprovalBook, signed (keys on the policy)', () => {
     const answer = signed(alice, { approvalId: 'a-1', decision: 'approve', approver: 'alice' })
     // The same input, decoded again for the handler: applied as a fresh book applies it.
     const book = signedBook(two)
-    expect(book.validate(answer, now)).toMatchObject({ ok: true })
+    expect(book.admit(answer, now)).toMatchObject({ ok: true })
     const fresh = signedBook(two)
     expect(book.answer(copy(answer), 'update', now)).toEqual(fresh.answer(copy(answer), 'update', now))
     expect(book.pending()).toEqual(fresh.pending())
     // Another of alice's answers applied in between: the validated one is now a duplicate.
     const raced = signedBook(two)
-    expect(raced.validate(answer, now)).toMatchObject({ ok: true })
+    expect(raced.admit(answer, now)).toMatchObject({ ok: true })
     const other = signed(aliceNew, { approvalId: 'a-1', decision: 'approve', approver: 'alice' })
     expect(raced.answer(other, 'signal', now)).toMatchObject({ ok: true, approvals: 1 })
     expect(raced.answer(copy(answer), 'update', now)).toMatchObject({ ok: false, type: 'DuplicateApprover' })
     // The approval expired in between (its deadline's timer): nothing is applied to it any more.
     const expired = signedBook(two)
-    expect(expired.validate(answer, now)).toMatchObject({ ok: true })
+    expect(expired.admit(answer, now)).toMatchObject({ ok: true })
     expired.expire('a-1', 'timeout', now)
     expect(expired.answer(copy(answer), 'update', now)).toMatchObject({ ok: false, type: 'AlreadyDecided' })
     // A different input (its signature altered): checked on its own.
     const tampered = signedBook(two)
-    expect(tampered.validate(answer, now)).toMatchObject({ ok: true })
+    expect(tampered.admit(answer, now)).toMatchObject({ ok: true })
     const altered = copy(answer)
     altered.signature = {
       ...(altered.signature as NonNullable<DecisionInput['signature']>),
@@ -489,7 +489,7 @@ describe('ApprovalBook, signed (keys on the policy)', () => {
       { issuedAt: now + 2 * SIGNATURE_SKEW_MS },
     )
     const timed = signedBook(two)
-    expect(timed.validate(late, now + 2 * SIGNATURE_SKEW_MS)).toMatchObject({ ok: true })
+    expect(timed.admit(late, now + 2 * SIGNATURE_SKEW_MS)).toMatchObject({ ok: true })
     expect(timed.answer(copy(late), 'update', now)).toMatchObject({ ok: false, type: 'OutsideValidity' })
   })
 
