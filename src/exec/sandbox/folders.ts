@@ -25,16 +25,20 @@ export function subfolders(dir: string): string[] {
 export function linkedFolders(folders: readonly string[]): Array<[name: string, real: string]> {
   const linked: Array<[string, string]> = []
   for (const folder of folders) {
-    // Most toolchain folders are not there: a stat says so without the cost of a thrown error.
-    if (!lstatSync(folder, { throwIfNoEntry: false })) continue
-    try {
-      const real = realpathSync.native(folder)
-      if (real !== folder) linked.push([folder, real])
-    } catch {
-      // Gone since, or unreadable: it shows nothing.
-    }
+    const real = realPath(folder)
+    if (real !== undefined && real !== folder) linked.push([folder, real])
   }
   return linked
+}
+
+/** Where `path` leads, or undefined when it is not there (or cannot be followed): nothing is shown there. */
+function realPath(path: string): string | undefined {
+  try {
+    // Most of what a plan asks about is not there: a stat says so without the cost of a thrown error.
+    return lstatSync(path, { throwIfNoEntry: false }) ? realpathSync.native(path) : undefined
+  } catch {
+    return undefined
+  }
 }
 
 /**
@@ -49,13 +53,8 @@ export function hiddenNames(
   path: string,
   linked: ReadonlyArray<readonly [name: string, real: string]>,
 ): string[] {
-  let real: string
-  try {
-    if (!lstatSync(path, { throwIfNoEntry: false })) return [path]
-    real = realpathSync.native(path)
-  } catch {
-    return [path]
-  }
+  const real = realPath(path)
+  if (real === undefined) return [path]
   const names = [real]
   for (const [name, source] of linked)
     if (within(real, source)) names.push(join(name, relative(source, real)))
