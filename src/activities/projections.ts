@@ -16,7 +16,13 @@ import {
   stepRecords,
 } from '../audit/index.js'
 import { approvalMessage } from '../present/index.js'
-import type { PendingApproval, StepRecord, TaskContract, TetherActivities } from '../run/index.js'
+import type {
+  ApprovalDecision,
+  PendingApproval,
+  StepRecord,
+  TaskContract,
+  TetherActivities,
+} from '../run/index.js'
 import { isUnreadableOwnPolicy, type RunConfigs } from './run-config.js'
 import type { RunMetrics } from './telemetry.js'
 
@@ -32,6 +38,35 @@ export async function recordStepRows(
   const inserted = await writes.recordStep(step)
   if (refusals.length > 0) await writes.recordPolicyEvents(refusals)
   return inserted
+}
+
+/**
+ * An answered approval's decision and its policy events, in one commit (idempotent: the first decision
+ * stands, and only the write that stored it counts it): by tetherApprovalDecided, or by the approved
+ * command's own activity on its way to the command.
+ */
+export async function recordDecision(
+  deps: { audit: AuditStore; metrics?: RunMetrics | undefined },
+  input: ApprovalDecision,
+): Promise<void> {
+  const { decision, events } = approvalDecisionRecords(input)
+  const won = await deps.audit.together('approvalDecided', async (writes) => {
+    const { won } = await writes.recordApprovalDecision(decision)
+    // The first decision stands, and its events with it; a refusal after the approval is the judgement of
+    // whichever attempt made it (a command's retry judges again), so it is recorded in any case.
+    const kept = won ? events : events.filter((event) => event.kind === 'refusal')
+    if (kept.length > 0) await writes.recordPolicyEvents(kept)
+    return won
+  })
+  if (!won) return
+  const { request, resolution } = input
+  deps.metrics?.approvalResolved({
+    kind: request.act === 'budget' ? 'budget' : 'action',
+    decision: resolution.decision,
+    requestedAt: request.requestedAt,
+    decidedAt: resolution.decidedAt,
+    firstAnswerAt: resolution.answers?.[0]?.at,
+  })
 }
 
 /** Inside the projection activities' 10 s start-to-close (agentRun), so a slow webhook is retried, not cut. */
@@ -94,25 +129,7 @@ export function projectionActivities(deps: {
       await notify(post, runId, request, await deps.runs.contract(runId, contract), 0)
     },
 
-    async tetherApprovalDecided(input) {
-      const { decision, events } = approvalDecisionRecords(input)
-      // The decision and its events in one commit: this is on the way from an answer to its command.
-      const won = await audit.together('approvalDecided', async (writes) => {
-        const { won } = await writes.recordApprovalDecision(decision)
-        // The first decision stands; a different one already stored means this one changed nothing.
-        if (won) await writes.recordPolicyEvents(events)
-        return won
-      })
-      if (!won) return
-      const { request, resolution } = input
-      deps.metrics.approvalResolved({
-        kind: request.act === 'budget' ? 'budget' : 'action',
-        decision: resolution.decision,
-        requestedAt: request.requestedAt,
-        decidedAt: resolution.decidedAt,
-        firstAnswerAt: resolution.answers?.[0]?.at,
-      })
-    },
+    tetherApprovalDecided: (input) => recordDecision(deps, input),
 
     async tetherApprovalRejected(input) {
       // Recorded so an operator sees a bad or unauthorised answer; it changed nothing in the run.

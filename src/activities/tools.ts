@@ -11,8 +11,16 @@ import type { AuditStore, AuditWrites, ExecResultRecord } from '../audit/index.j
 import { ExecInputError, type ExecResult, type SandboxReport } from '../exec/index.js'
 import { judge } from '../judge/index.js'
 import { clip, formatArgv, formatBytes } from '../present/index.js'
-import type { TetherActivities } from '../run/index.js'
-import { ATTR, auditRow, FAILURE, gateFailureMessage, type InlineMessage, workspaceOf } from '../run/index.js'
+import type { ActionVerdict, ApprovedCall, TetherActivities } from '../run/index.js'
+import {
+  ATTR,
+  auditRow,
+  FAILURE,
+  gateFailureMessage,
+  type InlineMessage,
+  replacementVerdict,
+  workspaceOf,
+} from '../run/index.js'
 import { type ValidatedCall, validateToolCall } from '../tools/index.js'
 import {
   adviceFor,
@@ -27,11 +35,15 @@ import {
 import { CommandAttempts, workerStopping } from './attempts.js'
 import { runCommandWithHeartbeats } from './exec.js'
 import { heartbeating } from './heartbeat.js'
+import { judgeCalls } from './policy.js'
+import { recordDecision } from './projections.js'
 import type { RunConfigs } from './run-config.js'
 import { type CommandSandbox, commandOptions, resultRecord } from './sandbox.js'
 import type { StepSnapshots } from './snapshots.js'
 import { type ActivityTelemetry, annotate, annotateContent, type RunMetrics } from './telemetry.js'
 import { appendInOrder } from './transcript.js'
+
+type ExecInput = Parameters<TetherActivities['tetherExec']>[0]
 
 export function toolActivities(deps: {
   audit: AuditStore
@@ -108,6 +120,31 @@ export function toolActivities(deps: {
     return { ok: outcome.ok, summary: clip(outcome.summary, 300), ...tree }
   }
 
+  /**
+   * An approved command judged again under the policy and what the run remembered (an approval never crosses
+   * a deny), and its decision recorded: here, on the command's way to its start, rather than by activities of
+   * their own between the answer and the command. Each attempt judges again (a retry after a crash runs the
+   * command again only if it may still run); the decision is recorded once.
+   */
+  async function judgedAfterApproval(input: ExecInput, approved: ApprovedCall): Promise<ActionVerdict> {
+    const { runId, argv, policyDigest, tree } = input
+    const { contract } = await runs.get(runId)
+    const request = {
+      ...(policyDigest !== undefined ? { policyDigest } : {}),
+      remembered: input.remembered ?? [],
+      workspace: input.workspace,
+      noRetry: contract.noRetry,
+      ...(tree !== undefined ? { tree } : {}),
+    }
+    const call = { id: input.callId, name: 'exec' as const, args: { argv } }
+    const [judged] = (await judgeCalls(deps, runId, request, [call])) as [ActionVerdict]
+    // A note means the approvers edited the command: they answered for exactly this one (replacementVerdict).
+    const verdict = input.note !== undefined ? replacementVerdict(judged, approved.resolution) : judged
+    const refused = verdict.effect === 'deny' ? { refusedAfterApproval: verdict } : {}
+    await recordDecision(deps, { runId, ...approved, ...refused })
+    return verdict
+  }
+
   return {
     async tetherExec(input) {
       const { runId, step, call, argv } = input
@@ -115,6 +152,15 @@ export function toolActivities(deps: {
       const context = Context.current()
       const recorded = await recordedObservation(audit, input)
       if (recorded) return { ...recorded, ...(await snapshots.recorded(input, 'tool')) }
+      let { noRetry } = input
+      if (input.approved) {
+        const verdict = await judgedAfterApproval(input, input.approved)
+        if (verdict.effect === 'deny') {
+          const summary = `exec ${clip(argv.join(' '), 120)} → refused after its approval`
+          return { ok: false, summary, status: 'refused', refused: verdict }
+        }
+        noRetry = verdict.noRetry === true
+      }
       // Never two attempts of one command at once: an earlier one still running is stopped first.
       const key = { runId, step, call, attempt: context.info.attempt }
       const attempt = await attempts.begin(key, context)
@@ -129,7 +175,7 @@ export function toolActivities(deps: {
           return { ...finished, ...(await snapshots.recorded(input, 'tool')) }
         }
         // A retry after a crash re-runs the command, unless re-running it could do harm twice.
-        if (context.info.attempt > 1 && input.noRetry) {
+        if (context.info.attempt > 1 && noRetry) {
           const output =
             `[exec interrupted] \`${argv.join(' ')}\` was cut off by a worker failure and was not run again ` +
             '(it is on the no-retry list); its outcome is unknown. Check its effect before you repeat it.'

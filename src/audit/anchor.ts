@@ -520,15 +520,9 @@ export function compareWithHistory(
           approvals.set(request.approvalId, { request, identity: identityOf(preparation) })
           break
         }
-        case 'tetherApprovalDecided': {
-          const decidedInput = call.input as Input<'tetherApprovalDecided'>
-          const approval = approvals.get(decidedInput.request.approvalId)
-          // The first decision of an approval is the one stored.
-          if (!approval || approval.decided) break
-          approval.decided = { input: decidedInput, settled }
-          decided(decidedInput, settled)
+        case 'tetherApprovalDecided':
+          firstDecision(call.input as Input<'tetherApprovalDecided'>, settled)
           break
-        }
         case 'tetherApprovalRejected': {
           const event = call.input as Input<'tetherApprovalRejected'>
           const prefix = policyEventKey(event.step, 0, 'decision', records.rejectedSourcePrefix(event))
@@ -540,6 +534,12 @@ export function compareWithHistory(
         }
         case 'tetherExec': {
           const exec = call.input as Input<'tetherExec'>
+          // An approved command's activity recorded its decision (and a refusal after it) before the command.
+          if (exec.approved) {
+            const refused = settled ? (call.result as ToolSummary | undefined)?.refused : undefined
+            const refusal = refused ? { refusedAfterApproval: refused } : {}
+            firstDecision({ runId: exec.runId, ...exec.approved, ...refusal }, settled)
+          }
           command(exec.step, exec.call, exec.argv, exec.workspace, 'tool', call)
           break
         }
@@ -676,6 +676,14 @@ export function compareWithHistory(
       row,
       required,
     )
+  }
+
+  /** The first decision of an approval is the one stored. */
+  function firstDecision(decidedInput: Input<'tetherApprovalDecided'>, settled: boolean) {
+    const approval = approvals.get(decidedInput.request.approvalId)
+    if (!approval || approval.decided) return
+    approval.decided = { input: decidedInput, settled }
+    decided(decidedInput, settled)
   }
 
   function decided(decidedInput: Input<'tetherApprovalDecided'>, settled: boolean) {

@@ -120,6 +120,13 @@ export interface TetherActivities {
       note?: string
       /** The workspace's root hash history recorded last (absent in runs from before snapshots). */
       tree?: string
+      /**
+       * The approval the command waited for (approval-judged-by-exec): the activity judges the command again
+       * under the policy and `remembered` (an approval never crosses a deny), records the decision, and runs
+       * the command only when it was not refused (else `refused` in its result).
+       */
+      approved?: ApprovedCall
+      remembered?: RememberedRule[]
     },
   ): Promise<ToolSummary>
   /** Runs one file tool; the full arguments are read back from the transcript (the reply at `replySeq`). */
@@ -184,15 +191,7 @@ export interface TetherActivities {
     goal: string
     contract?: TaskContract
   }): Promise<void>
-  tetherApprovalDecided(input: {
-    runId: string
-    request: PendingApproval
-    resolution: Resolution
-    /** The rule added to the run's `remembered` layer, when the approvers chose one. */
-    remembered?: { pattern: string }
-    /** The re-check after an approval found a deny. */
-    refusedAfterApproval?: ActionVerdict
-  }): Promise<void>
+  tetherApprovalDecided(input: ApprovalDecision): Promise<void>
   tetherApprovalRejected(input: {
     runId: string
     step: number
@@ -219,6 +218,20 @@ export interface TetherActivities {
 }
 
 /** What the policy judges a call with, besides the call: the run's policy and what the run remembered. */
+/** An answered approval, as its decision is recorded. */
+export interface ApprovalDecision {
+  runId: string
+  request: PendingApproval
+  resolution: Resolution
+  /** The rule added to the run's `remembered` layer, when the approvers chose one. */
+  remembered?: { pattern: string }
+  /** The re-check after an approval found a deny. */
+  refusedAfterApproval?: ActionVerdict
+}
+
+/** An approved command's decision, which the command's own activity judges again and records. */
+export type ApprovedCall = Omit<ApprovalDecision, 'runId' | 'refusedAfterApproval'>
+
 export interface JudgeRequest {
   /** The effective policy, by the digest history recorded at the run's start (absent in old histories). */
   policyDigest?: string

@@ -3,7 +3,14 @@
  * both write. Pure (no Temporal, no Node), so it is part of the workflow bundle as well as the worker.
  */
 
-export { type JudgeRequest, LAYOUT_ATTEMPTS, type StepRecord, type TetherActivities } from './activities.js'
+export {
+  type ApprovalDecision,
+  type ApprovedCall,
+  type JudgeRequest,
+  LAYOUT_ATTEMPTS,
+  type StepRecord,
+  type TetherActivities,
+} from './activities.js'
 export {
   ContractError,
   contractInput,
@@ -32,3 +39,4 @@ export { CURRENCY, MAX_MONEY_MICROS, MICROS_PER_USD, microsToUsd, parseMoney } f
 export { type Flight, type FlightKind, inFlight, type PendingActivityView } from './progress.js'
 export { ATTR, auditRow, INSTRUMENTATION, METRIC, SPAN } from './telemetry.js'
 export type * from './types.js'
+export { describeRule, replacementVerdict } from './verdicts.js'

@@ -36,6 +36,7 @@ import type {
   ActionVerdict,
   AgentRunInput,
   AgentRunResult,
+  ApprovedCall,
   JudgeRequest,
   ModelTurn,
   Outcome,
@@ -47,12 +48,14 @@ import type {
   WorkspaceLaidOut,
 } from '../run/index.js'
 import {
+  describeRule,
   describeWorkspace,
   FAILURE,
   LAYOUT_ATTEMPTS,
   MODEL_FAILURES_NOT_RETRIED,
   parseContract,
   parseMoney,
+  replacementVerdict,
   startProblem,
   type TaskContract,
   workspaceOf,
@@ -68,7 +71,6 @@ import {
   costCapReached,
   costCapWords,
   deniedByApproverObservation,
-  describeRule,
   initialState,
   invalidCallObservation,
   nextAfterTurn,
@@ -76,7 +78,6 @@ import {
   recordUsage,
   refusalObservation,
   replacementNote,
-  replacementVerdict,
   reserveSeq,
   reserveSeqs,
   stepDecision,
@@ -264,6 +265,9 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
     policyByReference: change('policy-by-reference'),
     // The start record and the workspace's layout in one activity: one round trip fewer for every run.
     beginRun: change('begin-run'),
+    // An approved command is judged again, and its decision recorded, by the command's own activity: nothing
+    // runs between an approver's answer and the command's start but the workflow task that takes the answer.
+    approvalJudgedByExec: patched('approval-judged-by-exec'),
   }
   if (changes.bounded) refuseOversizedStart(input)
   const state: RunState = initialState(input.carried, Date.now())
@@ -671,6 +675,8 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
       let verdict = entry.verdict
       let note: string | undefined
       const approvalId = entry.approval
+      /** An approved command's decision, which its own activity judges again and records. */
+      let approved: ApprovedCall | undefined
       if (entry.approval) {
         const request = book.get(entry.approval) as PendingApproval
         const resolution = book.resolution(entry.approval) as Resolution
@@ -687,24 +693,29 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
           note = replacementNote(call.args.argv, replacement, resolution.decidedBy)
           call = { ...call, args: { ...call.args, argv: replacement } }
         }
-        // An approval never crosses a deny: judge again, with whatever was just remembered.
-        verdict = await checkAction(call)
-        if (note) verdict = replacementVerdict(verdict, resolution)
-        const refusedAfterApproval = verdict.effect === 'deny' ? verdict : undefined
-        await decisionRecorder().tetherApprovalDecided({
-          runId,
-          request,
-          resolution,
-          ...(remembered ? { remembered } : {}),
-          ...(refusedAfterApproval ? { refusedAfterApproval } : {}),
-        })
+        if (call.name === 'exec' && changes.approvalJudgedByExec) {
+          approved = { request, resolution, ...(remembered ? { remembered } : {}) }
+        } else {
+          // An approval never crosses a deny: judge again, with whatever was just remembered.
+          verdict = await checkAction(call)
+          if (note) verdict = replacementVerdict(verdict, resolution)
+          const refusedAfterApproval = verdict.effect === 'deny' ? verdict : undefined
+          await decisionRecorder().tetherApprovalDecided({
+            runId,
+            request,
+            resolution,
+            ...(remembered ? { remembered } : {}),
+            ...(refusedAfterApproval ? { refusedAfterApproval } : {}),
+          })
+        }
       }
-      if (verdict.effect === 'deny') {
-        refusals.push({ call: index, verdict })
-        state.pending.push(refusalObservation(seq, call, verdict, note))
-        lines.push(`${verdict.act} refused: ${clip(verdict.target, 200)} (${describeRule(verdict)})`)
-        return { verdict, approvalId }
+      const refuse = (refused: ActionVerdict) => {
+        refusals.push({ call: index, verdict: refused })
+        state.pending.push(refusalObservation(seq, call, refused, note))
+        lines.push(`${refused.act} refused: ${clip(refused.target, 200)} (${describeRule(refused)})`)
+        return { verdict: refused, approvalId }
       }
+      if (verdict.effect === 'deny') return refuse(verdict)
       const timeoutMs = commandTimeout(state, contract, Date.now())
       const summary =
         call.name === 'exec'
@@ -724,6 +735,7 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
                   outputCeiling: contract.outputCeiling,
                   noRetry: verdict.noRetry === true,
                   ...(note ? { note } : {}),
+                  ...(approved ? { approved, remembered: state.remembered } : {}),
                   ...policyDigest,
                   ...tree(),
                 },
@@ -750,6 +762,8 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
                   },
                 ],
               )
+      // Judged again after its approval, the command met a deny: nothing ran, nothing was written.
+      if (summary.refused) return refuse(summary.refused)
       // The activity wrote the workflow's own observations before its result.
       state.pending = []
       if (summary.tree) state.tree = summary.tree

@@ -3,7 +3,7 @@
  * texts the model reads. No Temporal imports, so every rule here is unit-tested without a server; the
  * workflow is a thin shell that calls activities and feeds their results through these functions.
  */
-import { backticks, formatDuration, formatMoney, ruleWords, words } from '../present/index.js'
+import { formatDuration, formatMoney } from '../present/index.js'
 import type {
   ActionVerdict,
   CarriedState,
@@ -12,6 +12,7 @@ import type {
   Outcome,
   TaskContract,
 } from '../run/index.js'
+import { describeRule } from '../run/index.js'
 import type { ToolCall } from '../tools/index.js'
 
 export interface RunState extends CarriedState {}
@@ -121,10 +122,6 @@ function toolResult(seq: number, call: ToolCall, output: string): InlineMessage 
   return { seq, message: { role: 'tool', results: [{ callId: call.id, name: call.name, output }] } }
 }
 
-export function describeRule(verdict: Pick<ActionVerdict, 'rule' | 'layer' | 'act'>): string {
-  return words(ruleWords(verdict, backticks))
-}
-
 /**
  * Characters of a target (a command, a path) repeated in an observation: observations travel through
  * history until the next activity stores them, and the model knows what it sent.
@@ -159,25 +156,6 @@ export function replacementNote(
   by: string,
 ): string {
   return `[approved with an edit] ${by} approved \`${replacement.join(' ')}\` instead of the command you asked for (\`${asked.join(' ')}\`).`
-}
-
-/**
- * The verdict on an approved edited command. Its approvers answered for exactly this command, so an ask it
- * meets is answered — unless that ask needs more approvers than approved it; a deny stays a deny.
- */
-export function replacementVerdict(
-  verdict: ActionVerdict,
-  resolution: { answers?: Array<{ decision: string }> | undefined },
-): ActionVerdict {
-  if (verdict.effect !== 'ask') return verdict
-  const approvals = (resolution.answers ?? []).filter((a) => a.decision === 'approve').length
-  const required = verdict.approvalsRequired ?? 1
-  if (approvals >= required) return verdict
-  return {
-    ...verdict,
-    effect: 'deny',
-    reason: `the edited command needs ${required} approvers (${describeRule(verdict)}) and ${approvals} approved it`,
-  }
 }
 
 export function invalidCallObservation(seq: number, call: ToolCall, error: string): InlineMessage {

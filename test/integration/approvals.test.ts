@@ -5,6 +5,7 @@ import { createServer } from 'node:http'
 import { join } from 'node:path'
 import { WorkflowUpdateFailedError } from '@temporalio/client'
 import { describe, expect, it } from 'vitest'
+import { verifyRunHistory } from '../../src/audit/index.js'
 import { Policy } from '../../src/policy/index.js'
 import {
   decideSignal,
@@ -322,6 +323,40 @@ describe('approvals', () => {
       expect(refusals[0]?.reason).toContain('an approval never crosses a deny')
       const { readFile } = await import('node:fs/promises')
       expect(await readFile(join(ws.path, '.env'), 'utf8')).toBe('SECRET=1\n')
+    } finally {
+      await ws.cleanup()
+    }
+  })
+
+  it('judges an approved command again in its own activity: a deny by then stops it, and the audit still matches history', async () => {
+    // `npm run site` asks; while it waits, the script it runs becomes a server that never exits (denied).
+    const site = { name: 'exec', args: { argv: ['npm', 'run', 'site'] } }
+    const script = (site: string) => JSON.stringify({ name: 'p', scripts: { site } })
+    const { ws, handle } = await startScriptedRun(harness, [{ toolCalls: [site] }, { text: 'ok' }], {
+      policy: policy(),
+      files: { 'package.json': script('echo built') },
+    })
+    try {
+      const [pending] = await waitForPending(handle)
+      expect(pending).toMatchObject({ act: 'exec', target: 'npm run site' })
+      await writeFile(join(ws.path, 'package.json'), script('vite'))
+      await handle.executeUpdate(decideUpdate, {
+        args: [{ approvalId: pending!.approvalId, decision: 'approve', approver: 'alice' }],
+      })
+      await handle.result()
+      const runId = handle.workflowId
+      expect(await harness.audit.executedCommands({ runId })).toEqual([])
+      const refusals = (await harness.audit.refusedActions({ runId, limit: 10 })).items
+      expect(refusals.map((r) => r.reason)).toContainEqual(
+        expect.stringContaining('an approval never crosses a deny'),
+      )
+      expect(await harness.audit.approval(pending!.approvalId)).toMatchObject({
+        decision: 'approved',
+        decidedBy: 'alice',
+      })
+      expect(JSON.stringify(await harness.audit.loadMessages(runId))).toContain('[exec refused] npm run site')
+      const verified = await verifyRunHistory(harness.client, harness.audit, runId)
+      expect(verified.findings).toEqual([])
     } finally {
       await ws.cleanup()
     }

@@ -47,11 +47,10 @@ describe('a recorded history, replayed', () => {
       'tetherPrepareRun (local) completed',
       // The run's row, then its workspace's first snapshot, in one activity (begin-run).
       'tetherBeginRun completed',
-      // The turn judges its calls; an approved call is judged again before it runs.
+      // The turn judges its calls; an approved command's own activity judges it again and records the
+      // decision before it runs it (approval-judged-by-exec).
       'tetherModelTurn completed',
       'tetherApprovalRequested completed',
-      'tetherCheckAction (local) completed',
-      'tetherApprovalDecided (local) completed',
       'tetherExec completed',
       // The next turn records step 1; the last step, with no turn after it, records itself.
       'tetherModelTurn completed',
@@ -69,8 +68,9 @@ describe('a recorded history, replayed', () => {
 
   it('reports every row history holds as deleted from an empty database', () => {
     const report = compareWithHistory(RUN, executions, empty())
-    const decided = executions[0]?.calls.find((c) => c.type === 'tetherApprovalDecided') as ReplayedCall
-    const approvalId = (decided.input as { request: { approvalId: string } }).request.approvalId
+    const exec = executions[0]?.calls.find((c) => c.type === 'tetherExec') as ReplayedCall
+    const approvalId = (exec.input as { approved: { request: { approvalId: string } } }).approved.request
+      .approvalId
     // The run's policy is stored by digest once the run is prepared; history holds that digest too.
     const prepared = executions[0]?.calls.find((c) => c.type === 'tetherPrepareRun') as ReplayedCall
     const { policyDigest } = prepared.result as { policyDigest: string }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { parseContract } from '../../../src/run/contract.js'
+import { replacementVerdict } from '../../../src/run/index.js'
 import {
   budgetOutcome,
   commandTimeout,
@@ -8,7 +9,6 @@ import {
   recordUsage,
   refusalObservation,
   replacementNote,
-  replacementVerdict,
   reserveSeq,
   reserveSeqs,
 } from '../../../src/workflows/run-state.js'
