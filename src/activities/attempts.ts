@@ -131,8 +131,8 @@ export class CommandAttempts {
 
   /**
    * Starts attempt `key` once no earlier attempt of the same command runs anywhere. Attempt 1 of a command
-   * its model turn allowed was begun with the turn's reply (one commit fewer); any other is begun here, so
-   * an attempt a lost worker cut off stays in the audit.
+   * its model turn allowed was begun with the turn's reply, and of an approved one with its decision (one
+   * commit fewer); any other is begun here, so an attempt a lost worker cut off stays in the audit.
    */
   async begin(key: AttemptKey, context: Context = Context.current()): Promise<Attempt> {
     const command = `${key.runId}\u0000${key.step}\u0000${key.call}`

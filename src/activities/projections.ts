@@ -43,11 +43,12 @@ export async function recordStepRows(
 /**
  * An answered approval's decision and its policy events, in one commit (idempotent: the first decision
  * stands, and only the write that stored it counts it): by tetherApprovalDecided, or by the approved
- * command's own activity on its way to the command.
+ * command's own activity on its way to the command, with `also` its own first write in the same commit.
  */
 export async function recordDecision(
   deps: { audit: AuditStore; metrics?: RunMetrics | undefined },
   input: ApprovalDecision,
+  also?: (writes: AuditWrites) => Promise<void>,
 ): Promise<void> {
   const { decision, events } = approvalDecisionRecords(input)
   const won = await deps.audit.together('approvalDecided', async (writes) => {
@@ -56,6 +57,7 @@ export async function recordDecision(
     // whichever attempt made it (a command's retry judges again), so it is recorded in any case.
     const kept = won ? events : events.filter((event) => event.kind === 'refusal')
     if (kept.length > 0) await writes.recordPolicyEvents(kept)
+    await also?.(writes)
     return won
   })
   if (!won) return

@@ -32,7 +32,7 @@ import {
   workspaceView,
   writeFile,
 } from '../workspace/index.js'
-import { CommandAttempts, workerStopping } from './attempts.js'
+import { CommandAttempts, WORKER, workerStopping } from './attempts.js'
 import { runCommandWithHeartbeats } from './exec.js'
 import { heartbeating } from './heartbeat.js'
 import { judgeCalls } from './policy.js'
@@ -124,7 +124,8 @@ export function toolActivities(deps: {
    * An approved command judged again under the policy and what the run remembered (an approval never crosses
    * a deny), and its decision recorded: here, on the command's way to its start, rather than by activities of
    * their own between the answer and the command. Each attempt judges again (a retry after a crash runs the
-   * command again only if it may still run); the decision is recorded once.
+   * command again only if it may still run); the decision is recorded once. A first attempt that may run is
+   * begun in the decision's commit (one commit fewer on the way to the command).
    */
   async function judgedAfterApproval(input: ExecInput, approved: ApprovedCall): Promise<ActionVerdict> {
     const { runId, argv, policyDigest, tree } = input
@@ -141,7 +142,13 @@ export function toolActivities(deps: {
     // A note means the approvers edited the command: they answered for exactly this one (replacementVerdict).
     const verdict = input.note !== undefined ? replacementVerdict(judged, approved.resolution) : judged
     const refused = verdict.effect === 'deny' ? { refusedAfterApproval: verdict } : {}
-    await recordDecision(deps, { runId, ...approved, ...refused })
+    const { step, call: index } = input
+    const attempt = Context.current().info.attempt
+    const begin =
+      verdict.effect !== 'deny' && attempt === 1
+        ? (writes: AuditWrites) => writes.beginExecAttempt({ runId, step, call: index, attempt }, WORKER)
+        : undefined
+    await recordDecision(deps, { runId, ...approved, ...refused }, begin)
     return verdict
   }
 

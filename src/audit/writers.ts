@@ -484,7 +484,10 @@ export async function beginExecAttempt(db: Queryable, key: AttemptKey, worker: s
   )
 }
 
-/** Whether an attempt is recorded as begun and not ended (attempt 1 of a command its model turn allowed). */
+/**
+ * Whether an attempt is recorded as begun and not ended (attempt 1 of a command its model turn allowed, or of
+ * an approved one, begun with its decision).
+ */
 export async function execAttemptOpen(db: Database, key: AttemptKey): Promise<boolean> {
   const { rows } = await db.query<{ open: boolean }>(
     'execAttemptOpen',
