@@ -43,7 +43,15 @@ try {
       taskQueue: stack.taskQueue,
       runId: newRunId(),
     })
-    return { name, ws, handle, update: [] as number[], toStart: [] as number[], total: [] as number[], sign: [] as number[] }
+    return {
+      name,
+      ws,
+      handle,
+      update: [] as number[],
+      toStart: [] as number[],
+      total: [] as number[],
+      sign: [] as number[],
+    }
   }
   const runs = [
     await start('unsigned', Policy.tiered()),

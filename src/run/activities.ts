@@ -218,10 +218,16 @@ export interface TetherActivities {
 }
 
 /** What the policy judges a call with, besides the call: the run's policy and what the run remembered. */
+/** What a decision's record takes of its request (what approvers were shown is on the request's own row). */
+export type DecidedRequest = Pick<
+  PendingApproval,
+  'approvalId' | 'step' | 'call' | 'act' | 'target' | 'rule' | 'layer' | 'requestedAt'
+>
+
 /** An answered approval, as its decision is recorded. */
 export interface ApprovalDecision {
   runId: string
-  request: PendingApproval
+  request: DecidedRequest
   resolution: Resolution
   /** The rule added to the run's `remembered` layer, when the approvers chose one. */
   remembered?: { pattern: string }

@@ -6,6 +6,7 @@
 export {
   type ApprovalDecision,
   type ApprovedCall,
+  type DecidedRequest,
   type JudgeRequest,
   LAYOUT_ATTEMPTS,
   type StepRecord,

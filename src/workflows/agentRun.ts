@@ -37,6 +37,7 @@ import type {
   AgentRunInput,
   AgentRunResult,
   ApprovedCall,
+  DecidedRequest,
   JudgeRequest,
   ModelTurn,
   Outcome,
@@ -694,7 +695,7 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
           call = { ...call, args: { ...call.args, argv: replacement } }
         }
         if (call.name === 'exec' && changes.approvalJudgedByExec) {
-          approved = { request, resolution, ...(remembered ? { remembered } : {}) }
+          approved = { request: decided(request), resolution, ...(remembered ? { remembered } : {}) }
         } else {
           // An approval never crosses a deny: judge again, with whatever was just remembered.
           verdict = await checkAction(call)
@@ -1075,6 +1076,21 @@ function rememberOffer(remember: NonNullable<ActionVerdict['remember']>): Rememb
   if (!remember.ok) return { refused: remember.reason }
   if ('pattern' in remember) return { exact: remember.pattern }
   return { exact: remember.exact, ...(remember.wider ? { wider: remember.wider } : {}) }
+}
+
+/** What an approved command's activity records of its request: not what approvers were shown (`tree`). */
+function decided(request: PendingApproval): DecidedRequest {
+  const { approvalId, step, call, act, target, rule, layer, requestedAt } = request
+  return {
+    approvalId,
+    step,
+    call,
+    act,
+    target,
+    requestedAt,
+    ...(rule !== undefined ? { rule } : {}),
+    ...(layer !== undefined ? { layer } : {}),
+  }
 }
 
 /** A command's argv, for the span of its call (the program is all the span shows). */
