@@ -11,7 +11,7 @@ import { tsToMs } from '@temporalio/common/lib/time.js'
 import { temporal } from '@temporalio/proto'
 import { afterAll, beforeAll, describe, type ExpectStatic, it } from 'vitest'
 import { type AuditStore, verifyRunHistory } from '../../src/audit/index.js'
-import type { agentRun } from '../../src/workflows/index.js'
+import { type agentRun, decideUpdate, pendingApprovalsQuery } from '../../src/workflows/index.js'
 import { npmWorkspace, openTestAudit, startRun, testPolicy, writeScript } from '../support/agent.js'
 import { tether } from '../support/cli.js'
 import { type LlmServer, openAiChat, startLlmServer } from '../support/llm-server.js'
@@ -54,7 +54,14 @@ describe.concurrent('crash-resume', () => {
       noRetry: ['node slow.cjs'],
       runs: 1,
     },
-  ])('$name', async ({ noRetry, runs }, { expect }) => {
+    {
+      // Its own activity judged it again and recorded the decision: the retry judges again, and says so.
+      name: 'does not rerun an approved command on the noRetry list; its decision is recorded once',
+      noRetry: ['node slow.cjs'],
+      runs: 1,
+      approved: true,
+    },
+  ])('$name', async ({ noRetry, runs, approved }, { expect }) => {
     const taskQueue = uniqueTaskQueue('crash')
     const ws = await npmWorkspace()
     try {
@@ -67,8 +74,18 @@ describe.concurrent('crash-resume', () => {
         client.client,
         taskQueue,
         { goal: 'survive a crash', workspace: ws.path, model, noRetry },
-        testPolicy().allowExec('node slow.cjs'),
+        // Exec asks by default.
+        approved ? testPolicy() : testPolicy().allowExec('node slow.cjs'),
       )
+      if (approved) {
+        await expect
+          .poll(async () => (await handle.query(pendingApprovalsQuery)).length, { timeout: 60_000 })
+          .toBe(1)
+        const [pending] = await handle.query(pendingApprovalsQuery)
+        await handle.executeUpdate(decideUpdate, {
+          args: [{ approvalId: pending?.approvalId as string, decision: 'approve', approver: 'alice' }],
+        })
+      }
       await expect.poll(() => starts(ws.path), { timeout: 60_000 }).toHaveLength(1)
       first.kill('SIGKILL')
       const killedAt = Date.now()
@@ -106,6 +123,11 @@ describe.concurrent('crash-resume', () => {
         const report = await verifyRunHistory(client.client, audit, handle.workflowId)
         expect(report.findings).toEqual([])
         expect(report.checked.exec_results).toBe(1)
+        if (approved) {
+          expect(report.checked.approvals).toBe(1)
+          const decisions = timeline.filter((e) => e.type === 'policy' && e.kind === 'decision')
+          expect(decisions).toEqual([expect.objectContaining({ decidedBy: 'alice', effect: 'allow' })])
+        }
       }
     } finally {
       await ws.cleanup()
