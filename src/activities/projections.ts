@@ -43,7 +43,7 @@ export async function recordStepRows(
 /**
  * An answered approval's decision and its policy events, in one commit (idempotent: the first decision
  * stands, and only the write that stored it counts it): by tetherApprovalDecided, or by the approved
- * command's own activity on its way to the command, with `also` its own first write in the same commit.
+ * call's own tool activity on its way to the call, with `also` its own first write in the same commit.
  */
 export async function recordDecision(
   deps: { audit: AuditStore; metrics?: RunMetrics | undefined },

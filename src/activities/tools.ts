@@ -9,7 +9,7 @@ import { Context } from '@temporalio/activity'
 import { ApplicationFailure } from '@temporalio/common'
 import type { AuditStore, AuditWrites, ExecResultRecord } from '../audit/index.js'
 import { ExecInputError, type ExecResult, type SandboxReport } from '../exec/index.js'
-import { judge } from '../judge/index.js'
+import { judgeCall } from '../judge/index.js'
 import { clip, formatArgv, formatBytes } from '../present/index.js'
 import type { ActionVerdict, ApprovedCall, TetherActivities } from '../run/index.js'
 import {
@@ -84,7 +84,15 @@ export function toolActivities(deps: {
     const call = await callFromTranscript(audit, runId, input.replySeq, input.call, name)
     // Judged again at execution: a symlink swapped since the policy check must not slip through.
     const policy = await runs.policy(runId, input.policy, input.remembered, input.policyDigest)
-    const verdict = judge(policy, workspaceView(workspace), call, [])
+    const verdict = judgeCall(policy, workspaceView(workspace), call, [])
+    if (input.approved) {
+      // Its approval's decision, as for an approved command (judgedAfterApproval); a deny stops it here.
+      deps.metrics?.verdict(verdict.act, verdict.effect)
+      const refused = verdict.effect === 'deny' ? { refusedAfterApproval: verdict } : {}
+      await recordDecision(deps, { runId, ...input.approved, ...refused })
+      if (verdict.effect === 'deny')
+        return { ok: false, summary: `${name} refused after its approval`, refused: verdict }
+    }
     let outcome: { ok: boolean; output: string; summary: string }
     if (verdict.effect === 'deny') {
       outcome = {

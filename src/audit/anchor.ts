@@ -19,6 +19,7 @@
 import { canonicalJson } from '../identity/index.js'
 import { Policy, PolicyError } from '../policy/index.js'
 import {
+  type ApprovedCall,
   type GateSummary,
   type RunPreparation,
   type TaskContract,
@@ -534,15 +535,13 @@ export function compareWithHistory(
         }
         case 'tetherExec': {
           const exec = call.input as Input<'tetherExec'>
-          // An approved command's activity recorded its decision (and a refusal after it) before the command.
-          if (exec.approved) {
-            const refused = settled ? (call.result as ToolSummary | undefined)?.refused : undefined
-            const refusal = refused ? { refusedAfterApproval: refused } : {}
-            firstDecision({ runId: exec.runId, ...exec.approved, ...refusal }, settled)
-          }
+          decidedByTool(exec, call)
           command(exec.step, exec.call, exec.argv, exec.workspace, 'tool', call)
           break
         }
+        case 'tetherFileTool':
+          decidedByTool(call.input as Input<'tetherFileTool'>, call)
+          break
         case 'tetherVerify': {
           const gate = call.input as Input<'tetherVerify'>
           const verification = contract?.verification
@@ -675,6 +674,17 @@ export function compareWithHistory(
       policyEventKey(event.step, event.call, event.kind, event.source),
       row,
       required,
+    )
+  }
+
+  /** An approved call's own activity recorded its decision (and a refusal after it) before the call ran. */
+  function decidedByTool(input: { runId: string; approved?: ApprovedCall | undefined }, call: ReplayedCall) {
+    if (!input.approved) return
+    const settled = call.state === 'completed'
+    const refused = settled ? (call.result as ToolSummary | undefined)?.refused : undefined
+    firstDecision(
+      { runId: input.runId, ...input.approved, ...(refused ? { refusedAfterApproval: refused } : {}) },
+      settled,
     )
   }
 

@@ -121,7 +121,7 @@ export interface TetherActivities {
       /** The workspace's root hash history recorded last (absent in runs from before snapshots). */
       tree?: string
       /**
-       * The approval the command waited for (approval-judged-by-exec): the activity judges the command again
+       * The approval the command waited for (approval-judged-by-tool): the activity judges the command again
        * under the policy and `remembered` (an approval never crosses a deny), records the decision, and runs
        * the command only when it was not refused (else `refused` in its result).
        */
@@ -143,6 +143,8 @@ export interface TetherActivities {
       policyDigest?: string
       remembered: RememberedRule[]
       tree?: string
+      /** The approval the call waited for (approval-judged-by-tool): judged again, recorded, as for exec. */
+      approved?: ApprovedCall
     },
   ): Promise<ToolSummary>
   /**
@@ -235,7 +237,7 @@ export interface ApprovalDecision {
   refusedAfterApproval?: ActionVerdict
 }
 
-/** An approved command's decision, which the command's own activity judges again and records. */
+/** An approved call's decision, which its tool's own activity judges again and records. */
 export type ApprovedCall = Omit<ApprovalDecision, 'runId' | 'refusedAfterApproval'>
 
 export interface JudgeRequest {

@@ -214,7 +214,7 @@ export interface ToolSummary {
   exitCode?: number
   /** The workspace's root hash after a tool that can change it (its snapshot). */
   tree?: string
-  /** Judged again after its approval, the command met a deny: it did not run, and nothing was written. */
+  /** Judged again after its approval, the call met a deny: it did not run, and nothing was written. */
   refused?: ActionVerdict
 }
 

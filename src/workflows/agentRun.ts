@@ -266,9 +266,9 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
     policyByReference: change('policy-by-reference'),
     // The start record and the workspace's layout in one activity: one round trip fewer for every run.
     beginRun: change('begin-run'),
-    // An approved command is judged again, and its decision recorded, by the command's own activity: nothing
-    // runs between an approver's answer and the command's start but the workflow task that takes the answer.
-    approvalJudgedByExec: patched('approval-judged-by-exec'),
+    // An approved call of tether's own tools is judged again, and its decision recorded, by the tool's own
+    // activity: nothing runs between an approver's answer and the tool but the task that takes the answer.
+    approvalJudgedByTool: patched('approval-judged-by-tool'),
   }
   if (changes.bounded) refuseOversizedStart(input)
   const state: RunState = initialState(input.carried, Date.now())
@@ -676,7 +676,7 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
       let verdict = entry.verdict
       let note: string | undefined
       const approvalId = entry.approval
-      /** An approved command's decision, which its own activity judges again and records. */
+      /** An approved call's decision, which its tool's own activity judges again and records. */
       let approved: ApprovedCall | undefined
       if (entry.approval) {
         const request = book.get(entry.approval) as PendingApproval
@@ -694,7 +694,7 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
           note = replacementNote(call.args.argv, replacement, resolution.decidedBy)
           call = { ...call, args: { ...call.args, argv: replacement } }
         }
-        if (call.name === 'exec' && changes.approvalJudgedByExec) {
+        if (!isMcpCall(call) && changes.approvalJudgedByTool) {
           approved = { request: decided(request), resolution, ...(remembered ? { remembered } : {}) }
         } else {
           // An approval never crosses a deny: judge again, with whatever was just remembered.
@@ -758,12 +758,13 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
                     name: call.name,
                     workspace: workspaceOf(contract),
                     remembered: state.remembered,
+                    ...(approved ? { approved } : {}),
                     ...policyDigest,
                     ...tree(),
                   },
                 ],
               )
-      // Judged again after its approval, the command met a deny: nothing ran, nothing was written.
+      // Judged again after its approval, the call met a deny: nothing ran, nothing was written.
       if (summary.refused) return refuse(summary.refused)
       // The activity wrote the workflow's own observations before its result.
       state.pending = []
@@ -1078,7 +1079,7 @@ function rememberOffer(remember: NonNullable<ActionVerdict['remember']>): Rememb
   return { exact: remember.exact, ...(remember.wider ? { wider: remember.wider } : {}) }
 }
 
-/** What an approved command's activity records of its request: not what approvers were shown (`tree`). */
+/** What an approved call's activity records of its request: not what approvers were shown (`tree`). */
 function decided(request: PendingApproval): DecidedRequest {
   const { approvalId, step, call, act, target, rule, layer, requestedAt } = request
   return {

@@ -323,6 +323,11 @@ describe('approvals', () => {
       expect(refusals[0]?.reason).toContain('an approval never crosses a deny')
       const { readFile } = await import('node:fs/promises')
       expect(await readFile(join(ws.path, '.env'), 'utf8')).toBe('SECRET=1\n')
+      // The file tool's own activity judged it again and recorded the decision: the audit matches history.
+      expect(await harness.audit.approval(pending!.approvalId)).toMatchObject({ decision: 'approved' })
+      const verified = await verifyRunHistory(harness.client, harness.audit, handle.workflowId)
+      expect(verified.findings).toEqual([])
+      await recordHistory(handle, 'approval-file-refused')
     } finally {
       await ws.cleanup()
     }

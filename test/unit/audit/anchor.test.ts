@@ -48,7 +48,7 @@ describe('a recorded history, replayed', () => {
       // The run's row, then its workspace's first snapshot, in one activity (begin-run).
       'tetherBeginRun completed',
       // The turn judges its calls; an approved command's own activity judges it again and records the
-      // decision before it runs it (approval-judged-by-exec).
+      // decision before it runs it (approval-judged-by-tool).
       'tetherModelTurn completed',
       'tetherApprovalRequested completed',
       'tetherExec completed',
