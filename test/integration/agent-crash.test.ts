@@ -11,8 +11,15 @@ import { tsToMs } from '@temporalio/common/lib/time.js'
 import { temporal } from '@temporalio/proto'
 import { afterAll, beforeAll, describe, type ExpectStatic, it } from 'vitest'
 import { type AuditStore, verifyRunHistory } from '../../src/audit/index.js'
-import { type agentRun, decideUpdate, pendingApprovalsQuery } from '../../src/workflows/index.js'
-import { npmWorkspace, openTestAudit, startRun, testPolicy, writeScript } from '../support/agent.js'
+import type { agentRun } from '../../src/workflows/index.js'
+import {
+  approveTheAsk,
+  npmWorkspace,
+  openTestAudit,
+  startRun,
+  testPolicy,
+  writeScript,
+} from '../support/agent.js'
 import { tether } from '../support/cli.js'
 import { type LlmServer, openAiChat, startLlmServer } from '../support/llm-server.js'
 import { connectClient, pendingActivity, uniqueTaskQueue } from '../support/temporal.js'
@@ -77,15 +84,7 @@ describe.concurrent('crash-resume', () => {
         // Exec asks by default.
         approved ? testPolicy() : testPolicy().allowExec('node slow.cjs'),
       )
-      if (approved) {
-        await expect
-          .poll(async () => (await handle.query(pendingApprovalsQuery)).length, { timeout: 60_000 })
-          .toBe(1)
-        const [pending] = await handle.query(pendingApprovalsQuery)
-        await handle.executeUpdate(decideUpdate, {
-          args: [{ approvalId: pending?.approvalId as string, decision: 'approve', approver: 'alice' }],
-        })
-      }
+      if (approved) await approveTheAsk(handle)
       await expect.poll(() => starts(ws.path), { timeout: 60_000 }).toHaveLength(1)
       first.kill('SIGKILL')
       const killedAt = Date.now()

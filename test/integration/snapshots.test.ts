@@ -22,8 +22,8 @@ import {
   runSnapshots,
   WorkspaceSnapshots,
 } from '../../src/snapshots/index.js'
-import { decideUpdate, pendingApprovalsQuery } from '../../src/workflows/index.js'
-import { openTestAudit, startAgentWorker, startScriptedRun } from '../support/agent.js'
+import { pendingApprovalsQuery } from '../../src/workflows/index.js'
+import { approveTheAsk, openTestAudit, startAgentWorker, startScriptedRun } from '../support/agent.js'
 import { connectClient } from '../support/temporal.js'
 
 let audit: AuditStore
@@ -67,17 +67,6 @@ async function run(turns: unknown[], options: Parameters<typeof startScriptedRun
 /** A policy whose unmatched commands (`touch`) are asked of alice, who answers unsigned. */
 const approving = (project = Policy.tiered().layer('project').allowWrite('*')) =>
   Policy.fromSpec({ ...project.toSpec(), identity: 'unsigned', approvers: ['alice'] })
-
-/** Waits for the run's one pending ask, then alice approves it. */
-async function approveAsAlice(handle: Awaited<ReturnType<typeof run>>['handle']) {
-  await expect
-    .poll(async () => (await handle.query(pendingApprovalsQuery)).length, { timeout: 60_000 })
-    .toBe(1)
-  const [pending] = await handle.query(pendingApprovalsQuery)
-  await handle.executeUpdate(decideUpdate, {
-    args: [{ approvalId: pending?.approvalId as string, decision: 'approve', approver: 'alice' }],
-  })
-}
 
 /** A collection now; a worker may be collecting on its own just now (it holds the lock): then it waits its turn. */
 async function collectNow() {
@@ -249,7 +238,7 @@ describe('an outside edit', () => {
       .toBe(1)
     writeFileSync(join(ws.path, 'mine.txt'), 'edited by hand')
     mkdirSync(join(ws.path, 'extra'))
-    await approveAsAlice(handle)
+    await approveTheAsk(handle)
     expect(await handle.result()).toMatchObject({ outcome: 'finished' })
     const rows = await runSnapshots(audit.pool, handle.workflowId)
     const edit = rows.find((r) => r.kind === 'outside-edit')
@@ -384,7 +373,7 @@ describe('a branch as the output', () => {
       },
     )
     const head = git(ws.path, 'rev-parse', 'HEAD')
-    await approveAsAlice(handle)
+    await approveTheAsk(handle)
     expect(await handle.result()).toMatchObject({ outcome: 'verified' })
     const runId = handle.workflowId
     const gate = (await runSnapshots(audit.pool, runId)).find((r) => r.kind === 'gate')

@@ -6,8 +6,8 @@ import { cp, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import type { Client } from '@temporalio/client'
-import { afterAll, beforeAll, inject } from 'vitest'
+import type { Client, WorkflowHandle } from '@temporalio/client'
+import { afterAll, beforeAll, expect, inject } from 'vitest'
 import {
   type ActivityDependencies,
   createActivities,
@@ -21,7 +21,7 @@ import type { ModelScript, PriceOverrides } from '../../src/model/index.js'
 import { Policy } from '../../src/policy/index.js'
 import type { TaskContractInput } from '../../src/run/contract.js'
 import type { McpServerConfig } from '../../src/stack/index.js'
-import { agentRun } from '../../src/workflows/index.js'
+import { agentRun, decideUpdate, pendingApprovalsQuery } from '../../src/workflows/index.js'
 import { connectClient, createWorker, uniqueTaskQueue } from './temporal.js'
 
 const FIXTURE = fileURLToPath(new URL('../../examples/npm-project/', import.meta.url))
@@ -190,4 +190,18 @@ export function useAgentHarness(): { audit: AuditStore; client: Client; taskQueu
     await harness.audit?.close()
   })
   return harness
+}
+
+/** Waits for the run's one pending ask, then `approver` approves it (by name: the policy trusts names). */
+export async function approveTheAsk(
+  handle: Pick<WorkflowHandle<typeof agentRun>, 'query' | 'executeUpdate'>,
+  approver = 'alice',
+): Promise<void> {
+  await expect
+    .poll(async () => (await handle.query(pendingApprovalsQuery)).length, { timeout: 60_000 })
+    .toBe(1)
+  const [pending] = await handle.query(pendingApprovalsQuery)
+  await handle.executeUpdate(decideUpdate, {
+    args: [{ approvalId: pending?.approvalId as string, decision: 'approve', approver }],
+  })
 }
