@@ -14,6 +14,7 @@ import { clip, formatArgv, formatBytes } from '../present/index.js'
 import type { ActionVerdict, ApprovedCall, TetherActivities } from '../run/index.js'
 import {
   ATTR,
+  approvedDecision,
   auditRow,
   FAILURE,
   gateFailureMessage,
@@ -88,8 +89,7 @@ export function toolActivities(deps: {
     if (input.approved) {
       // Its approval's decision, as for an approved command (judgedAfterApproval); a deny stops it here.
       deps.metrics?.verdict(verdict.act, verdict.effect)
-      const refused = verdict.effect === 'deny' ? { refusedAfterApproval: verdict } : {}
-      await recordDecision(deps, { runId, ...input.approved, ...refused })
+      await recordDecision(deps, approvedDecision(runId, input.approved, verdict))
       if (verdict.effect === 'deny')
         return { ok: false, summary: `${name} refused after its approval`, refused: verdict }
     }
@@ -149,14 +149,13 @@ export function toolActivities(deps: {
     const [judged] = (await judgeCalls(deps, runId, request, [call])) as [ActionVerdict]
     // A note means the approvers edited the command: they answered for exactly this one (replacementVerdict).
     const verdict = input.note !== undefined ? replacementVerdict(judged, approved.resolution) : judged
-    const refused = verdict.effect === 'deny' ? { refusedAfterApproval: verdict } : {}
     const { step, call: index } = input
     const attempt = Context.current().info.attempt
     const begin =
       verdict.effect !== 'deny' && attempt === 1
         ? (writes: AuditWrites) => writes.beginExecAttempt({ runId, step, call: index, attempt }, WORKER)
         : undefined
-    await recordDecision(deps, { runId, ...approved, ...refused }, begin)
+    await recordDecision(deps, approvedDecision(runId, approved, verdict), begin)
     return verdict
   }
 

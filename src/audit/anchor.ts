@@ -20,6 +20,7 @@ import { canonicalJson } from '../identity/index.js'
 import { Policy, PolicyError } from '../policy/index.js'
 import {
   type ApprovedCall,
+  approvedDecision,
   type GateSummary,
   type RunPreparation,
   type TaskContract,
@@ -682,10 +683,7 @@ export function compareWithHistory(
     if (!input.approved) return
     const settled = call.state === 'completed'
     const refused = settled ? (call.result as ToolSummary | undefined)?.refused : undefined
-    firstDecision(
-      { runId: input.runId, ...input.approved, ...(refused ? { refusedAfterApproval: refused } : {}) },
-      settled,
-    )
+    firstDecision(approvedDecision(input.runId, input.approved, refused), settled)
   }
 
   /** The first decision of an approval is the one stored. */

@@ -219,7 +219,6 @@ export interface TetherActivities {
   }): Promise<void>
 }
 
-/** What the policy judges a call with, besides the call: the run's policy and what the run remembered. */
 /** What a decision's record takes of its request (what approvers were shown is on the request's own row). */
 export type DecidedRequest = Pick<
   PendingApproval,
@@ -240,6 +239,7 @@ export interface ApprovalDecision {
 /** An approved call's decision, which its tool's own activity judges again and records. */
 export type ApprovedCall = Omit<ApprovalDecision, 'runId' | 'refusedAfterApproval'>
 
+/** What the policy judges a call with, besides the call: the run's policy and what the run remembered. */
 export interface JudgeRequest {
   /** The effective policy, by the digest history recorded at the run's start (absent in old histories). */
   policyDigest?: string

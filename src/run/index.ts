@@ -40,4 +40,4 @@ export { CURRENCY, MAX_MONEY_MICROS, MICROS_PER_USD, microsToUsd, parseMoney } f
 export { type Flight, type FlightKind, inFlight, type PendingActivityView } from './progress.js'
 export { ATTR, auditRow, INSTRUMENTATION, METRIC, SPAN } from './telemetry.js'
 export type * from './types.js'
-export { describeRule, replacementVerdict } from './verdicts.js'
+export { approvedDecision, describeRule, replacementVerdict } from './verdicts.js'

@@ -1,5 +1,6 @@
-/** Verdict wording and rules that the workflow and the command activity both apply. */
+/** Verdict wording and rules that the workflow, the tool activities and the audit's verifier all apply. */
 import { backticks, ruleWords, words } from '../present/index.js'
+import type { ApprovalDecision, ApprovedCall } from './activities.js'
 import type { ActionVerdict } from './types.js'
 
 export function describeRule(verdict: Pick<ActionVerdict, 'rule' | 'layer' | 'act'>): string {
@@ -23,4 +24,13 @@ export function replacementVerdict(
     effect: 'deny',
     reason: `the edited command needs ${required} approvers (${describeRule(verdict)}) and ${approvals} approved it`,
   }
+}
+
+/** An approved call's decision as recorded: with the deny its re-check met, when `verdict` is one. */
+export function approvedDecision(
+  runId: string,
+  approved: ApprovedCall,
+  verdict?: ActionVerdict,
+): ApprovalDecision {
+  return { runId, ...approved, ...(verdict?.effect === 'deny' ? { refusedAfterApproval: verdict } : {}) }
 }

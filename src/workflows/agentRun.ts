@@ -49,6 +49,7 @@ import type {
   WorkspaceLaidOut,
 } from '../run/index.js'
 import {
+  approvedDecision,
   describeRule,
   describeWorkspace,
   FAILURE,
@@ -700,14 +701,9 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
           // An approval never crosses a deny: judge again, with whatever was just remembered.
           verdict = await checkAction(call)
           if (note) verdict = replacementVerdict(verdict, resolution)
-          const refusedAfterApproval = verdict.effect === 'deny' ? verdict : undefined
-          await decisionRecorder().tetherApprovalDecided({
-            runId,
-            request,
-            resolution,
-            ...(remembered ? { remembered } : {}),
-            ...(refusedAfterApproval ? { refusedAfterApproval } : {}),
-          })
+          await decisionRecorder().tetherApprovalDecided(
+            approvedDecision(runId, { request, resolution, ...(remembered ? { remembered } : {}) }, verdict),
+          )
         }
       }
       const refuse = (refused: ActionVerdict) => {
