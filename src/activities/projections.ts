@@ -9,6 +9,7 @@ import {
   type AuditWrites,
   approvalDecisionRecords,
   approvalRequestRecord,
+  type DecisionRows,
   policyReference,
   rejectedAnswerEvent,
   runFinishedRecord,
@@ -43,23 +44,15 @@ export async function recordStepRows(
 /**
  * An answered approval's decision and its policy events, in one commit (idempotent: the first decision
  * stands, and only the write that stored it counts it): by tetherApprovalDecided, or by the approved
- * call's own tool activity on its way to the call, with `also` its own first write in the same commit.
+ * call's own tool activity on its way to the call, with `begin` the command's attempt in the same commit.
  */
 export async function recordDecision(
   deps: { audit: AuditStore; metrics?: RunMetrics | undefined },
   input: ApprovalDecision,
-  also?: (writes: AuditWrites) => Promise<void>,
+  begin?: DecisionRows['begin'],
 ): Promise<void> {
   const { decision, events } = approvalDecisionRecords(input)
-  const won = await deps.audit.together('approvalDecided', async (writes) => {
-    const { won } = await writes.recordApprovalDecision(decision)
-    // The first decision stands, and its events with it; a refusal after the approval is the judgement of
-    // whichever attempt made it (a command's retry judges again), so it is recorded in any case.
-    const kept = won ? events : events.filter((event) => event.kind === 'refusal')
-    if (kept.length > 0) await writes.recordPolicyEvents(kept)
-    await also?.(writes)
-    return won
-  })
+  const { won } = await deps.audit.recordApprovalDecision(decision, { events, ...(begin ? { begin } : {}) })
   if (!won) return
   const { request, resolution } = input
   deps.metrics?.approvalResolved({

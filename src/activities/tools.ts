@@ -153,7 +153,7 @@ export function toolActivities(deps: {
     const attempt = Context.current().info.attempt
     const begin =
       verdict.effect !== 'deny' && attempt === 1
-        ? (writes: AuditWrites) => writes.beginExecAttempt({ runId, step, call: index, attempt }, WORKER)
+        ? { key: { runId, step, call: index, attempt }, worker: WORKER }
         : undefined
     await recordDecision(deps, approvedDecision(runId, approved, verdict), begin)
     return verdict
@@ -177,7 +177,8 @@ export function toolActivities(deps: {
       }
       // Never two attempts of one command at once: an earlier one still running is stopped first.
       const key = { runId, step, call, attempt: context.info.attempt }
-      const attempt = await attempts.begin(key, context)
+      // An approved first attempt was begun in its decision's commit (judgedAfterApproval).
+      const attempt = await attempts.begin(key, context, input.approved !== undefined)
       let outcome = 'failed'
       /** Whether the attempt's end was committed with the command's result. */
       let ended = false

@@ -112,4 +112,4 @@ export {
   recordedIdentity,
   verifyRecordedAnswer,
 } from './verify.js'
-export type { DecisionOutcome, StoredDecision } from './writers.js'
+export type { DecisionOutcome, DecisionRows, StoredDecision } from './writers.js'

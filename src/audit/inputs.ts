@@ -295,6 +295,8 @@ export type RunStarted = z.input<typeof runStarted>
 export type RunFinished = z.input<typeof runFinished>
 export type StepRecord = z.input<typeof step>
 export type PolicyEvent = z.input<typeof policyEvent>
+/** A policy event as parsed, ready for its row. */
+export type PolicyEventRow = z.output<typeof policyEvent>
 export type ExecResultRecord = z.input<typeof execResult>
 export type GateEvent = z.input<typeof gateEvent>
 export type ApprovalRequest = z.input<typeof approvalRequested>

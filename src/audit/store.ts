@@ -57,8 +57,8 @@ function writesOn(db: Queryable) {
     recordRunStarted: (run: RunStarted) => writers.recordRunStarted(db, run),
     recordStep: (step: StepRecord) => writers.recordStep(db, step),
     recordPolicyEvents: (events: readonly PolicyEvent[]) => writers.recordPolicyEvents(db, events),
-    recordApprovalDecision: (decision: ApprovalDecisionRecord) =>
-      writers.recordApprovalDecision(db, decision),
+    recordApprovalDecision: (decision: ApprovalDecisionRecord, rows?: writers.DecisionRows) =>
+      writers.recordApprovalDecision(db, decision, rows),
     recordExecResult: (result: ExecResultRecord) => writers.recordExecResult(db, result),
     beginExecAttempt: (key: writers.AttemptKey, worker: string) => writers.beginExecAttempt(db, key, worker),
     endExecAttempt: (key: writers.AttemptKey, outcome: string, ran?: writers.AttemptRan) =>
@@ -173,8 +173,12 @@ export class AuditStore {
   recordApprovalRequested(request: ApprovalRequest): Promise<boolean> {
     return writers.recordApprovalRequested(this.db, request)
   }
-  recordApprovalDecision(decision: ApprovalDecisionRecord): Promise<writers.DecisionOutcome> {
-    return this.together('recordApprovalDecision', (writes) => writes.recordApprovalDecision(decision))
+  /** The decision, its answers and `rows` in one statement (one commit). */
+  recordApprovalDecision(
+    decision: ApprovalDecisionRecord,
+    rows?: writers.DecisionRows,
+  ): Promise<writers.DecisionOutcome> {
+    return writers.recordApprovalDecision(this.db, decision, rows)
   }
   appendMessages(
     runId: string,

@@ -162,16 +162,29 @@ export async function recordPolicyEvents(
   const input = await inputs()
   const events = input.parse(input.policyEvents, values, 'recordPolicyEvents')
   if (events.length === 0) return 0
-  const column = <T>(pick: (event: (typeof events)[number]) => T) => events.map(pick)
+  const rows = policyEventRows(events, 1)
   const { rowCount } = await db.query(
     'recordPolicyEvents',
-    `insert into policy_events (run_id, step, call, kind, source, act, target, effect, rule, layer,
-                                decided_by, reason, checks, at)
-     select * from unnest($1::text[], $2::int[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[],
-                          $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::json[],
-                          $14::timestamptz[])
-     on conflict (run_id, step, call, kind, source) do nothing`,
-    [
+    `insert into policy_events (${POLICY_EVENT_COLUMNS}) select * from ${rows.source} ${POLICY_EVENT_CONFLICT}`,
+    rows.values,
+  )
+  return rowCount ?? 0
+}
+
+const POLICY_EVENT_COLUMNS =
+  'run_id, step, call, kind, source, act, target, effect, rule, layer, decided_by, reason, checks, at'
+const POLICY_EVENT_TYPES = [
+  ...['text', 'int', 'int', 'text', 'text', 'text', 'text', 'text', 'text', 'text', 'text', 'text'],
+  ...['json', 'timestamptz'],
+]
+const POLICY_EVENT_CONFLICT = 'on conflict (run_id, step, call, kind, source) do nothing'
+
+/** Parsed policy events as one `unnest` of column arrays, its parameters numbered from `first`. */
+function policyEventRows(events: readonly Input.PolicyEventRow[], first: number) {
+  const column = <T>(pick: (event: Input.PolicyEventRow) => T) => events.map(pick)
+  return {
+    source: `unnest(${POLICY_EVENT_TYPES.map((type, i) => `$${first + i}::${type}[]`).join(', ')}) as e(${POLICY_EVENT_COLUMNS})`,
+    values: [
       column((e) => e.runId),
       column((e) => e.step),
       column((e) => e.call),
@@ -187,8 +200,7 @@ export async function recordPolicyEvents(
       column((e) => e.checks ?? null),
       column((e) => e.at),
     ],
-  )
-  return rowCount ?? 0
+  }
 }
 
 export async function recordExecResult(db: Queryable, value: Input.ExecResultRecord): Promise<boolean> {
@@ -298,25 +310,90 @@ export interface DecisionOutcome {
   stored: StoredDecision
 }
 
+/** An approval's decision columns, null while it waits. */
+interface DecisionRow {
+  decision: Input.ApprovalDecision | null
+  decided_by: string | null
+  channel: Input.DecisionChannel | null
+  decided_at: Date | null
+  reason: string | null
+  remember: string | null
+}
+
+async function storedDecision(db: Queryable, approvalId: string): Promise<DecisionRow> {
+  const { rows } = await db.query<DecisionRow>(
+    'recordApprovalDecision',
+    'select decision, decided_by, channel, decided_at, reason, remember from approvals where approval_id = $1',
+    [approvalId],
+  )
+  return rows[0] as DecisionRow
+}
+
+/** What an approval's decision brings into its commit, besides its answers. */
+export interface DecisionRows {
+  /**
+   * Its policy events: stored when this decision is the approval's (first, or a retry of the first); a
+   * refusal in any case (the judgement of whichever attempt made it: a command's retry judges again).
+   */
+  events?: readonly Input.PolicyEvent[]
+  /** The approved command's attempt, begun with its decision. */
+  begin?: { key: AttemptKey; worker: string }
+}
+
 /**
  * Sets an approval's decision once: the first decision wins, and a later different one (a timeout racing an
- * approver, a second answer) is reported with the decision that is stored. Run in a transaction (the
- * store's `recordApprovalDecision` is one; `together` lets the matching `policy_events` rows, kind
- * `decision`, source = the channel, share its commit).
+ * approver, a second answer) is reported with the decision that is stored. The decision, its answers and
+ * `rows` are one statement, so one commit and one round trip; nothing is written for an approval never
+ * requested.
  */
 export async function recordApprovalDecision(
   db: Queryable,
   value: Input.ApprovalDecisionRecord,
+  rows: DecisionRows = {},
 ): Promise<DecisionOutcome> {
   const input = await inputs()
-  const decision = input.parse(input.approvalDecision, value, 'recordApprovalDecision')
   const operation = 'recordApprovalDecision'
-  const updated = await db.query(
+  const decision = input.parse(input.approvalDecision, value, operation)
+  const events = policyEventRows(input.parse(input.policyEvents, rows.events ?? [], operation), 21)
+  const answer = <T>(pick: (answer: (typeof decision.answers)[number]) => T) => decision.answers.map(pick)
+  const { begin } = rows
+  // Every CTE reads the table as it was when the statement began: `prior` is the approval before this write.
+  const { rows: found } = await db.query<DecisionRow & { known: boolean; updated: boolean }>(
     operation,
-    `update approvals
+    `with prior as (
+       select decision, decided_by, channel, decided_at, reason, remember from approvals where approval_id = $1
+     ), decided as (
+       update approvals
           set decision = $2, decided_by = $3, channel = $4, decided_at = $5, reason = $6, remember = $7,
               replacement = $8, raise_to = $9
-        where approval_id = $1 and decision is null`,
+        where approval_id = $1 and decision is null
+        returning 1
+     ), outcome as (
+       select exists (select 1 from decided)
+           or exists (select 1 from prior
+                       where decision = $2 and decided_by = $3 and channel = $4 and decided_at = $5) as won
+     ), answers as (
+       insert into approval_answers (approval_id, approver, decision, channel, answered_at, reason, remember,
+                                     key_fingerprint, public_key, signature, statement)
+       select $1, a.* from unnest($10::text[], $11::text[], $12::text[], $13::timestamptz[], $14::text[],
+                                  $15::text[], $16::text[], $17::text[], $18::text[], $19::json[]) as a
+        where exists (select 1 from decided)
+       on conflict (approval_id, approver) do nothing
+     ), events as (
+       insert into policy_events (${POLICY_EVENT_COLUMNS})
+       select e.* from ${events.source}
+        where exists (select 1 from prior) and ((select won from outcome) or e.kind = 'refusal')
+       ${POLICY_EVENT_CONFLICT}
+     ), attempt as (
+       insert into exec_attempts (run_id, step, call, attempt, worker, started_at, alive_at)
+       select $35::text, $36::int, $37::int, $38::int, $20, now(), now()
+        where $20::text is not null and exists (select 1 from prior)
+       on conflict (run_id, step, call, attempt) do update set worker = excluded.worker, alive_at = now()
+     )
+     select exists (select 1 from prior) as known,
+            exists (select 1 from decided) as updated,
+            p.decision, p.decided_by, p.channel, p.decided_at, p.reason, p.remember
+       from (select 1) as one left join prior as p on true`,
     [
       decision.approvalId,
       decision.decision,
@@ -327,66 +404,52 @@ export async function recordApprovalDecision(
       decision.remember ?? null,
       decision.replacement ?? null,
       decision.raiseTo ?? null,
+      answer((a) => a.approver),
+      answer((a) => a.decision),
+      answer((a) => a.channel),
+      answer((a) => a.answeredAt),
+      answer((a) => a.reason ?? null),
+      answer((a) => a.remember ?? null),
+      answer((a) => a.signed?.fingerprint ?? null),
+      answer((a) => a.signed?.key ?? null),
+      answer((a) => a.signed?.signature ?? null),
+      answer((a) => a.signed?.statement ?? null),
+      begin?.worker ?? null,
+      ...events.values,
+      begin?.key.runId ?? null,
+      begin?.key.step ?? null,
+      begin?.key.call ?? null,
+      begin?.key.attempt ?? null,
     ],
   )
-  if (updated.rowCount === 1) {
-    for (const answer of decision.answers) {
-      await db.query(
-        operation,
-        `insert into approval_answers (approval_id, approver, decision, channel, answered_at, reason, remember,
-                                         key_fingerprint, public_key, signature, statement)
-           values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
-           on conflict (approval_id, approver) do nothing`,
-        [
-          decision.approvalId,
-          answer.approver,
-          answer.decision,
-          answer.channel,
-          answer.answeredAt,
-          answer.reason ?? null,
-          answer.remember ?? null,
-          answer.signed?.fingerprint ?? null,
-          answer.signed?.key ?? null,
-          answer.signed?.signature ?? null,
-          answer.signed?.statement ?? null,
-        ],
-      )
-    }
-    const { decision: outcome, decidedBy, channel, decidedAt, reason, remember } = decision
-    return { won: true, stored: { decision: outcome, decidedBy, channel, decidedAt, reason, remember } }
-  }
-  const existing = await db.query<{
-    decision: Input.ApprovalDecision
-    decided_by: string
-    channel: Input.DecisionChannel
-    decided_at: Date
-    reason: string | null
-    remember: string | null
-  }>(
-    operation,
-    'select decision, decided_by, channel, decided_at, reason, remember from approvals where approval_id = $1',
-    [decision.approvalId],
-  )
-  const [row] = existing.rows
-  if (!row) {
+  const [row] = found
+  if (!row?.known) {
     throw new AuditInputError(
       `recordApprovalDecision: approval '${decision.approvalId}' was never requested; record the request (recordApprovalRequested) first`,
     )
   }
-  const stored: StoredDecision = {
-    decision: row.decision,
-    decidedBy: row.decided_by,
-    channel: row.channel,
-    decidedAt: row.decided_at,
-    reason: row.reason ?? undefined,
-    remember: row.remember ?? undefined,
+  if (row.updated) {
+    const { decision: outcome, decidedBy, channel, decidedAt, reason, remember } = decision
+    return { won: true, stored: { decision: outcome, decidedBy, channel, decidedAt, reason, remember } }
   }
+  // Undecided when this statement began, decided by another before its update: read what that one stored.
+  const stored = row.decision !== null ? row : await storedDecision(db, decision.approvalId)
   const same =
     stored.decision === decision.decision &&
-    stored.decidedBy === decision.decidedBy &&
+    stored.decided_by === decision.decidedBy &&
     stored.channel === decision.channel &&
-    stored.decidedAt.getTime() === decision.decidedAt.getTime()
-  return { won: same, stored }
+    stored.decided_at?.getTime() === decision.decidedAt.getTime()
+  return {
+    won: same,
+    stored: {
+      decision: stored.decision as Input.ApprovalDecision,
+      decidedBy: stored.decided_by as string,
+      channel: stored.channel as Input.DecisionChannel,
+      decidedAt: stored.decided_at as Date,
+      reason: stored.reason ?? undefined,
+      remember: stored.remember ?? undefined,
+    },
+  }
 }
 
 /**

@@ -44,6 +44,22 @@ describe('audit writers', () => {
     await db?.drop()
   })
 
+  /** A run with one approval requested, and ana's answer approving it. */
+  const requested = async (name: string) => {
+    const runId = `${name}-${randomUUID()}`
+    const approvalId = randomUUID()
+    await store.recordRunStarted(runStarted(runId))
+    await store.recordApprovalRequested(approvalRequest(approvalId, runId))
+    const approve = {
+      approvalId,
+      decision: 'approved' as const,
+      decidedBy: 'ana',
+      channel: 'update' as const,
+      decidedAt: at(60),
+    }
+    return { runId, approvalId, approve }
+  }
+
   /** Every worker performs `write` at once; returns their results. */
   const race = <T>(write: (worker: AuditStore) => Promise<T>) => Promise.all(workers.map(write))
 
@@ -155,18 +171,8 @@ describe('audit writers', () => {
   })
 
   it('keep the first approval decision and report a different later one as lost', async () => {
-    const runId = `approval-${randomUUID()}`
-    const approvalId = randomUUID()
-    await store.recordRunStarted(runStarted(runId))
-    await store.recordApprovalRequested(approvalRequest(approvalId, runId))
-    const approve = {
-      approvalId,
-      decision: 'approved' as const,
-      decidedBy: 'ana',
-      channel: 'update' as const,
-      decidedAt: at(60),
-      remember: 'npm publish --dry-run*',
-    }
+    const { approvalId, approve: answered } = await requested('approval')
+    const approve = { ...answered, remember: 'npm publish --dry-run*' }
     const { approvalId: _, ...decision } = approve
     expect(await store.recordApprovalDecision(approve)).toEqual({ won: true, stored: decision })
     // The activity retried: same decision, still reported as won.
@@ -188,11 +194,54 @@ describe('audit writers', () => {
     ).rejects.toThrow(/approval 'no-such-approval' was never requested/)
   })
 
+  it("commit a decision's events and its command's attempt with it, and a lost one's refusal only", async () => {
+    const { runId, approvalId, approve: answered } = await requested('approval-rows')
+    const decided = refusal(runId, 1, 0, { kind: 'decision', effect: 'allow', source: 'update' })
+    const begin = { key: { runId, step: 1, call: 0, attempt: 1 }, worker: 'worker-a' }
+    const approve = {
+      ...answered,
+      answers: [
+        { approver: 'ana', decision: 'approve' as const, channel: 'update' as const, answeredAt: at(59) },
+      ],
+    }
+    const won = await store.recordApprovalDecision(approve, { events: [decided], begin })
+    expect(won.won).toBe(true)
+    const rows = async () => ({
+      answers: await countRows(db.url, 'approval_answers', 'approval_id = $1', [approvalId]),
+      decisions: await countRows(db.url, 'policy_events', "run_id = $1 and kind = 'decision'", [runId]),
+      refusals: await countRows(db.url, 'policy_events', "run_id = $1 and kind = 'refusal'", [runId]),
+      attempts: await countRows(db.url, 'exec_attempts', 'run_id = $1 and ended_at is null', [runId]),
+    })
+    expect(await rows()).toEqual({ answers: 1, decisions: 1, refusals: 0, attempts: 1 })
+
+    // A different decision loses: its decision event is dropped, the refusal its re-check met is kept.
+    const lost = await store.recordApprovalDecision(
+      { ...approve, decision: 'denied', decidedBy: 'bo', answers: [] },
+      {
+        events: [
+          refusal(runId, 1, 0, { kind: 'decision', effect: 'deny', source: 'signal' }),
+          refusal(runId, 1, 0),
+        ],
+      },
+    )
+    expect(lost).toMatchObject({ won: false, stored: { decision: 'approved', decidedBy: 'ana' } })
+    expect(await rows()).toEqual({ answers: 1, decisions: 1, refusals: 1, attempts: 1 })
+
+    // An approval never requested: refused, and nothing of it written.
+    const other = `approval-none-${randomUUID()}`
+    await store.recordRunStarted(runStarted(other))
+    await expect(
+      store.recordApprovalDecision(
+        { ...approve, approvalId: 'no-such-approval' },
+        { events: [refusal(other, 1, 0)], begin: { ...begin, key: { ...begin.key, runId: other } } },
+      ),
+    ).rejects.toThrow(/approval 'no-such-approval' was never requested/)
+    expect(await countRows(db.url, 'policy_events', 'run_id = $1', [other])).toBe(0)
+    expect(await countRows(db.url, 'exec_attempts', 'run_id = $1', [other])).toBe(0)
+  })
+
   it('let exactly one of several racing different decisions win', async () => {
-    const runId = `approval-race-${randomUUID()}`
-    const approvalId = randomUUID()
-    await store.recordRunStarted(runStarted(runId))
-    await store.recordApprovalRequested(approvalRequest(approvalId, runId))
+    const { approvalId } = await requested('approval-race')
     const outcomes = await Promise.all(
       workers.map((w, i) =>
         w.recordApprovalDecision({
