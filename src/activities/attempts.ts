@@ -132,17 +132,17 @@ export class CommandAttempts {
   /**
    * Starts attempt `key` once no earlier attempt of the same command runs anywhere. Attempt 1 of a command
    * its model turn allowed was begun with the turn's reply, and of an approved one with its decision (one
-   * commit fewer); any other is begun here, so an attempt a lost worker cut off stays in the audit. `begun`:
-   * the caller committed attempt 1's begin itself just now.
+   * commit fewer); any other is begun here, so an attempt a lost worker cut off stays in the audit. `open`:
+   * whether attempt 1 is on record as begun and not ended, when the caller knows (else it is looked up).
    */
-  async begin(key: AttemptKey, context: Context = Context.current(), begun = false): Promise<Attempt> {
+  async begin(key: AttemptKey, context: Context = Context.current(), open?: boolean): Promise<Attempt> {
     const command = `${key.runId}\u0000${key.step}\u0000${key.call}`
     const earlier = this.running.get(command)
     if (earlier) {
       earlier.stop.abort(new Error(`attempt ${key.attempt} of this command has begun`))
       await earlier.done
     }
-    if (key.attempt > 1 || !(begun || (await this.audit.execAttemptOpen(key))))
+    if (key.attempt > 1 || !(open ?? (await this.audit.execAttemptOpen(key))))
       await this.audit.beginExecAttempt(key, this.worker)
     if (key.attempt > 1) {
       for (;;) {

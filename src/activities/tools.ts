@@ -164,7 +164,9 @@ export function toolActivities(deps: {
       const { runId, step, call, argv } = input
       annotate({ [ATTR.runId]: runId, [ATTR.auditRows]: [auditRow('exec_results', step, call)] })
       const context = Context.current()
-      const recorded = await recordedObservation(audit, input)
+      const key = { runId, step, call, attempt: context.info.attempt }
+      const records = await audit.commandRecords(key, input.seq)
+      const recorded = observed(records.observation)
       if (recorded) return { ...recorded, ...(await snapshots.recorded(input, 'tool')) }
       let { noRetry } = input
       if (input.approved) {
@@ -175,10 +177,9 @@ export function toolActivities(deps: {
         }
         noRetry = verdict.noRetry === true
       }
-      // Never two attempts of one command at once: an earlier one still running is stopped first.
-      const key = { runId, step, call, attempt: context.info.attempt }
-      // An approved first attempt was begun in its decision's commit (judgedAfterApproval).
-      const attempt = await attempts.begin(key, context, input.approved !== undefined)
+      // Never two attempts of one command at once: an earlier one still running is stopped first. An approved
+      // first attempt was begun in its decision's commit (judgedAfterApproval), after `records` were read.
+      const attempt = await attempts.begin(key, context, input.approved !== undefined || records.open)
       let outcome = 'failed'
       /** Whether the attempt's end was committed with the command's result. */
       let ended = false
@@ -452,8 +453,12 @@ export async function recordedObservation(
   input: { runId: string; seq: number },
 ): Promise<{ ok: boolean; summary: string } | undefined> {
   const [stored] = await audit.loadMessages(input.runId, { fromSeq: input.seq, limit: 1 })
-  const output = (stored?.content as { results?: Array<{ output: string }> } | undefined)?.results?.[0]
-    ?.output
+  return observed(stored?.content)
+}
+
+/** The result an observation message records, as the activity reports it. */
+function observed(message: unknown): { ok: boolean; summary: string } | undefined {
+  const output = (message as { results?: Array<{ output: string }> } | undefined)?.results?.[0]?.output
   if (output === undefined) return undefined
   return {
     ok: !/^\[(\w+ )?(refused|interrupted|unavailable)/.test(output),

@@ -136,6 +136,10 @@ export class AuditStore {
   execAttemptOpen(key: writers.AttemptKey): Promise<boolean> {
     return writers.execAttemptOpen(this.db, key)
   }
+  /** A command's observation (transcript message `seq`) and whether attempt `key` is open: one round trip. */
+  commandRecords(key: writers.AttemptKey, seq: number): Promise<{ observation: unknown; open: boolean }> {
+    return writers.commandRecords(this.db, key, seq)
+  }
   touchExecAttempt(key: writers.AttemptKey, worker: string): Promise<{ superseded: boolean }> {
     return writers.touchExecAttempt(this.db, key, worker)
   }

@@ -548,6 +548,27 @@ export async function beginExecAttempt(db: Queryable, key: AttemptKey, worker: s
 }
 
 /**
+ * What is on record of a command as an attempt of it starts, in one round trip: its observation (message
+ * `seq` of the transcript, absent until stored) and whether attempt `key` is begun and not ended.
+ */
+export async function commandRecords(
+  db: Database,
+  key: AttemptKey,
+  seq: number,
+): Promise<{ observation: unknown; open: boolean }> {
+  const { rows } = await db.query<{ observation: unknown; open: boolean }>(
+    'commandRecords',
+    `select (select content from messages where run_id = $1 and seq = $5) as observation,
+            exists (
+              select 1 from exec_attempts
+               where run_id = $1 and step = $2 and call = $3 and attempt = $4 and ended_at is null
+            ) as open`,
+    [key.runId, key.step, key.call, key.attempt, seq],
+  )
+  return { observation: rows[0]?.observation ?? undefined, open: rows[0]?.open === true }
+}
+
+/**
  * Whether an attempt is recorded as begun and not ended (attempt 1 of a command its model turn allowed, or of
  * an approved one, begun with its decision).
  */
