@@ -11,7 +11,8 @@
  *   - approval answer sent → command started, p50 (each command is `touch stamp-N`: its mtime marks the
  *     start; LangGraph's tool node calls interrupt() before running it and is resumed with Command(resume=…));
  *   - storage bytes per step of a 300-step run: tether's Temporal history (as the server counts it) and the
- *     growth of its audit tables; the growth of LangGraph's checkpoint tables (`pg_total_relation_size`).
+ *     growth of its audit tables; the growth of LangGraph's checkpoint tables (`pg_total_relation_size`),
+ *     each database compacted (VACUUM FULL) before and after its run, so the growth is the run's live rows.
  * CPU is read per process tree of the bench (support.ts `readCpu`): tether's is the worker (this process),
  * its launcher and sandboxes, the Temporal server and PostgreSQL; LangGraph's is its Python process with its
  * commands, and PostgreSQL. The issue's targets (tether ≤ 3× LangGraph's CPU per step, ≤ 0.3× its storage per
@@ -41,8 +42,8 @@ import { pythonVenv } from '../test/support/python.js'
 import {
   type BenchStack,
   type CpuReading,
+  compactedBytes,
   cpuSpent,
-  databaseBytes,
   historyBytes,
   LAUNCHER,
   median,
@@ -301,13 +302,21 @@ try {
   }
 
   // Storage per step of one long run each: tether's history and audit rows, LangGraph's checkpoints.
-  const auditBefore = await databaseBytes(stack.audit.pool)
+  // Each database compacted before and after its run: the growth is the run's live rows, not what earlier
+  // rounds' freed space happened to absorb; the growth as written is printed beside it.
+  const auditBefore = (await compactedBytes(stack.audit.pool)).live
   const long = await scriptedRun(stack, repeated(['true'], STORAGE_STEPS), allow)
-  const audit = (await databaseBytes(stack.audit.pool)) - auditBefore
+  const auditAfter = await compactedBytes(stack.audit.pool)
+  const audit = auditAfter.live - auditBefore
   const history = (await historyBytes(stack, long.runId)).bytes
-  const checkpointsBefore = await databaseBytes(peerPool)
+  const checkpointsBefore = (await compactedBytes(peerPool)).live
   const lgLong = await lg.run(stack, repeated(['true'], STORAGE_STEPS))
-  const checkpoints = (await databaseBytes(peerPool)) - checkpointsBefore
+  const checkpointsAfter = await compactedBytes(peerPool)
+  const checkpoints = checkpointsAfter.live - checkpointsBefore
+  const written = {
+    tether: (auditAfter.written - auditBefore) / long.steps,
+    LangGraph: (checkpointsAfter.written - checkpointsBefore) / lgLong.steps,
+  }
   const storage = { tether: (history + audit) / long.steps, LangGraph: checkpoints / lgLong.steps }
 
   const p50 = (values: number[]) =>
@@ -364,8 +373,10 @@ try {
       'in those windows (everything on it, other tenants included)',
   )
   console.log(
-    `storage per step at ${STORAGE_STEPS} steps: tether history ${(history / long.steps).toFixed(0)} + audit ` +
-      `${(audit / long.steps).toFixed(0)} bytes; LangGraph checkpoint tables ${storage.LangGraph.toFixed(0)} bytes`,
+    `storage per step at ${STORAGE_STEPS} steps, live rows (each database compacted before and after): tether ` +
+      `history ${(history / long.steps).toFixed(0)} + audit ${(audit / long.steps).toFixed(0)} bytes; LangGraph ` +
+      `checkpoint tables ${storage.LangGraph.toFixed(0)} bytes (as written, before compaction: audit ` +
+      `${written.tether.toFixed(0)}, checkpoints ${written.LangGraph.toFixed(0)})`,
   )
   const cpuRatio =
     concurrentCpu.tether.perStep(TETHER_ROLES) / concurrentCpu.LangGraph.perStep(LANGGRAPH_ROLES)

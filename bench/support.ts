@@ -174,8 +174,22 @@ export async function historyBytes(
   return { bytes, json, runs }
 }
 
+/**
+ * What `pool`'s database holds now, as written and as its live rows need it (after VACUUM FULL, which
+ * compacts it). Space a table freed (rows rewritten, dead rows vacuumed) is reused by later writes, so the
+ * growth as written over one run depends on what ran before it; the growth between two compacted readings
+ * does not.
+ */
+export async function compactedBytes(
+  pool: Pick<pg.Pool, 'query'>,
+): Promise<{ written: number; live: number }> {
+  const written = await databaseBytes(pool)
+  await pool.query('vacuum full')
+  return { written, live: await databaseBytes(pool) }
+}
+
 /** Bytes on disk of every table of the database `pool` reaches, with its indexes and TOAST. */
-export async function databaseBytes(pool: Pick<pg.Pool, 'query'>): Promise<number> {
+async function databaseBytes(pool: Pick<pg.Pool, 'query'>): Promise<number> {
   const { rows } = await pool.query<{ bytes: string }>(
     `select coalesce(sum(pg_total_relation_size(c.oid)), 0) as bytes
        from pg_class c join pg_namespace n on n.oid = c.relnamespace
