@@ -172,13 +172,7 @@ async function verdicts(
 
 async function reply(
   deps: ModelDependencies,
-  {
-    runId,
-    replySeq,
-    pending,
-    contract: carried,
-    mcpTools,
-  }: Parameters<TetherActivities['tetherModelTurn']>[0],
+  { runId, pending, contract: carried, mcpTools }: Parameters<TetherActivities['tetherModelTurn']>[0],
   before: readonly StoredMessage[],
   signal: AbortSignal,
 ): Promise<StoredReply> {
