@@ -170,7 +170,10 @@ export class Database implements Queryable {
           return await work({
             query: async <Row extends pg.QueryResultRow>(op: string, text: string, values?: unknown[]) => {
               try {
-                return await client.query<Row>({ name: statementName(text), text, values })
+                // Without values, the simple protocol: statements separated by `;` share one round trip.
+                return values === undefined
+                  ? await client.query<Row>(text)
+                  : await client.query<Row>({ name: statementName(text), text, values })
               } catch (error) {
                 throw this.translate(error, op)
               }

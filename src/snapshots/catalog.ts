@@ -192,11 +192,8 @@ export async function underSnapshotLock<T>(
   const client = await pool.connect()
   let broken: Error | undefined
   try {
-    const results = (await client.query(
-      `begin; select pg_advisory_xact_lock_shared(${LOCK[0]}, ${LOCK[1]});
-       select generation from snapshot_collections where id = 1`,
-    )) as unknown as pg.QueryResult<{ generation: string }>[]
-    const result = await work(client, Number(results[2]?.rows[0]?.generation ?? 0))
+    const results = (await client.query(`begin; ${LOCKED_GENERATION}`)) as unknown as GenerationResults
+    const result = await work(client, generationOf(results))
     await client.query('commit')
     return result
   } catch (error) {
@@ -224,9 +221,18 @@ export async function collectionGeneration(client: SnapshotSql): Promise<number>
  * collection generation, read under the lock.
  */
 export async function snapshotLockInTransaction(tx: SnapshotSql): Promise<number> {
-  await tx.query('select pg_advisory_xact_lock_shared($1, $2)', [...LOCK])
-  return collectionGeneration(tx)
+  return generationOf((await tx.query(LOCKED_GENERATION)) as unknown as GenerationResults)
 }
+
+/**
+ * The shared lock, then the collection generation: two statements sent as one (no values, so the simple
+ * protocol), each with a snapshot of its own, so the generation is read after the lock is granted.
+ */
+const LOCKED_GENERATION = `select pg_advisory_xact_lock_shared(${LOCK[0]}, ${LOCK[1]});
+  select generation from snapshot_collections where id = 1`
+type GenerationResults = pg.QueryResult<{ generation?: string }>[]
+/** The generation, from the results of a batch that ends with LOCKED_GENERATION. */
+const generationOf = (results: GenerationResults) => Number(results.at(-1)?.rows[0]?.generation ?? 0)
 
 export interface CollectionReport {
   /** False when another collection was running (nothing was done). */
