@@ -171,35 +171,32 @@ export async function recordPolicyEvents(
   return rowCount ?? 0
 }
 
-const POLICY_EVENT_COLUMNS =
-  'run_id, step, call, kind, source, act, target, effect, rule, layer, decided_by, reason, checks, at'
-const POLICY_EVENT_TYPES = [
-  ...['text', 'int', 'int', 'text', 'text', 'text', 'text', 'text', 'text', 'text', 'text', 'text'],
-  ...['json', 'timestamptz'],
+/** Each column of a policy event's row: its name, its SQL type and its value, in one place. */
+const POLICY_EVENT_FIELDS: ReadonlyArray<[string, string, (event: Input.PolicyEventRow) => unknown]> = [
+  ['run_id', 'text', (e) => e.runId],
+  ['step', 'int', (e) => e.step],
+  ['call', 'int', (e) => e.call],
+  ['kind', 'text', (e) => e.kind],
+  ['source', 'text', (e) => e.source],
+  ['act', 'text', (e) => e.act],
+  ['target', 'text', (e) => e.target],
+  ['effect', 'text', (e) => e.effect],
+  ['rule', 'text', (e) => e.rule ?? null],
+  ['layer', 'text', (e) => e.layer ?? null],
+  ['decided_by', 'text', (e) => e.decidedBy ?? null],
+  ['reason', 'text', (e) => e.reason],
+  ['checks', 'json', (e) => e.checks ?? null],
+  ['at', 'timestamptz', (e) => e.at],
 ]
+const POLICY_EVENT_COLUMNS = POLICY_EVENT_FIELDS.map(([name]) => name).join(', ')
 const POLICY_EVENT_CONFLICT = 'on conflict (run_id, step, call, kind, source) do nothing'
 
 /** Parsed policy events as one `unnest` of column arrays, its parameters numbered from `first`. */
 function policyEventRows(events: readonly Input.PolicyEventRow[], first: number) {
-  const column = <T>(pick: (event: Input.PolicyEventRow) => T) => events.map(pick)
+  const arrays = POLICY_EVENT_FIELDS.map(([, type], i) => `$${first + i}::${type}[]`).join(', ')
   return {
-    source: `unnest(${POLICY_EVENT_TYPES.map((type, i) => `$${first + i}::${type}[]`).join(', ')}) as e(${POLICY_EVENT_COLUMNS})`,
-    values: [
-      column((e) => e.runId),
-      column((e) => e.step),
-      column((e) => e.call),
-      column((e) => e.kind),
-      column((e) => e.source),
-      column((e) => e.act),
-      column((e) => e.target),
-      column((e) => e.effect),
-      column((e) => e.rule ?? null),
-      column((e) => e.layer ?? null),
-      column((e) => e.decidedBy ?? null),
-      column((e) => e.reason),
-      column((e) => e.checks ?? null),
-      column((e) => e.at),
-    ],
+    source: `unnest(${arrays}) as e(${POLICY_EVENT_COLUMNS})`,
+    values: POLICY_EVENT_FIELDS.map(([, , pick]) => events.map(pick)),
   }
 }
 
@@ -310,6 +307,7 @@ export interface DecisionOutcome {
   stored: StoredDecision
 }
 
+const DECISION_COLUMNS = 'decision, decided_by, channel, decided_at, reason, remember'
 /** An approval's decision columns, null while it waits. */
 interface DecisionRow {
   decision: Input.ApprovalDecision | null
@@ -323,7 +321,7 @@ interface DecisionRow {
 async function storedDecision(db: Queryable, approvalId: string): Promise<DecisionRow> {
   const { rows } = await db.query<DecisionRow>(
     'recordApprovalDecision',
-    'select decision, decided_by, channel, decided_at, reason, remember from approvals where approval_id = $1',
+    `select ${DECISION_COLUMNS} from approvals where approval_id = $1`,
     [approvalId],
   )
   return rows[0] as DecisionRow
@@ -354,14 +352,15 @@ export async function recordApprovalDecision(
   const input = await inputs()
   const operation = 'recordApprovalDecision'
   const decision = input.parse(input.approvalDecision, value, operation)
-  const events = policyEventRows(input.parse(input.policyEvents, rows.events ?? [], operation), 21)
+  // The events' parameters come last ($25 on), after the decision's, its answers' and the attempt's.
+  const events = policyEventRows(input.parse(input.policyEvents, rows.events ?? [], operation), 25)
   const answer = <T>(pick: (answer: (typeof decision.answers)[number]) => T) => decision.answers.map(pick)
   const { begin } = rows
   // Every CTE reads the table as it was when the statement began: `prior` is the approval before this write.
   const { rows: found } = await db.query<DecisionRow & { known: boolean; updated: boolean }>(
     operation,
     `with prior as (
-       select decision, decided_by, channel, decided_at, reason, remember from approvals where approval_id = $1
+       select ${DECISION_COLUMNS} from approvals where approval_id = $1
      ), decided as (
        update approvals
           set decision = $2, decided_by = $3, channel = $4, decided_at = $5, reason = $6, remember = $7,
@@ -386,7 +385,7 @@ export async function recordApprovalDecision(
        ${POLICY_EVENT_CONFLICT}
      ), attempt as (
        insert into exec_attempts (run_id, step, call, attempt, worker, started_at, alive_at)
-       select $35::text, $36::int, $37::int, $38::int, $20, now(), now()
+       select $21::text, $22::int, $23::int, $24::int, $20, now(), now()
         where $20::text is not null and exists (select 1 from prior)
        on conflict (run_id, step, call, attempt) do update set worker = excluded.worker, alive_at = now()
      )
@@ -415,11 +414,11 @@ export async function recordApprovalDecision(
       answer((a) => a.signed?.signature ?? null),
       answer((a) => a.signed?.statement ?? null),
       begin?.worker ?? null,
-      ...events.values,
       begin?.key.runId ?? null,
       begin?.key.step ?? null,
       begin?.key.call ?? null,
       begin?.key.attempt ?? null,
+      ...events.values,
     ],
   )
   const [row] = found

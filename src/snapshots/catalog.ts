@@ -210,9 +210,7 @@ export async function underSnapshotLock<T>(
 
 /** The collection generation: it moves whenever a collection may have deleted objects. */
 export async function collectionGeneration(client: SnapshotSql): Promise<number> {
-  const { rows } = await client.query<{ generation: string }>(
-    'select generation from snapshot_collections where id = 1',
-  )
+  const { rows } = await client.query<{ generation: string }>(GENERATION)
   return Number(rows[0]?.generation ?? 0)
 }
 
@@ -228,8 +226,8 @@ export async function snapshotLockInTransaction(tx: SnapshotSql): Promise<number
  * The shared lock, then the collection generation: two statements sent as one (no values, so the simple
  * protocol), each with a snapshot of its own, so the generation is read after the lock is granted.
  */
-const LOCKED_GENERATION = `select pg_advisory_xact_lock_shared(${LOCK[0]}, ${LOCK[1]});
-  select generation from snapshot_collections where id = 1`
+const GENERATION = 'select generation from snapshot_collections where id = 1'
+const LOCKED_GENERATION = `select pg_advisory_xact_lock_shared(${LOCK[0]}, ${LOCK[1]}); ${GENERATION}`
 type GenerationResults = pg.QueryResult<{ generation?: string }>[]
 /** The generation, from the results of a batch that ends with LOCKED_GENERATION. */
 const generationOf = (results: GenerationResults) => Number(results.at(-1)?.rows[0]?.generation ?? 0)
