@@ -1,6 +1,6 @@
 /**
  * bench/run: the cost of durability per step, against the floor measured on the same server.
- * (a) the floor: ms per activity of a 50-activity no-op workflow, remote and local activities;
+ * (a) the floor (`--step`: only this): ms per activity of a 50-activity no-op workflow, remote and local activities;
  *     tether's ms/step (agentRun, scripted model, command `true`); the same activities called in-process
  *     (no Temporal) as the step's own work; the activities and workflow tasks a step costs, counted in its
  *     history; and the ratio of tether's ms/step to (floor × activities per step + in-process work);
@@ -27,6 +27,7 @@ import { WorkerTelemetry } from '../src/embed/telemetry.js'
 import { createTetherWorker, type TetherWorkerOptions } from '../src/embed/worker.js'
 import { Policy } from '../src/policy/index.js'
 import { parseContract } from '../src/run/contract.js'
+import type { StepRecord } from '../src/run/index.js'
 import { policyOfRules } from './big-policy.js'
 import {
   type BenchStack,
@@ -68,7 +69,11 @@ const durableRun = (
     options.byReference ? stack.audit : undefined,
   )
 
-/** The same steps, the same activities and the same Postgres writes, with no Temporal in between. */
+/**
+ * The same steps, the same activity calls with the same inputs and the same Postgres writes as agentRun
+ * makes them today, with no Temporal in between: the policy judged with the model turn, each step's row
+ * handed to the next turn's commit, the workspace's tree carried from one command to the next.
+ */
 async function inProcessRun(stack: BenchStack, steps: number) {
   const ws = await stack.workspace(scriptedTurns(repeated(['true'], steps)))
   const activities = createActivities({ audit: stack.audit })
@@ -82,34 +87,38 @@ async function inProcessRun(stack: BenchStack, steps: number) {
   const runId = newRunId()
   const spec = policy.toSpec()
   const started = performance.now()
-  await env.run(activities.tetherStartRun, {
+  const preparation = (await env.run(activities.tetherPrepareRun, { contract, policy: spec })) as Awaited<
+    ReturnType<typeof activities.tetherPrepareRun>
+  >
+  const digest = preparation.policyDigest ? { policyDigest: preparation.policyDigest } : {}
+  const laid = (await env.run(activities.tetherBeginRun, {
     runId,
     contract,
     policy: spec,
+    ...digest,
     taskQueue: 'none',
     startedAt: Date.now(),
-  })
-  let seq = 1
+  })) as Awaited<ReturnType<typeof activities.tetherBeginRun>>
+  let tree = laid.tree
+  const carried = () => (tree ? { tree } : {})
+  let seq = laid.nextSeq ?? 1
+  let previousStep: StepRecord | undefined
   for (let step = 1; step <= steps + 1; step++) {
+    const startedAt = Date.now()
     const replySeq = seq
     const turn = (await env.run(activities.tetherModelTurn, {
       runId,
       step,
       replySeq,
       pending: [],
-      contract,
+      judge: { ...digest, remembered: [], workspace: ws.path, noRetry: contract.noRetry, ...carried() },
+      ...(previousStep ? { previousStep } : {}),
     })) as Awaited<ReturnType<typeof activities.tetherModelTurn>>
+    previousStep = undefined
     seq += 1 + turn.toolCalls.length
     for (const [index, call] of turn.toolCalls.entries()) {
-      const verdict = (await env.run(activities.tetherCheckAction, {
-        policy: spec,
-        remembered: [],
-        workspace: ws.path,
-        call: call as never,
-        noRetry: contract.noRetry,
-      })) as Awaited<ReturnType<typeof activities.tetherCheckAction>>
-      if (verdict.effect !== 'allow') throw new Error('bench command not allowed')
-      await env.run(activities.tetherExec, {
+      if (turn.verdicts?.[index]?.effect !== 'allow') throw new Error('bench command not allowed')
+      const summary = (await env.run(activities.tetherExec, {
         runId,
         step,
         pending: [],
@@ -121,9 +130,12 @@ async function inProcessRun(stack: BenchStack, steps: number) {
         timeoutMs: 60_000,
         outputCeiling: contract.outputCeiling,
         noRetry: false,
-      })
+        ...digest,
+        ...carried(),
+      })) as Awaited<ReturnType<typeof activities.tetherExec>>
+      if (summary.tree) tree = summary.tree
     }
-    await env.run(activities.tetherRecordStep, {
+    const record: StepRecord = {
       runId,
       step,
       toolCalls: turn.toolCalls,
@@ -131,10 +143,13 @@ async function inProcessRun(stack: BenchStack, steps: number) {
       observation: '',
       inputTokens: 0,
       outputTokens: 0,
-      startedAt: Date.now(),
+      startedAt,
       finishedAt: Date.now(),
       refusals: [],
-    })
+    }
+    // As agentRun: a step with calls is recorded by the next turn's commit, the last one on its own.
+    if (turn.toolCalls.length > 0) previousStep = record
+    else await env.run(activities.tetherRecordStep, record)
   }
   return performance.now() - started
 }
@@ -214,8 +229,6 @@ async function perStep() {
   )
   console.log(`    ratio tether / (floor × activities + in-process): ${(durable / expected).toFixed(2)}`)
   console.log(`    ratio tether / in-process: ${(durable / inProcess).toFixed(2)}`)
-
-  await historyPerStep()
 }
 
 /**
@@ -552,7 +565,7 @@ async function fairness(concurrent: number) {
 try {
   // `--concurrent [N]`: only (c), at 20 runs and then at N beside it (the cliff test: target within 15%);
   // `--tracing [rounds]`: only (d), 7 rounds unless told; `--audit`: only (e); `--history`: only (b);
-  // `--fairness [N]`: only the step times under N runs at once (200 unless told).
+  // `--fairness [N]`: only the step times under N runs at once (200 unless told); `--step`: only (a).
   const only = process.argv[2]
   if (only === '--fairness') {
     await durableRun(stack, 5) // warm-up
@@ -565,10 +578,12 @@ try {
     await auditCommitsPerStep()
     process.exit(0)
   } else if (only === '--tracing') await tracingOverhead(Number(process.argv[3] ?? 7))
+  else if (only === '--step') await perStep()
   else {
     const many = Number(process.argv[3] ?? 20)
     if (only !== '--concurrent') {
       await perStep()
+      await historyPerStep()
       await auditCommitsPerStep()
     } else await durableRun(stack, 5) // warm-up
     const twenty = await concurrentRuns(20)
