@@ -3,7 +3,7 @@
  * commander and their help).
  */
 import type { AuditStore } from '../audit/index.js'
-import { RunIdTakenError, rewindRun } from '../embed/index.js'
+import { RunIdTakenError, rewindRun, workspaceAtStep } from '../embed/index.js'
 import { loadPolicyFile, PolicyError } from '../policy/index.js'
 import { formatBytes } from '../present/index.js'
 import { ContractError } from '../run/index.js'
@@ -15,10 +15,9 @@ import {
   openObjectStore,
   runSnapshots,
   SnapshotStoreError,
-  treeAtStep,
 } from '../snapshots/index.js'
 import { ConfigError, snapshotSettings } from '../stack/index.js'
-import { withAudit, withTemporal } from './connect.js'
+import { resolveId, withAudit, withTemporal } from './connect.js'
 import { colour, print, printJson, printTable } from './context.js'
 import { CliError } from './errors.js'
 
@@ -26,37 +25,20 @@ export async function rewind(
   run: string,
   options: { toStep: string; policy?: string; id?: string; json?: boolean },
 ): Promise<void> {
-  const toStep = Number(options.toStep)
-  if (!Number.isInteger(toStep) || toStep < 0) {
-    throw new CliError(`--to-step must be a whole number from 0, not ${options.toStep}`)
-  }
-  let policy: Awaited<ReturnType<typeof loadPolicyFile>> | undefined
-  try {
-    policy = options.policy ? await loadPolicyFile(options.policy) : undefined
-  } catch (error) {
-    if (error instanceof PolicyError) throw new CliError(error.message)
-    throw error
-  }
+  const toStep = step(options.toStep, '--to-step')
+  const policy = options.policy ? await guarded(() => loadPolicyFile(options.policy as string)) : undefined
   await withTemporal((client, target) =>
     withAudit(async (audit) => {
-      let handle: Awaited<ReturnType<typeof rewindRun>>
-      try {
-        handle = await rewindRun(client, audit, {
+      run = await resolveId(audit, 'run', run)
+      const handle = await guarded(() =>
+        rewindRun(client, audit, {
           run,
           toStep,
           taskQueue: target.taskQueue,
           ...(policy ? { policy } : {}),
           ...(options.id ? { runId: options.id } : {}),
-        })
-      } catch (error) {
-        if (
-          error instanceof ContractError ||
-          error instanceof RunIdTakenError ||
-          error instanceof PolicyError
-        )
-          throw new CliError(error.message)
-        throw error
-      }
+        }),
+      )
       if (options.json)
         return printJson({ runId: handle.workflowId, rewoundFrom: { runId: run, step: toStep } })
       print(
@@ -73,12 +55,10 @@ export async function diff(
 ): Promise<void> {
   const [from, to] = [step(options.from, '--from'), step(options.to, '--to')]
   await withAudit(async (audit) => {
-    const [a, b] = await Promise.all([treeAtStep(audit.pool, run, from), treeAtStep(audit.pool, run, to)])
-    if (!a || !b) {
-      throw new CliError(
-        `run ${run} has no workspace snapshot at or before step ${!a ? from : to}; \`tether snapshots ${run}\` lists them`,
-      )
-    }
+    run = await resolveId(audit, 'run', run)
+    const [a, b] = await guarded(() =>
+      Promise.all([workspaceAtStep(audit, run, from, '--from'), workspaceAtStep(audit, run, to, '--to')]),
+    )
     const store = storeFor(audit, a.store)
     const changes = await guarded(() => diffTrees(store, a.root, b.root))
     if (options.json) {
@@ -105,6 +85,7 @@ export async function diff(
 export async function list(run: string | undefined, options: { json?: boolean }): Promise<void> {
   if (!run) throw new CliError('name a run: `tether snapshots RUN`, or `tether snapshots gc`')
   await withAudit(async (audit) => {
+    run = await resolveId(audit, 'run', run as string)
     const rows = await runSnapshots(audit.pool, run)
     if (options.json) return printJson(rows)
     if (rows.length === 0) return print(`run ${run} has no workspace snapshots`)
@@ -171,11 +152,14 @@ function storeFor(audit: AuditStore, recorded?: string): ObjectStore {
   return store
 }
 
+/** Errors that say what the person is to fix (a run, a step, a policy file, the store) become one line. */
+const SAID = [ContractError, RunIdTakenError, PolicyError, SnapshotStoreError]
+
 async function guarded<T>(work: () => Promise<T>): Promise<T> {
   try {
     return await work()
   } catch (error) {
-    if (error instanceof SnapshotStoreError) throw new CliError(error.message)
+    if (SAID.some((type) => error instanceof type)) throw new CliError((error as Error).message)
     throw error
   }
 }

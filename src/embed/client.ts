@@ -29,7 +29,7 @@ import {
   type TaskContract,
   type TaskContractInput,
 } from '../run/index.js'
-import { treeAtStep } from '../snapshots/index.js'
+import { type SnapshotRow, treeAtStep } from '../snapshots/index.js'
 import {
   agentRun,
   type DecideResult,
@@ -145,6 +145,39 @@ export interface RewindOptions {
   runId?: string
 }
 
+const noRun = (run: string) => `no run ${run} in the audit; list runs with \`tether ls\``
+
+/**
+ * The workspace tree run `run` ended step `step` with (the last snapshot at or before it), as rewind and
+ * diff read it. A run the audit does not hold, a step the run never reached, a step before its first
+ * snapshot and a tree retention has collected are each a ContractError that says which; `label` names the
+ * step as the caller's user gave it (`--to-step`).
+ */
+export async function workspaceAtStep(
+  audit: AuditStore,
+  run: string,
+  step: number,
+  label = 'step',
+): Promise<SnapshotRow> {
+  const summary = await audit.runSummary(run)
+  if (!summary) throw new ContractError(noRun(run))
+  if (!Number.isInteger(step) || step < 0 || step > summary.steps) {
+    throw new ContractError(`run ${run} has steps 0 to ${summary.steps}; ${label} ${step} is not one of them`)
+  }
+  const tree = await treeAtStep(audit.pool, run, step)
+  if (!tree) {
+    throw new ContractError(
+      `run ${run} has no workspace snapshot at or before step ${step} (it ran before snapshots, or with them off)`,
+    )
+  }
+  if (tree.collectedAt) {
+    throw new ContractError(
+      `the snapshots of run ${run} were collected on ${tree.collectedAt.toISOString()} (retention)`,
+    )
+  }
+  return tree
+}
+
 /**
  * Starts a new run linked to `run`, from its step `toStep`: the workspace tree that step ended with and the
  * transcript up to there, the same contract (goal, gate, budgets) and the same or a stricter policy. The
@@ -156,25 +189,8 @@ export async function rewindRun(
   options: RewindOptions,
 ): Promise<WorkflowHandle<typeof agentRun>> {
   const config = await audit.runConfig(options.run)
-  if (!config) throw new ContractError(`no run ${options.run} in the audit; list runs with \`tether ls\``)
-  const summary = await audit.runSummary(options.run)
-  const steps = summary?.steps ?? Number.POSITIVE_INFINITY
-  if (!Number.isInteger(options.toStep) || options.toStep < 0 || options.toStep > steps) {
-    throw new ContractError(
-      `run ${options.run} has steps 0 to ${steps}; --to-step ${options.toStep} is not one of them`,
-    )
-  }
-  const tree = await treeAtStep(audit.pool, options.run, options.toStep)
-  if (!tree) {
-    throw new ContractError(
-      `run ${options.run} has no workspace snapshot at or before step ${options.toStep} (it ran before snapshots, or with them off)`,
-    )
-  }
-  if (tree.collectedAt) {
-    throw new ContractError(
-      `the snapshots of run ${options.run} were collected on ${tree.collectedAt.toISOString()} (retention)`,
-    )
-  }
+  if (!config) throw new ContractError(noRun(options.run))
+  await workspaceAtStep(audit, options.run, options.toStep, '--to-step')
   const { workspace: _folder, source: _source, ...contract } = contractInput(config.contract as TaskContract)
   return startAgentRun(client, {
     contract: { ...contract, source: { run: options.run, step: options.toStep, transcript: true } },

@@ -49,6 +49,7 @@ export {
   startAgentRun,
   updateRejection,
   waitForStart,
+  workspaceAtStep,
 } from './client.js'
 export {
   APPROVAL_META_KEY,

@@ -209,6 +209,15 @@ describe('tether CLI', () => {
       const commands = await tether(['audit', 'ran', '--run', runId])
       expect(commands.code).toBe(0)
       expect(commands.stdout).toMatch(/\d+ gate\s+npm test\s+exit 0\s+[\d.]+ s\s+\d+ B\s+[0-9a-f]{12}/)
+
+      // The workspace between two steps, the run named by a unique start of its id as everywhere else;
+      // a step the run never reached is refused in one line, not answered with its last tree.
+      const diff = await tether(['diff', runId.slice(0, 'cli-agent-'.length + 8), '--from', '1', '--to', '2'])
+      expect(diff.stderr).toBe('')
+      expect(diff.stdout.split('\n').slice(1)).toEqual([expect.stringMatching(/^M src\/math\.js {2}\(/), ''])
+      const beyond = await tether(['diff', runId, '--from', '0', '--to', '9'])
+      expect(beyond.code).toBe(1)
+      expect(beyond.stderr).toBe(`error: run ${runId} has steps 0 to 3; --to 9 is not one of them\n`)
     } finally {
       await ws.cleanup()
     }
