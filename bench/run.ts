@@ -13,7 +13,9 @@
  *     at once, without and with fairness keys side by side (`--fairness [N]`: only that);
  * (d) ms/step with tracing on (a second worker on the same server exporting every span over OTLP/HTTP to a
  *     loopback receiver, metrics on a Prometheus endpoint) against tracing off (`--tracing [rounds]`: only this);
- * (e) the audit's write transactions per step (`--audit`: only this).
+ * (e) the audit's write transactions per step (`--audit`: only this);
+ * (f) one long run whose commands print, its step times from start to end, and a turn's read of its
+ *     transcript whole against kept (`--long [steps]`: only this, not in the default set).
  * Rounds interleave the floor, tether and the in-process run, so machine noise hits them alike.
  */
 import { createServer } from 'node:http'
@@ -22,6 +24,7 @@ import { availableParallelism, loadavg } from 'node:os'
 import { MockActivityEnvironment } from '@temporalio/testing'
 import { NativeConnection } from '@temporalio/worker'
 import { createActivities, StepPacer, stepPacer } from '../src/activities/index.js'
+import { KeptTranscripts } from '../src/activities/transcript.js'
 import { newRunId, type StartRunOptions } from '../src/embed/client.js'
 import { WorkerTelemetry } from '../src/embed/telemetry.js'
 import { createTetherWorker, type TetherWorkerOptions } from '../src/embed/worker.js'
@@ -259,6 +262,50 @@ async function historyPerStep() {
 
 function ruleCount(policy: Policy): number {
   return policy.toSpec().layers.reduce((sum, layer) => sum + layer.rules.length, 0)
+}
+
+/**
+ * (f) a long run (`--long [steps]`, 300 unless told) whose command prints about 2 KB a step: its steps' times
+ * at the start, the middle and the end; and at its end, what a model turn reads of the transcript — the whole
+ * of it, as every turn did before the worker kept transcripts, against what a kept one reads (the messages
+ * since the turn before), interleaved.
+ */
+async function longRun(steps: number) {
+  const printing = Policy.tiered().layer('bench').allowExec('seq *')
+  const startedAt = Date.now()
+  const run = await scriptedRun(stack, repeated(['seq', '1', '600'], steps), printing)
+  const times = (await stepTimes(stack, { runId: run.runId, startedAt })).steps
+  const window = (from: number) => median(times.slice(from, from + 30))
+  const [first, middle, last] = [
+    window(0),
+    window(Math.floor(times.length / 2) - 15),
+    window(times.length - 30),
+  ]
+  console.log(`(f) one run of ${run.steps} steps, each command printing about 2 KB (median of 30 steps)`)
+  console.log(
+    `    ms/step at the start ${first.toFixed(1)}, the middle ${middle.toFixed(1)}, the end ${last.toFixed(1)}: ` +
+      `end / start ${(last / first).toFixed(2)}`,
+  )
+  const count = await stack.audit.messageCount(run.runId)
+  const whole: number[] = []
+  const kept: number[] = []
+  let bytes = 0
+  for (let round = 0; round < 11; round++) {
+    let from = performance.now()
+    bytes = JSON.stringify(await stack.audit.loadMessages(run.runId, { limit: count })).length
+    whole.push(performance.now() - from)
+    // A worker that kept the transcript at the turn before: the reply and the result since are new.
+    const transcripts = new KeptTranscripts(stack.audit)
+    await transcripts.read(run.runId, count - 2)
+    from = performance.now()
+    await transcripts.read(run.runId, count)
+    kept.push(performance.now() - from)
+  }
+  console.log(
+    `    a turn's read of the transcript at the end (${count} messages, ${(bytes / 1024).toFixed(0)} KB as JSON, ` +
+      `median of 11): whole ${median(whole).toFixed(2)} ms, kept ${median(kept).toFixed(2)} ms: ` +
+      `${(median(whole) / median(kept)).toFixed(1)}×`,
+  )
 }
 
 /**
@@ -565,7 +612,8 @@ async function fairness(concurrent: number) {
 try {
   // `--concurrent [N]`: only (c), at 20 runs and then at N beside it (the cliff test: target within 15%);
   // `--tracing [rounds]`: only (d), 7 rounds unless told; `--audit`: only (e); `--history`: only (b);
-  // `--fairness [N]`: only the step times under N runs at once (200 unless told); `--step`: only (a).
+  // `--fairness [N]`: only the step times under N runs at once (200 unless told); `--step`: only (a);
+  // `--long [steps]`: only (f).
   const only = process.argv[2]
   if (only === '--fairness') {
     await durableRun(stack, 5) // warm-up
@@ -579,6 +627,7 @@ try {
     process.exit(0)
   } else if (only === '--tracing') await tracingOverhead(Number(process.argv[3] ?? 7))
   else if (only === '--step') await perStep()
+  else if (only === '--long') await longRun(Number(process.argv[3] ?? 300))
   else {
     const many = Number(process.argv[3] ?? 20)
     if (only !== '--concurrent') {

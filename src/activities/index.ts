@@ -24,6 +24,7 @@ import { CommandSandbox, type SandboxDependencies } from './sandbox.js'
 import { StepSnapshots } from './snapshots.js'
 import { type ActivityTelemetry, RunMetrics } from './telemetry.js'
 import { toolActivities } from './tools.js'
+import { KeptTranscripts } from './transcript.js'
 
 export type { TetherActivities } from '../run/index.js'
 export { waitThroughOutages } from './outages.js'
@@ -115,6 +116,7 @@ export function createActivities(deps: ActivityDependencies): TetherActivities {
       audit: deps.audit,
       provider,
       runs,
+      transcripts: new KeptTranscripts(deps.audit),
       snapshots,
       prices: deps.prices,
       telemetry,

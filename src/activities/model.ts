@@ -33,7 +33,7 @@ import { recordStepRows } from './projections.js'
 import type { RunConfigs } from './run-config.js'
 import type { StepSnapshots } from './snapshots.js'
 import { type ActivityTelemetry, annotate, annotateContent, type RunMetrics } from './telemetry.js'
-import { appendInOrder } from './transcript.js'
+import { appendInOrder, type KeptTranscripts } from './transcript.js'
 
 /** Strings longer than this in a file tool's contents stay in the transcript; history gets a marker. */
 const ARGUMENT_HISTORY_LIMIT = 2_000
@@ -61,6 +61,8 @@ interface ModelDependencies {
   provider: (choice: string | undefined) => ModelProvider
   runs: RunConfigs
   snapshots: StepSnapshots
+  /** The transcripts this worker keeps between its runs' turns. */
+  transcripts: KeptTranscripts
   /** The operator's prices over the shipped ones (TETHER_PRICES). */
   prices?: PriceOverrides | undefined
   telemetry?: ActivityTelemetry | undefined
@@ -89,7 +91,7 @@ async function modelTurn(
   // than asking the model again, so the transcript and the workflow never disagree. Everything else of the
   // turn was stored in the same commit (the observations before it too), so the transcript up to the reply
   // is read once, and it holds the reply exactly when that commit was made.
-  const transcript = await deps.audit.loadMessages(input.runId, { limit: input.replySeq + 1 })
+  const transcript = await deps.transcripts.read(input.runId, input.replySeq + 1)
   const existing = transcript.find((message) => message.seq === input.replySeq)
   if (existing) return judged(deps, input, historyTurn(existing.content as StoredReply))
   const stored = await reply(deps, input, transcript, signal)

@@ -11,6 +11,7 @@ import { ApplicationFailure } from '@temporalio/common'
 import type { AuditStore } from '../audit/index.js'
 import { type Floor, onFloor, Policy, PolicyError, type PolicySpec } from '../policy/index.js'
 import { FAILURE, type RememberedRule, type TaskContract } from '../run/index.js'
+import { SizedCache } from './sized-cache.js'
 
 /** A run's own policy its digest could not give back: missing from the audit, or edited since it was stored. */
 export function isUnreadableOwnPolicy(error: unknown): boolean {
@@ -39,7 +40,7 @@ const POLICY_CACHE_BYTES = 128 * 1024 * 1024
 
 export class RunConfigs {
   private readonly entries = new Map<string, Promise<RunConfig>>()
-  private readonly policies = new PolicyCache(POLICY_CACHE_BYTES)
+  private readonly policies = policyCache(POLICY_CACHE_BYTES)
 
   constructor(
     private readonly audit: AuditStore,
@@ -200,46 +201,11 @@ export class RunConfigs {
 }
 
 /**
- * Compiled policies by key (a digest, or a spec's JSON), the least recently used dropped first once what they
- * take — compiled size and key — passes `budget` bytes. One policy over the budget on its own is not kept.
+ * Compiled policies by key (a digest, or a spec's JSON), within `budget` bytes: each counts its compiled size
+ * and its key.
  */
-export class PolicyCache {
-  private readonly entries = new Map<string, { policy: Policy; bytes: number }>()
-  private used = 0
-
-  constructor(private readonly budget: number) {}
-
-  get(key: string): Policy | undefined {
-    const entry = this.entries.get(key)
-    if (!entry) return undefined
-    this.entries.delete(key)
-    this.entries.set(key, entry)
-    return entry.policy
-  }
-
-  set(key: string, policy: Policy): void {
-    this.drop(key)
-    const bytes = policy.compiledSize + 2 * key.length
-    if (bytes > this.budget) return
-    this.entries.set(key, { policy, bytes })
-    this.used += bytes
-    for (const oldest of this.entries.keys()) {
-      if (this.used <= this.budget) break
-      this.drop(oldest)
-    }
-  }
-
-  /** Bytes the kept policies take, by the same count. */
-  get bytes(): number {
-    return this.used
-  }
-
-  private drop(key: string): void {
-    const entry = this.entries.get(key)
-    if (!entry) return
-    this.entries.delete(key)
-    this.used -= entry.bytes
-  }
+export function policyCache(budget: number): SizedCache<Policy> {
+  return new SizedCache<Policy>(budget, (key, policy) => policy.compiledSize + 2 * key.length)
 }
 
 /** A stored effective policy. */

@@ -73,6 +73,7 @@ export {
   type GateEventRow,
   type InboxApproval,
   MAX_PAGE,
+  type MessageTail,
   type Page,
   type PolicyEventRow,
   type RecordedAnswer,

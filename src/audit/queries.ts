@@ -861,6 +861,64 @@ export async function loadMessages(
   return rows.map(({ seq, role, content }) => ({ seq, role: role ?? undefined, content }))
 }
 
+/** A run's messages from a sequence number on, and a mark of the messages before them. */
+export interface MessageTail {
+  /**
+   * The messages before `fromSeq`: how many there are, and their attempts summed. A message is only ever
+   * replaced by a later attempt of the activity that wrote it, so a reader that kept those messages knows
+   * them unchanged while both figures are what it counted.
+   */
+  before: { count: number; attempts: number }
+  /** The messages from `fromSeq` on, with their attempt and the bytes their content takes as stored. */
+  messages: Array<StoredMessage & { attempt: number; bytes: number }>
+}
+
+/** Messages `fromSeq` … `fromSeq + limit − 1` of a run, and the mark of those before, in one round trip. */
+export async function messageTail(
+  db: Database,
+  runId: string,
+  fromSeq: number,
+  limit: number,
+): Promise<MessageTail> {
+  const operation = 'messageTail'
+  requireId(runId, 'runId', operation)
+  if (!Number.isInteger(fromSeq) || fromSeq < 0) {
+    throw new AuditInputError(`${operation}: fromSeq must be a non-negative integer (got ${fromSeq})`)
+  }
+  if (!Number.isInteger(limit) || limit < 1) {
+    throw new AuditInputError(`${operation}: limit must be a positive integer (got ${limit})`)
+  }
+  const { rows } = await db.query<{
+    count: number
+    attempts: number
+    seq: number | null
+    role: string | null
+    content: unknown
+    attempt: number | null
+    bytes: number | null
+  }>(
+    operation,
+    `with before as (
+       select count(*)::int as count, coalesce(sum(attempt), 0)::float8 as attempts
+         from messages where run_id = $1 and seq < $2),
+     tail as (
+       select seq, role, content, attempt, pg_column_size(content) as bytes
+         from messages where run_id = $1 and seq >= $2 order by seq limit $3)
+     select before.count, before.attempts, tail.seq, tail.role, tail.content, tail.attempt, tail.bytes
+       from before left join tail on true order by tail.seq`,
+    [runId, fromSeq, limit],
+  )
+  const [first] = rows
+  return {
+    before: { count: first?.count ?? 0, attempts: first?.attempts ?? 0 },
+    messages: rows.flatMap(({ seq, role, content, attempt, bytes }) =>
+      seq === null
+        ? []
+        : [{ seq, role: role ?? undefined, content, attempt: attempt ?? 1, bytes: bytes ?? 0 }],
+    ),
+  }
+}
+
 /** How many messages the run's transcript holds: the sequence number the next append starts at. */
 export async function messageCount(db: Database, runId: string): Promise<number> {
   requireId(runId, 'runId', 'messageCount')

@@ -198,6 +198,10 @@ export class AuditStore {
   ): Promise<queries.StoredMessage[]> {
     return queries.loadMessages(this.db, runId, options)
   }
+  /** Messages `fromSeq` … `fromSeq + limit − 1` of a run, with a mark of those before (see MessageTail). */
+  messageTail(runId: string, fromSeq: number, limit: number): Promise<queries.MessageTail> {
+    return queries.messageTail(this.db, runId, fromSeq, limit)
+  }
   messageCount(runId: string): Promise<number> {
     return queries.messageCount(this.db, runId)
   }

@@ -3,7 +3,7 @@
  * which is what keeps a worker's memory flat as waiting runs pile up; what they take together is bounded in bytes.
  */
 import { describe, expect, it } from 'vitest'
-import { PolicyCache, RunConfigs } from '../../../src/activities/run-config.js'
+import { policyCache, RunConfigs } from '../../../src/activities/run-config.js'
 import type { AuditStore } from '../../../src/audit/index.js'
 import { builtinFloor, Policy } from '../../../src/policy/index.js'
 
@@ -71,7 +71,7 @@ describe('the policy cache', () => {
     const big = policyOf(200, 2_000)
     const small = policyOf(1, 10)
     // Each entry counts its key too (two bytes a character).
-    const cache = new PolicyCache(3 * (big.compiledSize + 2))
+    const cache = policyCache(3 * (big.compiledSize + 2))
     for (const key of ['a', 'b', 'c']) cache.set(key, big)
     expect(cache.get('a')).toBe(big)
     // A fourth big one does not fit beside three: the least recently used (b) goes.
@@ -86,7 +86,7 @@ describe('the policy cache', () => {
   })
 
   it('keeps no policy bigger than the whole budget', () => {
-    const cache = new PolicyCache(1_000_000)
+    const cache = policyCache(1_000_000)
     const huge = policyOf(1_000, 100)
     expect(huge.compiledSize).toBeGreaterThan(1_000_000)
     cache.set('huge', huge)
