@@ -869,7 +869,7 @@ export interface MessageTail {
    * them unchanged while both figures are what it counted.
    */
   before: { count: number; attempts: number }
-  /** The messages from `fromSeq` on, with their attempt and the bytes their content takes as stored. */
+  /** The messages from `fromSeq` on, with their attempt and the length of their content in bytes (as text). */
   messages: Array<StoredMessage & { attempt: number; bytes: number }>
 }
 
@@ -902,7 +902,7 @@ export async function messageTail(
        select count(*)::int as count, coalesce(sum(attempt), 0)::float8 as attempts
          from messages where run_id = $1 and seq < $2),
      tail as (
-       select seq, role, content, attempt, pg_column_size(content) as bytes
+       select seq, role, content, attempt, octet_length(content::text) as bytes
          from messages where run_id = $1 and seq >= $2 order by seq limit $3)
      select before.count, before.attempts, tail.seq, tail.role, tail.content, tail.attempt, tail.bytes
        from before left join tail on true order by tail.seq`,
