@@ -1,10 +1,13 @@
 /**
  * bench/approvals: latency from `decide` returning to the approved command starting, and of the `decide`
- * Update itself, for two runs side by side in one process: one whose policy trusts names (unsigned) and
- * one whose approver signs every answer with an Ed25519 key the workflow verifies. Each run makes 50
- * approvals; each command is `touch stamp-N` (its file's mtime marks when it ran). The approvals of the two
- * runs alternate, so machine noise hits both alike. Issue 28's target: answer sent → command started, p50
- * ≤ 30 ms with the sandbox on.
+ * Update itself, for runs side by side in one process: runs whose policy trusts names (unsigned) and runs
+ * whose approver signs every answer with an Ed25519 key the workflow verifies; each answered either at once
+ * (the moment the ask is in the audit, as a script polling for it would: the run is then still recording
+ * the ask, and the answer waits for that) or 300 ms after it (as the quickest person would: the run is idle
+ * by then). Each run makes 50 approvals; each command is `touch stamp-N` (its file's mtime marks when it
+ * ran, to the kernel's clock tick: a few ms). The approvals of the runs alternate, so machine noise hits
+ * all alike. Issue 28's target: answer sent → command started, p50 ≤ 30 ms with the sandbox on — a
+ * person's answer, so the figure to read is the one answered after 300 ms.
  */
 
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -18,12 +21,14 @@ import { decideUpdate } from '../src/workflows/index.js'
 import { percentile, startBenchStack } from './support.js'
 
 const approvals = 50
+/** How long after the ask a person-like answer is sent. */
+const READING_MS = 300
 const keys = mkdtempSync(join(tmpdir(), 'tether-bench-keys-'))
 createKey('bench', keys)
 const key = loadKey('bench', keys)
 const stack = await startBenchStack()
 try {
-  const start = async (name: string, policy: Policy) => {
+  const start = async (name: string, policy: Policy, afterMs: number) => {
     const ws = await stack.workspace({
       turns: [
         ...Array.from({ length: approvals }, (_, i) => ({
@@ -45,6 +50,7 @@ try {
     })
     return {
       name,
+      afterMs,
       ws,
       handle,
       update: [] as number[],
@@ -53,9 +59,13 @@ try {
       sign: [] as number[],
     }
   }
+  const unsignedPolicy = Policy.tiered()
+  const signedPolicy = Policy.tiered().withApprovers([{ name: 'bench', keys: [key.publicKey] }])
   const runs = [
-    await start('unsigned', Policy.tiered()),
-    await start('signed', Policy.tiered().withApprovers([{ name: 'bench', keys: [key.publicKey] }])),
+    await start('unsigned, answered at once', unsignedPolicy, 0),
+    await start('signed, answered at once', signedPolicy, 0),
+    await start(`unsigned, answered ${READING_MS} ms after the ask`, unsignedPolicy, READING_MS),
+    await start(`signed, answered ${READING_MS} ms after the ask`, signedPolicy, READING_MS),
   ]
   for (let i = 0; i < approvals; i++) {
     for (const run of i % 2 === 0 ? runs : [...runs].reverse()) {
@@ -64,6 +74,7 @@ try {
         await new Promise((r) => setTimeout(r, 5))
         row = (await stack.audit.pendingApprovals({ runId: run.handle.workflowId }))[0]
       }
+      if (run.afterMs > 0) await new Promise((r) => setTimeout(r, run.afterMs))
       const signing = performance.now()
       const answer = draftAnswer(row, { decision: 'approve', approver: 'bench' }, key)
       run.sign.push(performance.now() - signing)
@@ -101,15 +112,23 @@ try {
   )
   for (const run of runs) {
     console.log(run.name)
-    if (run.name === 'signed') show('signing the answer (client)', run.sign)
+    if (run.name.startsWith('signed')) show('signing the answer (client)', run.sign)
     show('decide Update round trip', run.update)
     show('decide returned → approved command started', run.toStart)
     show('answer sent → approved command started', run.total)
   }
-  const [unsigned, signed] = runs as [(typeof runs)[0], (typeof runs)[0]]
+  const [unsigned, signed, unsignedRead, signedRead] = runs as [
+    (typeof runs)[0],
+    (typeof runs)[0],
+    (typeof runs)[0],
+    (typeof runs)[0],
+  ]
+  const ratio = (a: number[], b: number[]) => (p(a, 50) / p(b, 50)).toFixed(2)
   console.log(
-    `signed / unsigned, p50: Update ${(p(signed.update, 50) / p(unsigned.update, 50)).toFixed(2)}, ` +
-      `decide → start ${(p(signed.toStart, 50) / p(unsigned.toStart, 50)).toFixed(2)}`,
+    `p50 ratios: signed / unsigned, Update ${ratio(signed.update, unsigned.update)} at once and ` +
+      `${ratio(signedRead.update, unsignedRead.update)} after ${READING_MS} ms; ` +
+      `answered after ${READING_MS} ms / at once, answer → command ${ratio(unsignedRead.total, unsigned.total)} ` +
+      `unsigned and ${ratio(signedRead.total, signed.total)} signed`,
   )
 } finally {
   await stack.stop()
