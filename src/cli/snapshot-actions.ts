@@ -15,6 +15,7 @@ import {
   openObjectStore,
   runSnapshots,
   SnapshotStoreError,
+  treePatch,
 } from '../snapshots/index.js'
 import { ConfigError, snapshotSettings } from '../stack/index.js'
 import { resolveId, withAudit, withTemporal } from './connect.js'
@@ -51,7 +52,7 @@ export async function rewind(
 
 export async function diff(
   run: string,
-  options: { from: string; to: string; json?: boolean },
+  options: { from: string; to: string; patch?: boolean; json?: boolean },
 ): Promise<void> {
   const [from, to] = [step(options.from, '--from'), step(options.to, '--to')]
   await withAudit(async (audit) => {
@@ -60,6 +61,20 @@ export async function diff(
       Promise.all([workspaceAtStep(audit, run, from, '--from'), workspaceAtStep(audit, run, to, '--to')]),
     )
     const store = storeFor(audit, a.store)
+    if (options.patch) {
+      const patch = await guarded(() => treePatch(store, a.root, b.root))
+      if (options.json) return printJson({ from: a, to: b, ...patch })
+      print(`${run}: step ${from} (${a.root.slice(0, 12)}) → step ${to} (${b.root.slice(0, 12)})`)
+      if (patch.files.length === 0) return print('no changes')
+      for (const file of patch.files) {
+        print()
+        print(colour.bold(`${file.change} ${file.path}`))
+        for (const line of file.text.split('\n')) print(painted(line))
+      }
+      if (patch.elided > 0)
+        print(`\n… and ${patch.elided} more changes: the patch stops at 1 MB; list them without --patch`)
+      return
+    }
     const changes = await guarded(() => diffTrees(store, a.root, b.root))
     if (options.json) {
       return printJson({
@@ -80,6 +95,15 @@ export async function diff(
       print(`${c.change} ${displayName(c.path)}  (${size})`)
     }
   })
+}
+
+/** A unified diff's line, coloured as people are used to (on a terminal only: `colour` knows). */
+function painted(line: string): string {
+  if (line.startsWith('+++') || line.startsWith('---')) return colour.bold(line)
+  if (line.startsWith('@@')) return colour.dim(line)
+  if (line.startsWith('+')) return colour.green(line)
+  if (line.startsWith('-')) return colour.red(line)
+  return line
 }
 
 export async function list(run: string | undefined, options: { json?: boolean }): Promise<void> {

@@ -32,6 +32,7 @@ export {
   exclusion,
 } from './exclusions.js'
 export { type BranchResult, commitMessage, commitToBranch } from './git-branch.js'
+export { type FilePatch, type TreePatch, treePatch } from './patch.js'
 export { diffTrees, RestoreError, readTree, type TreeChange } from './restore.js'
 export { type Exclusion, type Scan, scanTree, WorkspaceIndex } from './scan.js'
 export {

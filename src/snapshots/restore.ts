@@ -213,24 +213,33 @@ export interface TreeChange {
   before?: number
 }
 
+/** A change with the entries on either side: `was` absent for `A`, `now` absent for `D`. */
+export type ComparedChange = TreeChange & { was?: TreeEntry; now?: TreeEntry }
+
 /** What changed from tree `from` to tree `to`, path by path (a folder added or deleted is listed whole). */
 export async function diffTrees(store: ObjectStore, from: string, to: string): Promise<TreeChange[]> {
+  return (await compareTrees(store, from, to)).map(({ was: _was, now: _now, ...change }) => change)
+}
+
+/** `diffTrees`, with each change's entries, for reading the contents on either side. */
+export async function compareTrees(store: ObjectStore, from: string, to: string): Promise<ComparedChange[]> {
   if (from === to) return []
   const [a, b] = await Promise.all([readTree(store, from), readTree(store, to)])
   const before = new Map(a.map((p) => [p.rel, p.entry]))
   const after = new Map(b.map((p) => [p.rel, p.entry]))
-  const changes: TreeChange[] = []
-  for (const [path, entry] of after) {
-    const old = before.get(path)
-    if (!old) changes.push({ change: 'A', path, kind: entry.kind, size: entry.size })
-    else if ((old.kind === 'd') !== (entry.kind === 'd') || (old.kind === 'l') !== (entry.kind === 'l'))
-      changes.push({ change: 'T', path, kind: entry.kind, size: entry.size, before: old.size })
-    else if (entry.kind !== 'd' && old.hash !== entry.hash)
-      changes.push({ change: 'M', path, kind: entry.kind, size: entry.size, before: old.size })
-    else if (old.mode !== entry.mode) changes.push({ change: 'P', path, kind: entry.kind, size: entry.size })
+  const changes: ComparedChange[] = []
+  for (const [path, now] of after) {
+    const was = before.get(path)
+    const common = { path, kind: now.kind, size: now.size, now }
+    if (!was) changes.push({ change: 'A', ...common })
+    else if ((was.kind === 'd') !== (now.kind === 'd') || (was.kind === 'l') !== (now.kind === 'l'))
+      changes.push({ change: 'T', ...common, before: was.size, was })
+    else if (now.kind !== 'd' && was.hash !== now.hash)
+      changes.push({ change: 'M', ...common, before: was.size, was })
+    else if (was.mode !== now.mode) changes.push({ change: 'P', ...common, was })
   }
-  for (const [path, entry] of before) {
-    if (!after.has(path)) changes.push({ change: 'D', path, kind: entry.kind, size: entry.size })
+  for (const [path, was] of before) {
+    if (!after.has(path)) changes.push({ change: 'D', path, kind: was.kind, size: was.size, was })
   }
   return changes.sort((x, y) => (x.path < y.path ? -1 : x.path > y.path ? 1 : 0))
 }

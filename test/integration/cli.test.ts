@@ -215,6 +215,11 @@ describe('tether CLI', () => {
       const diff = await tether(['diff', runId.slice(0, 'cli-agent-'.length + 8), '--from', '1', '--to', '2'])
       expect(diff.stderr).toBe('')
       expect(diff.stdout.split('\n').slice(1)).toEqual([expect.stringMatching(/^M src\/math\.js {2}\(/), ''])
+      // The lines themselves, read from the snapshot store (this workspace is no git repository).
+      const patch = await tether(['diff', runId, '--from', '1', '--to', '2', '--patch'])
+      expect(patch.stderr).toBe('')
+      expect(patch.stdout).toContain(['M src/math.js', '--- a/src/math.js', '+++ b/src/math.js'].join('\n'))
+      expect(patch.stdout).toMatch(/^-\s+return a - b\n\+\s+return a \+ b$/m)
       const beyond = await tether(['diff', runId, '--from', '0', '--to', '9'])
       expect(beyond.code).toBe(1)
       expect(beyond.stderr).toBe(`error: run ${runId} has steps 0 to 3; --to 9 is not one of them\n`)

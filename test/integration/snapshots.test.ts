@@ -4,7 +4,7 @@
  * retention that never collects what another run references, and the verified tree as a git branch.
  */
 import { execFileSync } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -20,6 +20,7 @@ import {
   readTree,
   runLinks,
   runSnapshots,
+  treePatch,
   WorkspaceSnapshots,
 } from '../../src/snapshots/index.js'
 import { pendingApprovalsQuery } from '../../src/workflows/index.js'
@@ -250,16 +251,21 @@ describe('an outside edit', () => {
   })
 })
 
+/** A run's row and nothing else, a folder of its own and snapshots to take of it: for the store alone. */
+async function bareRun(name: string) {
+  const runId = `${name}-${Math.random().toString(36).slice(2)}`
+  await audit.pool.query(
+    `insert into runs (run_id, goal, workspace, contract, policy, started_at) values ($1, 'g', '/w', '{}', '{}', now())`,
+    [runId],
+  )
+  const root = mkdtempSync(join(tmpdir(), `tether-${name}-`))
+  roots.push(root)
+  return { snapshots: new WorkspaceSnapshots(postgresStore(audit.pool), audit.pool), runId, root }
+}
+
 describe('a large folder', () => {
   it('grows the store by the changed file and a page, not the whole listing, and restores and diffs whole', async () => {
-    const snapshots = new WorkspaceSnapshots(postgresStore(audit.pool), audit.pool)
-    const runId = `paged-${Math.random().toString(36).slice(2)}`
-    await audit.pool.query(
-      `insert into runs (run_id, goal, workspace, contract, policy, started_at) values ($1, 'g', '/w', '{}', '{}', now())`,
-      [runId],
-    )
-    const root = mkdtempSync(join(tmpdir(), 'tether-paged-'))
-    roots.push(root)
+    const { snapshots, runId, root } = await bareRun('paged')
     const salt = Math.random().toString(36)
     for (let i = 0; i < 400; i++) writeFileSync(join(root, `file-${i}.txt`), `${salt} ${i}`)
     const exclusion = { key: 'none', excluded: () => false }
@@ -289,6 +295,61 @@ describe('a large folder', () => {
     )
     await collectNow()
     expect(await snapshots.store.missing(pages)).toEqual([])
+  })
+})
+
+describe('a patch between two trees', () => {
+  it('shows each changed text file as a unified diff, and says why where it shows none', async () => {
+    const { snapshots, runId, root } = await bareRun('patch')
+    const { store } = snapshots
+    const salt = Math.random().toString(36)
+    writeFileSync(join(root, 'keep.txt'), `${salt}\n`)
+    writeFileSync(join(root, 'edit.txt'), 'one\ntwo\nthree\n')
+    writeFileSync(join(root, 'gone.txt'), 'bye\n')
+    writeFileSync(join(root, 'bin.dat'), Buffer.from([1, 0, 2]))
+    writeFileSync(join(root, 'run.sh'), 'true\n', { mode: 0o644 })
+    symlinkSync('keep.txt', join(root, 'link'))
+    const exclusion = { key: 'none', excluded: () => false }
+    const first = await snapshots.take({ runId, step: 0, call: 0, kind: 'start' }, root, exclusion)
+    writeFileSync(join(root, 'edit.txt'), 'one\n2\nthree\n')
+    rmSync(join(root, 'gone.txt'))
+    writeFileSync(join(root, 'new.txt'), 'hello\n')
+    writeFileSync(join(root, 'bin.dat'), Buffer.from([1, 0, 3]))
+    chmodSync(join(root, 'run.sh'), 0o755)
+    rmSync(join(root, 'link'))
+    symlinkSync('edit.txt', join(root, 'link'))
+    writeFileSync(join(root, 'big.txt'), 'x'.repeat(300 * 1024))
+    const second = await snapshots.take({ runId, step: 1, call: 0, kind: 'tool' }, root, exclusion)
+
+    const patch = await treePatch(store, first.root, second.root)
+    expect(patch.elided).toBe(0)
+    expect(patch.files).toEqual([
+      { change: 'A', path: 'big.txt', text: 'large file (307200 bytes now): not shown' },
+      {
+        change: 'M',
+        path: 'bin.dat',
+        text: 'binary or not UTF-8 (3 bytes before, 3 bytes now): not shown',
+      },
+      {
+        change: 'M',
+        path: 'edit.txt',
+        text: ['--- a/edit.txt', '+++ b/edit.txt', '@@ -1,3 +1,3 @@', ' one', '-two', '+2', ' three'].join(
+          '\n',
+        ),
+      },
+      {
+        change: 'D',
+        path: 'gone.txt',
+        text: ['--- a/gone.txt', '+++ /dev/null', '@@ -1,1 +0,0 @@', '-bye'].join('\n'),
+      },
+      { change: 'M', path: 'link', text: 'link: keep.txt → edit.txt' },
+      {
+        change: 'A',
+        path: 'new.txt',
+        text: ['--- /dev/null', '+++ b/new.txt', '@@ -0,0 +1,1 @@', '+hello'].join('\n'),
+      },
+      { change: 'P', path: 'run.sh', text: 'mode 0644 → 0755' },
+    ])
   })
 })
 

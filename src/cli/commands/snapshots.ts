@@ -8,7 +8,7 @@ export function registerSnapshots(program: Command): void {
     .description(
       "Start a new run linked to RUN from step N's workspace tree and transcript, under RUN's policy (or a stricter one).",
     )
-    .argument('<run>', 'the run to go back in')
+    .argument('<run>', 'the run to go back in (its id, or the start of one no other run id starts with)')
     .requiredOption(
       '--to-step <n>',
       'the step whose end the new run starts from (0: the workspace as RUN found it)',
@@ -23,9 +23,10 @@ export function registerSnapshots(program: Command): void {
   program
     .command('diff')
     .description("What changed in a run's workspace between two steps' trees.")
-    .argument('<run>', 'the run id')
+    .argument('<run>', 'the run id, or the start of one no other run id starts with')
     .requiredOption('--from <step>', 'the earlier step (0: the workspace as the run found it)')
     .requiredOption('--to <step>', 'the later step')
+    .option('-p, --patch', "each changed text file's lines, as a unified diff (from the snapshot store)")
     .option('--json', 'print JSON')
     .action((...args: Parameters<typeof import('../snapshot-actions.js').diff>) =>
       import('../snapshot-actions.js').then((actions) => actions.diff(...args)),
@@ -36,7 +37,7 @@ export function registerSnapshots(program: Command): void {
     .description(
       "A run's workspace snapshots, one per step that could change it; `gc` collects what retention lets go.",
     )
-    .argument('[run]', 'the run id')
+    .argument('[run]', 'the run id, or the start of one no other run id starts with')
     .option('--json', 'print JSON')
     .action((...args: Parameters<typeof import('../snapshot-actions.js').list>) =>
       import('../snapshot-actions.js').then((actions) => actions.list(...args)),
