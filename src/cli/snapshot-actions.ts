@@ -19,7 +19,7 @@ import {
 } from '../snapshots/index.js'
 import { ConfigError, snapshotSettings } from '../stack/index.js'
 import { resolveId, withAudit, withTemporal } from './connect.js'
-import { colour, print, printJson, printTable } from './context.js'
+import { colour, print, printJson, printTable, visible } from './context.js'
 import { CliError } from './errors.js'
 
 export async function rewind(
@@ -68,8 +68,8 @@ export async function diff(
       if (patch.files.length === 0) return print('no changes')
       for (const file of patch.files) {
         print()
-        print(colour.bold(`${file.change} ${file.path}`))
-        for (const line of file.text.split('\n')) print(painted(line))
+        print(colour.bold(`${file.change} ${visible(file.path)}`))
+        for (const line of file.text.split('\n')) print(painted(visible(line, { tabs: true })))
       }
       if (patch.elided > 0)
         print(`\n… and ${patch.elided} more changes: the patch stops at 1 MB; list them without --patch`)
@@ -92,7 +92,7 @@ export async function diff(
           : c.kind === 'd'
             ? 'folder'
             : formatBytes(c.size)
-      print(`${c.change} ${displayName(c.path)}  (${size})`)
+      print(`${c.change} ${visible(displayName(c.path))}  (${size})`)
     }
   })
 }
@@ -123,7 +123,7 @@ export async function list(run: string | undefined, options: { json?: boolean })
         String(r.files),
         formatBytes(r.bytes),
         formatBytes(r.newBytes),
-        r.collectedAt ? `collected ${r.collectedAt.toISOString().slice(0, 10)}` : (r.detail ?? ''),
+        r.collectedAt ? `collected ${r.collectedAt.toISOString().slice(0, 10)}` : visible(r.detail ?? ''),
       ]),
     )
   })

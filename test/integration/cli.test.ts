@@ -141,7 +141,14 @@ describe('tether CLI', () => {
         turns: [
           { toolCalls: [{ name: 'exec', args: { argv: ['rm', '-rf', 'src'] } }] },
           {
-            toolCalls: [FIX_ADD],
+            // A note whose text would clear a terminal and retitle it, were it printed as it is.
+            toolCalls: [
+              FIX_ADD,
+              {
+                name: 'write_file',
+                args: { path: 'src/notes.txt', content: 'fixed\u001b[2J\u001b]0;pwned\u0007\n' },
+              },
+            ],
           },
           { text: 'fixed' },
         ],
@@ -214,12 +221,19 @@ describe('tether CLI', () => {
       // a step the run never reached is refused in one line, not answered with its last tree.
       const diff = await tether(['diff', runId.slice(0, 'cli-agent-'.length + 8), '--from', '1', '--to', '2'])
       expect(diff.stderr).toBe('')
-      expect(diff.stdout.split('\n').slice(1)).toEqual([expect.stringMatching(/^M src\/math\.js {2}\(/), ''])
+      expect(diff.stdout.split('\n').slice(1)).toEqual([
+        expect.stringMatching(/^M src\/math\.js {2}\(/),
+        expect.stringMatching(/^A src\/notes\.txt {2}\(/),
+        '',
+      ])
       // The lines themselves, read from the snapshot store (this workspace is no git repository).
       const patch = await tether(['diff', runId, '--from', '1', '--to', '2', '--patch'])
       expect(patch.stderr).toBe('')
       expect(patch.stdout).toContain(['M src/math.js', '--- a/src/math.js', '+++ b/src/math.js'].join('\n'))
       expect(patch.stdout).toMatch(/^-\s+return a - b\n\+\s+return a \+ b$/m)
+      // What a run wrote reaches the terminal as escapes, never as control characters.
+      expect(patch.stdout).toContain('+fixed\\u{1b}[2J\\u{1b}]0;pwned\\u{7}')
+      expect(patch.stdout).not.toMatch(/[\u0000-\u0008\u000b-\u001f]/)
       const beyond = await tether(['diff', runId, '--from', '0', '--to', '9'])
       expect(beyond.code).toBe(1)
       expect(beyond.stderr).toBe(`error: run ${runId} has steps 0 to 3; --to 9 is not one of them\n`)
