@@ -1,7 +1,8 @@
 /**
  * What a run has changed in its workspace so far, for an approver deciding what comes next: `git status`
- * and `git diff HEAD` when the workspace is a git repository. Read-only and bounded, and git is never
- * talked into running anything the run could have planted:
+ * and `git diff HEAD` when the workspace is a git repository on this machine; else, from the run's
+ * snapshots, the patch from the tree it started with to the last one it recorded (any run, any machine).
+ * Read-only and bounded, and git is never talked into running anything the run could have planted:
  *
  * - the arguments are constants (the workspace path comes from the run's contract, never from the model);
  * - the repository's own config (which the run may have written) is read first, and any setting outside a
@@ -12,11 +13,61 @@
  */
 import { existsSync, realpathSync, statSync } from 'node:fs'
 import { join } from 'node:path'
+import type { AuditStore } from '../audit/index.js'
 import { type ExecResult, runCommand } from '../exec/index.js'
+import { type FilePatch, openObjectStore, treeAtStep, treePatch } from '../snapshots/index.js'
+import { ConfigError, snapshotSettings } from '../stack/index.js'
 
 export type WorkspaceChanges =
   | { kind: 'git'; status: string; diff: string; elided: number }
+  | { kind: 'snapshots'; from: number; to: number; files: FilePatch[]; elided: number }
   | { kind: 'unavailable'; why: string }
+
+/** The run's changes as git shows them, else as its snapshots do, else why neither can. */
+export async function runChanges(
+  audit: AuditStore,
+  runId: string,
+  workspace: string,
+): Promise<WorkspaceChanges> {
+  const git = await workspaceChanges(workspace)
+  if (git.kind !== 'unavailable') return git
+  // The page an approver answers on never fails for want of a diff: a store that cannot be read is said.
+  try {
+    return (await snapshotChanges(audit, runId)) ?? git
+  } catch (error) {
+    return {
+      kind: 'unavailable',
+      why: `${git.why}; the run's snapshots could not be read: ${(error as Error).message}`,
+    }
+  }
+}
+
+/** A step no run reaches (steps are PostgreSQL integers): the tree at or before it is the last one. */
+const LAST_STEP = 2 ** 31 - 1
+
+/** The patch from the run's first recorded tree to its last; none when it has no snapshots here to read. */
+async function snapshotChanges(audit: AuditStore, runId: string): Promise<WorkspaceChanges | undefined> {
+  let store: ReturnType<typeof openObjectStore>
+  try {
+    store = openObjectStore(snapshotSettings().store, audit.pool)
+  } catch (error) {
+    if (error instanceof ConfigError) return undefined
+    throw error
+  }
+  const [first, last] = await Promise.all([
+    treeAtStep(audit.pool, runId, 0),
+    treeAtStep(audit.pool, runId, LAST_STEP),
+  ])
+  if (!store || !first || !last || first.store !== store.name || first.collectedAt || last.collectedAt) {
+    return undefined
+  }
+  return {
+    kind: 'snapshots',
+    from: first.step,
+    to: last.step,
+    ...(await treePatch(store, first.root, last.root)),
+  }
+}
 
 /** Settings of a repository's own config that make git run nothing. Everything else: no diff. */
 const PLAIN_SETTINGS = [

@@ -7,7 +7,7 @@ import type { ApprovalRow, AuditStore, StoredMessage } from '../audit/index.js'
 import { verifyRecordedAnswer } from '../audit/index.js'
 import { Policy, PolicyError } from '../policy/index.js'
 import { inFlight } from '../run/index.js'
-import { workspaceChanges } from './changes.js'
+import { runChanges } from './changes.js'
 import type { ApprovalPageData, InboxPageData, RunPageData } from './pages.js'
 
 export interface InboxSources {
@@ -79,7 +79,7 @@ export async function loadApproval(
     approvers: approversOf(effective ?? config?.policy),
     argv: askedArgv(approval, live.messages),
     ...live,
-    changes: await workspaceChanges(run.workspace),
+    changes: await runChanges(audit, approval.runId, run.workspace),
   }
 }
 

@@ -209,6 +209,17 @@ export function diffView(diff: string): Html {
 
 export function changesView(changes: WorkspaceChanges): Html {
   if (changes.kind === 'unavailable') return html`<p>${changes.why}.</p>`
+  if (changes.kind === 'snapshots') {
+    const since = `From the run's snapshots: step ${changes.from} → step ${changes.to}`
+    if (changes.files.length === 0) return html`<p>${since}, no changes.</p>`
+    return html`<p>${since}.</p>
+      ${changes.files.map((file) =>
+        file.text.startsWith('--- ')
+          ? html`<details data-key="${`diff-${file.path}`}" open><summary>${file.change} ${file.path}</summary>${diffView(file.text)}</details>`
+          : html`<p>${file.change} ${file.path}: ${file.text}</p>`,
+      )}
+      ${changes.elided ? html`<p>… and ${counted(changes.elided, 'more change')}: the patch stops at 1 MB.</p>` : ''}`
+  }
   if (!changes.status.trim()) return html`<p>No changes: the working tree matches its last commit.</p>`
   return html`<pre class="status">${laidOut(changes.status)}</pre>
     ${changes.diff ? html`<details data-key="diff" open><summary>Diff against HEAD${changes.elided ? ` (${counted(changes.elided, 'character')} elided)` : ''}</summary>${diffView(changes.diff)}</details>` : ''}`

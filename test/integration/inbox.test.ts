@@ -424,6 +424,26 @@ describe('the approvals inbox in a browser', () => {
     }
   })
 
+  it('shows what a run changed from its snapshots when the workspace is no git repository', async () => {
+    const { ws, handle } = await run([
+      { toolCalls: [{ name: 'write_file', args: { path: 'src/note.txt', content: 'noted\n' } }] },
+      { toolCalls: [exec('touch', 'asked.txt')] },
+      { text: 'ok' },
+    ])
+    try {
+      const row = await waitingApproval(handle.workflowId)
+      const page = await open(`/approvals/${row.approvalId}`)
+      const changes = (await page.locator('section[aria-labelledby="context-title"]').textContent()) ?? ''
+      expect(changes).toContain("From the run's snapshots: step 0 → step 1.")
+      expect(changes).toContain('A src/note.txt')
+      expect(changes).toContain('+noted')
+      await handle.cancel()
+      await handle.result().catch(() => undefined)
+    } finally {
+      await ws.cleanup()
+    }
+  })
+
   it('shows the run refusing a tampered signature, and model text stays text', async () => {
     const hostile = '<img src=x onerror=alert(1)>\u200b.txt'
     const { ws, handle } = await run([{ toolCalls: [exec('touch', hostile)] }, { text: 'ok' }])
