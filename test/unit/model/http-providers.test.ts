@@ -23,6 +23,15 @@ import {
   type WireTurn,
 } from '../../support/llm-server.js'
 
+/** `value` and everything in it frozen: writing to any of it throws (ES modules are strict). */
+function frozen<T>(value: T): T {
+  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
+    for (const inner of Object.values(value)) frozen(inner)
+    Object.freeze(value)
+  }
+  return value
+}
+
 interface Replayed {
   calls: Array<{ id: string; name: string; args: unknown }>
   results: Array<{ callId: string; output: string }>
@@ -175,7 +184,8 @@ describe.each(wires)('$name over HTTP', (wire) => {
     expect(wire.toolNames(offered!.body).sort()).toEqual([...TOOL_NAMES].sort())
     expect(JSON.stringify(offered!.body)).toContain('You are tether.')
 
-    const transcript: TranscriptMessage[] = [
+    // Frozen throughout, as a worker's kept transcripts hand messages out: the provider must not change them.
+    const transcript: TranscriptMessage[] = frozen([
       question,
       { role: 'assistant', text: first.text, toolCalls: first.toolCalls },
       {
@@ -185,7 +195,7 @@ describe.each(wires)('$name over HTTP', (wire) => {
           { callId: 'call_b', name: 'exec', output: 'exit 1\nexpected 3, got -1' },
         ],
       },
-    ]
+    ])
     server.reply(wire.answer({ text: 'The sign is wrong.' }))
     const second = await provider.generate({ system: 'You are tether.', messages: transcript })
     expect(second).toMatchObject({ text: 'The sign is wrong.', toolCalls: [], finishReason: 'stop' })
