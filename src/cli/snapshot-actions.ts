@@ -5,7 +5,7 @@
 import type { AuditStore } from '../audit/index.js'
 import { RunIdTakenError, rewindRun, workspaceAtStep } from '../embed/index.js'
 import { loadPolicyFile, PolicyError } from '../policy/index.js'
-import { formatBytes } from '../present/index.js'
+import { counted, formatBytes } from '../present/index.js'
 import { ContractError } from '../run/index.js'
 import {
   collectSnapshots,
@@ -72,7 +72,9 @@ export async function diff(
         for (const line of file.text.split('\n')) print(painted(visible(line, { tabs: true })))
       }
       if (patch.elided > 0)
-        print(`\n… and ${patch.elided} more changes: the patch stops at 1 MB; list them without --patch`)
+        print(
+          `\n… and ${counted(patch.elided, 'more change')}: the patch stops at 1 MB; list them without --patch`,
+        )
       return
     }
     const changes = await guarded(() => diffTrees(store, a.root, b.root))
