@@ -292,8 +292,9 @@ async function longRun(steps: number) {
   let bytes = 0
   for (let round = 0; round < 11; round++) {
     let from = performance.now()
-    bytes = JSON.stringify(await stack.audit.loadMessages(run.runId, { limit: count })).length
+    const messages = await stack.audit.loadMessages(run.runId, { limit: count })
     whole.push(performance.now() - from)
+    bytes = JSON.stringify(messages).length
     // A worker that kept the transcript at the turn before: the reply and the result since are new.
     const transcripts = new KeptTranscripts(stack.audit)
     await transcripts.read(run.runId, count - 2)

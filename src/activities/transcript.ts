@@ -36,7 +36,7 @@ interface Kept {
 /**
  * The transcripts of the runs this worker's model turns read, kept between turns: a turn reads only the
  * messages stored since the run's last turn here (by this worker or another), where it read the whole
- * transcript again — a cost that grew with the run (980 KB and 9–14 ms a turn at step 300 of a run whose
+ * transcript again — a cost that grew with the run (980 KB and about 10 ms a turn at step 300 of a run whose
  * commands print 2 KB). What is kept is checked in the same round trip that reads the rest: the count of
  * the messages before the new ones and the sum of their attempts must be what was kept, or the whole
  * transcript is read again.
