@@ -32,36 +32,58 @@ export interface TreePatch {
   elided: number
 }
 
+/** Bytes of file contents fetched from the store in one call. */
+const FETCH_BYTES = 4 * 1024 * 1024
+
 /** The changes from tree `from` to tree `to`, each with its diff or its one line. */
 export async function treePatch(store: ObjectStore, from: string, to: string): Promise<TreePatch> {
   const changes = (await compareTrees(store, from, to)).filter((c) => c.kind !== 'd' || c.change === 'T')
   const files: FilePatch[] = []
   let length = 0
-  for (const [i, change] of changes.entries()) {
-    if (length >= PATCH_LIMIT) return { files, elided: changes.length - i }
-    const path = displayName(change.path)
-    const text = await describe(store, change, path)
-    files.push({ change: change.change, path, text })
-    length += text.length
+  let next = 0
+  while (next < changes.length && length < PATCH_LIMIT) {
+    // The contents of the next changes, FETCH_BYTES or one change's at a time, in one call to the store.
+    let end = next
+    let bytes = 0
+    while (end < changes.length && (end === next || bytes + readBytes(changes[end]) <= FETCH_BYTES)) {
+      bytes += readBytes(changes[end])
+      end++
+    }
+    const hashes = changes.slice(next, end).flatMap((c) => reads(c).map((e) => e.hash))
+    const objects = hashes.length > 0 ? await store.get(hashes) : new Map<string, Buffer>()
+    for (; next < end && length < PATCH_LIMIT; next++) {
+      const change = changes[next] as ComparedChange
+      const path = displayName(change.path)
+      const text = describe(change, path, objects)
+      files.push({ change: change.change, path, text })
+      length += text.length
+    }
   }
-  return { files, elided: 0 }
+  return { files, elided: changes.length - next }
 }
 
-async function describe(store: ObjectStore, change: ComparedChange, path: string): Promise<string> {
+/** The entries whose contents a change's line or diff shows: none for a mode, a kind or a large file. */
+function reads(change: ComparedChange | undefined): TreeEntry[] {
+  if (!change || change.change === 'P' || change.change === 'T') return []
+  const sides = [change.was, change.now].filter((e): e is TreeEntry => e !== undefined)
+  return sides.some((e) => e.kind === 'F' || (e.kind !== 'l' && e.size > TEXT_LIMIT)) ? [] : sides
+}
+
+const readBytes = (change: ComparedChange | undefined) => reads(change).reduce((sum, e) => sum + e.size, 0)
+
+function describe(change: ComparedChange, path: string, objects: Map<string, Buffer>): string {
   const { was, now } = change
   if (change.change === 'P') return `mode ${octal(was)} → ${octal(now)}`
   if (change.change === 'T') return `was ${kindName(was)}, now ${kindName(now)}`
-  const side = (was ?? now) as TreeEntry
-  if (side.kind === 'l') {
-    const [before, after] = (await contents(store, [was, now])).map((target) => target?.toString())
+  const content = (entry: TreeEntry | undefined) => (entry ? objects.get(entry.hash) : undefined)
+  if ((was ?? now)?.kind === 'l') {
+    const [before, after] = [content(was)?.toString(), content(now)?.toString()]
     if (change.change === 'A') return `link to ${after}`
     if (change.change === 'D') return `link to ${before}, deleted`
     return `link: ${before} → ${after}`
   }
-  if ([was, now].some((e) => e && (e.kind === 'F' || e.size > TEXT_LIMIT))) {
-    return `large file (${sizes(was, now)}): not shown`
-  }
-  const [before, after] = (await contents(store, [was, now])).map((data) => (data ? text(data) : ''))
+  if (reads(change).length === 0) return `large file (${sizes(was, now)}): not shown`
+  const [before, after] = [was, now].map((entry) => (entry ? text(content(entry) as Buffer) : ''))
   if (before === undefined || after === undefined)
     return `binary or not UTF-8 (${sizes(was, now)}): not shown`
   const patch = createTwoFilesPatch(
@@ -76,16 +98,6 @@ async function describe(store: ObjectStore, change: ComparedChange, path: string
   if (patch === undefined) return `too many changes to show (${sizes(was, now)})`
   // jsdiff heads each patch with a rule of `=`; the `---`/`+++` lines are the header people know.
   return patch.slice(patch.indexOf('\n') + 1).trimEnd()
-}
-
-/** The objects of the entries given (undefined where there is no entry). */
-async function contents(
-  store: ObjectStore,
-  entries: Array<TreeEntry | undefined>,
-): Promise<Array<Buffer | undefined>> {
-  const hashes = entries.flatMap((e) => (e ? [e.hash] : []))
-  const objects = hashes.length > 0 ? await store.get(hashes) : new Map<string, Buffer>()
-  return entries.map((e) => (e ? objects.get(e.hash) : undefined))
 }
 
 const UTF8 = new TextDecoder('utf-8', { fatal: true })
