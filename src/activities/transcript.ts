@@ -60,7 +60,7 @@ export class KeptTranscripts {
       return this.read(runId, count)
     }
     // Only what follows on without a gap is kept (the writer leaves none; a reader does not rely on it).
-    const fresh = tail.messages.slice(0, Math.max(0, count - from))
+    const fresh = tail.messages.slice(0, count - from)
     const gap = fresh.findIndex((m, i) => m.seq !== from + i)
     if (gap >= 0) fresh.length = gap
     const messages = [

@@ -837,6 +837,16 @@ export interface StoredMessage {
   content: unknown
 }
 
+/** A window of a transcript: it starts at a sequence number from 0 and, when bounded, holds one or more. */
+function requireWindow(operation: string, fromSeq: number, limit: number | undefined): void {
+  if (!Number.isInteger(fromSeq) || fromSeq < 0) {
+    throw new AuditInputError(`${operation}: fromSeq must be a non-negative integer (got ${fromSeq})`)
+  }
+  if (limit !== undefined && (!Number.isInteger(limit) || limit < 1)) {
+    throw new AuditInputError(`${operation}: limit must be a positive integer (got ${limit})`)
+  }
+}
+
 /** Transcript messages of a run from `fromSeq` on, in sequence order. */
 export async function loadMessages(
   db: Database,
@@ -846,12 +856,7 @@ export async function loadMessages(
   const operation = 'loadMessages'
   requireId(runId, 'runId', operation)
   const fromSeq = options.fromSeq ?? 0
-  if (!Number.isInteger(fromSeq) || fromSeq < 0) {
-    throw new AuditInputError(`${operation}: fromSeq must be a non-negative integer (got ${fromSeq})`)
-  }
-  if (options.limit !== undefined && (!Number.isInteger(options.limit) || options.limit < 1)) {
-    throw new AuditInputError(`${operation}: limit must be a positive integer (got ${options.limit})`)
-  }
+  requireWindow(operation, fromSeq, options.limit)
   const { rows } = await db.query<{ seq: number; role: string | null; content: unknown }>(
     operation,
     'select seq, role, content from messages where run_id = $1 and seq >= $2 order by seq limit $3',
@@ -882,12 +887,7 @@ export async function messageTail(
 ): Promise<MessageTail> {
   const operation = 'messageTail'
   requireId(runId, 'runId', operation)
-  if (!Number.isInteger(fromSeq) || fromSeq < 0) {
-    throw new AuditInputError(`${operation}: fromSeq must be a non-negative integer (got ${fromSeq})`)
-  }
-  if (!Number.isInteger(limit) || limit < 1) {
-    throw new AuditInputError(`${operation}: limit must be a positive integer (got ${limit})`)
-  }
+  requireWindow(operation, fromSeq, limit)
   const { rows } = await db.query<{
     count: number
     attempts: number
