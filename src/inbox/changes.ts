@@ -42,9 +42,6 @@ export async function runChanges(
   }
 }
 
-/** A step no run reaches (steps are PostgreSQL integers): the tree at or before it is the last one. */
-const LAST_STEP = 2 ** 31 - 1
-
 /** The patch from the run's first recorded tree to its last; none when it has no snapshots here to read. */
 async function snapshotChanges(audit: AuditStore, runId: string): Promise<WorkspaceChanges | undefined> {
   let store: ReturnType<typeof openObjectStore>
@@ -54,10 +51,7 @@ async function snapshotChanges(audit: AuditStore, runId: string): Promise<Worksp
     if (error instanceof ConfigError) return undefined
     throw error
   }
-  const [first, last] = await Promise.all([
-    treeAtStep(audit.pool, runId, 0),
-    treeAtStep(audit.pool, runId, LAST_STEP),
-  ])
+  const [first, last] = await Promise.all([treeAtStep(audit.pool, runId, 0), treeAtStep(audit.pool, runId)])
   if (!store || !first || !last || first.store !== store.name || first.collectedAt || last.collectedAt) {
     return undefined
   }

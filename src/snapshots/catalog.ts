@@ -117,15 +117,19 @@ export async function callSnapshot(
   return rows[0] ? fromRow(rows[0]) : undefined
 }
 
-/** The workspace as it was at the end of step `step`: the last tree recorded at or before it. */
+/**
+ * The workspace as it was at the end of step `step`: the last tree recorded at or before it; without a step,
+ * the last tree the run recorded.
+ */
 export async function treeAtStep(
   pool: pg.Pool,
   runId: string,
-  step: number,
+  step?: number,
 ): Promise<SnapshotRow | undefined> {
+  const bound = step === undefined ? '' : ' and step <= $2'
   const { rows } = await pool.query(
-    `select ${COLUMNS} from workspace_snapshots where run_id = $1 and step <= $2 order by step desc, id desc limit 1`,
-    [runId, step],
+    `select ${COLUMNS} from workspace_snapshots where run_id = $1${bound} order by step desc, id desc limit 1`,
+    step === undefined ? [runId] : [runId, step],
   )
   return rows[0] ? fromRow(rows[0]) : undefined
 }

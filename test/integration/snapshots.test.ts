@@ -20,6 +20,7 @@ import {
   readTree,
   runLinks,
   runSnapshots,
+  treeAtStep,
   treePatch,
   WorkspaceSnapshots,
 } from '../../src/snapshots/index.js'
@@ -95,6 +96,9 @@ describe('rewind', () => {
     const rows = await runSnapshots(audit.pool, earlier)
     const step2 = rows.filter((r) => r.step <= 2).at(-1)
     expect(step2).toMatchObject({ step: 2, kind: 'tool' })
+    expect(await treeAtStep(audit.pool, earlier, 2)).toEqual(step2)
+    // Without a step: the last tree the run recorded (its gate's, or its last tool's).
+    expect(await treeAtStep(audit.pool, earlier)).toEqual(rows.at(-1))
 
     const rewound = await rewindRun(client, audit, {
       run: earlier,
