@@ -52,6 +52,7 @@ const WRITE_CHUNK = 16
 const WORKER = `
 const { parentPort } = require('node:worker_threads')
 const { closeSync, fchmodSync, fstatSync, lstatSync, openSync, writeSync } = require('node:fs')
+const { createHash } = require('node:crypto')
 const NOT_ASCII = /[^\\x00-\\x7f]/
 // Names that are not ASCII go to the file system as their bytes.
 const named = (path) => (NOT_ASCII.test(path) ? Buffer.from(path, 'latin1') : path)
@@ -68,22 +69,29 @@ parentPort.on('message', (message) => {
   if (message.files) write(message)
   else stat(message)
 })
-// Each file: created (or emptied) with its mode, written whole, its mode set again should the umask have
-// taken bits away, stat'ed once closed.
-function write({ id, files: { paths, modes, ends, data }, table, next }) {
+// Each file: its content checked against its hash when it has one (else it is not written, and stays FAILED),
+// created (or emptied) with its mode, written whole, its mode set again should the umask have taken bits
+// away, stat'ed once closed.
+function write({ id, files: { paths, modes, blocks, places, hashes }, table, next }) {
   const list = paths.split('\\0')
-  const bytes = new Uint8Array(data)
+  const expected = hashes.split('\\0')
+  const views = blocks.map((block) => new Uint8Array(block))
   const stats = new Float64Array(table)
   const counter = new Int32Array(next)
   for (;;) {
     const from = Atomics.add(counter, 0, 1) * ${WRITE_CHUNK}
     if (from >= list.length) break
     for (let i = from; i < Math.min(from + ${WRITE_CHUNK}, list.length); i++) {
+      const bytes = views[places[3 * i]]
+      const start = places[3 * i + 1]
+      const end = start + places[3 * i + 2]
+      if (expected[i] && createHash('sha256').update(bytes.subarray(start, end)).digest('hex') !== expected[i])
+        continue
       let fd
       try {
         fd = openSync(named(list[i]), 'w', modes[i])
-        let at = i === 0 ? 0 : ends[i - 1]
-        while (at < ends[i]) at += writeSync(fd, bytes, at, ends[i] - at)
+        let at = start
+        while (at < end) at += writeSync(fd, bytes, at, end - at)
         let s = fstatSync(fd)
         if ((s.mode & 0o777) !== modes[i]) {
           fchmodSync(fd, modes[i])
@@ -255,34 +263,59 @@ export async function lstatMany(paths: readonly string[], caller: object): Promi
   return settled(asked, work)
 }
 
-/** A file for writeMany: its path (a latin1 string, one character per byte of the name), mode and content. */
+/**
+ * A file for writeMany: its path (a latin1 string, one character per byte of the name), mode and content,
+ * and the SHA-256 its content must have, when it is still to be checked.
+ */
 export interface FileToWrite {
   path: string
   mode: number
   data: Buffer
+  hash?: string
 }
 
 /**
  * Writes `files`, each created (or emptied) with exactly its mode whatever the umask, taken by the workers a
  * few files at a time; returns their stat table, as lstatMany's, each file's stat taken once it was written.
- * A file no worker wrote (it failed, or a worker did) is FAILED: the caller writes it itself, which raises
- * the real error.
+ * A file no worker wrote (it failed, or a worker did, or its content is not what its hash says) is FAILED:
+ * the caller writes it itself, which raises the real error. Contents in shared memory are read where they
+ * are; the rest are copied once into one shared block.
  */
 export async function writeMany(files: readonly FileToWrite[]): Promise<Float64Array> {
   const workers = pool()
-  const ends: number[] = []
-  let total = 0
-  for (const file of files) {
-    total += file.data.length
-    ends.push(total)
+  const inShared = (data: Buffer) => data.buffer instanceof SharedArrayBuffer
+  let unshared = 0
+  for (const file of files) if (!inShared(file.data)) unshared += file.data.length
+  const copies = new SharedArrayBuffer(unshared)
+  const copied = Buffer.from(copies)
+  const blocks: SharedArrayBuffer[] = [copies]
+  const numbered = new Map<ArrayBufferLike, number>([[copies, 0]])
+  // Each file's block, offset and length.
+  const places: number[] = []
+  let at = 0
+  for (const { data } of files) {
+    if (inShared(data)) {
+      let n = numbered.get(data.buffer)
+      if (n === undefined) {
+        n = blocks.push(data.buffer as SharedArrayBuffer) - 1
+        numbered.set(data.buffer, n)
+      }
+      places.push(n, data.byteOffset, data.length)
+    } else {
+      data.copy(copied, at)
+      places.push(0, at, data.length)
+      at += data.length
+    }
   }
-  // The contents in one block every worker reads from: copied once, never sent to each.
-  const data = new SharedArrayBuffer(total)
-  const bytes = Buffer.from(data)
-  for (const [i, file] of files.entries()) file.data.copy(bytes, i === 0 ? 0 : ends[i - 1])
   const work = {
     ...newTable(files.length),
-    files: { paths: files.map((f) => f.path).join('\0'), modes: files.map((f) => f.mode), ends, data },
+    files: {
+      paths: files.map((f) => f.path).join('\0'),
+      modes: files.map((f) => f.mode),
+      blocks,
+      places,
+      hashes: files.map((f) => f.hash ?? '').join('\0'),
+    },
   }
   return settled(
     Array.from({ length: workers.size }, (_, n) => workers.ask(n, work)),

@@ -22,9 +22,14 @@ export class CopyFormatError extends Error {
   override name = 'CopyFormatError'
 }
 
+/** Bytes of each shared block values are laid out in, when asked for (a larger value gets one of its own). */
+const SHARED_BLOCK_BYTES = 4 * 1024 * 1024
+
 /**
  * Reads the binary COPY format from chunks of any size into rows of byte values (null for NULL). Fixed-size
- * parts split across chunks are gathered in a small buffer; each value gets a buffer of its own.
+ * parts split across chunks are gathered in a small buffer; each value gets a buffer of its own, or with
+ * `shared`, a range of a shared block, one after another: worker threads can then read the values where
+ * they are, without a copy (a restore's writers do).
  */
 export class BinaryCopyReader {
   readonly rows: Array<Array<Buffer | null>> = []
@@ -34,7 +39,11 @@ export class BinaryCopyReader {
   private have = 0
   private row: Array<Buffer | null> = []
   private left = 0
-  private value = Buffer.alloc(0)
+  private value: Buffer = Buffer.alloc(0)
+  private block: SharedArrayBuffer | undefined
+  private blockUsed = 0
+
+  constructor(private readonly options: { shared?: boolean } = {}) {}
 
   push(chunk: Buffer): void {
     let at = 0
@@ -104,9 +113,20 @@ export class BinaryCopyReader {
 
   private expectValue(bytes: number, stage: 'value' | 'skip'): void {
     this.stage = stage
-    this.value = Buffer.allocUnsafe(bytes)
+    this.value =
+      stage === 'value' && this.options.shared ? this.sharedRange(bytes) : Buffer.allocUnsafe(bytes)
     this.want = bytes
     this.have = 0
+  }
+
+  private sharedRange(bytes: number): Buffer {
+    if (!this.block || this.blockUsed + bytes > this.block.byteLength) {
+      this.block = new SharedArrayBuffer(Math.max(SHARED_BLOCK_BYTES, bytes))
+      this.blockUsed = 0
+    }
+    const range = Buffer.from(this.block, this.blockUsed, bytes)
+    this.blockUsed += bytes
+    return range
   }
 
   private endValue(value: Buffer | null): void {
@@ -182,10 +202,14 @@ async function copy<T>(pool: pg.Pool, statement: string, handlers: CopyHandlers<
 
 /**
  * The rows of `query` (a SELECT whose values are all in its text: COPY takes no parameters), read over one
- * of `pool`'s connections.
+ * of `pool`'s connections; with `shared`, the values are ranges of shared blocks (see BinaryCopyReader).
  */
-export function copyRows(pool: pg.Pool, query: string): Promise<Array<Array<Buffer | null>>> {
-  const reader = new BinaryCopyReader()
+export function copyRows(
+  pool: pg.Pool,
+  query: string,
+  options: { shared?: boolean } = {},
+): Promise<Array<Array<Buffer | null>>> {
+  const reader = new BinaryCopyReader(options)
   return copy(pool, `copy (${query}) to stdout (format binary)`, {
     data: (chunk) => reader.push(chunk),
     done: () => reader.end(),

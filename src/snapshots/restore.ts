@@ -7,7 +7,7 @@ import { chmodSync, closeSync, lstatSync, mkdirSync, openSync, readdirSync, writ
 import { lstat, open, symlink } from 'node:fs/promises'
 import { FAILED, STAT_FIELDS, statAt, writeMany } from './fs-workers.js'
 import type { WorkspaceIndex } from './scan.js'
-import { inParallel, type ObjectStore } from './store.js'
+import { checked, inParallel, type ObjectStore } from './store.js'
 import { decodeChunks, decodeTree, type TreeEntry, TreeFormatError } from './tree.js'
 
 /** Bytes of file content fetched per round trip. */
@@ -116,11 +116,15 @@ export async function restoreTree(
 
   let bytes = 0
   // Files are written by worker threads (fs-workers.ts), several at once, while this thread fetches the next
-  // batch; nothing is fsync'ed (tar does not either): the scan after the restore checks the tree. Links, and
-  // what a worker could not write, are written here, which raises the real error.
+  // batch; nothing is fsync'ed (tar does not either): the scan after the restore checks the tree. Where the
+  // store can hand objects over unchecked (in shared memory, from PostgreSQL), the workers check each
+  // against its name before they write it, so the hashing too is off this thread. Links, and what a worker
+  // could not write, are checked and written here, which raises the real error.
+  const unchecked = store.getUnchecked?.bind(store)
   const write = async (f: Placed, objects: Map<string, Buffer>) => {
     const path = abs(f.rel)
     const data = objects.get(f.entry.hash) as Buffer
+    if (unchecked) checked(store.name, f.entry.hash, data)
     if (f.entry.kind === 'l') {
       await symlink(data, path)
       index.remember(f.rel, await lstat(path), 'l', f.entry.hash)
@@ -154,7 +158,9 @@ export async function restoreTree(
     batchBytes += f.entry.size
   }
   const fetch = (batch: Placed[]) =>
-    batch.length > 0 ? store.get(batch.map((f) => f.entry.hash)) : Promise.resolve(new Map<string, Buffer>())
+    batch.length > 0
+      ? (unchecked ?? store.get.bind(store))(batch.map((f) => f.entry.hash))
+      : Promise.resolve(new Map<string, Buffer>())
   let fetching = fetch(batches[0] as Placed[])
   for (let i = 0; i < batches.length; i++) {
     const objects = await fetching
@@ -166,6 +172,7 @@ export async function restoreTree(
         path: `${base}/${f.rel}`,
         mode: f.entry.mode,
         data: objects.get(f.entry.hash) as Buffer,
+        ...(unchecked ? { hash: f.entry.hash } : {}),
       })),
     )
     const left = batch.filter((f) => f.entry.kind === 'l')

@@ -5,7 +5,7 @@
  */
 import type pg from 'pg'
 import { copyIn, copyRows, int4 } from './pg-copy.js'
-import { checked, type ObjectStore, SnapshotStoreError, type StoredObject } from './store.js'
+import { checkedAll, type ObjectStore, SnapshotStoreError, type StoredObject } from './store.js'
 
 /** Bytes per batch read or written: large enough for few round trips, small enough for bounded memory. */
 const BATCH_BYTES = 16 * 1024 * 1024
@@ -59,23 +59,11 @@ export function postgresStore(pool: pg.Pool): ObjectStore {
     },
 
     async get(hashes) {
-      const found = new Map<string, Buffer>()
-      // Only names a store can hold are written into the query (COPY takes no parameters); any other is missing.
-      const wanted = [...new Set(hashes)].filter((hash) => OBJECT_NAME.test(hash))
-      for (let i = 0; i < wanted.length; i += BATCH_HASHES / 4) {
-        const batch = wanted.slice(i, i + BATCH_HASHES / 4)
-        const rows = await copyRows(
-          pool,
-          `select hash, data from snapshot_objects where hash = any('{${batch.join(',')}}'::text[])`,
-        )
-        for (const [hash, data] of rows) {
-          const named = (hash as Buffer).toString('latin1')
-          found.set(named, checked(name, named, data as Buffer))
-        }
-      }
-      const absent = [...new Set(hashes)].filter((hash) => !found.has(hash))
-      if (absent.length > 0) throw missingObjects(name, absent)
-      return found
+      return checkedAll(name, await read(hashes, false))
+    },
+
+    getUnchecked(hashes) {
+      return read(hashes, true)
     },
 
     async *list(): AsyncIterable<StoredObject> {
@@ -98,6 +86,25 @@ export function postgresStore(pool: pg.Pool): ObjectStore {
         ])
       }
     },
+  }
+
+  /** The objects of `hashes`, unchecked; with `shared`, in shared blocks (see BinaryCopyReader). */
+  async function read(hashes: readonly string[], shared: boolean): Promise<Map<string, Buffer>> {
+    const found = new Map<string, Buffer>()
+    // Only names a store can hold are written into the query (COPY takes no parameters); any other is missing.
+    const wanted = [...new Set(hashes)].filter((hash) => OBJECT_NAME.test(hash))
+    for (let i = 0; i < wanted.length; i += BATCH_HASHES / 4) {
+      const batch = wanted.slice(i, i + BATCH_HASHES / 4)
+      const rows = await copyRows(
+        pool,
+        `select hash, data from snapshot_objects where hash = any('{${batch.join(',')}}'::text[])`,
+        { shared },
+      )
+      for (const [hash, data] of rows) found.set((hash as Buffer).toString('latin1'), data as Buffer)
+    }
+    const absent = [...new Set(hashes)].filter((hash) => !found.has(hash))
+    if (absent.length > 0) throw missingObjects(name, absent)
+    return found
   }
 
   /** Inserts one batch; returns the hashes that were not there yet. */

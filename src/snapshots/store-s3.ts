@@ -4,7 +4,7 @@
  * harmless and a read is checked against its name.
  */
 import type { S3Client } from '@aws-sdk/client-s3'
-import { checked, inParallel, type ObjectStore, SnapshotStoreError, type StoredObject } from './store.js'
+import { checkedAll, inParallel, type ObjectStore, SnapshotStoreError, type StoredObject } from './store.js'
 import { missingObjects } from './store-postgres.js'
 
 export interface S3Location {
@@ -52,6 +52,23 @@ export function s3Store(location: S3Location): ObjectStore {
   const fail = (what: string, error: unknown) =>
     new SnapshotStoreError(`the snapshot store ${name} failed to ${what}: ${(error as Error).message}`)
 
+  async function getUnchecked(hashes: readonly string[]): Promise<Map<string, Buffer>> {
+    const { client, sdk } = await s3()
+    const found = new Map<string, Buffer>()
+    const absent: string[] = []
+    await inParallel([...new Set(hashes)], CONCURRENCY, async (hash) => {
+      try {
+        const reply = await client.send(new sdk.GetObjectCommand({ Bucket: bucket, Key: key(hash) }))
+        found.set(hash, Buffer.from((await reply.Body?.transformToByteArray()) ?? []))
+      } catch (error) {
+        if (notFound(error)) absent.push(hash)
+        else throw fail(`read ${hash.slice(0, 12)}…`, error)
+      }
+    })
+    if (absent.length > 0) throw missingObjects(name, absent)
+    return found
+  }
+
   return {
     name,
     async missing(hashes) {
@@ -80,23 +97,10 @@ export function s3Store(location: S3Location): ObjectStore {
     },
 
     async get(hashes) {
-      const { client, sdk } = await s3()
-      const found = new Map<string, Buffer>()
-      const absent: string[] = []
-      await inParallel([...new Set(hashes)], CONCURRENCY, async (hash) => {
-        try {
-          const reply = await client.send(new sdk.GetObjectCommand({ Bucket: bucket, Key: key(hash) }))
-          const bytes = Buffer.from((await reply.Body?.transformToByteArray()) ?? [])
-          found.set(hash, checked(name, hash, bytes))
-        } catch (error) {
-          if (notFound(error)) absent.push(hash)
-          else if (error instanceof SnapshotStoreError) throw error
-          else throw fail(`read ${hash.slice(0, 12)}…`, error)
-        }
-      })
-      if (absent.length > 0) throw missingObjects(name, absent)
-      return found
+      return checkedAll(name, await getUnchecked(hashes))
     },
+
+    getUnchecked,
 
     async *list(): AsyncIterable<StoredObject> {
       const { client, sdk } = await s3()

@@ -25,6 +25,11 @@ export interface ObjectStore {
   putNew?(objects: ReadonlyArray<{ hash: string; data: Buffer }>): Promise<string[]>
   /** The objects asked for, each checked against its name; a missing one is an error naming it. */
   get(hashes: readonly string[]): Promise<Map<string, Buffer>>
+  /**
+   * `get` without the check, for a caller that checks each object itself before it uses it (a restore's
+   * writers do, off the main thread); the bytes may be ranges of shared memory, which writers read in place.
+   */
+  getUnchecked?(hashes: readonly string[]): Promise<Map<string, Buffer>>
   /** Every object, for retention. */
   list(): AsyncIterable<StoredObject>
   delete(hashes: readonly string[]): Promise<void>
@@ -42,6 +47,12 @@ export function checked(store: string, hash: string, data: Buffer): Buffer {
     )
   }
   return data
+}
+
+/** Checks every object of `objects`, read from `store`, against its name. */
+export function checkedAll(store: string, objects: Map<string, Buffer>): Map<string, Buffer> {
+  for (const [hash, data] of objects) checked(store, hash, data)
+  return objects
 }
 
 /** Runs `work` over `items` with at most `limit` at once. */

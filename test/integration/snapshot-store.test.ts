@@ -31,6 +31,14 @@ describe('the PostgreSQL snapshot store', () => {
     const got = await store.get(objects.map((o) => o.hash))
     expect(got.size).toBe(objects.length)
     for (const { hash, data } of objects) expect((got.get(hash) as Buffer).equals(data)).toBe(true)
+    // Unchecked, for a restore's writers: the same bytes, in shared blocks they read in place.
+    const handed = await store.getUnchecked?.(objects.map((o) => o.hash))
+    expect(handed?.size).toBe(objects.length)
+    for (const { hash, data } of objects) {
+      const bytes = handed?.get(hash) as Buffer
+      expect(bytes.equals(data)).toBe(true)
+      if (data.length > 0) expect(bytes.buffer).toBeInstanceOf(SharedArrayBuffer)
+    }
   })
 
   it('writes a batch of which another writer stored one meanwhile: nothing fails and nothing is lost', async () => {
@@ -67,6 +75,8 @@ describe('the PostgreSQL snapshot store', () => {
     const error = await store.get([damaged.hash]).catch((e: unknown) => e)
     expect(error).toBeInstanceOf(SnapshotStoreError)
     expect((error as Error).message).toMatch(/other content than its name says/)
+    // Unchecked, it is handed over as it is: the caller's check is what catches it (restore.test.ts).
+    expect((await store.getUnchecked?.([damaged.hash]))?.get(damaged.hash)).toEqual(Buffer.from([0]))
   })
 
   it('reads NULL, empty and binary values of a query, and a failing query as the server’s error', async () => {

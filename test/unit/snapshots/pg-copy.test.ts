@@ -35,8 +35,8 @@ function copyOf(rows: Array<Array<Buffer | null>>, extension = Buffer.alloc(0), 
   ])
 }
 
-function read(bytes: Buffer, cut: number): Array<Array<Buffer | null>> {
-  const reader = new BinaryCopyReader()
+function read(bytes: Buffer, cut: number, shared = false): Array<Array<Buffer | null>> {
+  const reader = new BinaryCopyReader({ shared })
   for (let at = 0; at < bytes.length; at += cut) reader.push(bytes.subarray(at, at + cut))
   return reader.end()
 }
@@ -54,6 +54,28 @@ describe('a binary COPY', () => {
   it('is read into its rows, byte for byte, however its bytes are cut', () => {
     const bytes = copyOf(rows, Buffer.from('ext'))
     for (const cut of [1, 2, 3, 5, 7, 19, 64, 1000, bytes.length]) expect(read(bytes, cut)).toEqual(rows)
+  })
+
+  it('lays values out in shared blocks when asked, each in a range of its own, a large one in a block of its own', () => {
+    const large = Buffer.alloc(5 * 1024 * 1024, 9)
+    const shared = [...rows, [Buffer.from('d'), large, Buffer.from('e')]]
+    const bytes = copyOf(shared)
+    for (const cut of [1000, 65_536]) {
+      const got = read(bytes, cut, true)
+      // Compared as bytes: a deep equality of 5 MB takes the test's whole time.
+      expect(got.map((row) => row.map((v) => v?.toString('hex') ?? null))).toEqual(
+        shared.map((row) => row.map((v) => v?.toString('hex') ?? null)),
+      )
+      const values = got.flat().filter((v): v is Buffer => v !== null && v.length > 0)
+      expect(values.every((v) => v.buffer instanceof SharedArrayBuffer)).toBe(true)
+      const [d, big, e] = got.at(-1) as Buffer[]
+      expect(big?.buffer).not.toBe(d?.buffer)
+      expect(e?.buffer).not.toBe(big?.buffer)
+      // Ranges never overlap: writing one leaves the others as they were.
+      ;(d as Buffer).fill(0)
+      expect(got.at(-1)?.[2]).toEqual(Buffer.from('e'))
+      expect(got[0]?.[1]).toEqual(every)
+    }
   })
 
   it('hands each value a buffer of its own, not a view of the chunk it came in', () => {

@@ -8,6 +8,7 @@ import { execFileSync } from 'node:child_process'
 import {
   chmodSync,
   closeSync,
+  existsSync,
   mkdirSync,
   mkdtempSync,
   openSync,
@@ -54,8 +55,14 @@ function bytesOf(source: ObjectSource): Buffer {
   return data
 }
 
-/** A store in this process's memory, holding what a scan of `root` made; the tree's root hash. */
-async function stored(root: string): Promise<{ store: ObjectStore; tree: string }> {
+/**
+ * A store in this process's memory, holding what a scan of `root` made; the tree's root hash. With
+ * `unchecked`, it also hands objects over unchecked, as `unchecked` makes them of what it holds.
+ */
+async function stored(
+  root: string,
+  unchecked?: (data: Buffer) => Buffer,
+): Promise<{ store: ObjectStore; tree: string }> {
   const scan = await scanTree(root, new WorkspaceIndex(), nothing)
   const objects = new Map([...scan.objects].map(([hash, source]) => [hash, bytesOf(source)]))
   const store: ObjectStore = {
@@ -63,10 +70,24 @@ async function stored(root: string): Promise<{ store: ObjectStore; tree: string 
     missing: async (hashes) => hashes.filter((hash) => !objects.has(hash)),
     put: async () => {},
     get: async (hashes) => new Map(hashes.map((hash) => [hash, objects.get(hash) as Buffer])),
+    ...(unchecked
+      ? {
+          getUnchecked: async (hashes: readonly string[]) =>
+            new Map(hashes.map((hash) => [hash, unchecked(objects.get(hash) as Buffer)])),
+        }
+      : {}),
     list: async function* () {},
     delete: async () => {},
   }
   return { store, tree: scan.root }
+}
+
+/** `data` copied into a range of a shared block, as the PostgreSQL store hands objects over. */
+function inShared(data: Buffer): Buffer {
+  const block = new SharedArrayBuffer(data.length + 16)
+  const range = Buffer.from(block, 8, data.length)
+  data.copy(range)
+  return range
 }
 
 describe('a restore', () => {
@@ -103,6 +124,37 @@ describe('a restore', () => {
     expect(execFileSync('stat', ['-c', '%a', join(target, 'group-writable')], { encoding: 'utf8' })).toBe(
       '775\n',
     )
+  })
+
+  it('writes objects handed over unchecked where they are, shared or not, each checked first', async () => {
+    const source = folder()
+    for (let i = 0; i < 100; i++) writeFileSync(join(source, `file${i}.txt`), `file ${i}\n`)
+    writeFileSync(join(source, 'nothing'), '')
+    symlinkSync('file1.txt', join(source, 'link'))
+    let handed = 0
+    const { store, tree } = await stored(source, (data) => (handed++ % 2 === 0 ? inShared(data) : data))
+    const target = join(folder(), 'restored')
+    const index = new WorkspaceIndex()
+    expect(await restoreTree(store, tree, target, index)).toMatchObject({ files: 102 })
+    expect(handed).toBe(102)
+    expect((await scanTree(target, index, nothing)).root).toBe(tree)
+  })
+
+  it('refuses a file or link whose bytes are not what its name says, and writes nothing of them', async () => {
+    for (const bad of ['file7.txt', 'link']) {
+      const source = folder()
+      for (let i = 0; i < 20; i++) writeFileSync(join(source, `file${i}.txt`), `file ${i}\n`)
+      symlinkSync('file1.txt', join(source, 'link'))
+      const wrong = bad === 'link' ? 'file1.txt' : 'file 7\n'
+      const { store, tree } = await stored(source, (data) =>
+        inShared(data.toString() === wrong ? Buffer.from(`${wrong}tampered`) : data),
+      )
+      const target = join(folder(), 'restored')
+      await expect(restoreTree(store, tree, target, new WorkspaceIndex())).rejects.toThrow(
+        /returned object .* with other content than its name says/,
+      )
+      expect(existsSync(join(target, bad))).toBe(false)
+    }
   })
 
   it.runIf(isRoot)('fails with the file system’s own error when the disk fills up', async () => {
