@@ -75,6 +75,15 @@ export class WorkspaceIndex {
   root: string | undefined
   /** The collection generation under which the store last confirmed holding this index's objects. */
   generation: number | undefined
+  /**
+   * The folder was moved (a restore moves what it laid out into place): the paths its listings keep are
+   * stale, so the next scan lists every folder again. Files keep their hashes, which their stats (unchanged
+   * by a move of a folder above them) still vouch for.
+   */
+  moved(): void {
+    this.folders.clear()
+  }
+
   /** Remembers a file this worker wrote itself (a restore), so the next scan need not read it. */
   remember(rel: string, stats: StatFields, kind: FileState['kind'], hash: string): void {
     const fields = statFields(stats)

@@ -4,7 +4,8 @@
  * snapshot, bring a folder to a recorded tree, and say whether a folder is at one.
  */
 import { existsSync } from 'node:fs'
-import { rm } from 'node:fs/promises'
+import { rename, rm } from 'node:fs/promises'
+import { basename, dirname, join } from 'node:path'
 import type pg from 'pg'
 import {
   collectionGeneration,
@@ -220,31 +221,36 @@ export class WorkspaceSnapshots {
 
   /**
    * Lays the tree `root` out in `folder`, which must be absent or empty, and confirms by a scan that the
-   * folder is at `root` (every object was checked against its name as it arrived).
+   * tree is at `root` (every object was checked against its name as it arrived). It is laid out beside the
+   * folder and moved into place once confirmed: a restore that fails or dies part way (a damaged store, a
+   * worker killed again) leaves no partial workspace, which a later attempt would take for the run's own and
+   * record its missing files as deleted outside the run.
    */
   async restore(
     root: string,
     folder: string,
     exclusion: { key: string; excluded: Exclusion },
   ): Promise<{ files: number; bytes: number }> {
+    const staging = join(dirname(folder), `.${basename(folder)}.tether-restore`)
+    // What an attempt that died left there goes.
+    await rm(staging, { recursive: true, force: true })
     const index = new WorkspaceIndex()
-    this.indexes.set(folder, index)
-    let written: { files: number; bytes: number }
     try {
-      written = await restoreTree(this.store, root, folder, index)
+      const written = await restoreTree(this.store, root, staging, index)
+      const check = await scanTree(staging, index, exclusion)
+      if (check.root !== root) {
+        throw new Error(
+          `the restored workspace hashes to ${check.root.slice(0, 12)}…, not the recorded ${root.slice(0, 12)}…; nothing was kept`,
+        )
+      }
+      await rename(staging, folder)
+      index.moved()
+      this.indexes.set(folder, index)
+      return written
     } catch (error) {
-      this.indexes.delete(folder)
+      await rm(staging, { recursive: true, force: true })
       throw error
     }
-    const check = await scanTree(folder, index, exclusion)
-    if (check.root !== root) {
-      this.indexes.delete(folder)
-      await rm(folder, { recursive: true, force: true })
-      throw new Error(
-        `the restored workspace hashes to ${check.root.slice(0, 12)}…, not the recorded ${root.slice(0, 12)}…; nothing was kept`,
-      )
-    }
-    return written
   }
 
   /** What changed from tree `from` to tree `to`. */

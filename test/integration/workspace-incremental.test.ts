@@ -9,6 +9,7 @@ import {
   lstatSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   readlinkSync,
   rmSync,
   symlinkSync,
@@ -16,7 +17,7 @@ import {
 } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
 import type { AuditStore } from '../../src/audit/index.js'
@@ -178,5 +179,41 @@ describe('a restore', () => {
     }
     expect(readlinkSync(join(into, 'src/link'))).toBe('f1.bin')
     expect(lstatSync(join(into, 'empty')).mode & 0o777).toBe(0o750)
+  })
+
+  it('is moved into place whole: the next scans know every file there, and see a change deep inside', async () => {
+    const { runId, root, snapshots } = await setUp()
+    mkdirSync(join(root, 'src/deep/er'), { recursive: true })
+    writeFileSync(join(root, 'src/deep/er/c.txt'), 'c')
+    const taken = await snapshots.take({ runId, step: 0, call: 0, kind: 'start' }, root, nothing)
+    const worker = new WorkspaceSnapshots(postgresStore(audit.pool), audit.pool)
+    const into = await restored(worker, taken.root)
+    expect(readdirSync(dirname(into))).toEqual(['ws'])
+    await settle()
+    const again = await worker.scan(into, nothing)
+    expect(again.root).toBe(taken.root)
+    expect(again.hashed).toBe(0)
+    writeFileSync(join(into, 'src/deep/er/c.txt'), 'changed')
+    const changed = await worker.take({ runId, step: 1, call: 0, kind: 'tool' }, into, nothing)
+    expect(changed.scan.hashed).toBe(1)
+    expect(await worker.diff(taken.root, changed.root)).toMatchObject([
+      { change: 'M', path: 'src/deep/er/c.txt' },
+    ])
+  })
+
+  it('that fails part way leaves nothing where the workspace goes, nor beside it', async () => {
+    const { runId, root, salt, snapshots } = await setUp()
+    for (let i = 0; i < 50; i++) writeFileSync(join(root, 'src', `f${i}.txt`), `${salt} ${i}`)
+    const taken = await snapshots.take({ runId, step: 0, call: 0, kind: 'start' }, root, nothing)
+    await audit.pool.query(`update snapshot_objects set data = 'damaged'::bytea where hash = $1`, [
+      sha256(`${salt} 7`),
+    ])
+    const parent = mkdtempSync(join(tmpdir(), 'tether-incremental-restore-'))
+    folders.push(parent)
+    const into = join(parent, 'ws')
+    await expect(
+      new WorkspaceSnapshots(postgresStore(audit.pool), audit.pool).restore(taken.root, into, nothing),
+    ).rejects.toThrow(/other content than its name says/)
+    expect(readdirSync(parent)).toEqual([])
   })
 })
