@@ -8,7 +8,7 @@
  * write to the store or to the audit's rows. What the policy hides from reads is never read into a tree.
  */
 import { existsSync } from 'node:fs'
-import { mkdir, rm } from 'node:fs/promises'
+import { mkdir, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { Context } from '@temporalio/activity'
 import { ApplicationFailure } from '@temporalio/common'
@@ -28,6 +28,7 @@ import {
   runApprovers,
   type SnapshotCommit,
   type SnapshotKind,
+  sha256,
   treeAtStep,
   type WorkspaceSnapshots,
 } from '../snapshots/index.js'
@@ -59,10 +60,13 @@ export interface PreparedWorkspace {
 /** tether's own commands on a workspace, as calls below -1 of their step in "what ran". */
 const CALL = { rebuild: -2, clone: -3, checkout: -4 } as const
 
-export class StepSnapshots {
-  /** Folders this worker restored whose caches are still to be rebuilt. */
-  private readonly cachesMissing = new Set<string>()
+/**
+ * Where a worker marks the folders it restored without their caches (inside its own folder of workspaces,
+ * under a name no run's folder can have: safeName writes `#` as `%23`).
+ */
+const CACHES_PENDING = '#caches-pending'
 
+export class StepSnapshots {
   constructor(
     private readonly deps: {
       /** The worker's snapshots, made when first asked for (undefined: this worker keeps none). */
@@ -96,8 +100,8 @@ export class StepSnapshots {
     return service.exclusive(path, async () => {
       const { policy, contract, ex } = await this.context(ref, path)
       if (!existsSync(path)) {
+        await this.markCachesMissing(path)
         await beating(() => service.restore(tree, path, ex))
-        this.cachesMissing.add(path)
       } else if (use === 'change') {
         const now = await service.scan(path, ex)
         if (now.root !== tree) {
@@ -114,9 +118,10 @@ export class StepSnapshots {
           }
         }
       }
-      if (use === 'change' && this.cachesMissing.has(path)) {
-        this.cachesMissing.delete(path)
-        return { path, note: await this.rebuildCaches(ref, path, policy, contract) }
+      if (use === 'change' && existsSync(this.cachesMark(path))) {
+        const note = await this.rebuildCaches(ref, path, policy, contract)
+        await rm(this.cachesMark(path), { force: true })
+        return { path, note }
       }
       return { path }
     })
@@ -232,8 +237,8 @@ export class StepSnapshots {
               `the snapshots of run ${source.run} were collected on ${from.collectedAt.toISOString()} (retention)`,
             )
           }
+          await this.markCachesMissing(path)
           await heartbeating(() => service.restore(from.root, path, ex))
-          this.cachesMissing.add(path)
           detail = `from run ${source.run} at step ${source.step} (${from.root.slice(0, 12)}…)`
         }
       }
@@ -266,6 +271,20 @@ export class StepSnapshots {
    * command, which runs like any command: in the sandbox, only when the policy *allows* it (nobody is there
    * to answer an ask). Returns what the model should know when they were not rebuilt.
    */
+  /**
+   * The mark of a folder restored here whose caches are still to be rebuilt, by the first tool that may
+   * change it. On disk, not in memory, and made before the restore: a worker restarted on this machine
+   * after the restore (or one whose rebuild was cut off) still rebuilds them.
+   */
+  private cachesMark(path: string): string {
+    return join(this.deps.workspaces, CACHES_PENDING, sha256(path))
+  }
+
+  private async markCachesMissing(path: string): Promise<void> {
+    await mkdir(join(this.deps.workspaces, CACHES_PENDING), { recursive: true, mode: 0o700 })
+    await writeFile(this.cachesMark(path), `${path}\n`)
+  }
+
   private async rebuildCaches(ref: WorkspaceRef, path: string, policy: Policy, contract: TaskContract) {
     const caches = await declaredCaches(path, contract.caches)
     if (!caches.rebuild || caches.paths.length === 0) return undefined

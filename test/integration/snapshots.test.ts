@@ -181,29 +181,25 @@ describe('what is not state', () => {
     expect(leaked[0].n).toBe(0)
   })
 
+  /** Three steps that install a local dependency into node_modules (a cache), and a project that uses it. */
+  const installing = [
+    {
+      toolCalls: [
+        write('dep/package.json', JSON.stringify({ name: 'dep', version: '1.0.0', main: 'index.js' })),
+      ],
+    },
+    { toolCalls: [write('dep/index.js', "module.exports = 'from the dependency'\n")] },
+    { toolCalls: [exec('npm', 'install')] },
+  ]
+  const usingDep = {
+    'package.json': JSON.stringify({ name: 'cached', version: '1.0.0', dependencies: { dep: 'file:./dep' } }),
+    'uses-dep.cjs': "console.log(require('dep'))\n",
+  }
+
   it('leaves a cache out and rebuilds it with the toolchain install on a worker that restores the tree', async () => {
     const { ws, handle } = await run(
-      [
-        {
-          toolCalls: [
-            write('dep/package.json', JSON.stringify({ name: 'dep', version: '1.0.0', main: 'index.js' })),
-          ],
-        },
-        { toolCalls: [write('dep/index.js', "module.exports = 'from the dependency'\n")] },
-        { toolCalls: [exec('npm', 'install')] },
-        { toolCalls: [exec('node', 'uses-dep.cjs')] },
-        { text: 'done' },
-      ],
-      {
-        files: {
-          'package.json': JSON.stringify({
-            name: 'cached',
-            version: '1.0.0',
-            dependencies: { dep: 'file:./dep' },
-          }),
-          'uses-dep.cjs': "console.log(require('dep'))\n",
-        },
-      },
+      [...installing, { toolCalls: [exec('node', 'uses-dep.cjs')] }, { text: 'done' }],
+      { files: usingDep },
     )
     expect(await handle.result()).toMatchObject({ outcome: 'finished' })
     expect(existsSync(join(ws.path, 'node_modules/dep'))).toBe(true)
@@ -224,6 +220,57 @@ describe('what is not state', () => {
       [0, 'node uses-dep.cjs', 'exited', 0],
     ])
     expect(byCall[1]?.stdout.text).toContain('from the dependency')
+  })
+
+  it('rebuilds the caches of a tree restored before its worker restarted, on the worker after it', async () => {
+    const project = policy()
+    const { handle } = await run(
+      [
+        ...installing,
+        { toolCalls: [{ name: 'read_file', args: { path: 'uses-dep.cjs' } }] },
+        { toolCalls: [exec('touch', 'approved')] },
+        { toolCalls: [exec('node', 'uses-dep.cjs')] },
+        { text: 'done' },
+      ],
+      { files: usingDep, policy: approving(project) },
+    )
+    await approveTheAsk(handle)
+    expect(await handle.result()).toMatchObject({ outcome: 'finished' })
+
+    // The new run's tree is restored (without node_modules) by a worker that then reads a file and waits
+    // for an answer; it stops, and another on the same machine (the same folder of workspaces) goes on.
+    const own = mkdtempSync(join(tmpdir(), 'tether-workspaces-'))
+    roots.push(own)
+    const first = await startAgentWorker(audit, {
+      snapshots: { store: postgresStore(audit.pool), workspaces: own },
+    })
+    const rewound = await rewindRun(client, audit, {
+      run: handle.workflowId,
+      toStep: 3,
+      taskQueue: first.taskQueue,
+    })
+    await expect
+      .poll(async () => (await rewound.query(pendingApprovalsQuery)).length, { timeout: 60_000 })
+      .toBe(1)
+    await first.stop()
+    const second = await startAgentWorker(audit, {
+      taskQueue: first.taskQueue,
+      snapshots: { store: postgresStore(audit.pool), workspaces: own },
+    })
+    try {
+      await approveTheAsk(rewound)
+      expect(await rewound.result()).toMatchObject({ outcome: 'finished' })
+    } finally {
+      await second.stop()
+    }
+    const commands = await audit.executedCommands({ runId: rewound.workflowId })
+    const ran = [...commands].sort((a, b) => a.step - b.step || a.call - b.call)
+    expect(ran.map((c) => [c.call, c.argv.join(' '), c.status, c.exitCode])).toEqual([
+      [-2, 'npm install', 'exited', 0],
+      [0, 'touch approved', 'exited', 0],
+      [0, 'node uses-dep.cjs', 'exited', 0],
+    ])
+    expect(ran[2]?.stdout.text).toContain('from the dependency')
   })
 })
 
