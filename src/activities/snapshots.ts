@@ -110,12 +110,14 @@ export class StepSnapshots {
           const taken = await beating(() => service.take(key, path, ex, undefined, { scanned: now }))
           const what = describeChanges(await service.diff(tree, taken.root))
           await noteSnapshot(this.deps.audit.pool, key, what)
-          return {
-            path,
-            note:
-              `[workspace] changed outside the run since its last recorded tree (${tree.slice(0, 12)}…), ` +
-              `now ${taken.root.slice(0, 12)}…: ${what}. These changes are recorded; check them before relying on them.`,
-          }
+          // After an attempt of this call was cut off (its worker died mid-command), the difference is most
+          // likely what that attempt did before it stopped: the model is told so, not that someone else did it.
+          const since = `since its last recorded tree (${tree.slice(0, 12)}…), now ${taken.root.slice(0, 12)}…: ${what}.`
+          const cause =
+            Context.current().info.attempt > 1
+              ? `[workspace] changed ${since} An earlier attempt of this call was cut off: these are most likely what it did before it stopped (or edits made outside the run).`
+              : `[workspace] changed outside the run ${since}`
+          return { path, note: `${cause} These changes are recorded; check them before relying on them.` }
         }
       }
       if (use === 'change' && existsSync(this.cachesMark(path))) {

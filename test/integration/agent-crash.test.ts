@@ -106,6 +106,11 @@ describe.concurrent('crash-resume', () => {
         expect(commands.map((c) => [c.step, c.call, c.attempt, c.status, c.exitCode])).toEqual([
           [1, 0, 2, 'exited', 0],
         ])
+        // What the cut-off attempt wrote is told as its doing, not as an edit from outside the run.
+        const observation = JSON.stringify(transcript[2]?.content)
+        expect(observation).toContain('An earlier attempt of this call was cut off')
+        expect(observation).toContain('A starts.log')
+        expect(observation).not.toContain('changed outside the run')
       } else {
         const observation = JSON.stringify(transcript[2]?.content)
         expect(observation).toContain('[exec interrupted]')
