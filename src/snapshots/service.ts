@@ -4,7 +4,7 @@
  * snapshot, bring a folder to a recorded tree, and say whether a folder is at one.
  */
 import { existsSync } from 'node:fs'
-import { rename, rm } from 'node:fs/promises'
+import { mkdir, rename, rm } from 'node:fs/promises'
 import { basename, dirname, join } from 'node:path'
 import type pg from 'pg'
 import {
@@ -232,8 +232,11 @@ export class WorkspaceSnapshots {
     exclusion: { key: string; excluded: Exclusion },
   ): Promise<{ files: number; bytes: number }> {
     const staging = join(dirname(folder), `.${basename(folder)}.tether-restore`)
-    // What an attempt that died left there goes.
+    // What an attempt that died left there goes; the folder is then made anew, never one found there (a
+    // link put in its place meanwhile fails the restore rather than leading its writes elsewhere).
     await rm(staging, { recursive: true, force: true })
+    await mkdir(dirname(folder), { recursive: true })
+    await mkdir(staging, { mode: 0o700 })
     const index = new WorkspaceIndex()
     try {
       const written = await restoreTree(this.store, root, staging, index)
