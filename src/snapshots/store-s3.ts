@@ -59,7 +59,9 @@ export function s3Store(location: S3Location): ObjectStore {
     await inParallel([...new Set(hashes)], CONCURRENCY, async (hash) => {
       try {
         const reply = await client.send(new sdk.GetObjectCommand({ Bucket: bucket, Key: key(hash) }))
-        found.set(hash, Buffer.from((await reply.Body?.transformToByteArray()) ?? []))
+        const bytes = (await reply.Body?.transformToByteArray()) ?? new Uint8Array()
+        // A view of the bytes the SDK gathered, not a copy of them.
+        found.set(hash, Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength))
       } catch (error) {
         if (notFound(error)) absent.push(hash)
         else throw fail(`read ${hash.slice(0, 12)}…`, error)
