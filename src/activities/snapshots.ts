@@ -269,11 +269,6 @@ export class StepSnapshots {
   }
 
   /**
-   * The declared caches of a workspace restored on this worker, made again by the toolchain's install
-   * command, which runs like any command: in the sandbox, only when the policy *allows* it (nobody is there
-   * to answer an ask). Returns what the model should know when they were not rebuilt.
-   */
-  /**
    * The mark of a folder restored here whose caches are still to be rebuilt, by the first tool that may
    * change it. On disk, not in memory, and made before the restore: a worker restarted on this machine
    * after the restore (or one whose rebuild was cut off) still rebuilds them.
@@ -287,6 +282,11 @@ export class StepSnapshots {
     await writeFile(this.cachesMark(path), `${path}\n`)
   }
 
+  /**
+   * The declared caches of a workspace restored on this worker, made again by the toolchain's install
+   * command, which runs like any command: in the sandbox, only when the policy *allows* it (nobody is there
+   * to answer an ask). Returns what the model should know when they were not rebuilt.
+   */
   private async rebuildCaches(ref: WorkspaceRef, path: string, policy: Policy, contract: TaskContract) {
     const caches = await declaredCaches(path, contract.caches)
     if (!caches.rebuild || caches.paths.length === 0) return undefined
