@@ -433,13 +433,18 @@ function hashFile(path: Buffer, abs: string, size: number): { kind: 'f' | 'F'; h
         filled += read
       }
       const part = buffer.subarray(0, filled)
-      made.push([
-        sha256(part),
-        filled <= KEEP_BYTES ? Buffer.from(part) : { path: abs, offset, length: filled },
-      ])
-      offset += filled
       // A file that grew while it was read is taken as far as it was read; the next scan sees the rest.
-      if (filled < buffer.length || offset >= size) break
+      const last = filled < buffer.length || offset + filled >= size
+      // Kept in memory when small: the last read of a small buffer as it is, a buffer read into again copied.
+      const source: ObjectSource =
+        filled > KEEP_BYTES
+          ? { path: abs, offset, length: filled }
+          : last && buffer.length <= KEEP_BYTES
+            ? part
+            : Buffer.from(part)
+      made.push([sha256(part), source])
+      offset += filled
+      if (last) break
     }
     if (made.length === 1 && offset <= CHUNK_BYTES && size <= CHUNK_BYTES) {
       return { kind: 'f', hash: (made[0] as [string, ObjectSource])[0], made }
