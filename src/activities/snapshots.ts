@@ -100,7 +100,7 @@ export class StepSnapshots {
     return service.exclusive(path, async () => {
       const { policy, contract, ex } = await this.context(ref, path)
       if (!existsSync(path)) {
-        await this.markCachesMissing(path)
+        await this.markCachesMissing(ref.runId, path)
         await beating(() => service.restore(tree, path, ex))
       } else if (use === 'change') {
         const now = await service.scan(path, ex)
@@ -120,9 +120,9 @@ export class StepSnapshots {
           return { path, note: `${cause} These changes are recorded; check them before relying on them.` }
         }
       }
-      if (use === 'change' && existsSync(this.cachesMark(path))) {
+      if (use === 'change' && existsSync(this.cachesMark(ref.runId, path))) {
         const note = await this.rebuildCaches(ref, path, policy, contract)
-        await rm(this.cachesMark(path), { force: true })
+        await rm(this.cachesMark(ref.runId, path), { force: true })
         return { path, note }
       }
       return { path }
@@ -239,7 +239,7 @@ export class StepSnapshots {
               `the snapshots of run ${source.run} were collected on ${from.collectedAt.toISOString()} (retention)`,
             )
           }
-          await this.markCachesMissing(path)
+          await this.markCachesMissing(ref.runId, path)
           await heartbeating(() => service.restore(from.root, path, ex))
           detail = `from run ${source.run} at step ${source.step} (${from.root.slice(0, 12)}…)`
         }
@@ -269,17 +269,18 @@ export class StepSnapshots {
   }
 
   /**
-   * The mark of a folder restored here whose caches are still to be rebuilt, by the first tool that may
-   * change it. On disk, not in memory, and made before the restore: a worker restarted on this machine
-   * after the restore (or one whose rebuild was cut off) still rebuilds them.
+   * The mark of a run's folder restored here whose caches are still to be rebuilt, by the run's first tool
+   * that may change it. On disk, not in memory, and made before the restore: a worker restarted on this
+   * machine after the restore (or one whose rebuild was cut off) still rebuilds them. Per run: another run
+   * on the same folder later never takes over a rebuild (or a note) that was not its own.
    */
-  private cachesMark(path: string): string {
-    return join(this.deps.workspaces, CACHES_PENDING, sha256(path))
+  private cachesMark(runId: string, path: string): string {
+    return join(this.deps.workspaces, CACHES_PENDING, sha256(`${runId}\0${path}`))
   }
 
-  private async markCachesMissing(path: string): Promise<void> {
+  private async markCachesMissing(runId: string, path: string): Promise<void> {
     await mkdir(join(this.deps.workspaces, CACHES_PENDING), { recursive: true, mode: 0o700 })
-    await writeFile(this.cachesMark(path), `${path}\n`)
+    await writeFile(this.cachesMark(runId, path), `${runId} ${path}\n`)
   }
 
   /**
