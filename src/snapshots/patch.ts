@@ -38,6 +38,8 @@ const FETCH_BYTES = 4 * 1024 * 1024
 /** The changes from tree `from` to tree `to`, each with its diff or its one line. */
 export async function treePatch(store: ObjectStore, from: string, to: string): Promise<TreePatch> {
   const changes = (await compareTrees(store, from, to)).filter((c) => c.kind !== 'd' || c.change === 'T')
+  // What each change shows the contents of, worked out once: it sizes the batches and picks what to fetch.
+  const shown = changes.map(reads)
   const files: FilePatch[] = []
   let length = 0
   let next = 0
@@ -45,16 +47,18 @@ export async function treePatch(store: ObjectStore, from: string, to: string): P
     // The contents of the next changes, FETCH_BYTES or one change's at a time, in one call to the store.
     let end = next
     let bytes = 0
-    while (end < changes.length && (end === next || bytes + readBytes(changes[end]) <= FETCH_BYTES)) {
-      bytes += readBytes(changes[end])
+    while (end < changes.length) {
+      const size = (shown[end] as TreeEntry[]).reduce((sum, e) => sum + e.size, 0)
+      if (end > next && bytes + size > FETCH_BYTES) break
+      bytes += size
       end++
     }
-    const hashes = changes.slice(next, end).flatMap((c) => reads(c).map((e) => e.hash))
+    const hashes = shown.slice(next, end).flatMap((entries) => entries.map((e) => e.hash))
     const objects = hashes.length > 0 ? await store.get(hashes) : new Map<string, Buffer>()
     for (; next < end && length < PATCH_LIMIT; next++) {
       const change = changes[next] as ComparedChange
       const path = displayName(change.path)
-      const text = describe(change, path, objects)
+      const text = describe(change, path, shown[next] as TreeEntry[], objects)
       files.push({ change: change.change, path, text })
       length += text.length
     }
@@ -63,15 +67,19 @@ export async function treePatch(store: ObjectStore, from: string, to: string): P
 }
 
 /** The entries whose contents a change's line or diff shows: none for a mode, a kind or a large file. */
-function reads(change: ComparedChange | undefined): TreeEntry[] {
-  if (!change || change.change === 'P' || change.change === 'T') return []
+function reads(change: ComparedChange): TreeEntry[] {
+  if (change.change === 'P' || change.change === 'T') return []
   const sides = [change.was, change.now].filter((e): e is TreeEntry => e !== undefined)
   return sides.some((e) => e.kind === 'F' || (e.kind !== 'l' && e.size > TEXT_LIMIT)) ? [] : sides
 }
 
-const readBytes = (change: ComparedChange | undefined) => reads(change).reduce((sum, e) => sum + e.size, 0)
-
-function describe(change: ComparedChange, path: string, objects: Map<string, Buffer>): string {
+/** `change` as a line or a diff, from the contents of the entries it shows (`shown`, fetched into `objects`). */
+function describe(
+  change: ComparedChange,
+  path: string,
+  shown: TreeEntry[],
+  objects: Map<string, Buffer>,
+): string {
   const { was, now } = change
   if (change.change === 'P') return `mode ${octal(was)} → ${octal(now)}`
   if (change.change === 'T') return `was ${kindName(was)}, now ${kindName(now)}`
@@ -82,7 +90,7 @@ function describe(change: ComparedChange, path: string, objects: Map<string, Buf
     if (change.change === 'D') return `link to ${before}, deleted`
     return `link: ${before} → ${after}`
   }
-  if (reads(change).length === 0) return `large file (${sizes(was, now)}): not shown`
+  if (shown.length === 0) return `large file (${sizes(was, now)}): not shown`
   const [before, after] = [was, now].map((entry) => (entry ? text(content(entry) as Buffer) : ''))
   if (before === undefined || after === undefined)
     return `binary or not UTF-8 (${sizes(was, now)}): not shown`
