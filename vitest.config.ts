@@ -31,8 +31,12 @@ export default defineConfig({
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
           globalSetup: ['test/support/global-setup.ts'],
-          // Test workers sign provenance with a key of their own, never one in the user's state folder.
-          env: { TETHER_WORKER_KEY: join(tmpdir(), 'tether-test-worker-key.pem') },
+          // Test workers sign provenance with a key of their own, and lay out and mark workspaces in a folder
+          // of their own, never in the user's state folder.
+          env: {
+            TETHER_WORKER_KEY: join(tmpdir(), 'tether-test-worker-key.pem'),
+            TETHER_WORKSPACES: join(tmpdir(), 'tether-test-workspaces'),
+          },
           testTimeout: 180_000,
           hookTimeout: 180_000,
         },

@@ -27,9 +27,6 @@ declare module 'vitest' {
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const stateDir = await mkdtemp(join(tmpdir(), 'tether-test-'))
-  // Workers the tests start lay out and mark workspaces here (inherited by the test files and the worker
-  // processes they start), never in the state folder of the user who runs the tests.
-  process.env.TETHER_WORKSPACES ??= join(stateDir, 'workspaces')
   const log = (line: string) => console.log(`[test stack] ${line}`)
   const started = Date.now()
   let stack: LocalStack
