@@ -11,6 +11,8 @@
  * Each timing in (a) and (b) starts after a `sync`, so none pays for the disk writes of the one before it.
  * Beside (a), the floor of any stat-based scan: `find` taking the same stat fields of every entry (C, one
  * thread, nothing else done), against 1/20 of tar.
+ * Also beside (a): the first snapshot of a worker that has not seen the tree (restarted on the same
+ * machine, say), every file read and hashed, against `sha256sum` of every file.
  *
  *   npx tsx bench/snapshot.ts
  */
@@ -93,6 +95,9 @@ async function treeBench(stack: BenchStack, dir: string) {
     tar: [] as number[],
     stats: [] as number[],
     growth: [] as number[],
+    fresh: [] as number[],
+    freshScan: [] as number[],
+    sums: [] as number[],
   }
   let changed = 0
   for (let round = 1; round <= ROUNDS; round++) {
@@ -120,15 +125,33 @@ async function treeBench(stack: BenchStack, dir: string) {
       started = performance.now()
       sh(dir, `tar -cf tree.tar -C ${root} .`)
       series.tar.push(ms(started))
+      // A worker that has not seen the workspace (restarted, or another run's): every file read and hashed,
+      // every object found in the store already.
+      settle()
+      started = performance.now()
+      const fresh = await new WorkspaceSnapshots(postgresStore(stack.audit.pool), stack.audit.pool).take(
+        { runId, step: round, call: 1, kind: 'tool' },
+        root,
+        exclusion,
+      )
+      series.fresh.push(ms(started))
+      series.freshScan.push(fresh.scanMs)
+      settle()
+      started = performance.now()
+      sh(root, 'find . -type f -print0 | xargs -0 sha256sum > /dev/null')
+      series.sums.push(ms(started))
     }
   }
-  const [tether, scanMs, gitMs, tar, stats] = [
+  const [tether, scanMs, gitMs, tar, stats, fresh, freshScan, sums] = [
     series.tether,
     series.scan,
     series.git,
     series.tar,
     series.stats,
-  ].map(median) as [number, number, number, number, number]
+    series.fresh,
+    series.freshScan,
+    series.sums,
+  ].map(median) as [number, number, number, number, number, number, number, number]
   console.log(
     `(a) ${FOLDERS * PER_FOLDER} files / ${((FOLDERS * PER_FOLDER * FILE_BYTES) / 2 ** 20).toFixed(0)} MB, 3 files changed per step; medians of ${ROUNDS} rounds (tar: 3)`,
   )
@@ -143,6 +166,12 @@ async function treeBench(stack: BenchStack, dir: string) {
   )
   console.log(
     `    the stats alone (find, C, one thread):        ${fmt(stats)}   ratio find/tar ${(stats / tar).toFixed(3)} (1/${(tar / stats).toFixed(0)})`,
+  )
+  console.log(
+    `    a worker's first snapshot (objects stored):   ${fmt(fresh)}   of which the scan ${fmt(freshScan).trim()} (medians of 3)`,
+  )
+  console.log(
+    `    sha256sum of every file (C, one thread):      ${fmt(sums)}   ratio first snapshot/sha256sum ${(fresh / sums).toFixed(2)}`,
   )
 
   // (b) The last tree into an empty folder, against tar x of the same tree: on the disk, and in memory

@@ -1,8 +1,9 @@
 /**
- * `lstat` of many paths, and writes of many small files, spread over a few worker threads. A scan of a large
- * workspace is one `lstat` per file and little else, and a restore is one open, write, stat and close per
- * file; Linux has no call that does either for many files, so the calls are shared out to worker threads (as
- * git's preloaded index does) while this thread waits, or fetches what comes next. The workers start on
+ * `lstat` of many paths, reads and hashes of many files, and writes of many small files, spread over a few
+ * worker threads. A scan of a large workspace is one `lstat` per file and little else (and on a worker that
+ * has not seen the workspace before, one read and hash per file), and a restore is one open, write, stat and
+ * close per file; Linux has no call that does any of these for many files, so the calls are shared out to
+ * worker threads (as git's preloaded index does) while this thread waits, or fetches what comes next. The workers start on
  * first use, stay, and never keep the process alive while idle. A worker that fails costs nothing but time:
  * the caller does what it left itself. A workspace's paths rarely change between two scans, so each worker
  * keeps the last few lists it was sent and is told only which one to stat again.
@@ -43,15 +44,19 @@ export function statAt(table: Float64Array, n: number): StatFields {
 
 /** Paths a worker takes at a time. */
 const CHUNK = 512
-/** Files a worker writes at a time. */
-const WRITE_CHUNK = 16
+/** Files a worker writes, or reads and hashes, at a time. */
+const FILE_CHUNK = 16
+/** Bytes of the shared blocks that files read by the workers are laid out in. */
+const BLOCK_BYTES = 16 * 1024 * 1024
+/** Bytes of a SHA-256 digest. */
+const DIGEST = 32
 
 // Plain CommonJS given as source, so it runs the same from src/ (tsx), from dist/ and from the CLI bundle.
 // Each worker takes the next chunk of the list until none is left, so a worker whose core is busy with other
 // work takes fewer: a scan waits for the machine's free cores, not for the slowest thread.
 const WORKER = `
 const { parentPort } = require('node:worker_threads')
-const { closeSync, fchmodSync, fstatSync, lstatSync, openSync, writeSync } = require('node:fs')
+const { closeSync, fchmodSync, fstatSync, lstatSync, openSync, readSync, writeSync } = require('node:fs')
 const { createHash } = require('node:crypto')
 const NOT_ASCII = /[^\\x00-\\x7f]/
 // Names that are not ASCII go to the file system as their bytes.
@@ -67,8 +72,49 @@ const record = (stats, o, s) => {
 const lists = new Map()
 parentPort.on('message', (message) => {
   if (message.files) write(message)
+  else if (message.reads) read(message)
   else stat(message)
 })
+// Each file: read up to the size its stat gave (one that grew since is taken as far as that; the next scan
+// sees the rest), into its place in the caller's blocks when it has one, else into this worker's own buffer,
+// and hashed; the length read goes into the table, the digest beside it. One that cannot be read stays FAILED.
+let own = Buffer.alloc(0)
+function read({ id, reads: { paths, sizes, blocks, places }, table, digests, next }) {
+  const list = paths.split('\\0')
+  const views = blocks.map((block) => new Uint8Array(block))
+  const lengths = new Float64Array(table)
+  const out = new Uint8Array(digests)
+  const counter = new Int32Array(next)
+  for (;;) {
+    const from = Atomics.add(counter, 0, 1) * ${FILE_CHUNK}
+    if (from >= list.length) break
+    for (let i = from; i < Math.min(from + ${FILE_CHUNK}, list.length); i++) {
+      const size = sizes[i]
+      if (places[2 * i] < 0 && own.length < size) own = Buffer.allocUnsafe(size)
+      const bytes =
+        places[2 * i] < 0 ? own : views[places[2 * i]].subarray(places[2 * i + 1], places[2 * i + 1] + size)
+      let fd
+      try {
+        fd = openSync(named(list[i]), 'r')
+        let filled = 0
+        while (filled < size) {
+          const got = readSync(fd, bytes, filled, size - filled, filled)
+          if (got === 0) break
+          filled += got
+        }
+        const done = fd
+        fd = undefined
+        closeSync(done)
+        out.set(createHash('sha256').update(bytes.subarray(0, filled)).digest(), i * ${DIGEST})
+        lengths[i] = filled
+      } catch {
+        if (fd !== undefined) try { closeSync(fd) } catch {}
+      }
+    }
+  }
+  Atomics.add(counter, 1, 1)
+  parentPort.postMessage({ id, kept: true })
+}
 // Each file: its content checked against its hash when it has one (else it is not written, and stays FAILED),
 // created (or emptied) with its mode, written whole, its mode set again should the umask have taken bits
 // away, stat'ed once closed.
@@ -79,9 +125,9 @@ function write({ id, files: { paths, modes, blocks, places, hashes }, table, nex
   const stats = new Float64Array(table)
   const counter = new Int32Array(next)
   for (;;) {
-    const from = Atomics.add(counter, 0, 1) * ${WRITE_CHUNK}
+    const from = Atomics.add(counter, 0, 1) * ${FILE_CHUNK}
     if (from >= list.length) break
-    for (let i = from; i < Math.min(from + ${WRITE_CHUNK}, list.length); i++) {
+    for (let i = from; i < Math.min(from + ${FILE_CHUNK}, list.length); i++) {
       const bytes = views[places[3 * i]]
       const start = places[3 * i + 1]
       const end = start + places[3 * i + 2]
@@ -214,12 +260,18 @@ function pool(): FsWorkers {
   return shared
 }
 
-/** A new stat table for `count` paths, every entry FAILED until a worker writes it, and its counters. */
-function newTable(count: number): { table: SharedArrayBuffer; next: SharedArrayBuffer } {
-  const table = new SharedArrayBuffer(count * STAT_FIELDS * Float64Array.BYTES_PER_ELEMENT)
+/**
+ * A new table of `fields` numbers for each of `count` paths, every entry FAILED until a worker writes it,
+ * and its counters.
+ */
+function newTable(
+  count: number,
+  fields = STAT_FIELDS,
+): { table: SharedArrayBuffer; next: SharedArrayBuffer } {
+  const table = new SharedArrayBuffer(count * fields * Float64Array.BYTES_PER_ELEMENT)
   const numbers = new Float64Array(table)
-  // A worker writes an entry's mode last: what no worker reached stays FAILED.
-  for (let o = 0; o < numbers.length; o += STAT_FIELDS) numbers[o] = FAILED
+  // A worker writes an entry's first number last: what no worker reached stays FAILED.
+  for (let o = 0; o < numbers.length; o += fields) numbers[o] = FAILED
   // The next chunk to take, and how many workers are done.
   return { table, next: new SharedArrayBuffer(2 * Int32Array.BYTES_PER_ELEMENT) }
 }
@@ -261,6 +313,71 @@ export async function lstatMany(paths: readonly string[], caller: object): Promi
     await workers.ask(n, withPaths())
   })
   return settled(asked, work)
+}
+
+/** A file for readMany: its path (a latin1 string, as lstatMany's), the size its stat gave, and whether
+ * its bytes are wanted back. */
+export interface FileToRead {
+  path: string
+  size: number
+  keep: boolean
+}
+
+/** What readMany read of a file: its SHA-256, the bytes read, and those bytes when they were to be kept. */
+export interface FileRead {
+  hash: string
+  length: number
+  data: Buffer | undefined
+}
+
+/**
+ * Reads and hashes `files`, taken by the workers a few at a time, each up to the size given. The bytes of
+ * those to be kept are laid out in shared blocks, where the returned buffers show them. A file no worker
+ * read (it failed, or a worker did) is undefined: the caller reads it itself, which raises the real error.
+ */
+export async function readMany(files: readonly FileToRead[]): Promise<Array<FileRead | undefined>> {
+  const workers = pool()
+  const blocks: SharedArrayBuffer[] = []
+  // Each file's block and offset there; -1 for a file whose bytes are not kept.
+  const places = new Int32Array(2 * files.length).fill(-1)
+  let size = 0
+  const close = () => {
+    if (size > 0) blocks.push(new SharedArrayBuffer(size))
+    size = 0
+  }
+  files.forEach((file, i) => {
+    if (!file.keep) return
+    if (size + file.size > BLOCK_BYTES) close()
+    places[2 * i] = blocks.length
+    places[2 * i + 1] = size
+    size += file.size
+  })
+  close()
+  const digests = new SharedArrayBuffer(files.length * DIGEST)
+  const work = {
+    ...newTable(files.length, 1),
+    digests,
+    reads: {
+      paths: files.map((f) => f.path).join('\0'),
+      sizes: Float64Array.from(files, (f) => f.size),
+      blocks,
+      places,
+    },
+  }
+  const lengths = await settled(
+    Array.from({ length: workers.size }, (_, n) => workers.ask(n, work)),
+    work,
+  )
+  const hashes = Buffer.from(digests)
+  return files.map((_, i) => {
+    const length = lengths[i] as number
+    if (length < 0) return undefined
+    const block = places[2 * i] as number
+    const hash = hashes.toString('hex', i * DIGEST, (i + 1) * DIGEST)
+    const data =
+      block < 0 ? undefined : Buffer.from(blocks[block] as SharedArrayBuffer, places[2 * i + 1], length)
+    return { hash, length, data }
+  })
 }
 
 /**

@@ -9,11 +9,12 @@
  * them keeps its remembered object, so only the folders on the paths to what changed are encoded again;
  * and a folder whose own stat is unchanged (and not racy) is not listed again: adding, removing or renaming
  * an entry changes its modification and change times. In a large tree the `lstat`s, which are then nearly
- * all of a scan's time, are shared out to worker threads (fs-workers.ts).
+ * all of a scan's time, are shared out to worker threads (fs-workers.ts), and so are the reads and hashes
+ * when many files are new to the index (a worker's first scan of a workspace).
  */
 import { closeSync, constants, lstatSync, openSync, readdirSync, readlinkSync, readSync } from 'node:fs'
 import { setImmediate as yieldToLoop } from 'node:timers/promises'
-import { ABSENT, FAILED, lstatMany, STAT_FIELDS, type StatFields, statAt } from './fs-workers.js'
+import { ABSENT, FAILED, lstatMany, readMany, STAT_FIELDS, type StatFields, statAt } from './fs-workers.js'
 import { CHUNK_BYTES, type EntryKind, encodeChunks, encodeFolder, sha256, type TreeEntry } from './tree.js'
 
 /** Coarsest timestamp granularity we allow for (FAT has 2 s; ext4 and xfs have nanoseconds). */
@@ -137,16 +138,18 @@ interface Child {
   stat?: StatFields | undefined
   /** Its row in the stat table. */
   slot: number
+  /** Its hash and where its bytes are, when the file workers read it in this scan. */
+  read?: { hash: string; source: ObjectSource } | undefined
 }
 
 /**
  * The tree of the folder `root` (an absolute path) as it is now, with `index` updated. `exclusion` names
  * what is left out (and `exclusionKey` says when its answers may have changed). When more than
- * `parallelOver` entries are to be stat'ed, the stats are shared out to worker threads.
+ * `parallelOver` entries are to be stat'ed (or files read), the work is shared out to worker threads.
  *
- * Three passes: the folders are listed (each folder's own stat first: one unchanged since it was last
- * listed keeps its names), then every other entry is stat'ed at once, then the folders' objects are made
- * bottom-up from the stats, reading only the files whose stat changed.
+ * Four passes: the folders are listed (each folder's own stat first: one unchanged since it was last
+ * listed keeps its names), then every other entry is stat'ed at once, then the files whose stat changed are
+ * read (many at once on the workers), then the folders' objects are made bottom-up.
  */
 export async function scanTree(
   root: string,
@@ -157,7 +160,8 @@ export async function scanTree(
   const started = Date.now()
   const scan: Scan = { root: '', objects: new Map(), files: 0, bytes: 0, hashed: 0, encoded: 0 }
   const generation = ++index.scans
-  const parallelOver = options.parallelOver ?? PARALLEL_OVER
+  const statOver = options.parallelOver ?? PARALLEL_STATS_OVER
+  const readOver = options.parallelOver ?? PARALLEL_READS_OVER
   let visited = 0
   const base = Buffer.from(root, 'utf8').toString('latin1')
 
@@ -199,6 +203,7 @@ export async function scanTree(
       // What an earlier scan found for it is not this scan's.
       child.listing = undefined
       child.stat = undefined
+      child.read = undefined
       child.slot = -1
       if (!folder(child)) {
         child.slot = queue.length
@@ -217,7 +222,7 @@ export async function scanTree(
 
   // Every entry not listed as a folder, stat'ed at once (on worker threads when there are many).
   const statAll = async (queue: Child[]) => {
-    if (queue.length <= parallelOver) {
+    if (queue.length <= statOver) {
       for (const child of queue) child.stat = statHere(child)
       return
     }
@@ -231,6 +236,35 @@ export async function scanTree(
     }
   }
 
+  // The files of `queue` whose stat changed, read and hashed by the workers when there are many. Never one
+  // left out of the tree: what the policy hides is not read.
+  const readAll = async (queue: Child[]) => {
+    const changed = queue.filter(
+      ({ stat, rel }) =>
+        stat !== undefined &&
+        (stat.mode & constants.S_IFMT) === constants.S_IFREG &&
+        stat.size <= CHUNK_BYTES &&
+        !unchanged(index.files.get(rel), stat),
+    )
+    if (changed.length <= readOver) return
+    const wanted = changed.filter((child) => !excluded(child, false, exclusion))
+    const reads = await readMany(
+      wanted.map(({ abs, stat }) => ({
+        path: abs,
+        size: (stat as StatFields).size,
+        keep: (stat as StatFields).size <= KEEP_BYTES,
+      })),
+    )
+    wanted.forEach((child, i) => {
+      const read = reads[i]
+      if (read)
+        child.read = {
+          hash: read.hash,
+          source: read.data ?? { path: child.abs, offset: 0, length: read.length },
+        }
+    })
+  }
+
   const make = async (listing: Listing): Promise<string> => {
     const { rel, own } = listing
     const known = index.folders.get(rel)
@@ -238,9 +272,10 @@ export async function scanTree(
     for (const child of listing.children) {
       if (++visited % YIELD_EVERY === 0) await yieldToLoop()
       // What this scan found for it is let go as it is used: the index keeps the child, not its stat.
-      const { listing: listed, stat: stats } = child
+      const { listing: listed, stat: stats, read } = child
       child.listing = undefined
       child.stat = undefined
+      child.read = undefined
       if (listed) {
         const hash = await make(listed)
         entries.push({ kind: 'd', mode: listed.own.mode & 0o777, size: 0, hash, name: child.name })
@@ -262,7 +297,7 @@ export async function scanTree(
       // Sockets, pipes and devices are not files a project keeps: they are not state.
       const type = stats.mode & constants.S_IFMT
       if (type !== constants.S_IFREG && type !== constants.S_IFLNK) continue
-      entries.push(fileEntry(child.rel, child.abs, child.name, stats, index, scan, started, generation))
+      entries.push(fileEntry(child, stats, read, index, scan, started, generation))
       scan.files += 1
       scan.bytes += stats.size
     }
@@ -299,6 +334,7 @@ export async function scanTree(
   const queue: Child[] = []
   const top = await list('', base, ascii, lstatSync(ascii ? base : Buffer.from(base, 'latin1')), queue)
   await statAll(queue)
+  await readAll(queue)
   scan.root = await make(top)
   for (const [rel, file] of index.files) if (file.seen !== generation) index.files.delete(rel)
   for (const [rel, folder] of index.folders) if (folder.seen !== generation) index.folders.delete(rel)
@@ -307,7 +343,9 @@ export async function scanTree(
 }
 
 /** Entries to stat in one scan past which the stats are shared out to worker threads. */
-const PARALLEL_OVER = 2_000
+const PARALLEL_STATS_OVER = 2_000
+/** Files to read in one scan past which the reads are shared out to worker threads. */
+const PARALLEL_READS_OVER = 32
 
 function statHere(child: Child): StatFields | undefined {
   return lstatSync(child.ascii ? child.abs : Buffer.from(child.abs, 'latin1'), { throwIfNoEntry: false })
@@ -359,20 +397,11 @@ function statFields(stats: StatFields) {
   }
 }
 
-function fileEntry(
-  rel: string,
-  abs: string,
-  name: string,
-  stats: StatFields,
-  index: WorkspaceIndex,
-  scan: Scan,
-  started: number,
-  generation: number,
-): TreeEntry {
-  const known = index.files.get(rel)
+/** Whether a file's stat vouches for the hash the index remembers of it. */
+function unchanged(known: FileState | undefined, stats: StatFields): known is FileState {
   const link = (stats.mode & constants.S_IFMT) === constants.S_IFLNK
-  if (
-    known &&
+  return (
+    known !== undefined &&
     !known.racy &&
     (link ? known.kind === 'l' : known.kind !== 'l') &&
     known.ino === stats.ino &&
@@ -381,7 +410,21 @@ function fileEntry(
     known.ctimeMs === stats.ctimeMs &&
     known.mode === (stats.mode & 0o777) &&
     known.dev === stats.dev
-  ) {
+  )
+}
+
+/** `child`'s entry: as the index knows it while its stat holds, else from `read` or read here. */
+function fileEntry(
+  { rel, abs, name }: Child,
+  stats: StatFields,
+  read: Child['read'],
+  index: WorkspaceIndex,
+  scan: Scan,
+  started: number,
+  generation: number,
+): TreeEntry {
+  const known = index.files.get(rel)
+  if (unchanged(known, stats)) {
     known.seen = generation
     handOn(index, scan, known.hash)
     return known.entry
@@ -393,7 +436,11 @@ function fileEntry(
   let kind: FileState['kind']
   let hash: string
   let made: Objects
-  if (link) {
+  if (read) {
+    kind = 'f'
+    hash = read.hash
+    made = [[hash, read.source]]
+  } else if ((stats.mode & constants.S_IFMT) === constants.S_IFLNK) {
     const target = readlinkSync(path, { encoding: 'buffer' })
     kind = 'l'
     hash = sha256(target)

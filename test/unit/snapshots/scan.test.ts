@@ -2,8 +2,10 @@ import {
   chmodSync,
   mkdirSync,
   mkdtempSync,
+  readFileSync,
   renameSync,
   rmSync,
+  statSync,
   symlinkSync,
   utimesSync,
   writeFileSync,
@@ -11,6 +13,7 @@ import {
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
+import { readMany } from '../../../src/snapshots/fs-workers.js'
 import {
   CHUNK_BYTES,
   decodeTree,
@@ -264,8 +267,55 @@ describe.concurrent.each([
   }, 20_000)
 })
 
-describe('stat workers', () => {
+describe('file workers', () => {
   const scan = scanWith(0)
+  /** Nothing shared out: every stat and read on this thread. */
+  const scanHere = scanWith(Number.POSITIVE_INFINITY)
+
+  it('read and hash the files new to the index: the tree and objects read here, nothing hidden read', async () => {
+    const files: Record<string, string> = { '.env': 'SECRET=1', 'empty.txt': '' }
+    for (let i = 0; i < 60; i++) files[`src/f${i}.js`] = `module ${i}`
+    const root = workspace(files)
+    writeFileSync(join(root, 'src/large.bin'), Buffer.alloc(2 * 1024 * 1024, 3))
+    writeFileSync(join(root, 'src/chunked.bin'), Buffer.alloc(CHUNK_BYTES + 5, 4))
+    writeFileSync(Buffer.from(`${root}/caf\xe9.txt`, 'latin1'), 'latin1 name')
+    symlinkSync('src/f1.js', join(root, 'link'))
+    const ex = { key: 'k', excluded: exclusion([], (path) => path === '.env') }
+    // An access time older than the modification time: the file system stamps a read (relatime does too).
+    utimesSync(join(root, '.env'), new Date(1e12), new Date())
+    const bytes = (source: unknown) =>
+      Buffer.isBuffer(source)
+        ? source
+        : (() => {
+            const { path, offset, length } = source as { path: string; offset: number; length: number }
+            return readFileSync(Buffer.from(path, 'latin1')).subarray(offset, offset + length)
+          })()
+    const onWorkers = await scan(root, new WorkspaceIndex(), ex)
+    const here = await scanHere(root, new WorkspaceIndex(), ex)
+    expect(onWorkers.root).toBe(here.root)
+    expect(onWorkers.hashed).toBe(here.hashed)
+    expect([...onWorkers.objects.keys()].sort()).toEqual([...here.objects.keys()].sort())
+    for (const [hash, source] of onWorkers.objects) expect(sha256(bytes(source))).toBe(hash)
+    // The large file is read again, and checked, at upload; the small ones come back in memory.
+    expect(onWorkers.objects.get(sha256(Buffer.alloc(2 * 1024 * 1024, 3)))).toMatchObject({ offset: 0 })
+    expect(Buffer.isBuffer(onWorkers.objects.get(sha256(Buffer.from('module 7'))))).toBe(true)
+    expect(onWorkers.objects.has(sha256(Buffer.from('SECRET=1')))).toBe(false)
+    expect(statSync(join(root, '.env')).atimeMs).toBe(1e12)
+  }, 30_000)
+
+  it('read each file up to the size its stat gave, and leave one they cannot read to the caller', async () => {
+    const root = workspace({ 'a.txt': 'grown since its stat', 'b.txt': 'short' })
+    const reads = await readMany([
+      { path: join(root, 'a.txt'), size: 5, keep: true },
+      { path: join(root, 'b.txt'), size: 50, keep: true },
+      { path: join(root, 'gone.txt'), size: 3, keep: true },
+      { path: join(root, 'b.txt'), size: 5, keep: false },
+    ])
+    expect(reads[0]).toEqual({ hash: sha256(Buffer.from('grown')), length: 5, data: Buffer.from('grown') })
+    expect(reads[1]).toEqual({ hash: sha256(Buffer.from('short')), length: 5, data: Buffer.from('short') })
+    expect(reads[2]).toBeUndefined()
+    expect(reads[3]).toEqual({ hash: sha256(Buffer.from('short')), length: 5, data: undefined })
+  }, 30_000)
 
   it('stat a workspace again from the paths they kept, and are sent them again once they let them go', async () => {
     const root = await settled({ 'a.txt': 'one', 'src/b.js': 'two' })
@@ -295,7 +345,7 @@ describe('stat workers', () => {
     const root = await settled(files)
     const index = new WorkspaceIndex()
     const onWorkers = await scan(root, index)
-    const here = await scanWith()(root)
+    const here = await scanHere(root)
     expect(onWorkers.files).toBe(1_300)
     expect(onWorkers.root).toBe(here.root)
     // A change in the last chunk, and one in the first, are both seen.
@@ -303,6 +353,6 @@ describe('stat workers', () => {
     writeFileSync(join(root, 'd0/f0.txt'), 'early change')
     const changed = await scan(root, index)
     expect(changed.hashed).toBe(2)
-    expect(changed.root).toBe((await scanWith()(root)).root)
+    expect(changed.root).toBe((await scanHere(root)).root)
   }, 30_000)
 })
