@@ -4,7 +4,7 @@
  * snapshot, bring a folder to a recorded tree, and say whether a folder is at one.
  */
 import { existsSync } from 'node:fs'
-import { mkdir, rename, rm } from 'node:fs/promises'
+import { chmod, mkdir, rename, rm } from 'node:fs/promises'
 import { basename, dirname, join } from 'node:path'
 import type pg from 'pg'
 import {
@@ -246,6 +246,9 @@ export class WorkspaceSnapshots {
           `the restored workspace hashes to ${check.root.slice(0, 12)}…, not the recorded ${root.slice(0, 12)}…; nothing was kept`,
         )
       }
+      // A tree keeps its entries' modes, not its root's: the folder gets the mode a new folder gets here, as a
+      // clone's would, once nothing is left to write into it.
+      await chmod(staging, 0o777 & ~process.umask())
       await rename(staging, folder)
       index.moved()
       this.indexes.set(folder, index)

@@ -189,6 +189,8 @@ describe('a restore', () => {
     const worker = new WorkspaceSnapshots(postgresStore(audit.pool), audit.pool)
     const into = await restored(worker, taken.root)
     expect(readdirSync(dirname(into))).toEqual(['ws'])
+    // The root's mode is no part of a tree: it gets a new folder's.
+    expect(lstatSync(into).mode & 0o777).toBe(0o777 & ~process.umask())
     await settle()
     const again = await worker.scan(into, nothing)
     expect(again.root).toBe(taken.root)
