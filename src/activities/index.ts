@@ -99,6 +99,7 @@ export function createActivities(deps: ActivityDependencies): TetherActivities {
     sandbox,
     workspaces: deps.snapshots?.workspaces ?? settings.workspaces,
     retentionDays: settings.retentionDays,
+    keepWorkspacesHours: settings.keepWorkspacesHours,
   })
   const mcpServers = deps.mcpServers ?? []
   const activities: TetherActivities = {

@@ -36,6 +36,7 @@ import { runCommandWithHeartbeats } from './exec.js'
 import { heartbeating } from './heartbeat.js'
 import type { RunConfigs } from './run-config.js'
 import { type CommandSandbox, commandOptions, resultRecord } from './sandbox.js'
+import { CACHES_PENDING, cachesMarkText, safeName, sweepWorkspaces } from './workspace-sweep.js'
 
 /** What a tool activity's input says about the workspace. */
 export interface WorkspaceRef {
@@ -60,11 +61,8 @@ export interface PreparedWorkspace {
 /** tether's own commands on a workspace, as calls below -1 of their step in "what ran". */
 const CALL = { rebuild: -2, clone: -3, checkout: -4 } as const
 
-/**
- * Where a worker marks the folders it restored without their caches (inside its own folder of workspaces,
- * under a name no run's folder can have: safeName writes `#` as `%23`).
- */
-const CACHES_PENDING = '#caches-pending'
+/** A worker looks for finished runs' workspaces to remove at most this often (ms). */
+const SWEEP_EVERY_MS = 60 * 60 * 1000
 
 export class StepSnapshots {
   constructor(
@@ -78,8 +76,28 @@ export class StepSnapshots {
       workspaces: string
       /** Days a run's snapshots are kept after it ends; collection runs on its own when it is due. */
       retentionDays?: number
+      /** Hours this worker keeps its copy of a finished run's workspace (undefined: for ever). */
+      keepWorkspacesHours?: number
     },
   ) {}
+
+  private sweptAt = Number.NEGATIVE_INFINITY
+
+  /** In the background, at most once an hour: this worker's copies of finished runs' workspaces go. */
+  private sweepIfDue(): void {
+    const hours = this.deps.keepWorkspacesHours
+    if (hours === undefined || Date.now() - this.sweptAt < SWEEP_EVERY_MS) return
+    this.sweptAt = Date.now()
+    const log = Context.current().log
+    sweepWorkspaces(this.deps.audit.pool, this.deps.workspaces, hours)
+      .then(({ removed, failed }) => {
+        for (const path of removed) this.deps.service()?.forget(path)
+        if (removed.length > 0)
+          log.info(`removed ${removed.length} workspace copies of runs that finished over ${hours} h ago`)
+        for (const { path, error } of failed) log.warn(`could not remove ${path}: ${error}`)
+      })
+      .catch((error) => log.warn(`looking for finished runs' workspaces failed: ${(error as Error).message}`))
+  }
 
   /** The folder of a run's workspace on this worker. */
   folder(runId: string, workspace: string): string {
@@ -100,6 +118,7 @@ export class StepSnapshots {
     return service.exclusive(path, async () => {
       const { policy, contract, ex } = await this.context(ref, path)
       if (!existsSync(path)) {
+        this.sweepIfDue()
         await this.markCachesMissing(ref.runId, path)
         await beating(() => service.restore(tree, path, ex))
       } else if (use === 'change') {
@@ -220,6 +239,7 @@ export class StepSnapshots {
         )
       return seq
     }
+    this.sweepIfDue()
     return service.exclusive(path, async () => {
       const done = await callSnapshot(this.deps.audit.pool, refOf(ref, 'start'))
       if (done) return { tree: done.root, ...seq }
@@ -280,7 +300,7 @@ export class StepSnapshots {
 
   private async markCachesMissing(runId: string, path: string): Promise<void> {
     await mkdir(join(this.deps.workspaces, CACHES_PENDING), { recursive: true, mode: 0o700 })
-    await writeFile(this.cachesMark(runId, path), `${runId} ${path}\n`)
+    await writeFile(this.cachesMark(runId, path), cachesMarkText(runId, path))
   }
 
   /**
@@ -416,11 +436,6 @@ function refOf(ref: WorkspaceRef, kind: SnapshotKind) {
 /** Heartbeats while `work` runs, in a remote activity (a local one has no heartbeat: its task has a timeout). */
 function beating<T>(work: () => Promise<T>): Promise<T> {
   return Context.current().info.isLocal ? work() : heartbeating(work)
-}
-
-/** A run id as a folder name: anything but letters, digits, `.`, `_` and `-` escaped. */
-function safeName(runId: string): string {
-  return runId.replace(/[^A-Za-z0-9._-]/g, (ch) => `%${ch.charCodeAt(0).toString(16).padStart(2, '0')}`)
 }
 
 const LOCAL_CLONE_HINT =

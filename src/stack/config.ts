@@ -314,12 +314,15 @@ export interface SnapshotSettings {
   retentionDays: number
   /** Where the worker lays out workspaces that come from a source (`TETHER_WORKSPACES`). */
   workspaces: string
+  /** Hours a worker keeps its copy of a finished run's workspace (`TETHER_WORKSPACES_KEEP_HOURS`, default 24). */
+  keepWorkspacesHours: number
 }
 
 /**
  * The snapshot settings: `TETHER_SNAPSHOTS` (`postgres`, the default; `s3://bucket/prefix` with
  * `TETHER_S3_ENDPOINT` for an S3-compatible server, credentials as the AWS SDK reads them; or `off`),
- * `TETHER_SNAPSHOT_RETENTION_DAYS`, and `TETHER_WORKSPACES` (default `workspaces` in the state folder).
+ * `TETHER_SNAPSHOT_RETENTION_DAYS`, `TETHER_WORKSPACES` (default `workspaces` in the state folder) and
+ * `TETHER_WORKSPACES_KEEP_HOURS`.
  */
 export function snapshotSettings(env: NodeJS.ProcessEnv = process.env): SnapshotSettings {
   const present = presentVariables(env)
@@ -352,7 +355,14 @@ export function snapshotSettings(env: NodeJS.ProcessEnv = process.env): Snapshot
   const workspaces = present.TETHER_WORKSPACES
     ? resolve(present.TETHER_WORKSPACES)
     : join(tetherStateDir(env), 'workspaces')
-  return { store, retentionDays, workspaces }
+  const hours = present.TETHER_WORKSPACES_KEEP_HOURS ?? '24'
+  const keepWorkspacesHours = Number(hours)
+  if (!/^\d+(\.\d+)?$/.test(hours)) {
+    throw new ConfigError(
+      `TETHER_WORKSPACES_KEEP_HOURS is "${hours}"; write a number of hours, e.g. 24 (0: remove at the next look after the run ends)`,
+    )
+  }
+  return { store, retentionDays, workspaces, keepWorkspacesHours }
 }
 
 /** The operator's MCP servers file a worker offers its runs (`TETHER_MCP_SERVERS`); undefined: none. */
