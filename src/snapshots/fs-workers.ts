@@ -340,10 +340,13 @@ export async function readMany(files: readonly FileToRead[]): Promise<Array<File
   const blocks: SharedArrayBuffer[] = []
   // Each file's block and offset there; -1 for a file whose bytes are not kept.
   const places = new Int32Array(2 * files.length).fill(-1)
+  // The block being laid out: its size, and whether any file is placed in it (an empty file may be).
   let size = 0
+  let used = false
   const close = () => {
-    if (size > 0) blocks.push(new SharedArrayBuffer(size))
+    if (used) blocks.push(new SharedArrayBuffer(size))
     size = 0
+    used = false
   }
   files.forEach((file, i) => {
     if (!file.keep) return
@@ -351,6 +354,7 @@ export async function readMany(files: readonly FileToRead[]): Promise<Array<File
     places[2 * i] = blocks.length
     places[2 * i + 1] = size
     size += file.size
+    used = true
   })
   close()
   const digests = new SharedArrayBuffer(files.length * DIGEST)

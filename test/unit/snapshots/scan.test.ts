@@ -315,6 +315,10 @@ describe('file workers', () => {
     expect(reads[1]).toEqual({ hash: sha256(Buffer.from('short')), length: 5, data: Buffer.from('short') })
     expect(reads[2]).toBeUndefined()
     expect(reads[3]).toEqual({ hash: sha256(Buffer.from('short')), length: 5, data: undefined })
+    // Only empty files to keep: they are laid out in a block of no bytes.
+    writeFileSync(join(root, 'empty'), '')
+    const empty = await readMany([{ path: join(root, 'empty'), size: 0, keep: true }])
+    expect(empty).toEqual([{ hash: sha256(Buffer.alloc(0)), length: 0, data: Buffer.alloc(0) }])
   }, 30_000)
 
   it('stat a workspace again from the paths they kept, and are sent them again once they let them go', async () => {
