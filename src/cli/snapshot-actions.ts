@@ -1,7 +1,9 @@
 /**
- * What `tether rewind`, `diff` and `snapshots` do, loaded when one of them runs (registering them loads only
+ * What `tether rewind`, `diff`, `checkout` and `snapshots` do, loaded when one of them runs (registering them loads only
  * commander and their help).
  */
+import { readdir } from 'node:fs/promises'
+import { resolve } from 'node:path'
 import type { AuditStore } from '../audit/index.js'
 import { RunIdTakenError, rewindRun, workspaceAtStep } from '../embed/index.js'
 import { loadPolicyFile, PolicyError } from '../policy/index.js'
@@ -13,9 +15,11 @@ import {
   displayName,
   type ObjectStore,
   openObjectStore,
+  RestoreError,
   runSnapshots,
   SnapshotStoreError,
   treePatch,
+  WorkspaceSnapshots,
 } from '../snapshots/index.js'
 import { ConfigError, snapshotSettings } from '../stack/index.js'
 import { resolveId, withAudit, withTemporal } from './connect.js'
@@ -99,6 +103,40 @@ export async function diff(
   })
 }
 
+export async function checkout(
+  run: string,
+  options: { into: string; step?: string; json?: boolean },
+): Promise<void> {
+  const at = options.step === undefined ? undefined : step(options.step, '--step')
+  const into = resolve(options.into)
+  const found = await readdir(into).catch((error: NodeJS.ErrnoException) => {
+    if (error.code === 'ENOENT') return []
+    if (error.code === 'ENOTDIR') throw new CliError(`${into} is a file; give a new folder or an empty one`)
+    throw error
+  })
+  if (found.length > 0) throw new CliError(`${into} is not empty; give a new folder or an empty one`)
+  await withAudit(async (audit) => {
+    run = await resolveId(audit, 'run', run)
+    const tree = await guarded(() => workspaceAtStep(audit, run, at, '--step'))
+    const snapshots = new WorkspaceSnapshots(storeFor(audit, tree.store), audit.pool)
+    // Every object is checked as it arrives and the laid-out tree hashed before it is moved to `into`.
+    const written = await guarded(() =>
+      snapshots.restore(tree.root, into, { key: 'none', excluded: () => false }),
+    )
+    // A step that changed nothing has the tree of the last one that did.
+    const shown = at ?? tree.step
+    if (options.json)
+      return printJson({ runId: run, step: shown, takenAt: tree.step, root: tree.root, into, ...written })
+    const since = shown === tree.step ? '' : `, unchanged since step ${tree.step}`
+    print(
+      `${run}, step ${shown} (tree ${tree.root.slice(0, 12)}${since}): ${counted(written.files, 'file')}, ${formatBytes(written.bytes)} in ${into}`,
+    )
+    print(
+      "not in it: the declared caches (node_modules, target, .venv, …: run the project's install) and what the run's policy hid from reads",
+    )
+  })
+}
+
 /** A unified diff's line, coloured as people are used to (on a terminal only: `colour` knows). */
 function painted(line: string): string {
   if (line.startsWith('+++') || line.startsWith('---')) return colour.bold(line)
@@ -179,7 +217,7 @@ function storeFor(audit: AuditStore, recorded?: string): ObjectStore {
 }
 
 /** Errors that say what the person is to fix (a run, a step, a policy file, the store) become one line. */
-const SAID = [ContractError, RunIdTakenError, PolicyError, SnapshotStoreError]
+const SAID = [ContractError, RunIdTakenError, PolicyError, SnapshotStoreError, RestoreError]
 
 async function guarded<T>(work: () => Promise<T>): Promise<T> {
   try {

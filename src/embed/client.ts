@@ -148,26 +148,26 @@ export interface RewindOptions {
 const noRun = (run: string) => `no run ${run} in the audit; list runs with \`tether ls\``
 
 /**
- * The workspace tree run `run` ended step `step` with (the last snapshot at or before it), as rewind and
- * diff read it. A run the audit does not hold, a step the run never reached, a step before its first
+ * The workspace tree run `run` ended step `step` with (the last snapshot at or before it; without a step,
+ * its last), as rewind, diff and checkout read it. A run the audit does not hold, a step the run never reached, a step before its first
  * snapshot and a tree retention has collected are each a ContractError that says which; `label` names the
  * step as the caller's user gave it (`--to-step`).
  */
 export async function workspaceAtStep(
   audit: AuditStore,
   run: string,
-  step: number,
+  step: number | undefined,
   label = 'step',
 ): Promise<SnapshotRow> {
   const summary = await audit.runSummary(run)
   if (!summary) throw new ContractError(noRun(run))
-  if (!Number.isInteger(step) || step < 0 || step > summary.steps) {
+  if (step !== undefined && (!Number.isInteger(step) || step < 0 || step > summary.steps)) {
     throw new ContractError(`run ${run} has steps 0 to ${summary.steps}; ${label} ${step} is not one of them`)
   }
   const tree = await treeAtStep(audit.pool, run, step)
   if (!tree) {
     throw new ContractError(
-      `run ${run} has no workspace snapshot at or before step ${step} (it ran before snapshots, or with them off)`,
+      `run ${run} has no workspace snapshot ${step === undefined ? 'yet' : `at or before step ${step}`} (it ran before snapshots, or with them off)`,
     )
   }
   if (tree.collectedAt) {

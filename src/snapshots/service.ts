@@ -17,7 +17,7 @@ import {
   snapshotLockInTransaction,
   underSnapshotLock,
 } from './catalog.js'
-import { diffTrees, restoreTree, type TreeChange } from './restore.js'
+import { diffTrees, RestoreError, restoreTree, type TreeChange } from './restore.js'
 import {
   type Exclusion,
   objectBytes,
@@ -242,7 +242,7 @@ export class WorkspaceSnapshots {
       const written = await restoreTree(this.store, root, staging, index)
       const check = await scanTree(staging, index, exclusion)
       if (check.root !== root) {
-        throw new Error(
+        throw new RestoreError(
           `the restored workspace hashes to ${check.root.slice(0, 12)}…, not the recorded ${root.slice(0, 12)}…; nothing was kept`,
         )
       }

@@ -108,6 +108,7 @@ describe('tether CLI', () => {
       ['cancel'],
       ['rewind'],
       ['diff'],
+      ['checkout'],
       ['snapshots'],
       ['snapshots', 'gc'],
       ['approvals'],
@@ -237,6 +238,29 @@ describe('tether CLI', () => {
       const beyond = await tether(['diff', runId, '--from', '0', '--to', '9'])
       expect(beyond.code).toBe(1)
       expect(beyond.stderr).toBe(`error: run ${runId} has steps 0 to 3; --to 9 is not one of them\n`)
+
+      // Any step's tree, laid out anew from the store: step 1 still has the bug, the last tree the fix.
+      const before = join(outside, `checkout-${runId}-1`)
+      const one = await tether(['checkout', runId, '--step', '1', '--into', before])
+      expect(one.stderr).toBe('')
+      expect(one.stdout).toMatch(
+        new RegExp(
+          `^${runId}, step 1 \\(tree [0-9a-f]{12}, unchanged since step 0\\): \\d+ files, .+ in ${before}\n`,
+        ),
+      )
+      expect(await readFile(join(before, 'src/math.js'), 'utf8')).toMatch(/return a - b/)
+      expect(existsSync(join(before, 'src/notes.txt'))).toBe(false)
+      const last = join(outside, `checkout-${runId}-last`)
+      const latest = await tether(['checkout', runId, '--into', last, '--json'])
+      expect(JSON.parse(latest.stdout)).toMatchObject({ runId, step: 3, into: last })
+      expect(await readFile(join(last, 'src/math.js'), 'utf8')).toBe(
+        await readFile(join(ws.path, 'src/math.js'), 'utf8'),
+      )
+      // A folder with anything in it is refused before anything is fetched, and keeps what it had.
+      const again = await tether(['checkout', runId, '--into', last])
+      expect(again.code).toBe(1)
+      expect(again.stderr).toBe(`error: ${last} is not empty; give a new folder or an empty one\n`)
+      expect(existsSync(join(last, 'src/math.js'))).toBe(true)
     } finally {
       await ws.cleanup()
     }

@@ -1,4 +1,4 @@
-/** `tether rewind`, `tether diff` and `tether snapshots`: the workspace as state, by step. */
+/** `tether rewind`, `tether diff`, `tether checkout` and `tether snapshots`: the workspace as state, by step. */
 import type { Command } from 'commander'
 import type { RunLinks } from '../../snapshots/catalog.js'
 
@@ -30,6 +30,22 @@ export function registerSnapshots(program: Command): void {
     .option('--json', 'print JSON')
     .action((...args: Parameters<typeof import('../snapshot-actions.js').diff>) =>
       import('../snapshot-actions.js').then((actions) => actions.diff(...args)),
+    )
+
+  program
+    .command('checkout')
+    .description(
+      "Lay out a run's workspace tree at a step (its last by default) in a new folder, from the snapshot store, its hash checked.",
+    )
+    .argument('<run>', 'the run id, or the start of one no other run id starts with')
+    .requiredOption('--into <dir>', 'the folder to lay it out in: a new one, or an empty one')
+    .option(
+      '--step <n>',
+      "the step whose tree (0: the workspace as the run found it; default: the run's last)",
+    )
+    .option('--json', 'print what was laid out as JSON')
+    .action((...args: Parameters<typeof import('../snapshot-actions.js').checkout>) =>
+      import('../snapshot-actions.js').then((actions) => actions.checkout(...args)),
     )
 
   const snapshots = program
