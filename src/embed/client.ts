@@ -167,7 +167,7 @@ export async function workspaceAtStep(
   const tree = await treeAtStep(audit.pool, run, step)
   if (!tree) {
     throw new ContractError(
-      `run ${run} has no workspace snapshot ${step === undefined ? 'yet' : `at or before step ${step}`} (it ran before snapshots, or with them off)`,
+      `run ${run} has no workspace snapshot ${step === undefined ? '' : `at or before step ${step} `}(it stopped before its first, or ran before snapshots or with them off)`,
     )
   }
   if (tree.collectedAt) {
