@@ -56,7 +56,8 @@ const DIGEST = 32
 // work takes fewer: a scan waits for the machine's free cores, not for the slowest thread.
 const WORKER = `
 const { parentPort } = require('node:worker_threads')
-const { closeSync, fchmodSync, fstatSync, lstatSync, openSync, readSync, writeSync } = require('node:fs')
+const { closeSync, constants, fchmodSync, fstatSync, lstatSync, openSync, readlinkSync, readSync, writeSync } = require('node:fs')
+const READ_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK
 const { createHash } = require('node:crypto')
 const NOT_ASCII = /[^\\x00-\\x7f]/
 // Names that are not ASCII go to the file system as their bytes.
@@ -79,8 +80,9 @@ parentPort.on('message', (message) => {
 // sees the rest), into its place in the caller's blocks when it has one, else into this worker's own buffer,
 // and hashed; the length read goes into the table, the digest beside it. One that cannot be read stays FAILED.
 let own = Buffer.alloc(0)
-function read({ id, reads: { paths, sizes, blocks, places }, table, digests, next }) {
+function read({ id, reads: { paths, reals, sizes, blocks, places }, table, digests, next }) {
   const list = paths.split('\\0')
+  const where = reals.split('\\0')
   const views = blocks.map((block) => new Uint8Array(block))
   const lengths = new Float64Array(table)
   const out = new Uint8Array(digests)
@@ -95,7 +97,11 @@ function read({ id, reads: { paths, sizes, blocks, places }, table, digests, nex
         places[2 * i] < 0 ? own : views[places[2 * i]].subarray(places[2 * i + 1], places[2 * i + 1] + size)
       let fd
       try {
-        fd = openSync(named(list[i]), 'r')
+        fd = openSync(named(list[i]), READ_FLAGS)
+        // Still the regular file the stat saw, where it saw it (no folder on the way swapped for a link);
+        // anything else is left to the caller, which says so.
+        if (!fstatSync(fd).isFile() || readlinkSync('/proc/self/fd/' + fd, 'latin1') !== where[i])
+          throw new Error('not the file the scan saw')
         let filled = 0
         while (filled < size) {
           const got = readSync(fd, bytes, filled, size - filled, filled)
@@ -315,10 +321,14 @@ export async function lstatMany(paths: readonly string[], caller: object): Promi
   return settled(asked, work)
 }
 
-/** A file for readMany: its path (a latin1 string, as lstatMany's), the size its stat gave, and whether
- * its bytes are wanted back. */
+/**
+ * A file for readMany: its path (a latin1 string, as lstatMany's), the path the file it opens must have
+ * (with every link on the way resolved, as `/proc/self/fd` gives it), the size its stat gave, and whether
+ * its bytes are wanted back.
+ */
 export interface FileToRead {
   path: string
+  real: string
   size: number
   keep: boolean
 }
@@ -363,6 +373,7 @@ export async function readMany(files: readonly FileToRead[]): Promise<Array<File
     digests,
     reads: {
       paths: files.map((f) => f.path).join('\0'),
+      reals: files.map((f) => f.real).join('\0'),
       sizes: Float64Array.from(files, (f) => f.size),
       blocks,
       places,

@@ -12,7 +12,17 @@
  * all of a scan's time, are shared out to worker threads (fs-workers.ts), and so are the reads and hashes
  * when many files are new to the index (a worker's first scan of a workspace).
  */
-import { closeSync, constants, lstatSync, openSync, readdirSync, readlinkSync, readSync } from 'node:fs'
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  lstatSync,
+  openSync,
+  readdirSync,
+  readlinkSync,
+  readSync,
+  realpathSync,
+} from 'node:fs'
 import { setImmediate as yieldToLoop } from 'node:timers/promises'
 import { ABSENT, FAILED, lstatMany, readMany, STAT_FIELDS, type StatFields, statAt } from './fs-workers.js'
 import { CHUNK_BYTES, type EntryKind, encodeChunks, encodeFolder, sha256, type TreeEntry } from './tree.js'
@@ -164,6 +174,9 @@ export async function scanTree(
   const readOver = options.parallelOver ?? PARALLEL_READS_OVER
   let visited = 0
   const base = Buffer.from(root, 'utf8').toString('latin1')
+  // Where each file read must turn out to be: below the folder's real path, by its own name.
+  const real = realpathSync(Buffer.from(base, 'latin1'), { encoding: 'buffer' }).toString('latin1')
+  const realOf = (rel: string) => (real === '/' ? `/${rel}` : `${real}/${rel}`)
 
   // `ascii`: whether `abs` is ASCII, so the file system can take it as text (the usual case, and cheaper).
   const list = async (rel: string, abs: string, ascii: boolean, own: StatFields, queue: Child[]) => {
@@ -249,8 +262,9 @@ export async function scanTree(
     if (changed.length <= readOver) return
     const wanted = changed.filter((child) => !excluded(child, false, exclusion))
     const reads = await readMany(
-      wanted.map(({ abs, stat }) => ({
+      wanted.map(({ abs, rel, stat }) => ({
         path: abs,
+        real: realOf(rel),
         size: (stat as StatFields).size,
         keep: (stat as StatFields).size <= KEEP_BYTES,
       })),
@@ -297,7 +311,7 @@ export async function scanTree(
       // Sockets, pipes and devices are not files a project keeps: they are not state.
       const type = stats.mode & constants.S_IFMT
       if (type !== constants.S_IFREG && type !== constants.S_IFLNK) continue
-      entries.push(fileEntry(child, stats, read, index, scan, started, generation))
+      entries.push(fileEntry(child, realOf(child.rel), stats, read, index, scan, started, generation))
       scan.files += 1
       scan.bytes += stats.size
     }
@@ -416,6 +430,7 @@ function unchanged(known: FileState | undefined, stats: StatFields): known is Fi
 /** `child`'s entry: as the index knows it while its stat holds, else from `read` or read here. */
 function fileEntry(
   { rel, abs, name }: Child,
+  real: string,
   stats: StatFields,
   read: Child['read'],
   index: WorkspaceIndex,
@@ -446,7 +461,7 @@ function fileEntry(
     hash = sha256(target)
     made = [[hash, target]]
   } else {
-    ;({ kind, hash, made } = hashFile(path, abs, fields.size))
+    ;({ kind, hash, made } = hashFile(path, abs, real, fields.size))
   }
   for (const [object, source] of made) if (!scan.objects.has(object)) scan.objects.set(object, source)
   index.unstored.set(hash, made)
@@ -465,9 +480,38 @@ function treeEntry(
   return { kind, mode: kind === 'l' ? 0o777 : mode, size, hash, name }
 }
 
+/**
+ * Opens a file the scan stat'ed as a regular file, for reading, only if it still is one and, given `real`,
+ * still there: a link put in its place since, or in place of a folder on its way, is not read through (a
+ * root worker would read whatever it points at into the tree), and a pipe does not block the scan.
+ * Anything else: the workspace changed while it was scanned.
+ */
+export function openScanned(path: Buffer, abs: string, real?: string): number {
+  let fd: number
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK)
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ELOOP') throw new WorkspaceChangedError(abs)
+    throw error
+  }
+  if (
+    !fstatSync(fd).isFile() ||
+    (real !== undefined && readlinkSync(`/proc/self/fd/${fd}`, 'latin1') !== real)
+  ) {
+    closeSync(fd)
+    throw new WorkspaceChangedError(abs)
+  }
+  return fd
+}
+
 /** A file's hash (of its content, or of its chunk list past CHUNK_BYTES) and the objects it is made of. */
-function hashFile(path: Buffer, abs: string, size: number): { kind: 'f' | 'F'; hash: string; made: Objects } {
-  const fd = openSync(path, 'r')
+function hashFile(
+  path: Buffer,
+  abs: string,
+  real: string,
+  size: number,
+): { kind: 'f' | 'F'; hash: string; made: Objects } {
+  const fd = openScanned(path, abs, real)
   try {
     const made: Objects = []
     const buffer = Buffer.allocUnsafe(Math.min(Math.max(size, 1), CHUNK_BYTES))
@@ -508,7 +552,7 @@ function hashFile(path: Buffer, abs: string, size: number): { kind: 'f' | 'F'; h
 /** The bytes of a noted object, read again when they were not kept, and checked against their name. */
 export function objectBytes(hash: string, source: ObjectSource): Buffer {
   if (Buffer.isBuffer(source)) return source
-  const fd = openSync(Buffer.from(source.path, 'latin1'), 'r')
+  const fd = openScanned(Buffer.from(source.path, 'latin1'), source.path)
   try {
     const data = Buffer.allocUnsafe(source.length)
     let filled = 0

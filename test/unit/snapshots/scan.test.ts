@@ -1,8 +1,10 @@
+import { execFileSync } from 'node:child_process'
 import {
   chmodSync,
   mkdirSync,
   mkdtempSync,
   readFileSync,
+  realpathSync,
   renameSync,
   rmSync,
   statSync,
@@ -23,6 +25,7 @@ import {
   sha256,
   WorkspaceIndex,
 } from '../../../src/snapshots/index.js'
+import { openScanned } from '../../../src/snapshots/scan.js'
 
 // The tests run side by side (most of their time is waiting out the racy window): folders go at the end.
 const folders: string[] = []
@@ -304,20 +307,42 @@ describe('file workers', () => {
   }, 30_000)
 
   it('read each file up to the size its stat gave, and leave one they cannot read to the caller', async () => {
-    const root = workspace({ 'a.txt': 'grown since its stat', 'b.txt': 'short' })
+    const root = workspace({ 'a.txt': 'grown since its stat', 'b.txt': 'short', 'sub/c.txt': 'c' })
+    const file = (name: string, size: number, keep = true) => ({
+      path: join(root, name),
+      real: join(realpathSync(root), name),
+      size,
+      keep,
+    })
     const reads = await readMany([
-      { path: join(root, 'a.txt'), size: 5, keep: true },
-      { path: join(root, 'b.txt'), size: 50, keep: true },
-      { path: join(root, 'gone.txt'), size: 3, keep: true },
-      { path: join(root, 'b.txt'), size: 5, keep: false },
+      file('a.txt', 5),
+      file('b.txt', 50),
+      file('gone.txt', 3),
+      file('b.txt', 5, false),
     ])
     expect(reads[0]).toEqual({ hash: sha256(Buffer.from('grown')), length: 5, data: Buffer.from('grown') })
     expect(reads[1]).toEqual({ hash: sha256(Buffer.from('short')), length: 5, data: Buffer.from('short') })
     expect(reads[2]).toBeUndefined()
     expect(reads[3]).toEqual({ hash: sha256(Buffer.from('short')), length: 5, data: undefined })
+    // A link or a pipe put where the stat saw a file, or a link put where it saw a folder on the file's way,
+    // is neither read through nor waited on.
+    expect((await readMany([file('sub/c.txt', 1)]))[0]?.hash).toBe(sha256(Buffer.from('c')))
+    const elsewhere = workspace({ 'c.txt': 'not in the workspace' })
+    rmSync(join(root, 'sub'), { recursive: true })
+    symlinkSync(elsewhere, join(root, 'sub'))
+    symlinkSync('/etc/passwd', join(root, 'link'))
+    execFileSync('mkfifo', [join(root, 'pipe')])
+    const swapped = await readMany([file('link', 10), file('pipe', 10), file('sub/c.txt', 10)])
+    expect(swapped).toEqual([undefined, undefined, undefined])
+    for (const name of ['link', 'pipe', 'sub/c.txt']) {
+      const { path, real } = file(name, 0)
+      expect(() => openScanned(Buffer.from(path), path, real)).toThrow(
+        `${path} changed while the snapshot was taken`,
+      )
+    }
     // Only empty files to keep: they are laid out in a block of no bytes.
     writeFileSync(join(root, 'empty'), '')
-    const empty = await readMany([{ path: join(root, 'empty'), size: 0, keep: true }])
+    const empty = await readMany([file('empty', 0)])
     expect(empty).toEqual([{ hash: sha256(Buffer.alloc(0)), length: 0, data: Buffer.alloc(0) }])
   }, 30_000)
 
