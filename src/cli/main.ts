@@ -32,7 +32,7 @@ const MODULES: readonly CommandModule[] = [
     load: async () => (await import('./commands/runs.js')).registerRuns,
   },
   {
-    names: ['rewind', 'diff', 'snapshots'],
+    names: ['rewind', 'diff', 'checkout', 'snapshots'],
     load: async () => (await import('./commands/snapshots.js')).registerSnapshots,
   },
   {
