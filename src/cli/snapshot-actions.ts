@@ -2,10 +2,9 @@
  * What `tether rewind`, `diff`, `checkout` and `snapshots` do, loaded when one of them runs (registering them loads only
  * commander and their help).
  */
-import { readdir } from 'node:fs/promises'
 import { resolve } from 'node:path'
 import type { AuditStore } from '../audit/index.js'
-import { RunIdTakenError, rewindRun, workspaceAtStep } from '../embed/index.js'
+import { checkoutRun, RunIdTakenError, rewindRun, workspaceAtStep } from '../embed/index.js'
 import { loadPolicyFile, PolicyError } from '../policy/index.js'
 import { counted, formatBytes } from '../present/index.js'
 import { ContractError } from '../run/index.js'
@@ -19,7 +18,6 @@ import {
   runSnapshots,
   SnapshotStoreError,
   treePatch,
-  WorkspaceSnapshots,
 } from '../snapshots/index.js'
 import { ConfigError, snapshotSettings } from '../stack/index.js'
 import { resolveId, withAudit, withTemporal } from './connect.js'
@@ -109,19 +107,10 @@ export async function checkout(
 ): Promise<void> {
   const at = options.step === undefined ? undefined : step(options.step, '--step')
   const into = resolve(options.into)
-  const found = await readdir(into).catch((error: NodeJS.ErrnoException) => {
-    if (error.code === 'ENOENT') return []
-    if (error.code === 'ENOTDIR') throw new CliError(`${into} is a file; give a new folder or an empty one`)
-    throw error
-  })
-  if (found.length > 0) throw new CliError(`${into} is not empty; give a new folder or an empty one`)
   await withAudit(async (audit) => {
     run = await resolveId(audit, 'run', run)
-    const tree = await guarded(() => workspaceAtStep(audit, run, at, '--step'))
-    const snapshots = new WorkspaceSnapshots(storeFor(audit, tree.store), audit.pool)
-    // Every object is checked as it arrives and the laid-out tree hashed before it is moved to `into`.
-    const written = await guarded(() =>
-      snapshots.restore(tree.root, into, { key: 'none', excluded: () => false }),
+    const { tree, ...written } = await guarded(() =>
+      checkoutRun(audit, storeFor(audit), { run, step: at, into }),
     )
     // A step that changed nothing has the tree of the last one that did.
     const shown = at ?? tree.step

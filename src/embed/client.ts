@@ -4,6 +4,7 @@
  */
 
 import { createHash, randomBytes } from 'node:crypto'
+import { readdir } from 'node:fs/promises'
 import { setTimeout as sleep } from 'node:timers/promises'
 import {
   ApplicationFailure,
@@ -29,7 +30,7 @@ import {
   type TaskContract,
   type TaskContractInput,
 } from '../run/index.js'
-import { type SnapshotRow, treeAtStep } from '../snapshots/index.js'
+import { type ObjectStore, type SnapshotRow, treeAtStep, WorkspaceSnapshots } from '../snapshots/index.js'
 import {
   agentRun,
   type DecideResult,
@@ -199,6 +200,47 @@ export async function rewindRun(
     policyStore: audit,
     ...(options.runId ? { runId: options.runId } : {}),
   })
+}
+
+export interface CheckoutOptions {
+  run: string
+  /** The step whose tree (default: the run's last). */
+  step?: number | undefined
+  /** Where to lay it out: a folder that does not exist yet, or an empty one. */
+  into: string
+}
+
+/**
+ * Lays out the workspace tree run `run` had at a step (default: its last) in a new or empty folder, from
+ * `store` (the store the run's worker used): every object checked against its name, the tree's hash
+ * confirmed, then moved into place, so a failure leaves nothing. Declared caches and what the run's policy
+ * hid from reads were never stored, so they are not there. Returns the snapshot the tree came from and
+ * what was written; a run, step, folder or store that will not do is a ContractError that says which.
+ */
+export async function checkoutRun(
+  audit: AuditStore,
+  store: ObjectStore,
+  options: CheckoutOptions,
+): Promise<{ tree: SnapshotRow; files: number; bytes: number }> {
+  const found = await readdir(options.into).catch((error: NodeJS.ErrnoException) => {
+    if (error.code === 'ENOENT') return []
+    if (error.code === 'ENOTDIR')
+      throw new ContractError(`${options.into} is a file; give a new folder or an empty one`)
+    throw error
+  })
+  if (found.length > 0)
+    throw new ContractError(`${options.into} is not empty; give a new folder or an empty one`)
+  const tree = await workspaceAtStep(audit, options.run, options.step, '--step')
+  if (tree.store !== store.name) {
+    throw new ContractError(
+      `the snapshots of run ${options.run} are in ${tree.store}, but the store given is ${store.name}; open the one the run's worker used (TETHER_SNAPSHOTS, for the CLI)`,
+    )
+  }
+  const written = await new WorkspaceSnapshots(store, audit.pool).restore(tree.root, options.into, {
+    key: 'none',
+    excluded: () => false,
+  })
+  return { tree, ...written }
 }
 
 /** A run id that an earlier run already used: run ids are never reused. */

@@ -13,6 +13,7 @@ export {
   type TaskContractInput,
   taskContractSchema,
 } from '../run/index.js'
+export { type ObjectStore, postgresStore, type S3Location, s3Store } from '../snapshots/index.js'
 export {
   ConfigError,
   connectTemporalClient,
@@ -36,6 +37,8 @@ export type {
 export {
   AnswerError,
   answerApproval,
+  type CheckoutOptions,
+  checkoutRun,
   draftAnswer,
   InvalidRunIdError,
   newRunId,

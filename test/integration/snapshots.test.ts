@@ -11,7 +11,7 @@ import { join } from 'node:path'
 import { type Client, WorkflowFailedError } from '@temporalio/client'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { AuditStore } from '../../src/audit/index.js'
-import { rewindRun } from '../../src/embed/client.js'
+import { checkoutRun, rewindRun, s3Store } from '../../src/embed/index.js'
 import { Policy } from '../../src/policy/index.js'
 import {
   collectSnapshots,
@@ -128,6 +128,30 @@ describe('rewind', () => {
     expect(layers).toEqual(expect.arrayContaining(['project', 'review']))
     // The earlier run's audit is untouched.
     expect(await runSnapshots(audit.pool, earlier)).toEqual(rows)
+
+    // The rewound run's folder is the worker's: its result, and its first tree, come out of the store.
+    const out = mkdtempSync(join(tmpdir(), 'tether-checkout-'))
+    const last = await checkoutRun(audit, postgresStore(audit.pool), { run: later, into: join(out, 'last') })
+    expect(last.tree.runId).toBe(later)
+    expect(last.files).toBe(last.tree.files)
+    expect(await readFile(join(out, 'last', 'five.txt'), 'utf8')).toBe('5')
+    const first = await checkoutRun(audit, postgresStore(audit.pool), {
+      run: later,
+      step: 0,
+      into: join(out, 'first'),
+    })
+    expect(first.tree.root).toBe(step2?.root)
+    expect(existsSync(join(out, 'first', 'two.txt'))).toBe(true)
+    expect(existsSync(join(out, 'first', 'three.txt'))).toBe(false)
+    // Another store than the run's is refused before anything is fetched.
+    await expect(
+      checkoutRun(audit, s3Store({ bucket: 'elsewhere', prefix: '' }), {
+        run: later,
+        into: join(out, 'other'),
+      }),
+    ).rejects.toThrow(`the snapshots of run ${later} are in postgres, but the store given is s3://elsewhere/`)
+    expect(existsSync(join(out, 'other'))).toBe(false)
+    rmSync(out, { recursive: true, force: true })
   })
 })
 
