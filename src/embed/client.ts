@@ -230,7 +230,7 @@ export async function checkoutRun(
   })
   if (found.length > 0)
     throw new ContractError(`${options.into} is not empty; give a new folder or an empty one`)
-  const tree = await workspaceAtStep(audit, options.run, options.step, '--step')
+  const tree = await workspaceAtStep(audit, options.run, options.step)
   if (tree.store !== store.name) {
     throw new ContractError(
       `the snapshots of run ${options.run} are in ${tree.store}, but the store given is ${store.name}; open the one the run's worker used (TETHER_SNAPSHOTS, for the CLI)`,
