@@ -70,6 +70,19 @@ const record = (stats, o, s) => {
   stats[o + 5] = s.ctimeMs
   stats[o] = s.mode
 }
+// Entries 0 … count - 1, size at a time, taken from the shared counter in next until none is left and
+// handed to each; then this worker counts itself done (an atomic write after the table's, which the caller
+// reads before it: the table is then all seen) and says so.
+function take(id, next, count, size, each) {
+  const counter = new Int32Array(next)
+  for (;;) {
+    const from = Atomics.add(counter, 0, 1) * size
+    if (from >= count) break
+    for (let i = from; i < Math.min(from + size, count); i++) each(i)
+  }
+  Atomics.add(counter, 1, 1)
+  parentPort.postMessage({ id, kept: true })
+}
 const lists = new Map()
 parentPort.on('message', (message) => {
   if (message.files) write(message)
@@ -86,40 +99,33 @@ function read({ id, reads: { paths, reals, sizes, blocks, places }, table, diges
   const views = blocks.map((block) => new Uint8Array(block))
   const lengths = new Float64Array(table)
   const out = new Uint8Array(digests)
-  const counter = new Int32Array(next)
-  for (;;) {
-    const from = Atomics.add(counter, 0, 1) * ${FILE_CHUNK}
-    if (from >= list.length) break
-    for (let i = from; i < Math.min(from + ${FILE_CHUNK}, list.length); i++) {
-      const size = sizes[i]
-      if (places[2 * i] < 0 && own.length < size) own = Buffer.allocUnsafe(size)
-      const bytes =
-        places[2 * i] < 0 ? own : views[places[2 * i]].subarray(places[2 * i + 1], places[2 * i + 1] + size)
-      let fd
-      try {
-        fd = openSync(named(list[i]), READ_FLAGS)
-        // Still the regular file the stat saw, where it saw it (no folder on the way swapped for a link);
-        // anything else is left to the caller, which says so.
-        if (!fstatSync(fd).isFile() || readlinkSync('/proc/self/fd/' + fd, 'latin1') !== where[i])
-          throw new Error('not the file the scan saw')
-        let filled = 0
-        while (filled < size) {
-          const got = readSync(fd, bytes, filled, size - filled, filled)
-          if (got === 0) break
-          filled += got
-        }
-        const done = fd
-        fd = undefined
-        closeSync(done)
-        out.set(createHash('sha256').update(bytes.subarray(0, filled)).digest(), i * ${DIGEST})
-        lengths[i] = filled
-      } catch {
-        if (fd !== undefined) try { closeSync(fd) } catch {}
+  take(id, next, list.length, ${FILE_CHUNK}, (i) => {
+    const size = sizes[i]
+    if (places[2 * i] < 0 && own.length < size) own = Buffer.allocUnsafe(size)
+    const bytes =
+      places[2 * i] < 0 ? own : views[places[2 * i]].subarray(places[2 * i + 1], places[2 * i + 1] + size)
+    let fd
+    try {
+      fd = openSync(named(list[i]), READ_FLAGS)
+      // Still the regular file the stat saw, where it saw it (no folder on the way swapped for a link);
+      // anything else is left to the caller, which says so.
+      if (!fstatSync(fd).isFile() || readlinkSync('/proc/self/fd/' + fd, 'latin1') !== where[i])
+        throw new Error('not the file the scan saw')
+      let filled = 0
+      while (filled < size) {
+        const got = readSync(fd, bytes, filled, size - filled, filled)
+        if (got === 0) break
+        filled += got
       }
+      const done = fd
+      fd = undefined
+      closeSync(done)
+      out.set(createHash('sha256').update(bytes.subarray(0, filled)).digest(), i * ${DIGEST})
+      lengths[i] = filled
+    } catch {
+      if (fd !== undefined) try { closeSync(fd) } catch {}
     }
-  }
-  Atomics.add(counter, 1, 1)
-  parentPort.postMessage({ id, kept: true })
+  })
 }
 // Each file: its content checked against its hash when it has one (else it is not written, and stays FAILED),
 // created (or emptied) with its mode, written whole, its mode set again should the umask have taken bits
@@ -129,37 +135,30 @@ function write({ id, files: { paths, modes, blocks, places, hashes }, table, nex
   const expected = hashes.split('\\0')
   const views = blocks.map((block) => new Uint8Array(block))
   const stats = new Float64Array(table)
-  const counter = new Int32Array(next)
-  for (;;) {
-    const from = Atomics.add(counter, 0, 1) * ${FILE_CHUNK}
-    if (from >= list.length) break
-    for (let i = from; i < Math.min(from + ${FILE_CHUNK}, list.length); i++) {
-      const bytes = views[places[3 * i]]
-      const start = places[3 * i + 1]
-      const end = start + places[3 * i + 2]
-      if (expected[i] && createHash('sha256').update(bytes.subarray(start, end)).digest('hex') !== expected[i])
-        continue
-      let fd
-      try {
-        fd = openSync(named(list[i]), 'w', modes[i])
-        let at = start
-        while (at < end) at += writeSync(fd, bytes, at, end - at)
-        let s = fstatSync(fd)
-        if ((s.mode & 0o777) !== modes[i]) {
-          fchmodSync(fd, modes[i])
-          s = fstatSync(fd)
-        }
-        const done = fd
-        fd = undefined
-        closeSync(done)
-        record(stats, i * ${STAT_FIELDS}, s)
-      } catch {
-        if (fd !== undefined) try { closeSync(fd) } catch {}
+  take(id, next, list.length, ${FILE_CHUNK}, (i) => {
+    const bytes = views[places[3 * i]]
+    const start = places[3 * i + 1]
+    const end = start + places[3 * i + 2]
+    if (expected[i] && createHash('sha256').update(bytes.subarray(start, end)).digest('hex') !== expected[i])
+      return
+    let fd
+    try {
+      fd = openSync(named(list[i]), 'w', modes[i])
+      let at = start
+      while (at < end) at += writeSync(fd, bytes, at, end - at)
+      let s = fstatSync(fd)
+      if ((s.mode & 0o777) !== modes[i]) {
+        fchmodSync(fd, modes[i])
+        s = fstatSync(fd)
       }
+      const done = fd
+      fd = undefined
+      closeSync(done)
+      record(stats, i * ${STAT_FIELDS}, s)
+    } catch {
+      if (fd !== undefined) try { closeSync(fd) } catch {}
     }
-  }
-  Atomics.add(counter, 1, 1)
-  parentPort.postMessage({ id, kept: true })
+  })
 }
 function stat({ id, key, paths, table, next }) {
   let list = lists.get(key)
@@ -174,30 +173,18 @@ function stat({ id, key, paths, table, next }) {
   lists.set(key, list)
   if (lists.size > ${KEPT_LISTS}) lists.delete(lists.keys().next().value)
   const stats = new Float64Array(table)
-  const counter = new Int32Array(next)
-  for (;;) {
-    const from = Atomics.add(counter, 0, 1) * ${CHUNK}
-    if (from >= list.length) break
-    const to = Math.min(from + ${CHUNK}, list.length)
-    for (let i = from; i < to; i++) {
-      const o = i * ${STAT_FIELDS}
-      let s
-      try {
-        s = lstatSync(list[i], { throwIfNoEntry: false })
-      } catch {
-        stats[o] = ${FAILED}
-        continue
-      }
-      if (s === undefined) {
-        stats[o] = ${ABSENT}
-        continue
-      }
-      record(stats, o, s)
+  take(id, next, list.length, ${CHUNK}, (i) => {
+    const o = i * ${STAT_FIELDS}
+    let s
+    try {
+      s = lstatSync(list[i], { throwIfNoEntry: false })
+    } catch {
+      stats[o] = ${FAILED}
+      return
     }
-  }
-  // An atomic write after the table's, which the caller reads before it: the table is then all seen.
-  Atomics.add(counter, 1, 1)
-  parentPort.postMessage({ id, kept: true })
+    if (s === undefined) stats[o] = ${ABSENT}
+    else record(stats, o, s)
+  })
 }`
 
 class FsWorkers {
