@@ -311,7 +311,7 @@ export async function scanTree(
       // Sockets, pipes and devices are not files a project keeps: they are not state.
       const type = stats.mode & constants.S_IFMT
       if (type !== constants.S_IFREG && type !== constants.S_IFLNK) continue
-      entries.push(fileEntry(child, realOf(child.rel), stats, read, index, scan, started, generation))
+      entries.push(fileEntry(child, realOf, stats, read, index, scan, started, generation))
       scan.files += 1
       scan.bytes += stats.size
     }
@@ -427,10 +427,13 @@ function unchanged(known: FileState | undefined, stats: StatFields): known is Fi
   )
 }
 
-/** `child`'s entry: as the index knows it while its stat holds, else from `read` or read here. */
+/**
+ * `child`'s entry: as the index knows it while its stat holds, else from `read` or read here (checked to be
+ * at `realOf` its path).
+ */
 function fileEntry(
   { rel, abs, name }: Child,
-  real: string,
+  realOf: (rel: string) => string,
   stats: StatFields,
   read: Child['read'],
   index: WorkspaceIndex,
@@ -461,7 +464,7 @@ function fileEntry(
     hash = sha256(target)
     made = [[hash, target]]
   } else {
-    ;({ kind, hash, made } = hashFile(path, abs, real, fields.size))
+    ;({ kind, hash, made } = hashFile(path, abs, realOf(rel), fields.size))
   }
   for (const [object, source] of made) if (!scan.objects.has(object)) scan.objects.set(object, source)
   index.unstored.set(hash, made)
