@@ -7,6 +7,8 @@
  * nothing happens (target: next to nothing, whatever the number of runs). The figure for 10,000 runs is
  * extrapolated from the measured per-run costs.
  */
+import { mkdir } from 'node:fs/promises'
+import { dirname, join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
@@ -52,13 +54,18 @@ try {
   const ws = await stack.workspace({
     turns: [{ toolCalls: [{ name: 'exec', args: { argv: ['true'] } }] }, { text: 'done' }],
   })
-  const start = () =>
-    startAgentRun(stack.client, {
-      contract: { goal: 'wait for a person', workspace: ws.path, model: ws.model, verification: null },
+  // One run works in a folder at a time: each waits in an empty one of its own, beside the script's.
+  let folders = 0
+  const start = async () => {
+    const workspace = join(dirname(ws.path), `waiting-${folders++}`)
+    await mkdir(workspace)
+    return startAgentRun(stack.client, {
+      contract: { goal: 'wait for a person', workspace, model: ws.model, verification: null },
       policy: Policy.tiered(),
       taskQueue: stack.taskQueue,
       runId: newRunId(),
     })
+  }
   const approveAll = async (pending: ApprovalRow[]) =>
     inBatches(pending, 16, (a) =>
       answerApproval(stack.client, a.runId, {

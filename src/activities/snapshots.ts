@@ -8,8 +8,8 @@
  * write to the store or to the audit's rows. What the policy hides from reads is never read into a tree.
  */
 import { existsSync } from 'node:fs'
-import { mkdir, rm, writeFile } from 'node:fs/promises'
-import { join } from 'node:path'
+import { mkdir, realpath, rm, writeFile } from 'node:fs/promises'
+import { join, resolve } from 'node:path'
 import { Context } from '@temporalio/activity'
 import { ApplicationFailure } from '@temporalio/common'
 import type { AuditStore } from '../audit/index.js'
@@ -225,6 +225,7 @@ export class StepSnapshots {
       workspace: workspaceOf(contract),
       policyDigest: input.policyDigest,
     }
+    if (ref.workspace !== '') await this.claim(input.runId, ref.workspace)
     const path = this.folder(input.runId, ref.workspace)
     const source = contract.source
     const nextSeq =
@@ -271,6 +272,25 @@ export class StepSnapshots {
       }
       return { tree: taken.root, ...seq }
     })
+  }
+
+  /**
+   * The contract's folder, for this run alone: another running run working in it (or in a folder inside it,
+   * or around it) would see this one's changes as edits made outside it, and verify its work. The folder is
+   * claimed as this worker resolves it, so a link to it is the same folder.
+   */
+  private async claim(runId: string, folder: string): Promise<void> {
+    const path = await realpath(folder).catch(() => resolve(folder))
+    const holder = await this.deps.audit.claimWorkspace(runId, path)
+    if (!holder) return
+    const where = holder.path === path ? 'in it' : `in ${holder.path}`
+    throw ApplicationFailure.nonRetryable(
+      `the workspace ${path} is in use: run ${holder.runId} works ${where} (started ` +
+        `${holder.startedAt.toISOString()}, "${clip(holder.goal, 80)}") and has not finished; one run works in a ` +
+        `folder at a time: wait for it to end, cancel it (tether cancel ${holder.runId}), or start this run in ` +
+        'a folder of its own (a copy, a git worktree, or a source)',
+      FAILURE.workspaceInUse,
+    )
   }
 
   /** The run's effective policy and contract, and what its snapshots leave out. */

@@ -113,4 +113,4 @@ export {
   recordedIdentity,
   verifyRecordedAnswer,
 } from './verify.js'
-export type { DecisionOutcome, DecisionRows, StoredDecision } from './writers.js'
+export type { DecisionOutcome, DecisionRows, StoredDecision, WorkspaceHolder } from './writers.js'

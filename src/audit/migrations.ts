@@ -449,6 +449,23 @@ create table run_policies (
 );
 `,
   },
+  {
+    version: 14,
+    name: 'workspace claims',
+    sql: `
+-- The folder each run works in (a contract's path, as the worker resolved it), per task queue: a run starts
+-- in a folder only when no running run of its queue works in it, in a folder inside it or in one around it.
+-- A claim outlives its run; a finished run's claim is simply taken over.
+create table workspace_claims (
+  task_queue text not null,
+  path       text not null check (path like '/%'),
+  run_id     text not null references runs (run_id) on delete cascade,
+  claimed_at timestamptz not null default now(),
+  primary key (task_queue, path)
+);
+create index workspace_claims_run on workspace_claims (run_id);
+`,
+  },
 ]
 
 export interface MigrationReport {

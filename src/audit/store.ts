@@ -114,6 +114,10 @@ export class AuditStore {
   recordStep(step: StepRecord): Promise<boolean> {
     return this.writes.recordStep(step)
   }
+  /** The folder a run works in, for it alone among its queue's running runs (see `claimWorkspace`). */
+  claimWorkspace(runId: string, path: string): Promise<writers.WorkspaceHolder | undefined> {
+    return writers.claimWorkspace(this.db, runId, path)
+  }
   recordPolicyEvents(events: readonly PolicyEvent[]): Promise<number> {
     return this.writes.recordPolicyEvents(events)
   }

@@ -90,6 +90,68 @@ export async function recordRunStarted(db: Queryable, value: Input.RunStarted): 
   return false
 }
 
+/** A running run that works in (or inside, or around) a folder another run asked for. */
+export interface WorkspaceHolder {
+  runId: string
+  /** The folder it claimed. */
+  path: string
+  startedAt: Date
+  goal: string
+}
+
+/** Any two 32-bit keys unlikely to collide with another application's advisory locks (migrations use 4). */
+const CLAIM_LOCK = [0x7e7e7, 12] as const
+
+/**
+ * Claims `path` (absolute, resolved) for run `runId`: granted unless a running run of its task queue holds
+ * the same folder, one inside it or one around it, which is returned instead. Claims are taken one at a time
+ * (a lock held for the transaction), so two runs asking at once never both get a folder. Claiming again is a
+ * no-op: a retried layout keeps its folder.
+ */
+export async function claimWorkspace(
+  db: Database,
+  runId: string,
+  path: string,
+): Promise<WorkspaceHolder | undefined> {
+  if (!path.startsWith('/')) throw new AuditInputError(`claimWorkspace: ${path} is not an absolute path`)
+  return db.together('claimWorkspace', async (tx) => {
+    const { rows: runs } = await tx.query<{ queue: string }>(
+      'claimWorkspace',
+      `select pg_advisory_xact_lock(${CLAIM_LOCK[0]}, ${CLAIM_LOCK[1]}), coalesce(task_queue, '') as queue
+         from runs where run_id = $1`,
+      [runId],
+    )
+    const queue = runs[0]?.queue
+    if (queue === undefined) {
+      throw new AuditInputError(`claimWorkspace: run ${runId} has no row in runs; record its start first`)
+    }
+    // A folder and one inside it overlap: with a trailing slash each, one is a prefix of the other.
+    const { rows } = await tx.query<{ run_id: string; path: string; started_at: Date; goal: string }>(
+      'claimWorkspace',
+      `select c.run_id, c.path, r.started_at, r.goal
+         from workspace_claims c join runs r on r.run_id = c.run_id
+        where c.task_queue = $1 and c.run_id <> $2 and r.status = 'running'
+          and (starts_with(rtrim($3, '/') || '/', rtrim(c.path, '/') || '/')
+               or starts_with(rtrim(c.path, '/') || '/', rtrim($3, '/') || '/'))
+        order by r.started_at
+        limit 1`,
+      [queue, runId, path],
+    )
+    const holder = rows[0]
+    if (holder) {
+      return { runId: holder.run_id, path: holder.path, startedAt: holder.started_at, goal: holder.goal }
+    }
+    await tx.query(
+      'claimWorkspace',
+      `insert into workspace_claims (task_queue, path, run_id) values ($1, $2, $3)
+       on conflict (task_queue, path) do update set run_id = excluded.run_id, claimed_at = now()
+         where workspace_claims.run_id <> excluded.run_id`,
+      [queue, path, runId],
+    )
+    return undefined
+  })
+}
+
 export async function recordRunFinished(db: Database, value: Input.RunFinished): Promise<boolean> {
   const input = await inputs()
   const run = input.parse(input.runFinished, value, 'recordRunFinished')

@@ -26,6 +26,8 @@ export const FAILURE = {
   superseded: 'Superseded',
   /** The run's workspace cannot be laid out or restored on this worker (its source, its snapshots). */
   workspaceUnavailable: 'WorkspaceUnavailable',
+  /** Another running run works in the contract's folder (or in one inside it, or around it). */
+  workspaceInUse: 'WorkspaceInUse',
   /** The worker is stopping: its command goes to another worker (retried at once; no attempt used up). */
   workerStopping: 'WorkerStopping',
   /** A command (or the gate) failed by itself — its program or its sandbox — as often as a command may. */

@@ -1,10 +1,11 @@
 /** Budgets, cancellation and continue-as-new of a real run. */
-import { existsSync } from 'node:fs'
+import { existsSync, realpathSync, rmSync, symlinkSync } from 'node:fs'
 import { join } from 'node:path'
-import { WorkflowFailedError } from '@temporalio/client'
+import { type ApplicationFailure, WorkflowFailedError } from '@temporalio/client'
 import { describe, expect, it } from 'vitest'
+import { pendingApprovalsQuery } from '../../src/workflows/index.js'
 import { PROBE_ID, processesWithProbeId } from '../fixtures/exec/probes.js'
-import { startScriptedRun, testPolicy, useAgentHarness } from '../support/agent.js'
+import { startRun, startScriptedRun, testPolicy, useAgentHarness, writeScript } from '../support/agent.js'
 import { recordHistory } from '../support/temporal.js'
 
 const harness = useAgentHarness()
@@ -103,6 +104,55 @@ describe('cancellation', () => {
       expect(command?.status).toBe('cancelled')
     } finally {
       delete process.env[PROBE_ID]
+      await ws.cleanup()
+    }
+  })
+})
+
+describe('one run per folder', () => {
+  it('refuses a run in a folder a running run works in (by a link, or inside it) and gives it to the next', async () => {
+    // The first run waits for an approval that never comes: it is running, and works in its folder.
+    const { ws, handle } = await run([{ toolCalls: [exec('echo', 'waiting')] }])
+    const link = `${ws.path}-link`
+    try {
+      await expect
+        .poll(async () => (await handle.query(pendingApprovalsQuery)).length, { timeout: 60_000 })
+        .toBe(1)
+      const folder = realpathSync(ws.path)
+      const script = async (turns: unknown[]) => `scripted:${await writeScript(ws.path, { turns } as never)}`
+      const refused = async (workspace: string, holderPath: string) => {
+        const other = await startRun(
+          harness.client,
+          harness.taskQueue,
+          { goal: 'g', workspace, model: await script([{ text: 'done' }]) },
+          policy(),
+        )
+        const error = await other.result().catch((e: unknown) => e)
+        expect(error).toBeInstanceOf(WorkflowFailedError)
+        const reason = ((error as WorkflowFailedError).cause as ApplicationFailure).message
+        expect(reason).toContain(`is in use: run ${handle.workflowId} works ${holderPath}`)
+        expect(reason).toContain(`tether cancel ${handle.workflowId}`)
+        expect(await harness.audit.runSummary(other.workflowId)).toMatchObject({
+          outcome: 'failed',
+          steps: 0,
+        })
+      }
+      symlinkSync(ws.path, link)
+      await refused(link, 'in it')
+      await refused(join(ws.path, 'src'), `in ${folder}`)
+
+      // Once the first run has ended, the folder is the next run's.
+      await handle.cancel()
+      await handle.result().catch(() => undefined)
+      const next = await startRun(
+        harness.client,
+        harness.taskQueue,
+        { goal: 'g', workspace: ws.path, model: await script([{ text: 'done' }]) },
+        policy(),
+      )
+      expect(await next.result()).toMatchObject({ outcome: 'finished' })
+    } finally {
+      rmSync(link, { force: true })
       await ws.cleanup()
     }
   })

@@ -22,6 +22,7 @@ const TABLES = [
   'snapshot_collections',
   'snapshot_objects',
   'steps',
+  'workspace_claims',
   'workspace_snapshots',
 ]
 

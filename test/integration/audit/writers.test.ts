@@ -156,6 +156,49 @@ describe('audit writers', () => {
     ).rejects.toThrow(/run 'never-started' was never recorded/)
   })
 
+  it('give a folder to one running run of a queue at a time, even to runs asking at once', async () => {
+    const folder = `/claims/${randomUUID()}`
+    const runs = Array.from({ length: 12 }, (_, i) => `claim-${i}-${randomUUID()}`)
+    await Promise.all(runs.map((runId, i) => store.recordRunStarted(runStarted(runId, { startedAt: at(i) }))))
+    // Every worker's pool asks for the folder for several runs at once: exactly one gets it.
+    const answers = await Promise.all(
+      runs.map((runId, i) => (workers[i % WORKERS] as AuditStore).claimWorkspace(runId, folder)),
+    )
+    const granted = runs.filter((_, i) => answers[i] === undefined)
+    expect(granted).toHaveLength(1)
+    const [holder] = granted as [string]
+    for (const answer of answers.filter((a) => a !== undefined)) {
+      expect(answer).toMatchObject({ runId: holder, path: folder, goal: 'make the failing test pass' })
+    }
+    const other = runs.find((runId) => runId !== holder) as string
+    // Asking again keeps it; a folder inside it, one around it, and one of the same queue named alike are
+    // judged by the path's parts, not its text.
+    expect(await store.claimWorkspace(holder, folder)).toBeUndefined()
+    expect(await store.claimWorkspace(other, `${folder}/src/`)).toMatchObject({ runId: holder })
+    expect(await store.claimWorkspace(other, '/claims')).toMatchObject({ runId: holder })
+    expect(await store.claimWorkspace(other, '/')).toMatchObject({ runId: holder })
+    expect(await store.claimWorkspace(other, `${folder}-2`)).toBeUndefined()
+    // Another queue's run does not share the folder's claim.
+    const elsewhere = `claim-elsewhere-${randomUUID()}`
+    await store.recordRunStarted(runStarted(elsewhere, { taskQueue: 'other-queue' }))
+    expect(await store.claimWorkspace(elsewhere, folder)).toBeUndefined()
+    // Once the holder has finished, the next run takes the folder over.
+    await store.recordRunFinished({
+      runId: holder,
+      steps: 1,
+      inputTokens: 0,
+      outputTokens: 0,
+      outcome: 'verified',
+      finishedAt: at(100),
+    })
+    const next = runs.find((runId) => runId !== holder && runId !== other) as string
+    expect(await store.claimWorkspace(next, folder)).toBeUndefined()
+    expect(await store.claimWorkspace(other, folder)).toMatchObject({ runId: next })
+
+    await expect(store.claimWorkspace(other, 'relative/path')).rejects.toThrow(/not an absolute path/)
+    await expect(store.claimWorkspace('never-started', '/x')).rejects.toThrow(/record its start first/)
+  })
+
   it('let a later exec attempt replace an earlier one, and never the reverse', async () => {
     const runId = `exec-${randomUUID()}`
     await store.recordRunStarted(runStarted(runId))
