@@ -64,7 +64,9 @@ describe('Worker Versioning', () => {
   it('keeps a run on the build that started it while new runs start on the current build', async () => {
     const taskQueue = uniqueTaskQueue('versioned')
     const deploymentName = `tether-${randomUUID().slice(0, 8)}`
+    // One run works in a folder at a time: each run has its own.
     const ws = await npmWorkspace()
+    const ws2 = await npmWorkspace()
     const model = `scripted:${await writeScript(ws.path, {
       turns: [{ toolCalls: [{ name: 'exec', args: { argv: ['touch', 'asked.txt'] } }] }, { text: 'done' }],
     } as never)}`
@@ -90,7 +92,7 @@ describe('Worker Versioning', () => {
       const second = await harness.client.workflow.start('agentRun', {
         taskQueue,
         workflowId: `versioned-2-${randomUUID()}`,
-        args: [input],
+        args: [{ ...input, contract: { ...input.contract, workspace: ws2.path } }],
       })
       await expect
         .poll(async () => (await second.query(pendingApprovalsQuery)).length, { timeout: 60_000 })
@@ -111,6 +113,7 @@ describe('Worker Versioning', () => {
       await two?.stop()
       await one.stop()
       await ws.cleanup()
+      await ws2.cleanup()
     }
   })
 })
