@@ -26,6 +26,7 @@ const OUTCOMES: ReadonlySet<string> = new Set([
   FAILURE.contractRejected,
   FAILURE.runFailed,
   FAILURE.superseded,
+  FAILURE.workspaceInUse,
 ])
 
 /**

@@ -10,7 +10,12 @@ import { FAILURE } from '../../../src/run/index.js'
 describe("tether dev's SDK log", () => {
   it('leaves out the failures that are a run’s outcome', () => {
     expect(sdkLine({ level: 'WARN', message: 'Workflow failed', meta: { workflowId: 'r1' } })).toBeUndefined()
-    for (const type of [FAILURE.contractRejected, FAILURE.runFailed, FAILURE.superseded]) {
+    for (const type of [
+      FAILURE.contractRejected,
+      FAILURE.runFailed,
+      FAILURE.superseded,
+      FAILURE.workspaceInUse,
+    ]) {
       const error = { type, message: 'the contract names no workspace\n    at create (agentRun.ts:1:1)' }
       expect(sdkLine({ level: 'WARN', message: 'Activity failed', meta: { error } })).toBeUndefined()
     }
