@@ -125,20 +125,25 @@ export class WorkspaceSnapshots {
     let generation: Promise<number> =
       this.generation >= 0 ? Promise.resolve(this.generation) : collectionGeneration(this.pool)
     generation.catch(() => {})
-    const scanning = performance.now()
-    let scan = options.scanned ?? (await this.scan(folder, exclusion))
-    const scanMs = performance.now() - scanning
+    let scan = options.scanned
+    let scanMs = 0
     for (let attempt = 1; ; attempt++) {
       try {
-        const uploaded = await this.upload(folder, scan, await generation)
+        if (!scan) {
+          const scanning = performance.now()
+          scan = await this.scan(folder, exclusion)
+          scanMs = performance.now() - scanning
+        }
+        const current = scan
+        const uploaded = await this.upload(folder, current, await generation)
         const record = async (client: SnapshotSql, generation: number): Promise<TakenSnapshot> => {
           if (generation !== uploaded.generation) throw new StaleIndex()
           const row: SnapshotRow = {
             ...ref,
-            root: scan.root,
+            root: current.root,
             store: this.store.name,
-            files: scan.files,
-            bytes: scan.bytes,
+            files: current.files,
+            bytes: current.bytes,
             newObjects: uploaded.newObjects,
             newBytes: uploaded.newBytes,
             detail,
@@ -147,8 +152,8 @@ export class WorkspaceSnapshots {
           await recordSnapshot(client, row)
           // Only a scan of the folder as the index now has it confirms the index's objects.
           const index = this.index(folder)
-          if (index.root === scan.root) index.stored(generation)
-          return { root: scan.root, row, scan, scanMs }
+          if (index.root === current.root) index.stored(generation)
+          return { root: current.root, row, scan: current, scanMs }
         }
         if (!options.commit) return await underSnapshotLock(this.pool, record)
         let taken: TakenSnapshot | undefined
@@ -158,8 +163,8 @@ export class WorkspaceSnapshots {
         if (!taken) throw new Error(`the snapshot of ${folder} was offered no transaction to record it in`)
         return taken
       } catch (error) {
-        // A file changed between its hash and its upload, or a collection ran since this worker last knew
-        // what the store holds: the tree is taken again (from scratch after a collection), once.
+        // A file changed while the scan read it or before its upload, or a collection ran since this worker
+        // last knew what the store holds: the tree is taken again (from scratch after a collection), once.
         if (!(error instanceof WorkspaceChangedError || error instanceof StaleIndex) || attempt > 1)
           throw error
         if (error instanceof StaleIndex) {
@@ -168,7 +173,7 @@ export class WorkspaceSnapshots {
         }
         generation = collectionGeneration(this.pool)
         generation.catch(() => {})
-        scan = await this.scan(folder, exclusion)
+        scan = undefined
       }
     }
   }

@@ -17,7 +17,7 @@ import {
 } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { dirname, join } from 'node:path'
+import { basename, dirname, join } from 'node:path'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
 import type { AuditStore } from '../../src/audit/index.js'
@@ -129,6 +129,33 @@ describe('an incremental snapshot', () => {
     expect(collected).toBe(true)
     const into = await restored(snapshots, (await first.scan(root, nothing)).root)
     expect(await readFile(join(into, 'b.txt'), 'utf8')).toBe(`${salt} b`)
+  })
+})
+
+describe('a file swapped while the scan reads it', () => {
+  it('is taken again, once, as it is now: a scan never reads through what took its place', async () => {
+    const { runId, root, snapshots } = await setUp()
+    const secret = join(root, '..', `${basename(root)}-secret`)
+    folders.push(secret)
+    writeFileSync(secret, 'not the workspace')
+    // Asked about b.txt after its stat and before its read (the exclusion comes first): b.txt becomes a link.
+    let swaps = 0
+    const swapping = {
+      key: 'swap',
+      excluded: (rel: string) => {
+        if (rel === 'b.txt' && swaps === 0) {
+          swaps += 1
+          rmSync(join(root, 'b.txt'))
+          symlinkSync(secret, join(root, 'b.txt'))
+        }
+        return false
+      },
+    }
+    const taken = await snapshots.take({ runId, step: 0, call: 0, kind: 'start' }, root, swapping)
+    expect(swaps).toBe(1)
+    const into = await restored(snapshots, taken.root)
+    expect(readlinkSync(join(into, 'b.txt'))).toBe(secret)
+    expect(taken.row.files).toBe(2)
   })
 })
 
