@@ -11,7 +11,7 @@ import { existsSync } from 'node:fs'
 import { mkdir, realpath, rm, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { Context } from '@temporalio/activity'
-import { ApplicationFailure } from '@temporalio/common'
+import { ApplicationFailure, WorkflowNotFoundError } from '@temporalio/common'
 import type { AuditStore } from '../audit/index.js'
 import type { ExecResult } from '../exec/index.js'
 import type { Policy } from '../policy/index.js'
@@ -281,7 +281,14 @@ export class StepSnapshots {
    */
   private async claim(runId: string, folder: string): Promise<void> {
     const path = await realpath(folder).catch(() => resolve(folder))
-    const holder = await this.deps.audit.claimWorkspace(runId, path)
+    const passOver: string[] = []
+    let holder = await this.deps.audit.claimWorkspace(runId, path)
+    // A run the audit still calls running whose workflow Temporal no longer has (its history lost with a
+    // dev server's, or deleted) would hold its folder for ever: it does not count. At most a few are asked.
+    while (holder && passOver.length < PASS_OVER_AT_MOST && !(await stillRunning(holder.runId))) {
+      passOver.push(holder.runId)
+      holder = await this.deps.audit.claimWorkspace(runId, path, passOver)
+    }
     if (!holder) return
     const where = holder.path === path ? 'in it' : `in ${holder.path}`
     throw ApplicationFailure.nonRetryable(
@@ -476,6 +483,19 @@ function remoteHost(url: string): string | undefined {
     // scp-like `git@host:path`.
     const match = /^(?:[^@/]+@)?([^:/]+):/.exec(url)
     return match ? `${match[1]}:22` : undefined
+  }
+}
+
+/** Holders of a folder a run's layout asks Temporal about before it gives up on the folder. */
+const PASS_OVER_AT_MOST = 8
+
+/** Whether Temporal runs the workflow `runId` in this worker's namespace; true when it cannot tell. */
+async function stillRunning(runId: string): Promise<boolean> {
+  try {
+    const described = await Context.current().client.workflow.getHandle(runId).describe()
+    return described.status.name === 'RUNNING'
+  } catch (error) {
+    return !(error instanceof WorkflowNotFoundError)
   }
 }
 

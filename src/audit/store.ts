@@ -115,8 +115,12 @@ export class AuditStore {
     return this.writes.recordStep(step)
   }
   /** The folder a run works in, for it alone among its queue's running runs (see `claimWorkspace`). */
-  claimWorkspace(runId: string, path: string): Promise<writers.WorkspaceHolder | undefined> {
-    return writers.claimWorkspace(this.db, runId, path)
+  claimWorkspace(
+    runId: string,
+    path: string,
+    passOver?: readonly string[],
+  ): Promise<writers.WorkspaceHolder | undefined> {
+    return writers.claimWorkspace(this.db, runId, path, passOver)
   }
   recordPolicyEvents(events: readonly PolicyEvent[]): Promise<number> {
     return this.writes.recordPolicyEvents(events)

@@ -106,12 +106,14 @@ const CLAIM_LOCK = [0x7e7e7, 12] as const
  * Claims `path` (absolute, resolved) for run `runId`: granted unless a running run of its task queue holds
  * the same folder, one inside it or one around it, which is returned instead. Claims are taken one at a time
  * (a lock held for the transaction), so two runs asking at once never both get a folder. Claiming again is a
- * no-op: a retried layout keeps its folder.
+ * no-op: a retried layout keeps its folder. `passOver` names runs whose claims do not count (the audit says
+ * running, but Temporal knows them no more).
  */
 export async function claimWorkspace(
   db: Database,
   runId: string,
   path: string,
+  passOver: readonly string[] = [],
 ): Promise<WorkspaceHolder | undefined> {
   if (!path.startsWith('/')) throw new AuditInputError(`claimWorkspace: ${path} is not an absolute path`)
   return db.together('claimWorkspace', async (tx) => {
@@ -130,12 +132,12 @@ export async function claimWorkspace(
       'claimWorkspace',
       `select c.run_id, c.path, r.started_at, r.goal
          from workspace_claims c join runs r on r.run_id = c.run_id
-        where c.task_queue = $1 and c.run_id <> $2 and r.status = 'running'
+        where c.task_queue = $1 and c.run_id <> $2 and r.status = 'running' and c.run_id <> all($4::text[])
           and (starts_with(rtrim($3, '/') || '/', rtrim(c.path, '/') || '/')
                or starts_with(rtrim(c.path, '/') || '/', rtrim($3, '/') || '/'))
         order by r.started_at
         limit 1`,
-      [queue, runId, path],
+      [queue, runId, path, passOver],
     )
     const holder = rows[0]
     if (holder) {

@@ -1,5 +1,5 @@
 /** Budgets, cancellation and continue-as-new of a real run. */
-import { existsSync, realpathSync, rmSync, symlinkSync } from 'node:fs'
+import { existsSync, mkdirSync, realpathSync, rmSync, symlinkSync } from 'node:fs'
 import { join } from 'node:path'
 import { type ApplicationFailure, WorkflowFailedError } from '@temporalio/client'
 import { describe, expect, it } from 'vitest'
@@ -141,6 +141,28 @@ describe('one run per folder', () => {
       await refused(link, 'in it')
       await refused(join(ws.path, 'src'), `in ${folder}`)
 
+      // A run the audit calls running whose workflow Temporal does not have holds nothing.
+      const ghost = `ghost-${Math.random().toString(36).slice(2)}`
+      const ghostFolder = `${ws.path}-ghost`
+      mkdirSync(ghostFolder)
+      await harness.audit.recordRunStarted({
+        runId: ghost,
+        goal: 'lost with its history',
+        workspace: ghostFolder,
+        contract: { goal: 'lost with its history', workspace: ghostFolder },
+        policy: {},
+        taskQueue: harness.taskQueue,
+        startedAt: new Date(),
+      })
+      expect(await harness.audit.claimWorkspace(ghost, realpathSync(ghostFolder))).toBeUndefined()
+      const after = await startRun(
+        harness.client,
+        harness.taskQueue,
+        { goal: 'g', workspace: ghostFolder, model: await script([{ text: 'done' }]) },
+        policy(),
+      )
+      expect(await after.result()).toMatchObject({ outcome: 'finished' })
+
       // Once the first run has ended, the folder is the next run's.
       await handle.cancel()
       await handle.result().catch(() => undefined)
@@ -153,6 +175,7 @@ describe('one run per folder', () => {
       expect(await next.result()).toMatchObject({ outcome: 'finished' })
     } finally {
       rmSync(link, { force: true })
+      rmSync(`${ws.path}-ghost`, { recursive: true, force: true })
       await ws.cleanup()
     }
   })

@@ -194,6 +194,9 @@ describe('audit writers', () => {
     const next = runs.find((runId) => runId !== holder && runId !== other) as string
     expect(await store.claimWorkspace(next, folder)).toBeUndefined()
     expect(await store.claimWorkspace(other, folder)).toMatchObject({ runId: next })
+    // A holder passed over (Temporal knows it no more) does not count; the claim is then the asker's.
+    expect(await store.claimWorkspace(other, folder, [next])).toBeUndefined()
+    expect(await store.claimWorkspace(next, `${folder}/deeper`)).toMatchObject({ runId: other, path: folder })
 
     await expect(store.claimWorkspace(other, 'relative/path')).rejects.toThrow(/not an absolute path/)
     await expect(store.claimWorkspace('never-started', '/x')).rejects.toThrow(/record its start first/)
