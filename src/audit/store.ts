@@ -185,6 +185,37 @@ export class AuditStore {
   recordApprovalRequested(request: ApprovalRequest): Promise<boolean> {
     return writers.recordApprovalRequested(this.db, request)
   }
+  /**
+   * The end of a run its workflow never recorded (Temporal closed it by another path, or no longer has it):
+   * its waiting approvals leave every list, cancelled by `decidedBy` for `why`, then its outcome is recorded
+   * with the steps and tokens the audit counted. Returns whether this write recorded the end.
+   */
+  async recordEndedOutside(
+    run: { runId: string; executionId?: string | undefined },
+    end: { outcome: string; reason: string; at: Date; decidedBy: string; why: string },
+  ): Promise<boolean> {
+    for (const approval of await this.pendingApprovals({ runId: run.runId })) {
+      await this.recordApprovalDecision({
+        approvalId: approval.approvalId,
+        decision: 'cancelled',
+        decidedBy: end.decidedBy,
+        channel: 'cancel',
+        decidedAt: end.at,
+        reason: end.why,
+      })
+    }
+    const summary = await this.runSummary(run.runId)
+    return this.recordRunFinished({
+      runId: run.runId,
+      ...(run.executionId ? { executionId: run.executionId } : {}),
+      outcome: end.outcome,
+      reason: end.reason,
+      steps: summary?.steps ?? 0,
+      inputTokens: summary?.inputTokens ?? 0,
+      outputTokens: summary?.outputTokens ?? 0,
+      finishedAt: end.at,
+    })
+  }
   /** The decision, its answers and `rows` in one statement (one commit). */
   recordApprovalDecision(
     decision: ApprovalDecisionRecord,

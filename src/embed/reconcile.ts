@@ -164,28 +164,13 @@ async function reconcileRun(
   }
   const closed = CLOSED[status]
   if (!closed) return
-  const at = description.closeTime ?? new Date()
   const { outcome, reason } = await closedOutcome(handle, status, closed)
-  for (const approval of await audit.pendingApprovals({ runId: run.runId })) {
-    await audit.recordApprovalDecision({
-      approvalId: approval.approvalId,
-      decision: 'cancelled',
-      decidedBy: 'temporal',
-      channel: 'cancel',
-      decidedAt: at,
-      reason: `the run was ${closed.how}`,
-    })
-  }
-  const summary = await audit.runSummary(run.runId)
-  await audit.recordRunFinished({
-    runId: run.runId,
-    ...(run.executionId ? { executionId: run.executionId } : {}),
+  await audit.recordEndedOutside(run, {
     outcome,
     reason,
-    steps: summary?.steps ?? 0,
-    inputTokens: summary?.inputTokens ?? 0,
-    outputTokens: summary?.outputTokens ?? 0,
-    finishedAt: at,
+    at: description.closeTime ?? new Date(),
+    decidedBy: 'temporal',
+    why: `the run was ${closed.how}`,
   })
 }
 

@@ -3,6 +3,7 @@
  * a folder outside the checkout.
  */
 import { spawn } from 'node:child_process'
+import { randomUUID } from 'node:crypto'
 import { existsSync, statSync } from 'node:fs'
 import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
@@ -426,6 +427,27 @@ describe('tether CLI', () => {
       expect(badPolicy.code).toBe(1)
       expect(badPolicy.stderr.trim().split('\n')).toHaveLength(1)
       expect(badPolicy.stderr).toContain('defaults.exec')
+      // A run the audit has as running whose workflow the server never had (or lost): cancel ends it there.
+      const ghost = `ghost-${randomUUID()}`
+      await audit.recordRunStarted({
+        runId: ghost,
+        goal: 'lost with its history',
+        workspace: ws.path,
+        contract: { goal: 'lost with its history', workspace: ws.path },
+        policy: {},
+        startedAt: new Date(),
+      })
+      const lost = await tether(['cancel', ghost])
+      expect(lost.code, lost.stderr).toBe(0)
+      expect(lost.stdout).toContain(`run ${ghost} has no workflow on this Temporal server (namespace `)
+      expect(await audit.runSummary(ghost)).toMatchObject({
+        status: 'finished',
+        outcome: 'cancelled',
+        reason: expect.stringContaining('its history was lost or deleted'),
+      })
+      expect((await tether(['cancel', ghost])).stderr).toBe(
+        `error: run ${ghost} already ended (cancelled); nothing to cancel\n`,
+      )
       const unknown = await tether(['show', 'no-such-run'])
       expect(unknown.code).toBe(1)
       expect(unknown.stderr).toBe('error: no run no-such-run in the audit; list runs with `tether ls`\n')

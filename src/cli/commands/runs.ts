@@ -217,9 +217,31 @@ export function registerRuns(program: Command): void {
           }
           await handle.cancel()
         } catch (error) {
-          if (error instanceof WorkflowNotFoundError)
-            throw new CliError(`no run ${runId} on this Temporal server`)
-          throw error
+          if (!(error instanceof WorkflowNotFoundError)) throw error
+          // The audit still has it running, but this server has no workflow for it (its history was lost
+          // with a dev server's, or deleted): nothing in Temporal can end it, so the audit records the end.
+          const where = `this Temporal server (namespace ${client.options.namespace})`
+          const lost = `the run has no workflow on ${where}: its history was lost or deleted`
+          await withAudit(async (audit) => {
+            const summary = await audit.runSummary(runId)
+            if (!summary) throw new CliError(`no run ${runId} on ${where}`)
+            if (summary.status !== 'running')
+              throw new CliError(`run ${runId} already ended (${summary.outcome}); nothing to cancel`)
+            await audit.recordEndedOutside(
+              { runId },
+              {
+                outcome: 'cancelled',
+                reason: `cancelled with tether cancel; ${lost}`,
+                at: new Date(),
+                decidedBy: 'tether',
+                why: lost,
+              },
+            )
+          })
+          print(
+            `run ${runId} has no workflow on ${where} (its history was lost or deleted): recorded as cancelled in the audit`,
+          )
+          return
         }
         print(`cancellation requested for ${runId}`)
       })
