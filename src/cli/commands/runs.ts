@@ -239,7 +239,7 @@ export function registerRuns(program: Command): void {
             )
           })
           print(
-            `run ${runId} has no workflow on ${where} (its history was lost or deleted): recorded as cancelled in the audit`,
+            `run ${runId} has no workflow on ${where}: its history was lost or deleted; recorded as cancelled in the audit`,
           )
           return
         }
