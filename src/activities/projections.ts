@@ -4,6 +4,7 @@
  * retried activity never duplicates a row. Timestamps are the workflow's, so a replayed write is identical.
  */
 
+import { Context } from '@temporalio/activity'
 import {
   type AuditStore,
   type AuditWrites,
@@ -102,9 +103,11 @@ export function projectionActivities(deps: {
             floor: deps.runs.floor.source,
           }
         : undefined
+      // The namespace is the worker's to say (history does not carry it): a run it no longer has is lost.
+      const namespace = Context.current().info.workflowNamespace
       // The run's row, its policy and the goal, the transcript's first message: one commit.
       await audit.together('startRun', async (writes) => {
-        await writes.recordRunStarted(runStartedRecord(input, effective))
+        await writes.recordRunStarted({ ...runStartedRecord(input, effective), namespace })
         await writes.appendMessages(input.runId, 0, [{ role: 'user', content: input.contract.goal }])
       })
     },

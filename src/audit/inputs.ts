@@ -94,6 +94,8 @@ export const runStarted = z.object({
   buildId: id.optional(),
   /** Temporal's first run id of this execution chain: what the run id belongs to. */
   executionId: id.optional(),
+  /** The Temporal namespace the run's workflow runs in, as its worker saw it. */
+  namespace: id.optional(),
   startedAt: timestamp,
 })
 

@@ -466,6 +466,15 @@ create table workspace_claims (
 create index workspace_claims_run on workspace_claims (run_id);
 `,
   },
+  {
+    version: 15,
+    name: 'run namespaces',
+    sql: `
+-- The Temporal namespace a run's workflow runs in, as its worker saw it at the start (null for runs recorded
+-- before): a worker takes a running run its own namespace no longer has for a lost one, and records its end.
+alter table runs add column namespace text;
+`,
+  },
 ]
 
 export interface MigrationReport {

@@ -775,11 +775,25 @@ const WAITING = 'exists (select 1 from approvals a where a.run_id = runs.run_id 
 export async function runningRuns(
   db: Database,
   options: { taskQueue: string; limit?: number; after?: string },
-): Promise<Array<{ runId: string; executionId?: string | undefined; waiting: boolean }>> {
+): Promise<
+  Array<{
+    runId: string
+    executionId?: string | undefined
+    waiting: boolean
+    namespace?: string | undefined
+    startedAt: Date
+  }>
+> {
   const operation = 'runningRuns'
-  const { rows } = await db.query<{ run_id: string; execution_id: string | null; waiting: boolean }>(
+  const { rows } = await db.query<{
+    run_id: string
+    execution_id: string | null
+    waiting: boolean
+    namespace: string | null
+    started_at: Date
+  }>(
     operation,
-    `select run_id, execution_id, ${WAITING} as waiting from runs
+    `select run_id, execution_id, ${WAITING} as waiting, namespace, started_at from runs
       where status = 'running' and task_queue = $1 and ($3::text is null or run_id > $3)
       order by run_id limit $2`,
     [
@@ -792,6 +806,8 @@ export async function runningRuns(
     runId: row.run_id,
     ...(row.execution_id ? { executionId: row.execution_id } : {}),
     waiting: row.waiting,
+    ...(row.namespace ? { namespace: row.namespace } : {}),
+    startedAt: row.started_at,
   }))
 }
 

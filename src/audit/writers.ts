@@ -52,8 +52,8 @@ export async function recordRunStarted(db: Queryable, value: Input.RunStarted): 
   const { rowCount } = await db.query(
     'recordRunStarted',
     `insert into runs (run_id, goal, workspace, contract, policy, task_queue, parent_run_id, started_at, sandbox,
-                       execution_id, policy_digest, floor, build_id)
-     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+                       execution_id, policy_digest, floor, build_id, namespace)
+     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
      on conflict (run_id) do nothing`,
     [
       run.runId,
@@ -69,6 +69,7 @@ export async function recordRunStarted(db: Queryable, value: Input.RunStarted): 
       run.effective?.digest ?? null,
       run.floor ?? null,
       run.buildId ?? null,
+      run.namespace ?? null,
     ],
   )
   if (rowCount === 1) return true

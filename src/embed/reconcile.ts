@@ -16,6 +16,9 @@ import { pendingApprovalsQuery } from '../workflows/index.js'
 
 /** How often a worker compares its runs with Temporal. */
 const SWEEP_MS = 5_000
+/** How often a sweep also looks for runs Temporal no longer has, and how old a run must be to be looked for. */
+const LOST_EVERY_MS = 60_000
+const LOST_AFTER_MS = 120_000
 /** Runs described at once. */
 const CONCURRENCY = 8
 /** Running runs read from the audit at a time, and named in one visibility query. */
@@ -48,7 +51,7 @@ export function reconcileWithTemporal(options: AuditReconcilerOptions): { stop()
   let stopped = false
   let timer: NodeJS.Timeout | undefined
   let current: Promise<void> = Promise.resolve()
-  const state: SweepState = { checked: new Map(), listing: true }
+  const state: SweepState = { checked: new Map(), listing: true, lostAt: Number.NEGATIVE_INFINITY }
   const tick = () => {
     current = sweep(options, state)
       .catch((error: unknown) =>
@@ -73,6 +76,8 @@ interface SweepState {
   checked: Map<string, string>
   /** Whether the namespace answers visibility queries; without them every run is described. */
   listing: boolean
+  /** When a sweep last looked for runs Temporal no longer has. */
+  lostAt: number
 }
 
 type RunningRun = Awaited<ReturnType<AuditStore['runningRuns']>>[number]
@@ -85,6 +90,8 @@ type RunningRun = Awaited<ReturnType<AuditStore['runningRuns']>>[number]
 async function sweep(options: AuditReconcilerOptions, state: SweepState): Promise<void> {
   const { audit, taskQueue } = options
   const seen = new Set<string>()
+  const lookForLost = state.listing && Date.now() - state.lostAt >= LOST_EVERY_MS
+  if (lookForLost) state.lostAt = Date.now()
   for (let after: string | undefined; ; ) {
     const runs = await audit.runningRuns({ taskQueue, limit: PAGE, ...(after ? { after } : {}) })
     for (const run of runs) seen.add(run.runId)
@@ -94,6 +101,7 @@ async function sweep(options: AuditReconcilerOptions, state: SweepState): Promis
         suspects.slice(i, i + CONCURRENCY).map((run) => reconcileRun(audit, options.client, run, state)),
       )
     }
+    if (lookForLost && state.listing) await endLost(options, runs)
     if (runs.length < PAGE) break
     after = runs.at(-1)?.runId
   }
@@ -108,13 +116,13 @@ async function closedIn(
 ): Promise<RunningRun[]> {
   if (!state.listing) return runs
   const plain = runs.filter((run) => PLAIN_ID.test(run.runId))
-  const found = new Set<string>()
+  let found: Set<string>
   try {
-    for (let i = 0; i < plain.length; i += PER_QUERY) {
-      const ids = plain.slice(i, i + PER_QUERY).map((run) => `'${run.runId}'`)
-      const query = `WorkflowId IN (${ids.join(', ')}) AND ExecutionStatus IN (${CLOSED_STATUSES.map((s) => `'${s}'`).join(', ')})`
-      for await (const execution of options.client.workflow.list({ query })) found.add(execution.workflowId)
-    }
+    found = await listed(
+      options.client,
+      plain,
+      ` AND ExecutionStatus IN (${CLOSED_STATUSES.map((s) => `'${s}'`).join(', ')})`,
+    )
   } catch (error) {
     // A rate limit or an outage fails this sweep (the next one tries again); only a namespace that cannot
     // answer such a query at all is described run by run from now on.
@@ -126,6 +134,53 @@ async function closedIn(
     return runs
   }
   return runs.filter((run) => found.has(run.runId) || !PLAIN_ID.test(run.runId))
+}
+
+/** The ids of `runs` (plain ones) whose executions a visibility query finds, with `and` added to it. */
+async function listed(client: Client, runs: RunningRun[], and: string): Promise<Set<string>> {
+  const found = new Set<string>()
+  for (let i = 0; i < runs.length; i += PER_QUERY) {
+    const ids = runs.slice(i, i + PER_QUERY).map((run) => `'${run.runId}'`)
+    for await (const execution of client.workflow.list({ query: `WorkflowId IN (${ids.join(', ')})${and}` }))
+      found.add(execution.workflowId)
+  }
+  return found
+}
+
+/**
+ * Runs of this namespace the audit has as running whose workflow Temporal does not have at all (its history
+ * was lost with a dev server's, or deleted): none would ever end, and their approvals would wait for ever.
+ * Each is described first (visibility lags behind; a describe does not), then its end recorded as `failed`.
+ * Only runs started LOST_AFTER_MS ago or more, and recorded with their namespace, are looked for: the audit
+ * may be shared with another namespace's workers.
+ */
+async function endLost(options: AuditReconcilerOptions, runs: RunningRun[]): Promise<void> {
+  const { client, audit } = options
+  const namespace = client.options.namespace
+  const before = Date.now() - LOST_AFTER_MS
+  const old = runs.filter(
+    (run) => run.namespace === namespace && run.startedAt.getTime() <= before && PLAIN_ID.test(run.runId),
+  )
+  if (old.length === 0) return
+  const found = await listed(client, old, '')
+  for (const run of old) {
+    if (found.has(run.runId)) continue
+    try {
+      await client.workflow.getHandle(run.runId).describe()
+      continue
+    } catch (error) {
+      if (!(error instanceof WorkflowNotFoundError)) throw error
+    }
+    const lost = `Temporal (namespace ${namespace}) has no workflow for this run: its history was lost or deleted`
+    await audit.recordEndedOutside(run, {
+      outcome: 'failed',
+      reason: lost,
+      at: new Date(),
+      decidedBy: 'temporal',
+      why: lost,
+    })
+    options.log?.(`tether: run ${run.runId} recorded as failed: ${lost}`)
+  }
 }
 
 /** gRPC codes of a query the namespace's visibility store does not take (not of a passing failure). */

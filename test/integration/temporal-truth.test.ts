@@ -12,6 +12,7 @@ import { Policy } from '../../src/policy/index.js'
 import { pendingApprovalsQuery } from '../../src/workflows/index.js'
 import { npmWorkspace, useAgentHarness, writeScript } from '../support/agent.js'
 import { createWorker, uniqueTaskQueue } from '../support/temporal.js'
+import { approvalRequest } from './audit/support.js'
 
 const harness = useAgentHarness()
 type Interceptor = NonNullable<ConnectionOptions['interceptors']>[number]
@@ -75,6 +76,9 @@ describe('runs Temporal closes', () => {
         args: [input],
       })
       await waitsForAnApproval(runId)
+      // The worker records the namespace the run is in: what tells a lost run from another namespace's.
+      const { rows } = await harness.audit.pool.query('select namespace from runs where run_id = $1', [runId])
+      expect(rows[0]?.namespace).toBe(inject('namespace'))
       await handle.terminate('an operator stopped it')
       await closedInAudit(runId, 'terminated')
       expect((await harness.audit.runSummary(runId))?.reason).toBe(
@@ -143,6 +147,54 @@ describe('runs Temporal closes', () => {
     } finally {
       await worker.stop()
       await ws.cleanup()
+    }
+  })
+})
+
+describe('runs Temporal no longer has', () => {
+  it('end in the audit as failed, their approvals with them; another namespace’s and a new one stay', async () => {
+    const taskQueue = uniqueTaskQueue('lost')
+    const namespace = inject('namespace')
+    const longAgo = new Date(Date.now() - 10 * 60_000)
+    const row = (runId: string, overrides: Record<string, unknown>) =>
+      harness.audit.recordRunStarted({
+        runId,
+        goal: 'g',
+        workspace: '/w',
+        contract: { goal: 'g', workspace: '/w' },
+        policy: {},
+        taskQueue,
+        startedAt: longAgo,
+        ...overrides,
+      })
+    const lost = `truth-lost-${randomUUID()}`
+    const elsewhere = `truth-elsewhere-${randomUUID()}`
+    const recent = `truth-recent-${randomUUID()}`
+    const unnamed = `truth-unnamed-${randomUUID()}`
+    await row(lost, { namespace })
+    await row(elsewhere, { namespace: 'another-namespace' })
+    await row(recent, { namespace, startedAt: new Date() })
+    await row(unnamed, {})
+    const approvalId = randomUUID()
+    await harness.audit.recordApprovalRequested(approvalRequest(approvalId, lost))
+    const reconciler = reconcileWithTemporal({
+      audit: harness.audit,
+      client: harness.client,
+      taskQueue,
+      intervalMs: 100,
+    })
+    try {
+      await closedInAudit(lost, 'failed')
+      // The sweep that ended it looked at every run of the queue: once it is over, nothing else changes.
+      await reconciler.stop()
+      expect((await harness.audit.runSummary(lost))?.reason).toBe(
+        `Temporal (namespace ${namespace}) has no workflow for this run: its history was lost or deleted`,
+      )
+      expect(await harness.audit.pendingApprovals({ runId: lost })).toEqual([])
+      for (const runId of [elsewhere, recent, unnamed])
+        expect((await harness.audit.runSummary(runId))?.status).toBe('running')
+    } finally {
+      await reconciler.stop()
     }
   })
 })
