@@ -179,7 +179,6 @@ async function endLost(options: AuditReconcilerOptions, runs: RunningRun[]): Pro
       decidedBy: 'temporal',
       why: lost,
     })
-    options.log?.(`tether: run ${run.runId} recorded as failed: ${lost}`)
   }
 }
 
