@@ -95,13 +95,13 @@ async function sweep(options: AuditReconcilerOptions, state: SweepState): Promis
   for (let after: string | undefined; ; ) {
     const runs = await audit.runningRuns({ taskQueue, limit: PAGE, ...(after ? { after } : {}) })
     for (const run of runs) seen.add(run.runId)
-    const suspects = await closedIn(options, state, runs)
+    const closed = await closedIn(options, state, runs)
+    const suspects = lookForLost && state.listing ? [...closed, ...(await unknownIn(options, runs))] : closed
     for (let i = 0; i < suspects.length; i += CONCURRENCY) {
       await Promise.all(
         suspects.slice(i, i + CONCURRENCY).map((run) => reconcileRun(audit, options.client, run, state)),
       )
     }
-    if (lookForLost && state.listing) await endLost(options, runs)
     if (runs.length < PAGE) break
     after = runs.at(-1)?.runId
   }
@@ -148,38 +148,23 @@ async function listed(client: Client, runs: RunningRun[], and: string): Promise<
 }
 
 /**
- * Runs of this namespace the audit has as running whose workflow Temporal does not have at all (its history
- * was lost with a dev server's, or deleted): none would ever end, and their approvals would wait for ever.
- * Each is described first (visibility lags behind; a describe does not), then its end recorded as `failed`.
- * Only runs started LOST_AFTER_MS ago or more, and recorded with their namespace, are looked for: the audit
- * may be shared with another namespace's workers.
+ * The runs among `runs` that may be lost: of this namespace, started LOST_AFTER_MS ago or more, and unknown
+ * to visibility under any status. Each is then described (visibility lags behind; a describe does not).
  */
-async function endLost(options: AuditReconcilerOptions, runs: RunningRun[]): Promise<void> {
-  const { client, audit } = options
-  const namespace = client.options.namespace
-  const before = Date.now() - LOST_AFTER_MS
-  const old = runs.filter(
-    (run) => run.namespace === namespace && run.startedAt.getTime() <= before && PLAIN_ID.test(run.runId),
-  )
-  if (old.length === 0) return
-  const found = await listed(client, old, '')
-  for (const run of old) {
-    if (found.has(run.runId)) continue
-    try {
-      await client.workflow.getHandle(run.runId).describe()
-      continue
-    } catch (error) {
-      if (!(error instanceof WorkflowNotFoundError)) throw error
-    }
-    const lost = `Temporal (namespace ${namespace}) has no workflow for this run: its history was lost or deleted`
-    await audit.recordEndedOutside(run, {
-      outcome: 'failed',
-      reason: lost,
-      at: new Date(),
-      decidedBy: 'temporal',
-      why: lost,
-    })
-  }
+async function unknownIn(options: AuditReconcilerOptions, runs: RunningRun[]): Promise<RunningRun[]> {
+  const old = runs.filter((run) => mayBeLost(options.client, run) && PLAIN_ID.test(run.runId))
+  if (old.length === 0) return []
+  const found = await listed(options.client, old, '')
+  return old.filter((run) => !found.has(run.runId))
+}
+
+/**
+ * Whether a run Temporal does not find can be taken for lost (its history lost with a dev server's, or
+ * deleted): only a run recorded with this client's namespace (the audit may be shared with another
+ * namespace's workers), and not one just started.
+ */
+function mayBeLost(client: Client, run: RunningRun): boolean {
+  return run.namespace === client.options.namespace && run.startedAt.getTime() <= Date.now() - LOST_AFTER_MS
 }
 
 /** gRPC codes of a query the namespace's visibility store does not take (not of a passing failure). */
@@ -203,8 +188,19 @@ async function reconcileRun(
   try {
     description = await handle.describe()
   } catch (error) {
-    if (error instanceof WorkflowNotFoundError) return
-    throw error
+    if (!(error instanceof WorkflowNotFoundError)) throw error
+    // A run Temporal does not have would never end, and its approvals would wait for ever.
+    if (mayBeLost(client, run)) {
+      const lost = `Temporal (namespace ${client.options.namespace}) has no workflow for this run: its history was lost or deleted`
+      await audit.recordEndedOutside(run, {
+        outcome: 'failed',
+        reason: lost,
+        at: new Date(),
+        decidedBy: 'temporal',
+        why: lost,
+      })
+    }
+    return
   }
   const status = description.status.name
   if (status === 'RUNNING') {
