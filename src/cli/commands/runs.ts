@@ -195,7 +195,9 @@ export function registerRuns(program: Command): void {
 
   program
     .command('cancel')
-    .description('Cancel a run: its running command is killed, pending approvals are resolved as cancelled.')
+    .description(
+      'Cancel a run: its running command is killed, pending approvals are resolved as cancelled. A run Temporal no longer has (its history lost) is recorded as cancelled in the audit.',
+    )
     .argument('<run>', 'the run id, or the start of one no other run id starts with', runArgument)
     .action(async (given: string) => {
       const { resolveId, withAudit, withTemporal } = await import('../connect.js')
