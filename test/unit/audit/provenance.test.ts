@@ -4,7 +4,7 @@
  * tree digest, and the statement made from a run's rows.
  */
 import { execFile } from 'node:child_process'
-import { chmod, mkdir, mkdtemp, readdir, rm, stat, symlink, writeFile } from 'node:fs/promises'
+import { chmod, mkdir, mkdtemp, readdir, stat, symlink, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -17,6 +17,7 @@ import {
 import { digestOf, keyIdOf, openEnvelope, pae, sealEnvelope } from '../../../src/identity/index.js'
 import { publicKeyFrom, type WorkerKey, workerKey } from '../../../src/identity/keyring.js'
 import { treeDigest } from '../../../src/workspace/index.js'
+import { removeSandboxedFolder } from '../../support/folders.js'
 
 let dir: string
 let key: WorkerKey
@@ -24,7 +25,7 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'tether-provenance-'))
   key = workerKey(join(dir, 'state', 'worker-key.pem'))
 })
-afterAll(() => rm(dir, { recursive: true, force: true }))
+afterAll(() => removeSandboxedFolder(dir))
 
 describe('the worker key', () => {
   it('is made once, private, and read again by every later worker', async () => {

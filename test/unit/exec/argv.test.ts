@@ -1,18 +1,19 @@
 import { createHash } from 'node:crypto'
 import { existsSync } from 'node:fs'
-import { mkdtemp, rm } from 'node:fs/promises'
+import { mkdtemp } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runCommand } from '../../../src/exec/index.js'
 import { ARGV_JSON_PROBE, ARGV_NUL_PROBE, PROBES_DIR } from '../../fixtures/exec/probes.js'
+import { removeSandboxedFolder } from '../../support/folders.js'
 
 let dir: string
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'tether-exec-argv-'))
 })
-afterAll(() => rm(dir, { recursive: true, force: true }))
+afterAll(() => removeSandboxedFolder(dir))
 
 const TRICKY = [
   'a;b',

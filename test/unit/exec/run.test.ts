@@ -1,15 +1,16 @@
 import { existsSync } from 'node:fs'
-import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { chmod, mkdtemp, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type ExecProgress, runCommand } from '../../../src/exec/index.js'
+import { removeSandboxedFolder } from '../../support/folders.js'
 
 let dir: string
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'tether-exec-run-'))
 })
-afterAll(() => rm(dir, { recursive: true, force: true }))
+afterAll(() => removeSandboxedFolder(dir))
 
 const sh = (script: string) => ['/bin/sh', '-c', script]
 

@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { runCommand, sandboxEnvironment } from '../../../src/exec/index.js'
+import { removeSandboxedFolder } from '../../support/folders.js'
 
 let ws: string
 beforeEach(async () => {
@@ -25,7 +26,7 @@ beforeEach(async () => {
   await writeFile(join(ws, 'a.txt'), 'one\ntwo\n')
   git(ws, 'commit', '-q', '-am', 'two')
 })
-afterEach(() => rm(ws, { recursive: true, force: true }))
+afterEach(() => removeSandboxedFolder(ws))
 
 /** git on the host, unsandboxed and with none of tether's pins: what a payload does without the sandbox. */
 function git(cwd: string, ...args: string[]): string {

@@ -27,6 +27,7 @@ import {
 } from '../../../src/exec/index.js'
 import { writeFile as writeWorkspaceFile } from '../../../src/workspace/index.js'
 import { PROBES_DIR, SYSCALL_PROBE } from '../../fixtures/exec/probes.js'
+import { removeSandboxedFolder } from '../../support/folders.js'
 
 const MiB = 1024 * 1024
 const isRoot = process.getuid?.() === 0
@@ -42,12 +43,12 @@ beforeAll(async () => {
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
 })
-afterAll(() => rm(dir, { recursive: true, force: true }))
+afterAll(() => removeSandboxedFolder(dir))
 
 /** A fresh folder for one test's workspace; under /var/tmp when other commands must be able to see it. */
 async function workspace(base = dir): Promise<string> {
   const made = await mkdtemp(join(base, 'ws-'))
-  cleanups.push(() => rm(made, { recursive: true, force: true }))
+  cleanups.push(() => removeSandboxedFolder(made))
   return made
 }
 

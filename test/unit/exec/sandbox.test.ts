@@ -20,6 +20,7 @@ import {
 } from '../../../src/exec/index.js'
 import { planSandbox, withoutNested } from '../../../src/exec/sandbox/launch.js'
 import { PROBE_ID, processesWithProbeId } from '../../fixtures/exec/probes.js'
+import { removeSandboxedFolder } from '../../support/folders.js'
 
 let dir: string
 const cleanups: Array<() => Promise<unknown>> = []
@@ -29,7 +30,7 @@ beforeAll(async () => {
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0)) await cleanup()
 })
-afterAll(() => rm(dir, { recursive: true, force: true }))
+afterAll(() => removeSandboxedFolder(dir))
 
 const sh = (script: string) => ['/bin/sh', '-c', script]
 function sandboxed(argv: string[], extra: Partial<RunCommandOptions> = {}) {
@@ -131,7 +132,7 @@ describe('hidden names', () => {
     await chmod(join(outside, 'app'), 0o755)
     const workspace = join(dir, 'linked-names')
     await mkdir(workspace)
-    cleanups.push(() => rm(workspace, { recursive: true }))
+    cleanups.push(() => removeSandboxedFolder(workspace))
     await symlink(join(outside, 'secret'), join(workspace, '.env'))
     await symlink('.env', join(workspace, 'env2'))
     await symlink(join(outside, 'app'), join(workspace, 'config'))
@@ -157,7 +158,7 @@ describe('hidden names', () => {
   it('keep their folders where they are: a command cannot move a hidden file to a name the next one reads', async () => {
     const workspace = join(dir, 'held-names')
     await mkdir(join(workspace, 'config', 'keys'), { recursive: true })
-    cleanups.push(() => rm(workspace, { recursive: true }))
+    cleanups.push(() => removeSandboxedFolder(workspace))
     await writeFile(join(workspace, 'config', 'keys', 'secret'), 'deploy key\n')
     const hide = [join(workspace, 'config', 'keys', 'secret')]
     const run = (script: string) =>

@@ -11,6 +11,7 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runCommand } from '../../../src/exec/index.js'
+import { removeSandboxedFolder } from '../../support/folders.js'
 import { isLauncher, listeningSockets, liveProcesses } from '../../support/processes.js'
 
 // Set before this file's first command starts the launcher: this process is a worker whose TMPDIR is not /tmp.
@@ -20,7 +21,7 @@ let dir: string
 beforeAll(async () => {
   dir = await mkdtemp(join(outside, 'workspace-'))
 })
-afterAll(() => rm(outside, { recursive: true, force: true }))
+afterAll(() => removeSandboxedFolder(outside))
 
 const allowAll = { allow: () => ({ allowed: true, reason: 'allowed by test' }) }
 

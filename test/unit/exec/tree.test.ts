@@ -4,7 +4,7 @@
  * whatever PID namespace they ran in. Durations go into failure messages; the only bound asserted is a
  * generous guard against hanging.
  */
-import { mkdtemp, rm } from 'node:fs/promises'
+import { mkdtemp } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
@@ -19,6 +19,7 @@ import {
   treeArgv,
   treeStarted,
 } from '../../fixtures/exec/probes.js'
+import { removeSandboxedFolder } from '../../support/folders.js'
 
 const GRACE_MS = 500
 const HANG_GUARD_MS = 10_000
@@ -35,7 +36,7 @@ afterEach(async () => {
   for (const id of probeIds.splice(0))
     for (const pid of processesWithProbeId(id)) process.kill(pid, 'SIGKILL')
 })
-afterAll(() => rm(dir, { recursive: true, force: true }))
+afterAll(() => removeSandboxedFolder(dir))
 
 function pidFile(): string {
   pidFiles.push(join(dir, `pids-${pidFiles.length}`))
