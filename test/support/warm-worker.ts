@@ -1,11 +1,12 @@
 /**
  * A worker process for the warm sandbox tests: runs two sandboxed commands one right after the other (so
  * the second waits for its sandbox, still being built, while nothing else keeps this process alive), says
- * how each ran, and stops reading stdin at `end`.
+ * how each ran, and stops reading stdin at `end` — or, told `close`, takes the sandboxes down at once (the
+ * next one still being built) and says `closed`.
  */
-import { runCommand } from '../../src/exec/index.js'
+import { closeWarmSandboxes, runCommand } from '../../src/exec/index.js'
 
-const [workspace] = process.argv.slice(2) as [string]
+const [workspace, then] = process.argv.slice(2) as [string, string | undefined]
 const run = () =>
   runCommand({
     argv: ['true'],
@@ -16,6 +17,10 @@ const run = () =>
 const first = await run()
 const second = await run()
 process.stdout.write(`ran ${first.status} ${second.status}\n`)
-process.stdin.on('data', (chunk) => {
-  if (String(chunk).includes('end')) process.stdin.destroy()
-})
+if (then === 'close') {
+  await closeWarmSandboxes()
+  process.stdout.write('closed\n')
+} else
+  process.stdin.on('data', (chunk) => {
+    if (String(chunk).includes('end')) process.stdin.destroy()
+  })

@@ -589,8 +589,9 @@ export async function closeWarmSandboxes(workspace?: string): Promise<void> {
     }
   }
   const ours = (where: string) => folder === undefined || where === folder
-  // Only this workspace's builds: under many runs some build is always under way.
-  await Promise.all([...building].filter(([, where]) => ours(where)).map(([build]) => build))
+  // Only this workspace's builds: under many runs some build is always under way. Awaited keeping the
+  // process alive, which a build in the background does not: else a script's last await never settles.
+  await awaited(Promise.all([...building].filter(([, where]) => ours(where)).map(([build]) => build)))
   const closing = [...waiting.values()].filter((entry) => ours(entry.workspace))
   await Promise.all(closing.map((entry) => entry.dismiss()))
 }

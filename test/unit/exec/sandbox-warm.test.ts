@@ -428,4 +428,19 @@ describe('taking them down', () => {
       await expect.poll(() => waitingFor(ws), { timeout: 10_000 }).toEqual([])
     }, 90_000)
   }
+
+  it('when a script closes them right after its last command: the build under way is waited for, and the script ends', async () => {
+    const ws = await workspace()
+    const child = spawn(process.execPath, ['--import', 'tsx', worker, ws, 'close'], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    })
+    let said = ''
+    child.stdout.on('data', (chunk: Buffer) => {
+      said += chunk
+    })
+    const [code] = await once(child, 'exit')
+    // Node ends a script whose last await can never settle with 13.
+    expect({ code, said }).toEqual({ code: 0, said: 'ran exited exited\nclosed\n' })
+    expect(waitingFor(ws)).toEqual([])
+  }, 90_000)
 })
