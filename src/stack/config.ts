@@ -345,24 +345,30 @@ export function snapshotSettings(env: NodeJS.ProcessEnv = process.env): Snapshot
       ...(present.AWS_REGION ? { region: present.AWS_REGION } : {}),
     }
   }
-  const days = present.TETHER_SNAPSHOT_RETENTION_DAYS ?? '30'
-  const retentionDays = Number(days)
-  if (!/^\d+(\.\d+)?$/.test(days) || retentionDays <= 0) {
-    throw new ConfigError(
-      `TETHER_SNAPSHOT_RETENTION_DAYS is "${days}"; write a number of days above zero, e.g. 30`,
-    )
-  }
+  const retentionDays = decimalVariable(
+    'TETHER_SNAPSHOT_RETENTION_DAYS',
+    present.TETHER_SNAPSHOT_RETENTION_DAYS ?? '30',
+    'write a number of days above zero, e.g. 30',
+    { aboveZero: true },
+  )
   const workspaces = present.TETHER_WORKSPACES
     ? resolve(present.TETHER_WORKSPACES)
     : join(tetherStateDir(env), 'workspaces')
-  const hours = present.TETHER_WORKSPACES_KEEP_HOURS ?? '24'
-  const keepWorkspacesHours = Number(hours)
-  if (!/^\d+(\.\d+)?$/.test(hours)) {
-    throw new ConfigError(
-      `TETHER_WORKSPACES_KEEP_HOURS is "${hours}"; write a number of hours, e.g. 24 (0: remove at the next look after the run ends)`,
-    )
-  }
+  const keepWorkspacesHours = decimalVariable(
+    'TETHER_WORKSPACES_KEEP_HOURS',
+    present.TETHER_WORKSPACES_KEEP_HOURS ?? '24',
+    'write a number of hours, e.g. 24 (0: remove at the next look after the run ends)',
+  )
   return { store, retentionDays, workspaces, keepWorkspacesHours }
+}
+
+/** A variable holding a decimal number (`1.5`, not `1e3` or `-1`), or a ConfigError ending in `advice`. */
+function decimalVariable(name: string, value: string, advice: string, { aboveZero = false } = {}): number {
+  const number = Number(value)
+  if (!/^\d+(\.\d+)?$/.test(value) || (aboveZero && number <= 0)) {
+    throw new ConfigError(`${name} is "${value}"; ${advice}`)
+  }
+  return number
 }
 
 /** The operator's MCP servers file a worker offers its runs (`TETHER_MCP_SERVERS`); undefined: none. */

@@ -18,4 +18,13 @@ describe('the snapshot settings', () => {
       )
     }
   })
+
+  it('keep snapshots a number of days above zero, and refuse zero days like any other wrong number', () => {
+    expect(snapshotSettings({ ...env, TETHER_SNAPSHOT_RETENTION_DAYS: '0.5' }).retentionDays).toBe(0.5)
+    for (const days of ['0', '-3', '1e3', 'a month']) {
+      expect(() => snapshotSettings({ ...env, TETHER_SNAPSHOT_RETENTION_DAYS: days })).toThrow(
+        `TETHER_SNAPSHOT_RETENTION_DAYS is "${days}"; write a number of days above zero, e.g. 30`,
+      )
+    }
+  })
 })
