@@ -75,16 +75,18 @@ export function createActivities(deps: ActivityDependencies): TetherActivities {
   const provider = deps.provider ?? cachedProviders(process.env)
   const floor = deps.floor ?? builtinFloor()
   const keyFile = deps.workerKey ?? workerKeyFile(deps.sandbox?.env)
+  const settings = snapshotSettings()
+  const workspaces = deps.snapshots?.workspaces ?? settings.workspaces
   const sandbox = new CommandSandbox({
     ...deps.sandbox,
-    hide: [...(deps.sandbox?.hide ?? []), keyFile],
+    // The workspaces this worker lays out are each their run's alone (a run's own is bound back in).
+    hide: [...(deps.sandbox?.hide ?? []), keyFile, workspaces],
     auditTarget: () => deps.audit.target,
     floor: floor.policy,
   })
   const runs = new RunConfigs(deps.audit, floor)
   const { telemetry } = deps
   const metrics = new RunMetrics(telemetry?.meter)
-  const settings = snapshotSettings()
   let service: WorkspaceSnapshots | undefined | null = null
   const snapshots = new StepSnapshots({
     // Made at first use: a plugin's audit store opens only when its Worker runs.
@@ -97,7 +99,7 @@ export function createActivities(deps: ActivityDependencies): TetherActivities {
     audit: deps.audit,
     runs,
     sandbox,
-    workspaces: deps.snapshots?.workspaces ?? settings.workspaces,
+    workspaces,
     retentionDays: settings.retentionDays,
     keepWorkspacesHours: settings.keepWorkspacesHours,
   })

@@ -54,7 +54,7 @@ export function policyActivities(deps: {
 }): Pick<TetherActivities, 'tetherPrepareRun' | 'tetherCheckAction' | 'tetherLayOutWorkspace'> {
   return {
     async tetherPrepareRun({ contract, policy: inline, policyRef }) {
-      const problems = await contractProblems(contract, deps.provider)
+      const problems = await contractProblems(contract, deps.provider, deps.sandbox)
       const unpriced = contract.budgets.maxCost !== undefined && unpricedModel(contract.model, deps)
       if (unpriced) problems.push(unpriced)
       // The run's own policy on this worker's floor: what the run works under, named by its digest.

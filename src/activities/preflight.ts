@@ -9,17 +9,22 @@ import { access, stat } from 'node:fs/promises'
 import { delimiter, isAbsolute, join, resolve } from 'node:path'
 import type { ModelProvider } from '../model/index.js'
 import type { TaskContract } from '../run/index.js'
+import type { CommandSandbox } from './sandbox.js'
 
 /** Every problem found, each as one short sentence; empty when the run can start. */
 export async function contractProblems(
   contract: TaskContract,
   provider: (choice: string | undefined) => ModelProvider,
+  sandbox: Pick<CommandSandbox, 'ownedIn'>,
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<string[]> {
   const problems: string[] = []
   // A workspace from a source is laid out by the worker at the run's start: there is no folder to check yet.
   const folder = contract.workspace
-  const workspace = folder !== undefined ? await workspaceProblem(folder) : undefined
+  const workspace =
+    folder !== undefined
+      ? ((await workspaceProblem(folder)) ?? (await ownedProblem(folder, sandbox)))
+      : undefined
   if (workspace) problems.push(workspace)
   const program = contract.verification?.command[0]
   if (program !== undefined && !workspace && (folder !== undefined || !program.includes('/'))) {
@@ -49,6 +54,25 @@ async function workspaceProblem(path: string): Promise<string | undefined> {
     if (code === 'ENOTDIR') return `the workspace ${path} is not a directory`
     return `the workspace ${path} cannot be entered (${code})`
   }
+}
+
+/** Why a run may not work in `path`: the worker's own state, keys or credentials are there. */
+async function ownedProblem(
+  path: string,
+  sandbox: Pick<CommandSandbox, 'ownedIn'>,
+): Promise<string | undefined> {
+  const owned = await sandbox.ownedIn(path)
+  if (!owned) return undefined
+  const what =
+    owned.relation === 'is'
+      ? `is ${owned.path}`
+      : owned.relation === 'holds'
+        ? `holds ${owned.path}`
+        : `lies in ${owned.path}`
+  return (
+    `the workspace ${path} ${what}, which is the worker's own (tether's state, keys or credentials, or the ` +
+    "folder it lays out runs' workspaces in): no run works there; start the run on a project folder, or from a source"
+  )
 }
 
 /** Why `program` could not be started from `cwd`, the way the exec runner would look for it. */

@@ -4,8 +4,9 @@
  * Temporal server and audit database) turned into `runCommand`'s options. One place, so the `exec` tool
  * and the verification gate run under the same boundary.
  */
+import { realpath } from 'node:fs/promises'
 import { homedir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { join, resolve, sep } from 'node:path'
 import {
   type ExecEnv,
   type ExecResult,
@@ -78,6 +79,30 @@ export class CommandSandbox {
       if (error instanceof SandboxUnavailableError) return error.message
       throw error
     }
+  }
+
+  /**
+   * What of the worker's own — its state, keys or credentials, the folder it lays runs' workspaces out in —
+   * `workspace` is, holds or lies in (`path`, and how), or undefined. The sandbox hides these from commands,
+   * but the file tools and the snapshots work on the workspace as the worker sees it: a run there could read
+   * or rewrite the worker's floor, keys and database, and store them with its trees. Compared as the worker
+   * resolves them (links followed); what does not exist holds nothing.
+   */
+  async ownedIn(
+    workspace: string,
+  ): Promise<{ path: string; relation: 'is' | 'holds' | 'lies in' } | undefined> {
+    const real = async (path: string) => realpath(path).catch(() => undefined)
+    const folder = await real(workspace)
+    if (folder === undefined) return undefined
+    const within = (inner: string, outer: string) => outer === sep || inner.startsWith(`${outer}${sep}`)
+    for (const own of this.hide) {
+      const path = await real(own)
+      if (path === undefined) continue
+      if (path === folder) return { path, relation: 'is' }
+      if (within(path, folder)) return { path, relation: 'holds' }
+      if (within(folder, path)) return { path, relation: 'lies in' }
+    }
+    return undefined
   }
 
   /** The environment and sandbox for a command of a run with this policy, workspace and extra names. */

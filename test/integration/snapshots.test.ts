@@ -7,8 +7,8 @@ import { execFileSync } from 'node:child_process'
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { type Client, WorkflowFailedError } from '@temporalio/client'
+import { dirname, join } from 'node:path'
+import { ApplicationFailure, type Client, WorkflowFailedError } from '@temporalio/client'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { AuditStore } from '../../src/audit/index.js'
 import { checkoutRun, rewindRun, s3Store } from '../../src/embed/index.js'
@@ -34,7 +34,8 @@ let taskQueue: string
 let closeClient: () => Promise<void>
 let stopWorker: () => Promise<void>
 const roots: string[] = []
-const workspaces = mkdtempSync(join(tmpdir(), 'tether-workspaces-'))
+// Where an operator would put them (TETHER_WORKSPACES): a folder commands' private /tmp would not cover.
+const workspaces = mkdtempSync(join('/var/tmp', 'tether-workspaces-'))
 
 beforeAll(async () => {
   audit = await openTestAudit()
@@ -152,6 +153,44 @@ describe('rewind', () => {
     ).rejects.toThrow(`the snapshots of run ${later} are in postgres, but the store given is s3://elsewhere/`)
     expect(existsSync(join(out, 'other'))).toBe(false)
     rmSync(out, { recursive: true, force: true })
+  })
+})
+
+describe("the folder the worker lays runs' workspaces out in", () => {
+  it("is hidden from other runs' commands, and no run may name it, or a folder in it, as its workspace", async () => {
+    // As a source run's folder is there: the worker's copy of its tree, readable by all as a clone's files
+    // are, in a folder an operator made (not mkdtemp's 0700, which a root worker's commands cannot enter).
+    const theirs = join(workspaces, 'another-run')
+    mkdirSync(theirs, { recursive: true })
+    writeFileSync(join(theirs, 'private.txt'), 'theirs\n')
+    chmodSync(workspaces, 0o755)
+    const { handle } = await run(
+      [
+        { toolCalls: [exec('ls', '-A', workspaces), exec('cat', join(theirs, 'private.txt'))] },
+        { text: 'done' },
+      ],
+      { policy: policy().allowExec('ls *').allowExec('cat *') },
+    )
+    expect(await handle.result()).toMatchObject({ outcome: 'finished' })
+    const [ls, cat] = await audit.executedCommands({ runId: handle.workflowId })
+    expect(ls).toMatchObject({ status: 'exited', exitCode: 0 })
+    expect(ls?.stdout.text).toBe('')
+    expect(cat?.exitCode).not.toBe(0)
+    expect(cat?.stdout.text).toBe('')
+
+    for (const [workspace, relation] of [
+      [theirs, 'lies in'],
+      [workspaces, 'is'],
+      [dirname(workspaces), 'holds'],
+    ] as const) {
+      const refused = await run([{ text: 'done' }], { contract: { workspace, verification: null } })
+      const error = await refused.handle.result().catch((e: unknown) => e as WorkflowFailedError)
+      expect(error).toBeInstanceOf(WorkflowFailedError)
+      const cause = (error as WorkflowFailedError).cause as ApplicationFailure
+      expect(cause).toBeInstanceOf(ApplicationFailure)
+      expect(cause.type).toBe('ContractRejected')
+      expect(cause.message).toContain(`the workspace ${workspace} ${relation} `)
+    }
   })
 })
 

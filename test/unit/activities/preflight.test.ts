@@ -1,0 +1,56 @@
+/**
+ * The contract checked against the worker's world (src/activities/preflight.ts): a run may not work where
+ * the worker keeps its own state, keys or credentials — the file tools and the snapshots would reach what the
+ * sandbox hides from commands.
+ */
+import { mkdir, mkdtemp, rm, symlink } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { contractProblems } from '../../../src/activities/preflight.js'
+import { CommandSandbox } from '../../../src/activities/sandbox.js'
+import { scriptedProvider } from '../../../src/model/index.js'
+import { parseContract } from '../../../src/run/index.js'
+
+let dir: string
+let state: string
+let sandbox: CommandSandbox
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'tether-preflight-'))
+  state = join(dir, 'home', '.local', 'state', 'tether')
+  await mkdir(join(state, 'postgres'), { recursive: true })
+  await mkdir(join(dir, 'home', 'project'), { recursive: true })
+  await symlink(join(dir, 'home'), join(dir, 'link-to-home'))
+  sandbox = new CommandSandbox({
+    env: { PATH: process.env.PATH, HOME: join(dir, 'home'), TETHER_STATE_DIR: state },
+  })
+})
+afterAll(() => rm(dir, { recursive: true, force: true }))
+
+const problems = (workspace: string) =>
+  contractProblems(
+    parseContract({ goal: 'g', workspace, verification: null, model: 'scripted:none' }),
+    () => scriptedProvider({ turns: [] }),
+    sandbox,
+  )
+
+describe("a run's workspace", () => {
+  it("is refused when it is, holds or lies in the worker's state folder, however it is named", async () => {
+    for (const [workspace, relation] of [
+      [state, 'is'],
+      [join(dir, 'home'), 'holds'],
+      [join(dir, 'link-to-home'), 'holds'],
+      [join(state, 'postgres'), 'lies in'],
+    ] as const) {
+      expect(await problems(workspace), workspace).toEqual([
+        `the workspace ${workspace} ${relation} ${state}, which is the worker's own (tether's state, keys or ` +
+          "credentials, or the folder it lays out runs' workspaces in): no run works there; start the run on a " +
+          'project folder, or from a source',
+      ])
+    }
+  })
+
+  it('is accepted beside it', async () => {
+    expect(await problems(join(dir, 'home', 'project'))).toEqual([])
+  })
+})
