@@ -63,14 +63,9 @@ async function ownedProblem(
 ): Promise<string | undefined> {
   const owned = await sandbox.ownedIn(path)
   if (!owned) return undefined
-  const what =
-    owned.relation === 'is'
-      ? `is ${owned.path}`
-      : owned.relation === 'holds'
-        ? `holds ${owned.path}`
-        : `lies in ${owned.path}`
+  const which = owned.path === path ? '' : ` ${owned.relation} ${owned.path}, which`
   return (
-    `the workspace ${path} ${what}, which is the worker's own (tether's state, keys or credentials, or the ` +
+    `the workspace ${path}${which} is the worker's own (tether's state, keys or credentials, or the ` +
     "folder it lays out runs' workspaces in): no run works there; start the run on a project folder, or from a source"
   )
 }

@@ -36,14 +36,16 @@ const problems = (workspace: string) =>
 
 describe("a run's workspace", () => {
   it("is refused when it is, holds or lies in the worker's state folder, however it is named", async () => {
+    await symlink(state, join(dir, 'link-to-state'))
     for (const [workspace, relation] of [
-      [state, 'is'],
-      [join(dir, 'home'), 'holds'],
-      [join(dir, 'link-to-home'), 'holds'],
-      [join(state, 'postgres'), 'lies in'],
+      [state, ''],
+      [join(dir, 'link-to-state'), ` is ${state}, which`],
+      [join(dir, 'home'), ` holds ${state}, which`],
+      [join(dir, 'link-to-home'), ` holds ${state}, which`],
+      [join(state, 'postgres'), ` lies in ${state}, which`],
     ] as const) {
       expect(await problems(workspace), workspace).toEqual([
-        `the workspace ${workspace} ${relation} ${state}, which is the worker's own (tether's state, keys or ` +
+        `the workspace ${workspace}${relation} is the worker's own (tether's state, keys or ` +
           "credentials, or the folder it lays out runs' workspaces in): no run works there; start the run on a " +
           'project folder, or from a source',
       ])
