@@ -1,7 +1,8 @@
 /**
  * `npm run demo`: tether doing its whole job on a small npm project whose test fails.
  *
- * It provides the Temporal CLI if needed, starts a local stack (state in `.tether/demo`), starts a worker,
+ * It provides the Temporal CLI if needed, starts a local stack (state in `.tether/demo`; the sample project in `demo-workspace`, which a run may not
+ * share with tether's state), starts a worker,
  * and runs the agent through an allowed command, a refused one, an `ask` that a second client (the real
  * `tether approve` command, in another process) answers after a visible wait, a fix, and the verification
  * gate passing; then it prints the audit's answers, and the boundary seen from the other side: a run that
@@ -28,7 +29,9 @@ import { Policy } from '../src/policy/index.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const stateDir = resolve(root, '.tether/demo')
-const workspace = join(stateDir, 'workspace')
+const workspace = join(root, 'demo-workspace')
+/** The audit database's credentials, which the demo's command tries to read. */
+const credentials = join(stateDir, 'postgres', 'tether-credentials.json')
 const APPROVER = 'demo-approver'
 const say = (line: string) => console.log(line)
 const section = (title: string) => say(`\n${colour.bold(`── ${title}`)}`)
@@ -46,8 +49,7 @@ function realModelConfigured(): boolean {
 }
 
 /**
- * What an allowed command could do before the sandbox: read the audit database's credentials one folder
- * up, connect to the database, phone home. Each attempt prints what the operating system answered, in
+ * What an allowed command could do before the sandbox: read the audit database's credentials, connect to the database, phone home. Each attempt prints what the operating system answered, in
  * words (the error code after them, for whoever looks it up).
  */
 const PROBE = `import { readFileSync } from 'node:fs'
@@ -65,7 +67,7 @@ const WORDS = {
 }
 const said = (e) => { const code = e.code ?? e.cause?.code; return WORDS[code] ? \`\${WORDS[code]} (\${code})\` : (e.cause?.message ?? e.message) }
 const attempt = (what, run) => run().then((r) => console.log(\`\${what}: \${r}\`), (e) => console.log(\`\${what}: \${said(e)}\`))
-await attempt('read ../postgres/tether-credentials.json', async () => readFileSync('../postgres/tether-credentials.json', 'utf8').slice(0, 20))
+await attempt(\`read \${process.argv[3]}\`, async () => readFileSync(process.argv[3], 'utf8').slice(0, 20))
 await attempt(\`connect to the audit database (127.0.0.1:\${process.argv[2]})\`, () => new Promise((ok, fail) => connect(Number(process.argv[2]), '127.0.0.1').on('connect', () => ok('CONNECTED')).on('error', fail)))
 await attempt('fetch https://example.com', async () => (await fetch('https://example.com')).status)
 `
@@ -81,7 +83,7 @@ function demoScript(databasePort: string) {
         text: 'Add a little telemetry helper and try it.',
         toolCalls: [
           { name: 'write_file', args: { path: 'src/telemetry.js', content: PROBE } },
-          { name: 'exec', args: { argv: ['node', 'src/telemetry.js', databasePort] } },
+          { name: 'exec', args: { argv: ['node', 'src/telemetry.js', databasePort, credentials] } },
         ],
       },
       {
