@@ -4,9 +4,10 @@
  * Temporal server and audit database) turned into `runCommand`'s options. One place, so the `exec` tool
  * and the verification gate run under the same boundary.
  */
+import { realpathSync } from 'node:fs'
 import { realpath } from 'node:fs/promises'
 import { homedir } from 'node:os'
-import { join, resolve, sep } from 'node:path'
+import { isAbsolute, join, relative, resolve, sep } from 'node:path'
 import {
   type ExecEnv,
   type ExecResult,
@@ -36,6 +37,17 @@ export interface SandboxDependencies {
    */
   floor?: Policy
 }
+
+/** What the sandbox hides in a workspace (CommandSandbox.hiddenIn). */
+export interface HiddenPaths {
+  /** Relative to the workspace, `/`-separated, links followed. */
+  readonly paths: readonly string[]
+  /** Whether a workspace-relative path is one of them or lies in one. */
+  covers(path: string): boolean
+}
+
+/** Why a file tool leaves a hidden path alone. */
+export const HIDDEN_REASON = "hidden from the run by the sandbox's `hide` (the policy's or the worker's)"
 
 /** What one command runs with. */
 export interface CommandSetup {
@@ -105,6 +117,46 @@ export class CommandSandbox {
     return undefined
   }
 
+  /**
+   * What the sandbox hides that lies in `workspace` (the policy's `hide`, or the worker's own), as the file
+   * tools name paths: relative to the workspace, links followed. The file tools and the snapshots, which work
+   * outside the sandbox, leave these alone too, so `hide` keeps a path from the run, not only from commands.
+   */
+  hiddenIn(policy: Policy, workspace: string): HiddenPaths {
+    const paths = this.hiddenPathsIn(policy, workspace)
+    return {
+      paths,
+      covers: (path) => paths.some((hidden) => path === hidden || path.startsWith(`${hidden}/`)),
+    }
+  }
+
+  private hiddenPathsIn(policy: Policy, workspace: string): string[] {
+    let root: string
+    try {
+      root = realpathSync(workspace)
+    } catch {
+      return []
+    }
+    const inside: string[] = []
+    for (const path of this.hidden(policy)) {
+      let rel: string
+      try {
+        rel = relative(root, realpathSync(path))
+      } catch {
+        continue
+      }
+      if (rel !== '' && rel !== '..' && !rel.startsWith(`..${sep}`) && !isAbsolute(rel)) {
+        inside.push(rel.split(sep).join('/'))
+      }
+    }
+    return inside
+  }
+
+  /** Every path commands of a run under `policy` do not see (`binds`: the toolchains' for its caches). */
+  private hidden(policy: Policy, binds = toolchainBinds(this.env, policy.sandbox.caches)): string[] {
+    return [...this.hide, ...binds.hide, ...policy.sandbox.hide]
+  }
+
   /** The environment and sandbox for a command of a run with this policy, workspace and extra names. */
   setup(policy: Policy, run: { workspace: string; env?: readonly string[] | undefined }): CommandSetup {
     const { env, names } = sandboxEnvironment(this.env, run.env ?? [])
@@ -117,7 +169,7 @@ export class CommandSandbox {
       home: this.env.HOME ?? homedir(),
       readOnly: [...binds.readOnly, ...settings.readOnly],
       writable: [...binds.writable, ...settings.writable],
-      hide: [...this.hide, ...binds.hide, ...settings.hide],
+      hide: this.hidden(policy, binds),
       limits: settings.limits,
       runtime: sandboxRuntime(this.env.PATH),
       ...(network ? { network } : {}),

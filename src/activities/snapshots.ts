@@ -307,9 +307,11 @@ export class StepSnapshots {
       this.deps.runs.policy(ref.runId, undefined, [], ref.policyDigest),
     ])
     const caches = await cachePaths(path, contract.caches)
-    const hidden = (p: string) => policy.check('read', p).effect === 'deny'
+    // What the policy denies reading, and what the sandbox hides there: neither reaches the store.
+    const sandboxed = this.deps.sandbox.hiddenIn(policy, path)
+    const hidden = (p: string) => sandboxed.covers(p) || policy.check('read', p).effect === 'deny'
     const ex = {
-      key: `${policy.digest} ${caches.join('\0')}`,
+      key: `${policy.digest} ${caches.join('\0')} ${sandboxed.paths.join('\0')}`,
       excluded: exclusion(caches, hidden),
     }
     return { policy, contract, ex }

@@ -39,7 +39,7 @@ import { heartbeating } from './heartbeat.js'
 import { judgeCalls } from './policy.js'
 import { recordDecision } from './projections.js'
 import type { RunConfigs } from './run-config.js'
-import { type CommandSandbox, commandOptions, resultRecord } from './sandbox.js'
+import { type CommandSandbox, commandOptions, HIDDEN_REASON, resultRecord } from './sandbox.js'
 import type { StepSnapshots } from './snapshots.js'
 import { type ActivityTelemetry, annotate, annotateContent, type RunMetrics } from './telemetry.js'
 import { appendInOrder } from './transcript.js'
@@ -102,16 +102,18 @@ export function toolActivities(deps: {
       }
     } else {
       const act = name === 'write_file' || name === 'edit_file' ? 'write' : 'read'
+      const hidden = sandbox.hiddenIn(policy, workspace)
       outcome = await runFileTool(call, workspace, {
         // The tool re-resolves the path when it opens it; a deny on either form still stops it there.
         authorize: ({ normalised, resolved }) => {
           for (const target of new Set([normalised, resolved])) {
+            if (hidden.covers(target)) return `[${act} refused] ${target}: ${HIDDEN_REASON}`
             const check = policy.check(act, target)
             if (check.effect === 'deny') return `[${act} refused] ${target}: ${check.reason}`
           }
           return true
         },
-        canRead: (path) => policy.check('read', path).effect !== 'deny',
+        canRead: (path) => !hidden.covers(path) && policy.check('read', path).effect !== 'deny',
       })
     }
     annotateContent(deps.telemetry, () => ({ [ATTR.fileExcerpt]: outcome.output }))

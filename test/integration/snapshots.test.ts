@@ -244,6 +244,59 @@ describe('what is not state', () => {
     expect(leaked[0].n).toBe(0)
   })
 
+  it("keeps what the policy's sandbox hides in the workspace from the file tools and the store too", async () => {
+    const secret = `HIDDEN-${Math.random().toString(36).slice(2)}`
+    const workspace = mkdtempSync(join(tmpdir(), 'tether-hides-'))
+    roots.push(workspace)
+    mkdirSync(join(workspace, 'private'))
+    writeFileSync(join(workspace, 'private', 'notes.txt'), `${secret}\n`)
+    // Named through a link, as hidden paths are found under every name.
+    symlinkSync(join(workspace, 'private'), join(workspace, 'also-private'))
+    const { handle } = await run(
+      [
+        {
+          toolCalls: [
+            { name: 'read_file', args: { path: 'private/notes.txt' } },
+            { name: 'read_file', args: { path: 'also-private/notes.txt' } },
+            { name: 'search', args: { pattern: 'HIDDEN-' } },
+            write('private/planted.txt', 'x'),
+            write('notes.txt', 'fine'),
+          ],
+        },
+        { text: 'done' },
+      ],
+      {
+        contract: { workspace, verification: null },
+        policy: policy().withSandbox({ mode: 'enforce', hide: [join(workspace, 'private')] }),
+      },
+    )
+    expect(await handle.result()).toMatchObject({ outcome: 'finished' })
+    const results = (await audit.loadMessages(handle.workflowId))
+      .flatMap((m) => (m.content as { results?: Array<{ output: string }> }).results ?? [])
+      .map((r) => r.output)
+    expect(results.slice(0, 4)).toEqual([
+      "refused: [read refused] private/notes.txt: hidden from the run by the sandbox's `hide` (the policy's or the worker's)",
+      "refused: [read refused] private/notes.txt: hidden from the run by the sandbox's `hide` (the policy's or the worker's)",
+      expect.not.stringContaining(secret),
+      "refused: [write refused] private/planted.txt: hidden from the run by the sandbox's `hide` (the policy's or the worker's)",
+    ])
+    expect(existsSync(join(workspace, 'private', 'planted.txt'))).toBe(false)
+    const store = postgresStore(audit.pool)
+    const rows = await runSnapshots(audit.pool, handle.workflowId)
+    for (const row of rows) {
+      const rels = (await readTree(store, row.root)).map((p) => p.rel)
+      expect(rels.filter((rel) => rel.startsWith('private'))).toEqual([])
+    }
+    expect((await readTree(store, (rows.at(-1) as (typeof rows)[number]).root)).map((p) => p.rel)).toContain(
+      'notes.txt',
+    )
+    const { rows: leaked } = await audit.pool.query(
+      `select count(*)::int as n from snapshot_objects where position(convert_to($1, 'UTF8') in data) > 0`,
+      [secret],
+    )
+    expect(leaked[0].n).toBe(0)
+  })
+
   /** Three steps that install a local dependency into node_modules (a cache), and a project that uses it. */
   const installing = [
     {
