@@ -121,7 +121,7 @@ export async function checkout(
       `${run}, step ${shown} (tree ${tree.root.slice(0, 12)}${since}): ${counted(written.files, 'file')}, ${formatBytes(written.bytes)} in ${into}`,
     )
     print(
-      "not in it: the declared caches (node_modules, target, .venv, …: run the project's install) and what the run's policy hid from reads",
+      "not in it: the declared caches (node_modules, target, .venv, …: run the project's install) and what the run's policy hid from reads or its sandbox hid",
     )
   })
 }

@@ -214,7 +214,7 @@ export interface CheckoutOptions {
  * Lays out the workspace tree run `run` had at a step (default: its last) in a new or empty folder, from
  * `store` (the store the run's worker used): every object checked against its name, the tree's hash
  * confirmed, then moved into place, so a failure leaves nothing. Declared caches and what the run's policy
- * hid from reads were never stored, so they are not there. Returns the snapshot the tree came from and
+ * hid from reads or its sandbox hid were never stored, so they are not there. Returns the snapshot the tree came from and
  * what was written; a run, step, folder or store that will not do is a ContractError that says which.
  */
 export async function checkoutRun(
