@@ -57,7 +57,7 @@ async function workspaceProblem(path: string): Promise<string | undefined> {
 }
 
 /** Why a run may not work in `path`: the worker's own state, keys or credentials are there. */
-async function ownedProblem(
+export async function ownedProblem(
   path: string,
   sandbox: Pick<CommandSandbox, 'ownedIn'>,
 ): Promise<string | undefined> {

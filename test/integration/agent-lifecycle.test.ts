@@ -1,11 +1,30 @@
 /** Budgets, cancellation and continue-as-new of a real run. */
-import { existsSync, mkdirSync, realpathSync, rmSync, symlinkSync } from 'node:fs'
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { type ApplicationFailure, WorkflowFailedError } from '@temporalio/client'
-import { describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it } from 'vitest'
 import { pendingApprovalsQuery } from '../../src/workflows/index.js'
 import { PROBE_ID, processesWithProbeId } from '../fixtures/exec/probes.js'
-import { startRun, startScriptedRun, testPolicy, useAgentHarness, writeScript } from '../support/agent.js'
+import {
+  approveTheAsk,
+  startRun,
+  startScriptedRun,
+  testPolicy,
+  useAgentHarness,
+  useAgentWorker,
+  writeScript,
+} from '../support/agent.js'
 import { recordHistory } from '../support/temporal.js'
 
 const harness = useAgentHarness()
@@ -105,6 +124,54 @@ describe('cancellation', () => {
     } finally {
       delete process.env[PROBE_ID]
       await ws.cleanup()
+    }
+  })
+})
+
+describe("a folder swapped during the run for a link to the worker's own", () => {
+  // Stands for the worker's state folder: what its sandbox hides, with its floor in it.
+  const decoy = mkdtempSync(join(tmpdir(), 'tether-own-'))
+  writeFileSync(join(decoy, 'floor.yaml'), "the operator's\n")
+  const own = useAgentWorker({ hide: [decoy] })
+  afterAll(() => rmSync(decoy, { recursive: true, force: true }))
+
+  it('ends the run before its next action works there', async () => {
+    const ws = { path: mkdtempSync(join(tmpdir(), 'tether-swapped-')) }
+    // The model's script lies outside the folder, so the run goes on after the swap unless stopped.
+    const scripts = mkdtempSync(join(tmpdir(), 'tether-scripts-'))
+    const turns = [
+      { toolCalls: [{ name: 'write_file', args: { path: 'floor.yaml', content: 'pwned\n' } }] },
+      { text: 'done' },
+    ]
+    const handle = await startRun(
+      harness.client,
+      own.taskQueue,
+      {
+        goal: 'g',
+        workspace: ws.path,
+        model: `scripted:${await writeScript(scripts, { turns } as never)}`,
+        verification: null,
+      },
+      testPolicy(),
+    )
+    const moved = `${ws.path}-moved`
+    try {
+      await expect
+        .poll(async () => (await handle.query(pendingApprovalsQuery)).length, { timeout: 60_000 })
+        .toBe(1)
+      renameSync(ws.path, moved)
+      symlinkSync(decoy, ws.path)
+      await approveTheAsk(handle)
+      const error = await handle.result().catch((e: unknown) => e)
+      expect(error).toBeInstanceOf(WorkflowFailedError)
+      expect(((error as WorkflowFailedError).cause as ApplicationFailure).message).toContain(
+        `since the run started, the workspace ${ws.path} is ${realpathSync(decoy)}, which is the worker's own`,
+      )
+      expect(readFileSync(join(decoy, 'floor.yaml'), 'utf8')).toBe("the operator's\n")
+    } finally {
+      rmSync(ws.path, { force: true })
+      rmSync(moved, { recursive: true, force: true })
+      rmSync(scripts, { recursive: true, force: true })
     }
   })
 })
