@@ -15,7 +15,7 @@ import type { CommandSandbox } from './sandbox.js'
 export async function contractProblems(
   contract: TaskContract,
   provider: (choice: string | undefined) => ModelProvider,
-  sandbox: Pick<CommandSandbox, 'ownedIn'>,
+  sandbox: Pick<CommandSandbox, 'workspaceRefusal'>,
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<string[]> {
   const problems: string[] = []
@@ -23,7 +23,7 @@ export async function contractProblems(
   const folder = contract.workspace
   const workspace =
     folder !== undefined
-      ? ((await workspaceProblem(folder)) ?? (await ownedProblem(folder, sandbox)))
+      ? ((await workspaceProblem(folder)) ?? (await sandbox.workspaceRefusal(folder)))
       : undefined
   if (workspace) problems.push(workspace)
   const program = contract.verification?.command[0]
@@ -54,20 +54,6 @@ async function workspaceProblem(path: string): Promise<string | undefined> {
     if (code === 'ENOTDIR') return `the workspace ${path} is not a directory`
     return `the workspace ${path} cannot be entered (${code})`
   }
-}
-
-/** Why a run may not work in `path`: the worker's own state, keys or credentials are there. */
-export async function ownedProblem(
-  path: string,
-  sandbox: Pick<CommandSandbox, 'ownedIn'>,
-): Promise<string | undefined> {
-  const owned = await sandbox.ownedIn(path)
-  if (!owned) return undefined
-  const which = owned.path === path ? '' : ` ${owned.relation} ${owned.path}, which`
-  return (
-    `the workspace ${path}${which} is the worker's own (tether's state, keys or credentials, or the ` +
-    "folder it lays out runs' workspaces in): no run works there; start the run on a project folder, or from a source"
-  )
 }
 
 /** Why `program` could not be started from `cwd`, the way the exec runner would look for it. */

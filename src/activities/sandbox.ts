@@ -11,8 +11,10 @@ import { isAbsolute, join, relative, resolve, sep } from 'node:path'
 import {
   type ExecEnv,
   type ExecResult,
+  isRootWorker,
   type NetworkAccess,
   type RunCommandOptions,
+  rootWorkspaceRefusal,
   type SandboxOptions,
   SandboxUnavailableError,
   sandboxEnvironment,
@@ -94,13 +96,33 @@ export class CommandSandbox {
   }
 
   /**
+   * Why a run of this worker may not work in `workspace`, as it resolves now, or undefined: it is, holds or
+   * lies in what is the worker's own (ownedIn), or — for a root worker, whose file tools write as root — it
+   * is a folder the worker would not make its commands' own (a system folder, one that holds its home,
+   * another user's). Asked before a run's first step and before each of its actions.
+   */
+  async workspaceRefusal(workspace: string): Promise<string | undefined> {
+    const owned = await this.ownedIn(workspace)
+    if (owned) {
+      const which = owned.path === workspace ? '' : ` ${owned.relation} ${owned.path}, which`
+      return (
+        `the workspace ${workspace}${which} is the worker's own (tether's state, keys or credentials, or the ` +
+        "folder it lays out runs' workspaces in): no run works there; start the run on a project folder, or from a source"
+      )
+    }
+    if (this.mayRunOutside || !isRootWorker()) return undefined
+    const real = await realpath(workspace).catch(() => undefined)
+    return real === undefined ? undefined : rootWorkspaceRefusal(real, this.env.HOME ?? homedir())
+  }
+
+  /**
    * What of the worker's own — its state, keys or credentials, the folder it lays runs' workspaces out in —
    * `workspace` is, holds or lies in (`path`, and how), or undefined. The sandbox hides these from commands,
    * but the file tools and the snapshots work on the workspace as the worker sees it: a run there could read
    * or rewrite the worker's floor, keys and database, and store them with its trees. Compared as the worker
    * resolves them (links followed); what does not exist holds nothing.
    */
-  async ownedIn(
+  private async ownedIn(
     workspace: string,
   ): Promise<{ path: string; relation: 'is' | 'holds' | 'lies in' } | undefined> {
     const real = async (path: string) => realpath(path).catch(() => undefined)

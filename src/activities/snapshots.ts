@@ -34,7 +34,6 @@ import {
 } from '../snapshots/index.js'
 import { runCommandWithHeartbeats } from './exec.js'
 import { heartbeating } from './heartbeat.js'
-import { ownedProblem } from './preflight.js'
 import type { RunConfigs } from './run-config.js'
 import { type CommandSandbox, commandOptions, resultRecord } from './sandbox.js'
 import { CACHES_PENDING, cachesMarkText, safeName, sweepWorkspaces } from './workspace-sweep.js'
@@ -115,8 +114,8 @@ export class StepSnapshots {
     const path = this.folder(ref.runId, ref.workspace)
     // Checked before every action, not only before the first step: a contract's folder swapped since for a
     // link to the worker's own would have the file tools, the snapshots and the sandbox's bind work there.
-    const owned = ref.workspace !== '' ? await ownedProblem(path, this.deps.sandbox) : undefined
-    if (owned) throw failure(`since the run started, ${owned}`)
+    const refused = ref.workspace !== '' ? await this.deps.sandbox.workspaceRefusal(path) : undefined
+    if (refused) throw failure(`since the run started, ${refused}`)
     const service = this.deps.service()
     if (ref.tree === undefined || !service) return { path }
     const tree = ref.tree

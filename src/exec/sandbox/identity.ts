@@ -118,27 +118,47 @@ export async function commandIdentity(
   workspace: string,
   { home, hidden }: { home: string | undefined; hidden: readonly string[] },
 ): Promise<CommandIdentity> {
-  const owner = statSync(workspace)
-  if (inRange(owner.uid) && claimOf(owner.uid) === workspace) return identity(owner.uid)
-  if (owner.uid !== 0 && !inRange(owner.uid)) {
-    throw new SandboxUnavailableError(
-      `the workspace ${workspace} belongs to uid ${owner.uid}; a root worker runs commands as an identity of ` +
-        'its own, which must own the workspace, and does not take folders from other users: use a folder ' +
-        'owned by root (tether takes it over) or run the worker as that user',
-    )
-  }
-  const system = isSystemFolder(workspace)
-  const holds = [home, REGISTRY, CACHES].find((folder) => folder && within(folder, workspace))
-  if (system || holds) {
-    throw new SandboxUnavailableError(
-      `the workspace ${workspace} ${holds ? `holds ${holds}` : 'is a system folder'}; a root worker makes the ` +
-        "workspace its commands' own, which it will not do to that folder: use a folder made for the run, " +
-        'or run the worker as a user that may change it',
-    )
-  }
+  const owner = statSync(workspace).uid
+  if (inRange(owner) && claimOf(owner) === workspace) return identity(owner)
+  const refusal = takeOverRefusal(workspace, owner, home)
+  if (refusal) throw new SandboxUnavailableError(refusal)
   const uid = await withLock(() => claim(workspace))
   await takeOver(workspace, uid, hidden)
   return identity(uid)
+}
+
+/**
+ * Why a root worker's run may not work in `workspace` (an absolute, resolved path), or undefined: the
+ * folders whose take-over commandIdentity refuses. Asked before the run's first step and before each
+ * action too, since the file tools work there as the worker — root — and not as the commands' identity.
+ */
+export function rootWorkspaceRefusal(workspace: string, home: string | undefined): string | undefined {
+  let owner: number
+  try {
+    owner = statSync(workspace).uid
+  } catch {
+    return undefined
+  }
+  if (inRange(owner) && claimOf(owner) === workspace) return undefined
+  return takeOverRefusal(workspace, owner, home)
+}
+
+/** Why `workspace`, owned by `owner`, may not become its commands' own; undefined when it may. */
+function takeOverRefusal(workspace: string, owner: number, home: string | undefined): string | undefined {
+  if (owner !== 0 && !inRange(owner)) {
+    return (
+      `the workspace ${workspace} belongs to uid ${owner}; a root worker runs commands as an identity of ` +
+      'its own, which must own the workspace, and does not take folders from other users: use a folder ' +
+      'owned by root (tether takes it over) or run the worker as that user'
+    )
+  }
+  const holds = [home, REGISTRY, CACHES].find((folder) => folder && within(folder, workspace))
+  if (!holds && !isSystemFolder(workspace)) return undefined
+  return (
+    `the workspace ${workspace} ${holds ? `holds ${holds}` : 'is a system folder'}; a root worker makes the ` +
+    "workspace its commands' own, which it will not do to that folder: use a folder made for the run, " +
+    'or run the worker as a user that may change it'
+  )
 }
 
 function identity(uid: number): CommandIdentity {

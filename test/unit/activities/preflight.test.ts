@@ -3,12 +3,13 @@
  * the worker keeps its own state, keys or credentials — the file tools and the snapshots would reach what the
  * sandbox hides from commands.
  */
-import { mkdir, mkdtemp, rm, symlink } from 'node:fs/promises'
+import { chown, mkdir, mkdtemp, rm, symlink } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { contractProblems } from '../../../src/activities/preflight.js'
 import { CommandSandbox } from '../../../src/activities/sandbox.js'
+import { isRootWorker } from '../../../src/exec/index.js'
 import { scriptedProvider } from '../../../src/model/index.js'
 import { parseContract } from '../../../src/run/index.js'
 
@@ -55,4 +56,25 @@ describe("a run's workspace", () => {
   it('is accepted beside it', async () => {
     expect(await problems(join(dir, 'home', 'project'))).toEqual([])
   })
+
+  // The file tools write as the worker: for a root worker, as root, wherever the workspace is.
+  it.runIf(isRootWorker())(
+    "is refused, on a root worker, where its commands could not run: a system folder, another user's",
+    async () => {
+      const system = await mkdtemp('/usr/local/share/tether-preflight-')
+      try {
+        expect(await problems(system)).toEqual([
+          `the workspace ${system} is a system folder; a root worker makes the workspace its commands' own, ` +
+            'which it will not do to that folder: use a folder made for the run, or run the worker as a user ' +
+            'that may change it',
+        ])
+      } finally {
+        await rm(system, { recursive: true, force: true })
+      }
+      const theirs = join(dir, 'theirs')
+      await mkdir(theirs)
+      await chown(theirs, 54321, 54321)
+      expect((await problems(theirs))[0]).toMatch(/^the workspace \S+ belongs to uid 54321; /)
+    },
+  )
 })
