@@ -164,7 +164,9 @@ describe("a folder swapped during the run for a link to the worker's own", () =>
       await approveTheAsk(handle)
       const error = await handle.result().catch((e: unknown) => e)
       expect(error).toBeInstanceOf(WorkflowFailedError)
-      expect(((error as WorkflowFailedError).cause as ApplicationFailure).message).toContain(
+      const cause = (error as WorkflowFailedError).cause as ApplicationFailure
+      expect(cause.type).toBe('RunFailed')
+      expect(cause.message).toContain(
         `since the run started, the workspace ${ws.path} is ${realpathSync(decoy)}, which is the worker's own`,
       )
       expect(readFileSync(join(decoy, 'floor.yaml'), 'utf8')).toBe("the operator's\n")
