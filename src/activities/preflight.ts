@@ -22,9 +22,7 @@ export async function contractProblems(
   // A workspace from a source is laid out by the worker at the run's start: there is no folder to check yet.
   const folder = contract.workspace
   const workspace =
-    folder !== undefined
-      ? ((await workspaceProblem(folder)) ?? (await sandbox.workspaceRefusal(folder)))
-      : undefined
+    folder !== undefined ? ((await workspaceProblem(folder)) ?? sandbox.workspaceRefusal(folder)) : undefined
   if (workspace) problems.push(workspace)
   const program = contract.verification?.command[0]
   if (program !== undefined && !workspace && (folder !== undefined || !program.includes('/'))) {

@@ -5,7 +5,6 @@
  * and the verification gate run under the same boundary.
  */
 import { realpathSync } from 'node:fs'
-import { realpath } from 'node:fs/promises'
 import { homedir } from 'node:os'
 import { isAbsolute, join, relative, resolve, sep } from 'node:path'
 import {
@@ -38,6 +37,15 @@ export interface SandboxDependencies {
    * whatever a run's recorded policy says (default: the sandbox is always on).
    */
   floor?: Policy
+}
+
+/** `path` with every link followed (one realpath(3) call, as this runs before every action), or undefined. */
+function resolved(path: string): string | undefined {
+  try {
+    return realpathSync.native(path)
+  } catch {
+    return undefined
+  }
 }
 
 /** What the sandbox hides in a workspace (CommandSandbox.hiddenIn). */
@@ -101,8 +109,10 @@ export class CommandSandbox {
    * is a folder the worker would not make its commands' own (a system folder, one that holds its home,
    * another user's). Asked before a run's first step and before each of its actions.
    */
-  async workspaceRefusal(workspace: string): Promise<string | undefined> {
-    const owned = await this.ownedIn(workspace)
+  workspaceRefusal(workspace: string): string | undefined {
+    const folder = resolved(workspace)
+    if (folder === undefined) return undefined
+    const owned = this.ownedIn(folder)
     if (owned) {
       const which = owned.path === workspace ? '' : ` ${owned.relation} ${owned.path}, which`
       return (
@@ -111,26 +121,20 @@ export class CommandSandbox {
       )
     }
     if (this.mayRunOutside || !isRootWorker()) return undefined
-    const real = await realpath(workspace).catch(() => undefined)
-    return real === undefined ? undefined : rootWorkspaceRefusal(real, this.env.HOME ?? homedir())
+    return rootWorkspaceRefusal(folder, this.env.HOME ?? homedir())
   }
 
   /**
    * What of the worker's own — its state, keys or credentials, the folder it lays runs' workspaces out in —
-   * `workspace` is, holds or lies in (`path`, and how), or undefined. The sandbox hides these from commands,
-   * but the file tools and the snapshots work on the workspace as the worker sees it: a run there could read
-   * or rewrite the worker's floor, keys and database, and store them with its trees. Compared as the worker
-   * resolves them (links followed); what does not exist holds nothing.
+   * `folder` (resolved) is, holds or lies in (`path`, and how), or undefined. The sandbox hides these from
+   * commands, but the file tools and the snapshots work on the workspace as the worker sees it: a run there
+   * could read or rewrite the worker's floor, keys and database, and store them with its trees. Compared as
+   * the worker resolves them (links followed); what does not exist holds nothing.
    */
-  private async ownedIn(
-    workspace: string,
-  ): Promise<{ path: string; relation: 'is' | 'holds' | 'lies in' } | undefined> {
-    const real = async (path: string) => realpath(path).catch(() => undefined)
-    const folder = await real(workspace)
-    if (folder === undefined) return undefined
+  private ownedIn(folder: string): { path: string; relation: 'is' | 'holds' | 'lies in' } | undefined {
     const within = (inner: string, outer: string) => outer === sep || inner.startsWith(`${outer}${sep}`)
     for (const own of this.hide) {
-      const path = await real(own)
+      const path = resolved(own)
       if (path === undefined) continue
       if (path === folder) return { path, relation: 'is' }
       if (within(path, folder)) return { path, relation: 'holds' }
@@ -153,20 +157,13 @@ export class CommandSandbox {
   }
 
   private hiddenPathsIn(policy: Policy, workspace: string): string[] {
-    let root: string
-    try {
-      root = realpathSync(workspace)
-    } catch {
-      return []
-    }
+    const root = resolved(workspace)
+    if (root === undefined) return []
     const inside: string[] = []
     for (const path of this.hidden(policy)) {
-      let rel: string
-      try {
-        rel = relative(root, realpathSync(path))
-      } catch {
-        continue
-      }
+      const real = resolved(path)
+      if (real === undefined) continue
+      const rel = relative(root, real)
       if (rel !== '' && rel !== '..' && !rel.startsWith(`..${sep}`) && !isAbsolute(rel)) {
         inside.push(rel.split(sep).join('/'))
       }

@@ -114,7 +114,7 @@ export class StepSnapshots {
     const path = this.folder(ref.runId, ref.workspace)
     // Checked before every action, not only before the first step: a contract's folder swapped since for a
     // link to the worker's own would have the file tools, the snapshots and the sandbox's bind work there.
-    const refused = ref.workspace !== '' ? await this.deps.sandbox.workspaceRefusal(path) : undefined
+    const refused = ref.workspace !== '' ? this.deps.sandbox.workspaceRefusal(path) : undefined
     if (refused) throw failure(`since the run started, ${refused}`)
     const service = this.deps.service()
     if (ref.tree === undefined || !service) return { path }
