@@ -133,7 +133,7 @@ export function createActivities(deps: ActivityDependencies): TetherActivities {
       servers: mcpServers,
       sessions: new McpSessions(),
       env: deps.sandbox?.env ?? process.env,
-      folder: (runId, workspace) => snapshots.folder(runId, workspace),
+      folder: (runId, workspace) => snapshots.checkedFolder(runId, workspace),
     }),
     ...projectionActivities({
       audit: deps.audit,

@@ -105,17 +105,25 @@ export class StepSnapshots {
   }
 
   /**
+   * The run's folder, checked before every action, not only before the first step: a contract's folder
+   * swapped since for a link to the worker's own (or, on a root worker, to a system folder) would have the
+   * file tools, the snapshots, the sandbox's bind and the run's MCP servers work there.
+   */
+  checkedFolder(runId: string, workspace: string): string {
+    const path = this.folder(runId, workspace)
+    const refused = workspace !== '' ? this.deps.sandbox.workspaceRefusal(path) : undefined
+    if (refused) throw failure(`since the run started, ${refused}`)
+    return path
+  }
+
+  /**
    * The run's workspace on this worker at the tree history recorded. Absent here: restored from the store
    * (and, before a tool that changes it, its caches rebuilt). Present, before a tool that changes it:
    * compared with the recorded tree — a difference is a change made outside the run, recorded as a
    * snapshot of its own and told to the model, never used silently.
    */
   async before(ref: WorkspaceRef, use: 'read' | 'change'): Promise<PreparedWorkspace> {
-    const path = this.folder(ref.runId, ref.workspace)
-    // Checked before every action, not only before the first step: a contract's folder swapped since for a
-    // link to the worker's own would have the file tools, the snapshots and the sandbox's bind work there.
-    const refused = ref.workspace !== '' ? this.deps.sandbox.workspaceRefusal(path) : undefined
-    if (refused) throw failure(`since the run started, ${refused}`)
+    const path = this.checkedFolder(ref.runId, ref.workspace)
     const service = this.deps.service()
     if (ref.tree === undefined || !service) return { path }
     const tree = ref.tree
