@@ -114,6 +114,7 @@ export function toolActivities(deps: {
           return true
         },
         canRead: (path) => !hidden.covers(path) && policy.check('read', path).effect !== 'deny',
+        hidden: hidden.covers,
       })
     }
     annotateContent(deps.telemetry, () => ({ [ATTR.fileExcerpt]: outcome.output }))
@@ -494,9 +495,13 @@ async function callFromTranscript(
 function runFileTool(
   call: ValidatedCall,
   root: string,
-  checks: { authorize: NonNullable<ToolOptions['authorize']>; canRead: (path: string) => boolean },
+  checks: {
+    authorize: NonNullable<ToolOptions['authorize']>
+    canRead: (path: string) => boolean
+    hidden: NonNullable<ToolOptions['hidden']>
+  },
 ) {
-  const options = { authorize: checks.authorize }
+  const options = { authorize: checks.authorize, hidden: checks.hidden }
   switch (call.name) {
     case 'read_file':
       return readFile(root, call.args, options)

@@ -21,15 +21,24 @@ function row(type: string, name: string, size?: number): string {
   return `${type.padEnd(5)}${(size === undefined ? '' : size.toLocaleString('en-US')).padStart(14)}  ${name}`
 }
 
-async function describeEntry(root: string, reach: string, parent: string, entry: Dirent): Promise<string> {
+async function describeEntry(
+  root: string,
+  reach: string,
+  parent: string,
+  entry: Dirent,
+  hidden: ToolOptions['hidden'],
+): Promise<string> {
   const name = printable(entry.name)
+  const rel = parent === ROOT_PATH ? entry.name : `${parent}/${entry.name}`
+  // Its kind and size are not the run's to see, as a command sees an empty stand-in there.
+  if (hidden?.(rel)) return row('?', `${name} (hidden from the run)`)
   const stats = await lstat(path.join(reach, entry.name)).catch(() => undefined)
   if (!stats) return row('gone', name)
   if (stats.isDirectory()) return row('dir', `${name}/`)
   if (stats.isFile()) return row('file', name, stats.size)
   if (!stats.isSymbolicLink()) return row('other', name)
   const target = await readlink(path.join(reach, entry.name)).catch(() => '?')
-  const resolved = resolveWorkspacePath(root, parent === ROOT_PATH ? entry.name : `${parent}/${entry.name}`)
+  const resolved = resolveWorkspacePath(root, rel)
   const where = resolved.ok ? '' : ` (the file tools refuse it: ${resolved.reason})`
   return row('link', `${name} -> ${printable(target)}${where}`)
 }
@@ -48,7 +57,9 @@ export async function listDir(root: string, args: ListDirArgs, options?: ToolOpt
   try {
     const entries = (await listOpened(opened)).sort(byName)
     const kept = entries.slice(0, limits.maxEntries)
-    const rows = await Promise.all(kept.map((entry) => describeEntry(root, opened.reach, shown, entry)))
+    const rows = await Promise.all(
+      kept.map((entry) => describeEntry(root, opened.reach, shown, entry, options?.hidden)),
+    )
     const count = `${entries.length} entr${entries.length === 1 ? 'y' : 'ies'}`
     const lines = [`${shown === ROOT_PATH ? '(workspace root)' : `${shown}/`}: ${count}`, ...rows]
     if (entries.length === 0) lines.push('(empty directory)')

@@ -45,6 +45,8 @@ export interface ToolOptions extends Partial<WorkspaceLimits> {
    * moment earlier; a symlink may have changed since). Returns true to proceed or a refusal for the model.
    */
   authorize?: (target: PathTarget) => true | string
+  /** Workspace-relative paths hidden from the run (the sandbox's `hide`): `list_dir` shows their names only. */
+  hidden?: (path: string) => boolean
   /** Stops long walks (search) when the run is cancelled. */
   signal?: AbortSignal
 }

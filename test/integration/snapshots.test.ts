@@ -261,6 +261,7 @@ describe('what is not state', () => {
             { name: 'search', args: { pattern: 'HIDDEN-' } },
             write('private/planted.txt', 'x'),
             write('notes.txt', 'fine'),
+            { name: 'list_dir', args: { path: '.' } },
           ],
         },
         { text: 'done' },
@@ -280,6 +281,9 @@ describe('what is not state', () => {
       expect.not.stringContaining(secret),
       "refused: [write refused] private/planted.txt: hidden from the run by the sandbox's `hide` (the policy's or the worker's)",
     ])
+    // Its name shows in a listing, as it does to a command; not its kind or size.
+    expect(results[5]).toContain('private (hidden from the run)')
+    expect(results[5]).not.toContain('private/')
     expect(existsSync(join(workspace, 'private', 'planted.txt'))).toBe(false)
     const store = postgresStore(audit.pool)
     const rows = await runSnapshots(audit.pool, handle.workflowId)
