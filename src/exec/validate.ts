@@ -3,7 +3,7 @@
  * names the option or element and says what to do; when unsure, refuse.
  */
 import { accessSync, constants, realpathSync, statSync } from 'node:fs'
-import { isAbsolute, sep } from 'node:path'
+import { isAbsolute } from 'node:path'
 import {
   DEFAULT_DRAIN_MS,
   DEFAULT_KILL_GRACE_MS,
@@ -13,6 +13,7 @@ import {
 } from './defaults.js'
 import { sandboxEnvironment, scrubEnv } from './env.js'
 import { ExecInputError } from './errors.js'
+import { within } from './sandbox/folders.js'
 import type { SandboxOptions } from './sandbox/types.js'
 import type { ExecProgress, RunCommandOptions } from './types.js'
 
@@ -168,10 +169,6 @@ function checkSandbox(value: unknown, cwd: string): SandboxOptions | undefined {
     }
   }
   return { ...sandbox, workspace }
-}
-
-function within(path: string, folder: string): boolean {
-  return path === folder || path.startsWith(folder.endsWith(sep) ? folder : folder + sep)
 }
 
 export function validateOptions(options: RunCommandOptions): ValidatedOptions {
