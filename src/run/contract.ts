@@ -125,7 +125,15 @@ export const sourceSchema = z.union([
   z
     .object({
       git: z.string().min(1, 'the git source needs a repository URL or path'),
-      ref: z.string().min(1).optional(),
+      // git would read a ref starting with '-' as one of its options (`--recurse-submodules` checked out
+      // nothing, silently); no branch, tag or commit name starts so.
+      ref: z
+        .string()
+        .min(1)
+        .refine((ref) => !ref.startsWith('-'), {
+          message: "a git ref never starts with '-': name a branch, tag or commit",
+        })
+        .optional(),
     })
     .strict(),
   z

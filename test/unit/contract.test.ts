@@ -1,4 +1,4 @@
-/** Contract durations: text with a unit, bounded; a bare number is refused with the fix. */
+/** The task contract: durations (text with a unit, bounded; a bare number refused with the fix), git sources. */
 import { describe, expect, it } from 'vitest'
 import { ContractError, contractInput, parseContract } from '../../src/run/contract.js'
 
@@ -67,5 +67,22 @@ describe('a contract written back as input (a rewind starts its run from it)', (
     const again = contractInput(contract)
     expect(again.budgets?.maxCost).toBe('0.250000 USD')
     expect(parseContract(again)).toEqual(contract)
+  })
+})
+
+describe('a git source', () => {
+  it('refuses a ref git would take for one of its options, and takes the others', () => {
+    const source = (ref: string) => ({
+      workspace: undefined,
+      source: { git: 'https://example.com/r.git', ref },
+    })
+    expect(error(source('--recurse-submodules'))).toContain(
+      "source.ref: a git ref never starts with '-': name a branch, tag or commit",
+    )
+    for (const ref of ['main', 'v1.2.0', 'HEAD~2', '0123abcd'])
+      expect(parseContract({ ...base, ...source(ref) }).source).toEqual({
+        git: 'https://example.com/r.git',
+        ref,
+      })
   })
 })
