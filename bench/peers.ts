@@ -272,8 +272,10 @@ try {
     return delays
   }
 
-  // Warm-up: code loaded, bundles built, pools filled, on both sides.
+  // Warm-up: code loaded, bundles built, pools filled, on both sides; and a round of concurrent runs, since a
+  // Node worker's optimizing compiler is still busy through its first minute of runs (bench/run.ts).
   for (const side of sides) await runOne(side, repeated(['true'], 5))
+  for (const side of sides) await window(side, CONCURRENT)
   await approvalRound(2)
 
   const sequentialMs: Record<Side, number[]> = { tether: [], LangGraph: [] }

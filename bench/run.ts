@@ -422,7 +422,7 @@ async function floorAtOnce(
   tether: { steps: number; cpu: ReturnType<typeof cpuPerStep> },
 ) {
   const { steps } = tether
-  await floor.remoteAtOnce(2, 4) // warm-up
+  await floor.remoteAtOnce(concurrent, steps * 2) // warm-up: a round as large as the one measured
   const before = readCpu(stack.roots)
   const ms = await floor.remoteAtOnce(concurrent, steps * 2)
   const spent = cpuSpent(before, readCpu(stack.roots))
@@ -636,7 +636,10 @@ try {
       await historyPerStep()
       await auditCommitsPerStep()
     } else await durableRun(stack, 5) // warm-up
-    const twenty = await concurrentRuns(20)
+    // A worker's first minute still compiles (V8's optimizing threads took 4–5 ms of CPU per step in a
+    // first round, about 1 after two minutes): the first round is printed, the second is the one compared.
+    await concurrentRuns(20, undefined, ', first round (the worker still compiling its code)')
+    const twenty = await concurrentRuns(20, undefined, ', second round')
     await floorAtOnce(20, twenty)
     if (many !== 20) {
       // Side by side: the same runs on a worker that never holds a model turn back (pacing off).
