@@ -4,7 +4,7 @@
  * what connects to Temporal and the audit is in connect.ts, which a command loads when it runs.
  */
 import type { ApprovalRow } from '../audit/reader.js'
-import { backticks, rememberWords, visible, words } from '../present/index.js'
+import { backticks, clip, rememberWords, resolvedHow, visible, words } from '../present/index.js'
 import { CliError } from './errors.js'
 
 export { visible }
@@ -64,6 +64,16 @@ export function chosenProfile(): string | undefined {
 
 export function chooseProfile(name: string | undefined): void {
   profile = name
+}
+
+/**
+ * What follows an approval's decision word, as the CLI prints it: ` by ana via inbox: fine`, ` with the run`;
+ * a reason clipped to its first line and `limit` characters when a line must stay short.
+ */
+export function resolution(approval: Parameters<typeof resolvedHow>[0], limit?: number): string {
+  const { how, reason } = resolvedHow(approval)
+  if (reason === undefined) return visible(how)
+  return visible(`${how}: ${limit === undefined ? reason : clip(reason.split('\n')[0] ?? '', limit)}`)
 }
 
 /** What approving with "remember" would add, as the approver reads it before answering. */

@@ -8,7 +8,7 @@ import type { LogEntry } from '@temporalio/worker'
 import type { ApprovalRow, AuditStore, RunRow } from '../audit/index.js'
 import { clip, formatDeadline, visible } from '../present/index.js'
 import { FAILURE } from '../run/index.js'
-import { colour } from './context.js'
+import { colour, resolution } from './context.js'
 
 /** Runs the SDK's log through `keep` (warnings and errors, one line each; tether's own failures dropped). */
 export async function quietTemporalLog(write: (line: string) => void): Promise<void> {
@@ -119,8 +119,7 @@ function waitingLine(approval: ApprovalRow, inboxUrl: string | undefined): strin
 function answeredLine(approval: ApprovalRow): string {
   const decision =
     approval.decision === 'approved' ? colour.green('approved') : colour.yellow(approval.decision ?? '')
-  const by = approval.decision === 'timeout' ? '' : ` by ${approval.decidedBy ?? 'tether'}`
-  return `run ${colour.bold(approval.runId)} approval ${approval.approvalId.slice(0, 8)} ${decision}${by}${approval.channel ? ` via ${approval.channel}` : ''}: ${approval.act} ${visible(clip(approval.target, 100))}`
+  return `run ${colour.bold(approval.runId)} approval ${approval.approvalId.slice(0, 8)} ${approval.act} ${visible(clip(approval.target, 100))}: ${decision}${resolution(approval, 100)}`
 }
 
 function firstLine(text: string): string {

@@ -12,7 +12,7 @@ import {
   seconds,
   words,
 } from '../present/index.js'
-import { colour, print, rememberText, visible } from './context.js'
+import { colour, print, rememberText, resolution, visible } from './context.js'
 
 export function printTimeline(summary: RunSummary, timeline: TimelineEntry[]): void {
   print(`${colour.bold(summary.runId)}  ${outcomeText(summary.outcome ?? summary.status)}`)
@@ -97,7 +97,7 @@ export function entryLine(entry: TimelineEntry): string {
       return `  ${entry.kind === 'gate_passed' ? colour.green('gate') : entry.kind === 'gate_output' ? colour.dim('gate') : colour.red('gate')}      ${visible((entry.detail.split('\n')[0] ?? '').slice(0, 160))}`
     case 'approval':
       return entry.decision
-        ? `  ${colour.bold('approval')}  ${entry.act} ${visible(entry.target)} → ${entry.decision} by ${entry.decidedBy} via ${entry.channel}${entry.reason ? `: ${entry.reason}` : ''}` +
+        ? `  ${colour.bold('approval')}  ${entry.act} ${visible(entry.target)} → ${entry.decision}${resolution(entry)}` +
             `${entry.replacement ? `; ran the edited command ${visible(entry.replacement.join(' '))} instead` : ''}` +
             `${entry.raiseTo ? `; raised the cost cap to ${visible(entry.raiseTo)}` : ''}` +
             `${entry.remember ? `; remembered ${visible(`\`${entry.remember}\``)}` : ''}`

@@ -26,6 +26,7 @@ import {
   formatMoney,
   localText,
   rememberWords,
+  resolvedHow,
   ruleWords,
   utcText,
 } from '../present/index.js'
@@ -91,10 +92,10 @@ export function approvalFacts(
 /** How an approval ended: who, when, through which channel, with what. */
 export function decisionText(row: ApprovalRow, clock: Clock): Html {
   if (!row.decision) return html`<strong>waiting</strong>`
-  return html`<strong class="decision ${row.decision}">${row.decision}</strong> by ${row.decidedBy ?? '?'}
-    via ${row.channel ?? '?'}${row.decidedAt ? html` at ${when(row.decidedAt, clock)}` : ''}${row.reason ? html`: “${prose(row.reason)}”` : ''}${
-      row.replacement ? html`; the edited command ${code(renderCommand(row.replacement))} ran instead` : ''
-    }${row.raiseTo ? html`; raised the cost cap to ${row.raiseTo}` : ''}${row.remember ? html`; remembered ${code(row.remember)} for the rest of the run` : ''}`
+  const { how, reason } = resolvedHow(row)
+  return html`<strong class="decision ${row.decision}">${row.decision}</strong>${how}${row.decidedAt ? html` at ${when(row.decidedAt, clock)}` : ''}${reason ? html`: “${prose(reason)}”` : ''}${
+    row.replacement ? html`; the edited command ${code(renderCommand(row.replacement))} ran instead` : ''
+  }${row.raiseTo ? html`; raised the cost cap to ${row.raiseTo}` : ''}${row.remember ? html`; remembered ${code(row.remember)} for the rest of the run` : ''}`
 }
 
 export function proofText(check: AnswerCheck): Html {

@@ -29,5 +29,6 @@ export {
   formatDuration,
   formatMoney,
   overLimit,
+  resolvedHow,
   seconds,
 } from './words.js'

@@ -43,6 +43,28 @@ export function commandStatus(command: {
   return command.status
 }
 
+/**
+ * What follows an approval's decision word: `how` (` by ana via inbox`), and the reason given, if any. One
+ * tether resolved itself reads as what happened (` with the run`, `: no answer by its deadline`), not as a
+ * person and a channel both named for tether.
+ */
+export function resolvedHow(approval: {
+  decision?: string | null | undefined
+  decidedBy?: string | null | undefined
+  channel?: string | null | undefined
+  reason?: string | null | undefined
+}): { how: string; reason?: string } {
+  const reason = approval.reason ?? undefined
+  if (approval.decision === 'cancelled' && approval.channel === 'cancel')
+    return reason === undefined || reason === 'run cancelled'
+      ? { how: ' with the run' }
+      : { how: ' with the run', reason }
+  if (approval.decision === 'timeout')
+    return { how: `: ${reason === undefined || reason === 'timeout' ? 'no answer by its deadline' : reason}` }
+  const how = ` by ${approval.decidedBy ?? 'tether'}${approval.channel ? ` via ${approval.channel}` : ''}`
+  return reason ? { how, reason } : { how }
+}
+
 /** `1 call`, `2 calls`, `0 steps`; `plural` when adding an s is wrong. */
 export function counted(count: number, noun: string, plural = `${noun}s`): string {
   return `${formatCount(count)} ${count === 1 ? noun : plural}`
