@@ -11,7 +11,7 @@ import { SimplePlugin } from '@temporalio/plugin'
 import type { WorkerOptions } from '@temporalio/worker'
 import type { NamespaceFacts } from '../activities/index.js'
 import type { AuditStore } from '../audit/index.js'
-import type { AgentRunResult } from '../run/index.js'
+import { type AgentRunResult, lostRunReason } from '../run/index.js'
 import { pendingApprovalsQuery } from '../workflows/index.js'
 
 /** How often a worker compares its runs with Temporal. */
@@ -191,7 +191,7 @@ async function reconcileRun(
     if (!(error instanceof WorkflowNotFoundError)) throw error
     // A run Temporal does not have would never end, and its approvals would wait for ever.
     if (mayBeLost(client, run)) {
-      const lost = `Temporal (namespace ${client.options.namespace}) has no workflow for this run: its history was lost or deleted`
+      const lost = lostRunReason(client.options.namespace)
       await audit.recordEndedOutside(run, {
         outcome: 'failed',
         reason: lost,

@@ -58,3 +58,8 @@ export const MODEL_FAILURES_NOT_RETRIED: readonly string[] = [
   MODEL_FAILURE['context-overflow'],
   MODEL_FAILURE.config,
 ]
+
+/** Why a run the audit has as running ended outside Temporal: the server has no workflow for it. */
+export function lostRunReason(namespace: string): string {
+  return `Temporal (namespace ${namespace}) has no workflow for this run: its history was lost or deleted`
+}

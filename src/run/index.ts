@@ -33,7 +33,7 @@ export {
   legacyDecisionSchema,
   SIGNATURE_SKEW_MS,
 } from './decision.js'
-export { FAILURE, MODEL_FAILURE, MODEL_FAILURES_NOT_RETRIED } from './failures.js'
+export { FAILURE, lostRunReason, MODEL_FAILURE, MODEL_FAILURES_NOT_RETRIED } from './failures.js'
 export { runIdProblem, START_LIMITS, type StartProblem, startProblem } from './limits.js'
 export { gateFailureMessage } from './messages.js'
 export { CURRENCY, MAX_MONEY_MICROS, MICROS_PER_USD, microsToUsd, parseMoney } from './money.js'

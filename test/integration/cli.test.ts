@@ -439,7 +439,11 @@ describe('tether CLI', () => {
       })
       const lost = await tether(['cancel', ghost])
       expect(lost.code, lost.stderr).toBe(0)
-      expect(lost.stdout).toContain(`run ${ghost} has no workflow on this Temporal server (namespace `)
+      expect(lost.stdout).toMatch(
+        new RegExp(
+          `^run ${ghost}: Temporal \\(namespace .+\\) has no workflow for this run: its history was lost or deleted; recorded as cancelled in the audit\n$`,
+        ),
+      )
       expect(await audit.runSummary(ghost)).toMatchObject({
         status: 'finished',
         outcome: 'cancelled',

@@ -2,6 +2,7 @@
 import type { Client } from '@temporalio/client'
 import type { Command } from 'commander'
 import type { Policy } from '../../policy/index.js'
+import { lostRunReason } from '../../run/failures.js'
 import type { TaskContractInput } from '../../run/index.js'
 import {
   colour,
@@ -222,11 +223,13 @@ export function registerRuns(program: Command): void {
           if (!(error instanceof WorkflowNotFoundError)) throw error
           // The audit still has it running, but this server has no workflow for it (its history was lost
           // with a dev server's, or deleted): nothing in Temporal can end it, so the audit records the end.
-          const where = `this Temporal server (namespace ${client.options.namespace})`
-          const lost = `the run has no workflow on ${where}: its history was lost or deleted`
+          const lost = lostRunReason(client.options.namespace)
           await withAudit(async (audit) => {
             const summary = await audit.runSummary(runId)
-            if (!summary) throw new CliError(`no run ${runId} on ${where}`)
+            if (!summary)
+              throw new CliError(
+                `no run ${runId}, neither in the audit nor on Temporal (namespace ${client.options.namespace})`,
+              )
             if (summary.status !== 'running')
               throw new CliError(`run ${runId} already ended (${summary.outcome}); nothing to cancel`)
             await audit.recordEndedOutside(
@@ -240,9 +243,7 @@ export function registerRuns(program: Command): void {
               },
             )
           })
-          print(
-            `run ${runId} has no workflow on ${where}: its history was lost or deleted; recorded as cancelled in the audit`,
-          )
+          print(`run ${runId}: ${lost}; recorded as cancelled in the audit`)
           return
         }
         print(`cancellation requested for ${runId}`)
