@@ -6,7 +6,7 @@ import { inFlightWords } from '../present/index.js'
 import { type Flight, inFlight } from '../run/index.js'
 import type { AgentRunResult } from '../workflows/index.js'
 import { colour, print, printJsonLine, visible } from './context.js'
-import { entryKey, entryLine, outcomeText } from './timeline.js'
+import { entryKey, entryLine, outcomeText, plantedGitLines, plantedGitOf } from './timeline.js'
 
 /**
  * Whether the work in flight can be told: a command (or the gate) names itself with its first heartbeat, a
@@ -96,11 +96,13 @@ export async function followRun(
                 outcome: summary?.outcome ?? description.status.name.toLowerCase(),
                 ...(summary?.reason ? { reason: summary.reason } : {}),
               }
-        if (options.json) printJsonLine({ event: 'outcome', ...result })
+        const plantedGit = summary ? await plantedGitOf(summary) : []
+        if (options.json) printJsonLine({ event: 'outcome', ...result, plantedGit })
         else {
           print(
             `${colour.bold('outcome')}   ${outcomeText(result.outcome)}${result.reason ? colour.dim(` — ${result.reason}`) : ''}`,
           )
+          for (const line of plantedGitLines(plantedGit, 'the run wrote')) print(line)
         }
         return result
       }

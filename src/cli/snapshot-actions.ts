@@ -23,6 +23,7 @@ import { ConfigError, snapshotSettings } from '../stack/index.js'
 import { resolveId, withAudit, withTemporal } from './connect.js'
 import { colour, print, printJson, printTable, visible } from './context.js'
 import { CliError } from './errors.js'
+import { plantedGitLines } from './timeline.js'
 
 export async function rewind(
   run: string,
@@ -114,8 +115,19 @@ export async function checkout(
     )
     // A step that changed nothing has the tree of the last one that did.
     const shown = at ?? tree.step
+    // Every file of it came from the run's workspace, so all of git's that would run a program is told.
+    const { plantedGitFiles } = await import('../exec/index.js')
+    const plantedGit = plantedGitFiles(into, new Date(0))
     if (options.json)
-      return printJson({ runId: run, step: shown, takenAt: tree.step, root: tree.root, into, ...written })
+      return printJson({
+        runId: run,
+        step: shown,
+        takenAt: tree.step,
+        root: tree.root,
+        into,
+        ...written,
+        plantedGit,
+      })
     const since = shown === tree.step ? '' : `, unchanged since step ${tree.step}`
     print(
       `${run}, step ${shown} (tree ${tree.root.slice(0, 12)}${since}): ${counted(written.files, 'file')}, ${formatBytes(written.bytes)} in ${into}`,
@@ -123,6 +135,7 @@ export async function checkout(
     print(
       "not in it: the declared caches (node_modules, target, .venv, …: run the project's install) and what the run's policy hid from reads or its sandbox hid",
     )
+    for (const line of plantedGitLines(plantedGit, 'the tree holds')) print(line)
   })
 }
 

@@ -1,6 +1,8 @@
 /** A run's timeline for a person: a line per entry (`tether show`, and `--follow` as it grows). */
 
+import { existsSync } from 'node:fs'
 import { type RunSummary, type TimelineEntry, tellsSomethingNew } from '../audit/reader.js'
+import type { PlantedGitFile } from '../exec/index.js'
 import {
   commandStatus,
   counted,
@@ -42,6 +44,32 @@ export function printTimeline(summary: RunSummary, timeline: TimelineEntry[]): v
         (summary.durationMs !== undefined ? `, ${seconds(summary.durationMs)}` : ''),
     ),
   )
+}
+
+/** What a run on a folder of this machine left there for git to run; nothing for a folder elsewhere. */
+export async function plantedGitOf(summary: {
+  workspace: string
+  startedAt: Date
+}): Promise<PlantedGitFile[]> {
+  // A source's folder is named by its source (`git URL at ref`), not by a path.
+  if (!summary.workspace.startsWith('/') || !existsSync(summary.workspace)) return []
+  const { plantedGitFiles } = await import('../exec/index.js')
+  return plantedGitFiles(summary.workspace, summary.startedAt)
+}
+
+/**
+ * Git files that make git run a program (exec's plantedGitFiles), as a warning: inside the sandbox they do
+ * nothing, but git run there by a person, or by an editor on its own, obeys them.
+ */
+export function plantedGitLines(
+  found: ReadonlyArray<{ path: string; what: string }>,
+  where: string,
+): string[] {
+  if (found.length === 0) return []
+  return [
+    `${colour.yellow('warning')}   ${where} git files that make git run programs: git run there outside the sandbox (yours, or an editor's on its own) obeys them — read them before you use git in those folders:`,
+    ...found.map((file) => `            ${visible(file.path)}: ${visible(file.what)}`),
+  ]
 }
 
 /** A run's spend as `tether show` says it. */

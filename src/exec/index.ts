@@ -42,6 +42,8 @@ export {
   isRootWorker,
   type NetworkAccess,
   type NetworkDecision,
+  type PlantedGitFile,
+  plantedGitFiles,
   rootWorkspaceRefusal,
   type SandboxLimits,
   type SandboxOptions,

@@ -98,6 +98,28 @@ const POLICY = {
   ],
 }
 
+/** `tether run --follow` of the npm fixture's fix under POLICY, gated by `npm test`, with a scripted model. */
+async function followedFix(workspace: string, script: string, runId: string) {
+  const policyFile = join(workspace, '.policy.json')
+  await writeFile(policyFile, JSON.stringify(POLICY))
+  return tether([
+    'run',
+    '--goal',
+    'fix add',
+    '--workspace',
+    workspace,
+    '--verify',
+    'npm test',
+    '--policy',
+    policyFile,
+    '--model',
+    `scripted:${script}`,
+    '--id',
+    runId,
+    '--follow',
+  ])
+}
+
 describe('tether CLI', () => {
   it('has --help on every subcommand', async () => {
     for (const command of [
@@ -155,25 +177,8 @@ describe('tether CLI', () => {
           { text: 'fixed' },
         ],
       })
-      const policyFile = join(ws.path, '.policy.json')
-      await writeFile(policyFile, JSON.stringify(POLICY))
-      const ran = await tether([
-        'run',
-        '--goal',
-        'fix add',
-        '--workspace',
-        ws.path,
-        '--verify',
-        'npm test',
-        '--policy',
-        policyFile,
-        '--model',
-        `scripted:${script}`,
-        '--id',
-        `cli-${agent.taskQueue}`,
-        '--follow',
-      ])
       const runId = `cli-${agent.taskQueue}`
+      const ran = await followedFix(ws.path, script, runId)
       expect(ran.stderr).toBe('')
       expect(ran.code).toBe(0)
       // The run id comes first, so a person can come back to the run whatever happens next.
@@ -262,6 +267,41 @@ describe('tether CLI', () => {
       expect(again.code).toBe(1)
       expect(again.stderr).toBe(`error: ${last} is not empty; give a new folder or an empty one\n`)
       expect(existsSync(join(last, 'src/math.js'))).toBe(true)
+    } finally {
+      await ws.cleanup()
+    }
+  })
+
+  it("warns of git files a run's command wrote that make git run programs outside the sandbox", async () => {
+    const ws = await npmWorkspace()
+    try {
+      // A test file (the agent's, in a real run) that makes a new repository beside the project: in the
+      // sandbox it runs nothing, but git run in sub/ afterwards by the person would run its fsmonitor.
+      const plant =
+        "import { mkdirSync, writeFileSync } from 'node:fs'\nimport { test } from 'node:test'\n" +
+        "test('plants', () => { mkdirSync('sub/.git', { recursive: true }); " +
+        "writeFileSync('sub/.git/config', '[core]\\n\\tfsmonitor = \"touch planted\"\\n') })\n"
+      await writeFile(join(ws.path, 'test/plant.test.js'), plant)
+      const script = await writeScript(ws.path, { turns: [{ toolCalls: [FIX_ADD] }, { text: 'fixed' }] })
+      const runId = `planted-${agent.taskQueue}`
+      const ran = await followedFix(ws.path, script, runId)
+      expect(ran.code, ran.stderr).toBe(0)
+      const warning = [
+        'warning   the run wrote git files that make git run programs: git run there outside the sandbox ' +
+          "(yours, or an editor's on its own) obeys them — read them before you use git in those folders:",
+        '            sub/.git/config: core.fsmonitor = "touch planted"',
+      ].join('\n')
+      expect(ran.stdout).toContain(`verified`)
+      expect(ran.stdout).toContain(warning)
+      const shown = await tether(['show', runId])
+      expect(shown.stdout.trimEnd().endsWith(warning)).toBe(true)
+      const json = JSON.parse((await tether(['show', runId, '--json'])).stdout)
+      expect(json.plantedGit).toEqual([{ path: 'sub/.git/config', what: 'core.fsmonitor = "touch planted"' }])
+      // The tree laid out elsewhere holds it too, and says so.
+      const into = join(outside, `checkout-${runId}`)
+      const laid = await tether(['checkout', runId, '--into', into])
+      expect(laid.stdout).toContain('warning   the tree holds git files that make git run programs')
+      expect(laid.stdout).toContain('sub/.git/config: core.fsmonitor = "touch planted"')
     } finally {
       await ws.cleanup()
     }

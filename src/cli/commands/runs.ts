@@ -1,8 +1,9 @@
 /** `tether run`, `tether ls`, `tether show`, `tether cancel`. What each runs is loaded when it runs. */
+
+import { existsSync } from 'node:fs'
 import type { Client } from '@temporalio/client'
 import type { Command } from 'commander'
 import type { Policy } from '../../policy/index.js'
-import { lostRunReason } from '../../run/failures.js'
 import type { TaskContractInput } from '../../run/index.js'
 import {
   colour,
@@ -186,11 +187,13 @@ export function registerRuns(program: Command): void {
         const timeline = await audit.runTimeline(runId)
         const { runLinks } = await import('../../snapshots/catalog.js')
         const links = await runLinks(audit.pool, runId)
-        if (options.json) return printJson({ summary, timeline, links })
-        const { printTimeline } = await import('../timeline.js')
+        const { plantedGitLines, plantedGitOf, printTimeline } = await import('../timeline.js')
+        const plantedGit = await plantedGitOf(summary)
+        if (options.json) return printJson({ summary, timeline, links, plantedGit })
         const { linkLines } = await import('./snapshots.js')
         printTimeline(summary, timeline)
         for (const line of linkLines(links)) print(line)
+        for (const line of plantedGitLines(plantedGit, 'the run wrote')) print(line)
       })
     })
 
@@ -223,6 +226,7 @@ export function registerRuns(program: Command): void {
           if (!(error instanceof WorkflowNotFoundError)) throw error
           // The audit still has it running, but this server has no workflow for it (its history was lost
           // with a dev server's, or deleted): nothing in Temporal can end it, so the audit records the end.
+          const { lostRunReason } = await import('../../run/index.js')
           const lost = lostRunReason(client.options.namespace)
           await withAudit(async (audit) => {
             const summary = await audit.runSummary(runId)

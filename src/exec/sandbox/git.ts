@@ -83,7 +83,7 @@ const WALKED_LAST = new Set([
 ])
 
 /** Every `.git` below the workspace root, up to the walk's bound. */
-function nestedGitEntries(workspace: string): string[] {
+export function nestedGitEntries(workspace: string): string[] {
   const found: string[] = []
   const first = [workspace]
   const last: string[] = []
@@ -224,7 +224,7 @@ function searchable(dir: string): boolean {
 }
 
 /** The git folders under a `modules/` folder (a submodule's name may hold slashes), up to the bound. */
-function gitFoldersUnder(modules: string): string[] {
+export function gitFoldersUnder(modules: string): string[] {
   const found: string[] = []
   const queue = [modules]
   for (let next = 0; next < queue.length && next < GIT_WALK_LIMIT; next++) {
@@ -249,7 +249,7 @@ function ensure(path: string, kind: 'file' | 'dir'): void {
 const WORKTREE_CONFIG = /^\s*worktreeconfig\s*=\s*(true|yes|on|1)\s*$/im
 
 /** The start of a small text file (a `.git` file, a configuration): never more than a few KiB, whatever is there. */
-function readHead(path: string): string {
+export function readHead(path: string): string {
   let fd: number | undefined
   try {
     if (!statSync(path).isFile()) return ''
