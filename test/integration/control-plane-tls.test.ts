@@ -282,7 +282,7 @@ describe('Temporal behind a gateway that requires an API key', () => {
     // With the key, the CLI gets as far as the server's own answer.
     expect(await tether(['cancel', 'no-such-run'], apiKey(API_KEY))).toMatchObject({
       code: 1,
-      stderr: `error: no run no-such-run on this Temporal server (namespace ${inject('namespace')})\n`,
+      stderr: `error: no run no-such-run, neither in the audit nor on Temporal (namespace ${inject('namespace')})\n`,
     })
     const refused = `Temporal at ${proxy.apiKey} refused the API key in TEMPORAL_API_KEY (unauthenticated); check that it is current and allowed in namespace ${inject('namespace')}\n`
     expect(await tether(['cancel', 'no-such-run'], apiKey('stale-key'))).toMatchObject({

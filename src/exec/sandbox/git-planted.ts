@@ -100,11 +100,17 @@ export function plantedGitFiles(workspace: string, since: Date): PlantedGitFile[
     if (written(statOf(commondir)))
       report(commondir, `points git at another folder's configuration: ${readHead(commondir).trim()}`)
     const hooks = join(dir, 'hooks')
-    for (const name of names(hooks)) {
-      const path = join(hooks, name)
-      const stats = statOf(path)
-      if (written(stats) && !name.endsWith('.sample') && stats?.isFile() && (stats.mode & 0o111) !== 0)
-        report(path, `a hook git runs (${name})`)
+    const linked = statOf(hooks)
+    if (linked?.isSymbolicLink()) {
+      if (written(linked)) report(hooks, `a link git follows to ${linkTarget(hooks)}, whose hooks it runs`)
+    } else {
+      for (const name of names(hooks)) {
+        const path = join(hooks, name)
+        const stats = statOf(path)
+        if (!stats || !written(stats) || name.endsWith('.sample')) continue
+        if (stats.isSymbolicLink()) report(path, `a hook git runs (${name}), a link to ${linkTarget(path)}`)
+        else if (stats.isFile() && (stats.mode & 0o111) !== 0) report(path, `a hook git runs (${name})`)
+      }
     }
     for (const module of gitFoldersUnder(join(dir, 'modules'))) folder(module)
     for (const worktree of subfolders(join(dir, 'worktrees'))) folder(worktree)

@@ -70,6 +70,9 @@ describe('plantedGitFiles', () => {
     write('a/.git/hooks/post-checkout', '#!/bin/sh\nid\n', 0o755)
     write('a/.git/hooks/pre-commit.sample', '#!/bin/sh\n', 0o755)
     write('a/.git/hooks/notes.txt', 'not executable\n')
+    symlinkSync('/bin/true', join(ws, 'a/.git/hooks/pre-push'))
+    mkdirSync(join(ws, 'g/.git'), { recursive: true })
+    symlinkSync('/srv/hooks', join(ws, 'g/.git/hooks'))
     write('b/.git/commondir', '../../elsewhere\n')
     write('c/.git', 'gitdir: ../../elsewhere/.git\n')
     mkdirSync(join(ws, 'd'))
@@ -80,6 +83,8 @@ describe('plantedGitFiles', () => {
     expect(found).toEqual(
       expect.arrayContaining([
         { path: 'a/.git/hooks/post-checkout', what: 'a hook git runs (post-checkout)' },
+        { path: 'a/.git/hooks/pre-push', what: 'a hook git runs (pre-push), a link to /bin/true' },
+        { path: 'g/.git/hooks', what: 'a link git follows to /srv/hooks, whose hooks it runs' },
         { path: 'b/.git/commondir', what: "points git at another folder's configuration: ../../elsewhere" },
         { path: 'c/.git', what: 'points git at gitdir: ../../elsewhere/.git' },
         { path: 'd/.git', what: 'a link git follows to /srv/other/.git' },
@@ -90,7 +95,7 @@ describe('plantedGitFiles', () => {
         },
       ]),
     )
-    expect(found).toHaveLength(6)
+    expect(found).toHaveLength(8)
   })
 
   it('passes over what was there before the run, and configuration that runs nothing', async () => {
