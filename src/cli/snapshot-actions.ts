@@ -115,9 +115,6 @@ export async function checkout(
     )
     // A step that changed nothing has the tree of the last one that did.
     const shown = at ?? tree.step
-    // Every file of it came from the run's workspace, so all of git's that would run a program is told.
-    const { plantedGitFiles } = await import('../exec/index.js')
-    const plantedGit = plantedGitFiles(into, new Date(0))
     if (options.json)
       return printJson({
         runId: run,
@@ -126,7 +123,6 @@ export async function checkout(
         root: tree.root,
         into,
         ...written,
-        plantedGit,
       })
     const since = shown === tree.step ? '' : `, unchanged since step ${tree.step}`
     print(
@@ -135,7 +131,7 @@ export async function checkout(
     print(
       "not in it: the declared caches (node_modules, target, .venv, …: run the project's install) and what the run's policy hid from reads or its sandbox hid",
     )
-    for (const line of plantedGitLines(plantedGit, 'the tree holds')) print(line)
+    for (const line of plantedGitLines(written.plantedGit, 'the tree holds')) print(line)
   })
 }
 

@@ -15,6 +15,7 @@ import {
   WorkflowUpdateFailedError,
 } from '@temporalio/client'
 import type { ApprovalRow, AuditStore } from '../audit/index.js'
+import { type PlantedGitFile, plantedGitFiles } from '../exec/index.js'
 import { type AnswerDraft, AnswerError, prepareAnswer } from '../identity/index.js'
 import type { ApproverKey } from '../identity/keyring.js'
 import { Policy, PolicyError, stricterPolicy } from '../policy/index.js'
@@ -221,7 +222,7 @@ export async function checkoutRun(
   audit: AuditStore,
   store: ObjectStore,
   options: CheckoutOptions,
-): Promise<{ tree: SnapshotRow; files: number; bytes: number }> {
+): Promise<{ tree: SnapshotRow; files: number; bytes: number; plantedGit: PlantedGitFile[] }> {
   const found = await readdir(options.into).catch((error: NodeJS.ErrnoException) => {
     if (error.code === 'ENOENT') return []
     if (error.code === 'ENOTDIR')
@@ -240,7 +241,8 @@ export async function checkoutRun(
     key: 'none',
     excluded: () => false,
   })
-  return { tree, ...written }
+  // Every file came from the run's workspace: all of git's in it that would run a program is told.
+  return { tree, ...written, plantedGit: plantedGitFiles(options.into, new Date(0)) }
 }
 
 /** A run id that an earlier run already used: run ids are never reused. */

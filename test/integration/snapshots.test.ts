@@ -135,6 +135,8 @@ describe('rewind', () => {
     const last = await checkoutRun(audit, postgresStore(audit.pool), { run: later, into: join(out, 'last') })
     expect(last.tree.runId).toBe(later)
     expect(last.files).toBe(last.tree.files)
+    // Nothing in it would make git run a program (cli.test.ts lays out a tree with such a file).
+    expect(last.plantedGit).toEqual([])
     expect(await readFile(join(out, 'last', 'five.txt'), 'utf8')).toBe('5')
     const first = await checkoutRun(audit, postgresStore(audit.pool), {
       run: later,
