@@ -35,6 +35,12 @@ export interface PlantedGitFile {
  */
 const CLOCK_SLACK_MS = 2_000
 
+/**
+ * The walk for repositories, wider than the sandbox's before each command (it runs once, when a person
+ * asks); past it, the list says so rather than look complete.
+ */
+const PLANTED_WALK = { folders: 20_000, entries: 1_000_000 }
+
 /** Configuration read whole up to this; a larger file is reported as one that could not be checked. */
 const CONFIG_READ_LIMIT = 256 * 1024
 
@@ -79,9 +85,13 @@ const BOOLEAN = /^(true|false|yes|no|on|off|1|0|)$/i
  * The files of git's own in `workspace` (its repository and the nested ones the sandbox's bounded walk
  * finds, with their submodules and linked worktrees) created or changed at or after `since` that make git
  * run a program: configuration naming one (or including another file, or allowing the `ext::` transport),
- * a hook, a `commondir` or a `.git` file pointing git elsewhere.
+ * a hook, a `commondir` or a `.git` file pointing git elsewhere. A walk that `bound` cut short says so.
  */
-export function plantedGitFiles(workspace: string, since: Date): PlantedGitFile[] {
+export function plantedGitFiles(
+  workspace: string,
+  since: Date,
+  bound: { folders: number; entries: number } = PLANTED_WALK,
+): PlantedGitFile[] {
   const found: PlantedGitFile[] = []
   const after = since.getTime() - CLOCK_SLACK_MS
   const written = (stats: Stats | undefined) => stats !== undefined && stats.ctimeMs >= after
@@ -115,7 +125,13 @@ export function plantedGitFiles(workspace: string, since: Date): PlantedGitFile[
     for (const module of gitFoldersUnder(join(dir, 'modules'))) folder(module)
     for (const worktree of subfolders(join(dir, 'worktrees'))) folder(worktree)
   }
-  for (const entry of [join(workspace, '.git'), ...nestedGitEntries(workspace)]) {
+  const nested = nestedGitEntries(workspace, bound)
+  if (!nested.complete)
+    found.push({
+      path: '.',
+      what: `only ${bound.folders.toLocaleString('en-US')} folders (${bound.entries.toLocaleString('en-US')} entries) were looked in: repositories deeper in were not checked`,
+    })
+  for (const entry of [join(workspace, '.git'), ...nested.found]) {
     const stats = statOf(entry)
     if (!stats) continue
     if (stats.isDirectory()) folder(entry)

@@ -61,7 +61,7 @@ export function gitBinds(workspace: string): string[] {
   const protector = new Protector(workspace, root)
   // The workspace's own repository first, so the walk's bound can never leave it out.
   protector.entry(join(workspace, '.git'))
-  for (const path of nestedGitEntries(workspace)) protector.entry(path)
+  for (const path of nestedGitEntries(workspace).found) protector.entry(path)
   return protector.args
 }
 
@@ -82,22 +82,30 @@ const WALKED_LAST = new Set([
   'Pods',
 ])
 
-/** Every `.git` below the workspace root, up to the walk's bound. */
-export function nestedGitEntries(workspace: string): string[] {
+/**
+ * Every `.git` below the workspace root, up to the walk's bound (the sandbox's own unless given), and
+ * whether the walk looked everywhere.
+ */
+export function nestedGitEntries(
+  workspace: string,
+  bound = { folders: GIT_WALK_LIMIT, entries: GIT_WALK_ENTRIES },
+): { found: string[]; complete: boolean } {
   const found: string[] = []
   const first = [workspace]
   const last: string[] = []
   let read = 0
   let entries = 0
-  const walk = (queue: string[], deferred: boolean) => {
-    for (let next = 0; next < queue.length && read < GIT_WALK_LIMIT && entries < GIT_WALK_ENTRIES; next++) {
+  /** Whether every folder of `queue` was read whole. */
+  const walk = (queue: string[], deferred: boolean): boolean => {
+    let next = 0
+    for (; next < queue.length && read < bound.folders && entries < bound.entries; next++) {
       const dir = queue[next]!
       read++
       let handle: Dir | undefined
       try {
         handle = opendirSync(dir)
-        for (let entry = handle.readSync(); entry && entries < GIT_WALK_ENTRIES; entry = handle.readSync()) {
-          entries++
+        for (let entry = handle.readSync(); entry; entry = handle.readSync()) {
+          if (++entries > bound.entries) break
           const path = join(dir, entry.name)
           if (entry.name === '.git') {
             if (dir !== workspace) found.push(path)
@@ -109,10 +117,11 @@ export function nestedGitEntries(workspace: string): string[] {
         handle?.closeSync()
       }
     }
+    return next >= queue.length && entries <= bound.entries
   }
-  walk(first, false)
-  walk(last, true)
-  return found
+  const shallow = walk(first, false)
+  const deferred = walk(last, true)
+  return { found, complete: shallow && deferred }
 }
 
 class Protector {

@@ -110,6 +110,23 @@ describe('plantedGitFiles', () => {
     expect(plantedGitFiles(ws, since)).toEqual([])
   })
 
+  it('says when its walk stopped short of the whole folder, and finds what lies within it', () => {
+    const since = new Date()
+    write('a/.git/config', '[core]\n\teditor = vim-with-plugins\n')
+    // The walk reads the root, then a and b (in whichever order); b's folders are left.
+    for (const name of ['c', 'd', 'e']) mkdirSync(join(ws, 'b', name), { recursive: true })
+    expect(plantedGitFiles(ws, since, { folders: 3, entries: 1_000 })).toEqual([
+      {
+        path: '.',
+        what: 'only 3 folders (1,000 entries) were looked in: repositories deeper in were not checked',
+      },
+      { path: 'a/.git/config', what: 'core.editor = vim-with-plugins' },
+    ])
+    expect(plantedGitFiles(ws, since)).toEqual([
+      { path: 'a/.git/config', what: 'core.editor = vim-with-plugins' },
+    ])
+  })
+
   it("checks the workspace's own repository too", () => {
     execFileSync('git', ['init', '-q', ws])
     const since = new Date()
