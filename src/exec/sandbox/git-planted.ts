@@ -169,9 +169,10 @@ export function programsInConfig(path: string): string[] {
       found.push(`a line tether cannot read: ${clipLine(raw)}`)
       continue
     }
-    const key = entry[1]!.toLowerCase()
+    // Matched in lower case, as git matches keys; shown as written.
+    const key = entry[1]!
     const value = entry[2] ?? ''
-    if (!runsProgram(section, subsection, key, value)) continue
+    if (!runsProgram(section, subsection, key.toLowerCase(), value)) continue
     found.push(
       `${[section, subsection, key].filter((part) => part !== undefined).join('.')} = ${clipLine(value)}`,
     )

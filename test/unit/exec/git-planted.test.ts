@@ -132,7 +132,7 @@ describe('plantedGitFiles', () => {
     const since = new Date()
     execFileSync('git', ['-C', ws, 'config', 'core.sshCommand', 'ssh -o ProxyCommand=evil'])
     expect(plantedGitFiles(ws, since)).toEqual([
-      { path: '.git/config', what: 'core.sshcommand = ssh -o ProxyCommand=evil' },
+      { path: '.git/config', what: 'core.sshCommand = ssh -o ProxyCommand=evil' },
     ])
   })
 })
