@@ -1,6 +1,5 @@
 /** A run's timeline for a person: a line per entry (`tether show`, and `--follow` as it grows). */
 
-import { existsSync } from 'node:fs'
 import { type RunSummary, type TimelineEntry, tellsSomethingNew } from '../audit/reader.js'
 import type { PlantedGitFile } from '../exec/index.js'
 import {
@@ -51,8 +50,8 @@ export async function plantedGitOf(summary: {
   workspace: string
   startedAt: Date
 }): Promise<PlantedGitFile[]> {
-  // A source's folder is named by its source (`git URL at ref`), not by a path.
-  if (!summary.workspace.startsWith('/') || !existsSync(summary.workspace)) return []
+  // A source's folder is named by its source (`git URL at ref`), not by a path: no need to load the check.
+  if (!summary.workspace.startsWith('/')) return []
   const { plantedGitFiles } = await import('../exec/index.js')
   return plantedGitFiles(summary.workspace, summary.startedAt)
 }

@@ -33,6 +33,7 @@ import {
 import { type Client, WorkflowNotFoundError } from '@temporalio/client'
 import { z } from 'zod'
 import type { ApprovalRow, AuditStore } from '../audit/index.js'
+import { plantedGitFiles } from '../exec/index.js'
 import { loadPolicyFile, Policy } from '../policy/index.js'
 import { ContractError, type TaskContractInput } from '../run/index.js'
 import { detectToolchain } from '../workspace/index.js'
@@ -376,15 +377,27 @@ export function createTetherMcpServer(options: TetherMcpServerOptions): Server {
       status: task.status,
       statusMessage: task.statusMessage,
       pendingApprovals: pending.map(shownApproval),
-      ...(summary?.outcome ? { outcome: summary.outcome, reason: summary.reason ?? null } : {}),
+      ...(summary?.outcome
+        ? {
+            outcome: summary.outcome,
+            reason: summary.reason ?? null,
+            // A run on a folder of this machine: git files it wrote there that the client's git would obey.
+            plantedGit: plantedGitFiles(summary.workspace, summary.startedAt),
+          }
+        : {}),
     }
   }
 
   async function resultOf(runId: string, task: Task): Promise<CallToolResult> {
     const status = await statusOf(runId)
     const ok = task.status === 'completed' && (status.outcome === 'verified' || status.outcome === 'finished')
+    const planted = status.plantedGit ?? []
+    const warning =
+      planted.length === 0
+        ? ''
+        : `\nwarning: the run wrote git files that make git run programs, which git run there outside the sandbox obeys: ${planted.map((file) => `${file.path}: ${file.what}`).join('; ')}`
     return {
-      content: [{ type: 'text', text: `run ${runId}: ${task.statusMessage}` }],
+      content: [{ type: 'text', text: `run ${runId}: ${task.statusMessage}${warning}` }],
       structuredContent: status,
       isError: !ok,
     }

@@ -132,12 +132,11 @@ async function expectSignedByAlice(runId: string) {
   expect(recorded?.answer.signature).toBeTruthy()
 }
 
-async function scriptedWorkspace() {
+/** The npm fixture and a scripted model that runs `first` (if given), asks to touch a file, then answers. */
+async function scriptedWorkspace(first?: string[]) {
   const ws = await npmWorkspace()
-  const turns = [
-    { toolCalls: [{ name: 'exec', args: { argv: ['touch', 'made-by-agent'] } }] },
-    { text: 'done' },
-  ]
+  const exec = (argv: string[]) => ({ toolCalls: [{ name: 'exec', args: { argv } }] })
+  const turns = [...(first ? [exec(first)] : []), exec(['touch', 'made-by-agent']), { text: 'done' }]
   return { ws, model: `scripted:${await writeScript(ws.path, { turns } as never)}` }
 }
 
@@ -272,7 +271,12 @@ describe('tether as an MCP server', () => {
   }, 240_000)
 
   it('works as start / follow / answer tools for a client without Tasks (the MCP Inspector CLI)', async () => {
-    const { ws, model } = await scriptedWorkspace()
+    // An allowed command makes a repository whose configuration names a pager: the client is told.
+    const { ws, model } = await scriptedWorkspace([
+      'sh',
+      '-c',
+      'git init -q sub && git -C sub config core.pager "less -R"',
+    ])
     // The Inspector starts the server itself, as a command; each call below is a new `tether mcp`.
     const server = join(dir, 'tether-mcp.sh')
     await writeFile(server, `#!/bin/sh\nexec "${process.execPath}" --import "${TSX}" "${BIN}" mcp\n`)
@@ -307,7 +311,11 @@ describe('tether as an MCP server', () => {
       expect(answered.structuredContent).toMatchObject({ ok: true, channel: 'update' })
       while (status.status === 'input_required' || status.status === 'working')
         status = (await inspect('agent_status', { runId, waitSeconds: 20 })).structuredContent
-      expect(status).toMatchObject({ status: 'completed', outcome: 'finished' })
+      expect(status).toMatchObject({
+        status: 'completed',
+        outcome: 'finished',
+        plantedGit: [{ path: 'sub/.git/config', what: 'core.pager = less -R' }],
+      })
       // An answer nobody signed is refused by the run, and the tool says why.
       const refused = await inspect('agent_answer', {
         runId,

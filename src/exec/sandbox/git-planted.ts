@@ -18,7 +18,7 @@ import {
   readSync,
   type Stats,
 } from 'node:fs'
-import { join, relative } from 'node:path'
+import { isAbsolute, join, relative } from 'node:path'
 import { subfolders } from './folders.js'
 import { gitFoldersUnder, nestedGitEntries, readHead } from './git.js'
 
@@ -82,16 +82,18 @@ const PROGRAM_KEYS: ReadonlyArray<readonly [string, string, 'none' | 'any' | 'ei
 const BOOLEAN = /^(true|false|yes|no|on|off|1|0|)$/i
 
 /**
- * The files of git's own in `workspace` (its repository and the nested ones the sandbox's bounded walk
- * finds, with their submodules and linked worktrees) created or changed at or after `since` that make git
- * run a program: configuration naming one (or including another file, or allowing the `ext::` transport),
- * a hook, a `commondir` or a `.git` file pointing git elsewhere. A walk that `bound` cut short says so.
+ * The files of git's own in `workspace` (its repository and the nested ones a bounded walk finds, with
+ * their submodules and linked worktrees) created or changed at or after `since` that make git run a
+ * program: configuration naming one (or including another file, or allowing the `ext::` transport), a
+ * hook, a `commondir` or a `.git` file pointing git elsewhere. A walk that `bound` cut short says so.
+ * Nothing for a `workspace` that is no folder here (a run's source, `git URL at ref`, or another machine's).
  */
 export function plantedGitFiles(
   workspace: string,
   since: Date,
   bound: { folders: number; entries: number } = PLANTED_WALK,
 ): PlantedGitFile[] {
+  if (!isAbsolute(workspace) || !statOf(workspace)?.isDirectory()) return []
   const found: PlantedGitFile[] = []
   const after = since.getTime() - CLOCK_SLACK_MS
   const written = (stats: Stats | undefined) => stats !== undefined && stats.ctimeMs >= after
