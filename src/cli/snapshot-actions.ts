@@ -116,14 +116,7 @@ export async function checkout(
     // A step that changed nothing has the tree of the last one that did.
     const shown = at ?? tree.step
     if (options.json)
-      return printJson({
-        runId: run,
-        step: shown,
-        takenAt: tree.step,
-        root: tree.root,
-        into,
-        ...written,
-      })
+      return printJson({ runId: run, step: shown, takenAt: tree.step, root: tree.root, into, ...written })
     const since = shown === tree.step ? '' : `, unchanged since step ${tree.step}`
     print(
       `${run}, step ${shown} (tree ${tree.root.slice(0, 12)}${since}): ${counted(written.files, 'file')}, ${formatBytes(written.bytes)} in ${into}`,

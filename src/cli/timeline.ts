@@ -9,6 +9,7 @@ import {
   formatBytes,
   formatDeadline,
   formatMoney,
+  plantedGitWarning,
   ruleWords,
   seconds,
   words,
@@ -60,13 +61,10 @@ export async function plantedGitOf(summary: {
  * Git files that make git run a program (exec's plantedGitFiles), as a warning: inside the sandbox they do
  * nothing, but git run there by a person, or by an editor on its own, obeys them.
  */
-export function plantedGitLines(
-  found: ReadonlyArray<{ path: string; what: string }>,
-  where: string,
-): string[] {
+export function plantedGitLines(found: readonly PlantedGitFile[], where: string): string[] {
   if (found.length === 0) return []
   return [
-    `${colour.yellow('warning')}   ${where} git files that make git run programs: git run there outside the sandbox (yours, or an editor's on its own) obeys them — read them before you use git in those folders:`,
+    `${colour.yellow('warning')}   ${plantedGitWarning(where)}:`,
     ...found.map((file) => `            ${visible(file.path)}: ${visible(file.what)}`),
   ]
 }

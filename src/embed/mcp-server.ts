@@ -35,6 +35,7 @@ import { z } from 'zod'
 import type { ApprovalRow, AuditStore } from '../audit/index.js'
 import { plantedGitFiles } from '../exec/index.js'
 import { loadPolicyFile, Policy } from '../policy/index.js'
+import { plantedGitWarning } from '../present/index.js'
 import { ContractError, type TaskContractInput } from '../run/index.js'
 import { detectToolchain } from '../workspace/index.js'
 import { answerApproval, RunIdTakenError, startAgentRun, updateRejection } from './client.js'
@@ -395,7 +396,7 @@ export function createTetherMcpServer(options: TetherMcpServerOptions): Server {
     const warning =
       planted.length === 0
         ? ''
-        : `\nwarning: the run wrote git files that make git run programs, which git run there outside the sandbox obeys: ${planted.map((file) => `${file.path}: ${file.what}`).join('; ')}`
+        : `\nwarning: ${plantedGitWarning('the run wrote')}: ${planted.map((file) => `${file.path}: ${file.what}`).join('; ')}`
     return {
       content: [{ type: 'text', text: `run ${runId}: ${task.statusMessage}${warning}` }],
       structuredContent: status,

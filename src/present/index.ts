@@ -29,6 +29,7 @@ export {
   formatDuration,
   formatMoney,
   overLimit,
+  plantedGitWarning,
   resolvedHow,
   seconds,
 } from './words.js'

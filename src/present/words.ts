@@ -65,6 +65,17 @@ export function resolvedHow(approval: {
   return reason ? { how, reason } : { how }
 }
 
+/**
+ * The warning over a list of git files a run wrote that make git run a program (exec's plantedGitFiles),
+ * after who or what holds them: `the run wrote`, `the tree holds`.
+ */
+export function plantedGitWarning(where: string): string {
+  return (
+    `${where} git files that make git run programs: git run there outside the sandbox (yours, or an ` +
+    "editor's on its own) obeys them — read them before you use git in those folders"
+  )
+}
+
 /** `1 call`, `2 calls`, `0 steps`; `plural` when adding an s is wrong. */
 export function counted(count: number, noun: string, plural = `${noun}s`): string {
   return `${formatCount(count)} ${count === 1 ? noun : plural}`

@@ -1,6 +1,4 @@
 /** `tether run`, `tether ls`, `tether show`, `tether cancel`. What each runs is loaded when it runs. */
-
-import { existsSync } from 'node:fs'
 import type { Client } from '@temporalio/client'
 import type { Command } from 'commander'
 import type { Policy } from '../../policy/index.js'

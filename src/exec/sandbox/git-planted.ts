@@ -19,6 +19,7 @@ import {
   type Stats,
 } from 'node:fs'
 import { isAbsolute, join, relative } from 'node:path'
+import { clip, formatCount } from '../../present/index.js'
 import { subfolders } from './folders.js'
 import { gitFoldersUnder, nestedGitEntries, readHead } from './git.js'
 
@@ -131,7 +132,7 @@ export function plantedGitFiles(
   if (!nested.complete)
     found.push({
       path: '.',
-      what: `only ${bound.folders.toLocaleString('en-US')} folders (${bound.entries.toLocaleString('en-US')} entries) were looked in: repositories deeper in were not checked`,
+      what: `only ${formatCount(bound.folders)} folders (${formatCount(bound.entries)} entries) were looked in: repositories deeper in were not checked`,
     })
   for (const entry of [join(workspace, '.git'), ...nested.found]) {
     const stats = statOf(entry)
@@ -251,6 +252,5 @@ function linkTarget(path: string): string {
 }
 
 function clipLine(text: string): string {
-  const line = text.trim()
-  return line.length <= 120 ? line : `${line.slice(0, 119)}…`
+  return clip(text.trim(), 120)
 }
