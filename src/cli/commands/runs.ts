@@ -167,7 +167,9 @@ export function registerRuns(program: Command): void {
 
   program
     .command('show')
-    .description("A run's summary and timeline: steps, decisions, commands, approvals and gate results.")
+    .description(
+      "A run's summary and timeline: steps, decisions, commands, approvals and gate results; and, for a run on a folder of this machine, git files it wrote there that would make git run a program.",
+    )
     .argument('<run>', 'the run id, or the start of one no other run id starts with', runArgument)
     .option('--follow', 'keep showing new entries until the run ends (exit 3 unless it succeeds)')
     .option('--json', 'print JSON; with --follow, one JSON object per event, a line each')

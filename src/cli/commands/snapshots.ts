@@ -35,7 +35,7 @@ export function registerSnapshots(program: Command): void {
   program
     .command('checkout')
     .description(
-      "Lay out a run's workspace tree at a step (its last by default) in a new folder, from the snapshot store, its hash checked.",
+      "Lay out a run's workspace tree at a step (its last by default) in a new folder, from the snapshot store, its hash checked; warns of git files in it that would make git run a program.",
     )
     .argument('<run>', 'the run id, or the start of one no other run id starts with')
     .requiredOption('--into <dir>', 'the folder to lay it out in: a new one, or an empty one')
