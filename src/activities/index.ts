@@ -5,7 +5,7 @@
 import { Context } from '@temporalio/activity'
 import { ApplicationFailure } from '@temporalio/common'
 import { AuditConflictError, AuditConnectionError, AuditInputError, type AuditStore } from '../audit/index.js'
-import { closeWarmSandboxes, SandboxUnavailableError } from '../exec/index.js'
+import { closeWarmSandboxes, handBackWorkspace, SandboxUnavailableError } from '../exec/index.js'
 import { McpSessions } from '../mcp/index.js'
 import { type ModelProvider, type PriceOverrides, providerFromEnv } from '../model/index.js'
 import { builtinFloor, type Floor } from '../policy/index.js'
@@ -140,9 +140,14 @@ export function createActivities(deps: ActivityDependencies): TetherActivities {
       runs,
       metrics,
       ...(deps.fetch ? { fetch: deps.fetch } : {}),
-      // A sandbox built ahead for a run that has ended would wait 10 minutes for a command that never comes.
-      runEnded: async (runId) =>
-        closeWarmSandboxes(snapshots.folder(runId, workspaceOf((await runs.get(runId)).contract))),
+      // A sandbox built ahead for a run that has ended would wait 10 minutes for a command that never comes;
+      // a root worker's folder goes back to root while the run still holds its claim, before another run
+      // may take it over again.
+      runEnded: async (runId) => {
+        const folder = snapshots.folder(runId, workspaceOf((await runs.get(runId)).contract))
+        await closeWarmSandboxes(folder)
+        await handBackWorkspace(folder)
+      },
     }),
     ...provenanceActivities({ audit: deps.audit, runs, snapshots, keyFile }),
     tetherBeginRun: async (start) => {

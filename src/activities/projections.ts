@@ -73,7 +73,10 @@ export function projectionActivities(deps: {
   runs: RunConfigs
   metrics: RunMetrics
   fetch?: typeof fetch
-  /** What this worker lets go of when a run ends (its sandboxes built ahead); a failure here never fails the run. */
+  /**
+   * What this worker lets go of when a run ends (its sandboxes built ahead, a root worker's hold on the
+   * folder), before the end is recorded; a failure here never fails the run.
+   */
   runEnded?: (runId: string) => Promise<void>
 }): Pick<
   TetherActivities,
@@ -113,8 +116,9 @@ export function projectionActivities(deps: {
     },
 
     async tetherFinishRun(input) {
-      if (await audit.recordRunFinished(runFinishedRecord(input))) deps.metrics.runFinished(input.outcome)
+      // Before the record: a finished run's claim on its folder is free for the next run to take.
       await deps.runEnded?.(input.runId).catch(() => {})
+      if (await audit.recordRunFinished(runFinishedRecord(input))) deps.metrics.runFinished(input.outcome)
     },
 
     async tetherRecordStep(record) {

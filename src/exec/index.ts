@@ -37,6 +37,7 @@ export {
   EgressJudge,
   type FilterArch,
   filterArch,
+  handBackWorkspace,
   IDENTITY_COUNT,
   IDENTITY_FIRST,
   isRootWorker,

@@ -4,7 +4,7 @@
  */
 import { execFileSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { realpathSync, statfsSync } from 'node:fs'
+import { realpathSync, statfsSync, statSync } from 'node:fs'
 import { cp, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { homedir, tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -134,6 +134,10 @@ describe.runIf(process.getuid?.() === 0)("a root worker's run", () => {
       // The fixture's test fails on purpose (the agent is to fix it): what matters is that it ran.
       expect(npm).toMatchObject({ status: 'exited' })
       expect(npm?.stdout.text).toMatch(/# tests 1\n/)
+      // The run over, the folder is root's again, what the commands made included.
+      for (const path of ['.', 'src', 'src/note.txt']) {
+        expect(statSync(join(ws.path, path)), path).toMatchObject({ uid: 0, gid: 0 })
+      }
     } finally {
       await ws.cleanup()
     }

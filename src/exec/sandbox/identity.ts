@@ -4,29 +4,18 @@
  * unprivileged uid of their own instead: one per workspace, from a range kept for tether
  * (IDENTITY_FIRST …, 65,536 of them), recorded in a registry only root can read.
  *
- * A workspace gets its identity the first time a command runs in it: tether takes the folder over (it
- * becomes the identity's, files and folders alike), so commands can change it and nothing else. From
- * then on the folder's owner names the identity, and the registry confirms the folder is the one that
- * uid was given to — a copy (`cp -a`) or a moved folder is taken over again under a fresh uid. A uid whose
+ * A workspace gets its identity at a run's first command in it: tether takes the folder over (it becomes
+ * the identity's, files and folders alike), so commands can change it and nothing else. While it is, the
+ * folder's owner names the identity, and the registry confirms the folder is the one that uid was given
+ * to — a copy (`cp -a`) or a moved folder is taken over again under a fresh uid. When the run ends the
+ * folder goes back to root (handBackWorkspace); the registry keeps its uid for the next run. A uid whose
  * folder is gone is given out again, after its caches are wiped.
  *
  * A workspace that belongs to another user is not taken from them: the run fails with one line.
  */
 import { createHash } from 'node:crypto'
-import { lstatSync, readFileSync, readlinkSync, statSync } from 'node:fs'
-import {
-  chown,
-  lchown,
-  lstat,
-  mkdir,
-  opendir,
-  readdir,
-  rm,
-  rmdir,
-  stat,
-  symlink,
-  unlink,
-} from 'node:fs/promises'
+import { lstatSync, readFileSync, readlinkSync, realpathSync, type Stats, statSync } from 'node:fs'
+import { chown, lchown, lstat, mkdir, readdir, rm, rmdir, stat, symlink, unlink } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { SandboxUnavailableError } from './errors.js'
 import { within } from './folders.js'
@@ -267,25 +256,84 @@ async function withLock<T>(work: () => Promise<T>): Promise<T> {
 }
 
 /**
- * Makes the workspace's files and folders the identity's, without following symlinks, leaving its file
- * system or entering a hidden folder. What stays as it is (readable if it was, not writable): what belongs
- * to another user (with everything below it), and a file with more than one hard link, which may also live
- * outside the workspace. The workspace folder itself goes last: its owner says the take-over is done.
+ * Gives what `picks` chooses in `folder`'s tree to `to` (uid and gid), without following symlinks or
+ * leaving the folder's file system; a chosen folder is walked too. A file with more than one hard link is
+ * never given: its other link may be outside the tree. A folder's entries go at once (two calls each on
+ * libuv's threads, which then work side by side). Stops walking at `until` (a `performance.now()` time).
+ */
+async function giveTree(
+  folder: string,
+  to: number,
+  picks: (path: string, stats: Stats) => boolean,
+  until = Number.POSITIVE_INFINITY,
+): Promise<void> {
+  const device = (await lstat(folder)).dev
+  const give = async (path: string): Promise<boolean> => {
+    const stats = await lstat(path).catch(() => undefined)
+    if (!stats || stats.dev !== device || !picks(path, stats)) return false
+    if (!stats.isDirectory() && stats.nlink > 1) return false
+    if (stats.uid !== to || stats.gid !== to) await lchown(path, to, to).catch(() => undefined)
+    return stats.isDirectory()
+  }
+  const walk = async (path: string): Promise<void> => {
+    if (performance.now() > until) return
+    const names = await readdir(path).catch(() => [])
+    const folders = await Promise.all(names.map((name) => give(join(path, name))))
+    for (const [i, name] of names.entries()) if (folders[i]) await walk(join(path, name))
+  }
+  await walk(folder)
+}
+
+/**
+ * Makes the workspace's files and folders the identity's, without entering a hidden folder. What stays as
+ * it is (readable if it was, not writable): what belongs to another user (with everything below it), and a
+ * file with more than one hard link. The workspace folder itself goes last: its owner says the take-over is
+ * done.
  */
 async function takeOver(workspace: string, uid: number, hidden: readonly string[]): Promise<void> {
-  const device = (await lstat(workspace)).dev
-  const walk = async (folder: string): Promise<void> => {
-    for await (const entry of await opendir(folder)) {
-      const path = join(folder, entry.name)
-      const stats = await lstat(path)
-      if (stats.dev !== device || hidden.includes(path) || (stats.uid !== 0 && !inRange(stats.uid))) continue
-      if (stats.isDirectory()) await walk(path)
-      else if (stats.nlink > 1) continue
-      if (stats.uid !== uid || stats.gid !== uid) await lchown(path, uid, uid)
-    }
-  }
-  await walk(workspace)
+  await giveTree(
+    workspace,
+    uid,
+    (path, stats) => !hidden.includes(path) && (stats.uid === 0 || inRange(stats.uid)),
+  )
   await chown(workspace, uid, uid)
+}
+
+/** How long a run's end may spend handing its workspace back (inside its record's 10 s start-to-close). */
+const HAND_BACK_MS = 5_000
+
+/**
+ * Gives a taken-over workspace back to root when its run ends: the folder and what is the identity's in it
+ * (what commands made included) become root's again, so root's own tools see it as before the run — git
+ * above all, which refuses a repository another user owns ("dubious ownership"). The folder itself and its
+ * `.git` go first, then the rest for up to HAND_BACK_MS; what a larger tree has left is taken over again by
+ * the next run's first command, like all of it, under the same identity (the registry keeps the uid for the
+ * folder, and with it the identity's caches). A file with more than one hard link stays the identity's: the
+ * other link may be in its caches, which must stay its own. Nothing happens for a worker that is not root,
+ * or a folder no identity holds. Returns the uid it gave the folder back from.
+ */
+export async function handBackWorkspace(folder: string): Promise<number | undefined> {
+  if (!isRootWorker()) return undefined
+  let workspace: string
+  let uid: number
+  try {
+    workspace = realpathSync(folder)
+    uid = (await lstat(workspace)).uid
+  } catch {
+    return undefined
+  }
+  if (!inRange(uid) || claimOf(uid) !== workspace) return undefined
+  const until = performance.now() + HAND_BACK_MS
+  const ours = (_: string, stats: Stats) => stats.uid === uid
+  await chown(workspace, 0, 0)
+  const git = join(workspace, '.git')
+  const gitFolder = await lstat(git).catch(() => undefined)
+  if (gitFolder?.isDirectory() && gitFolder.uid === uid) {
+    await lchown(git, 0, 0)
+    await giveTree(git, 0, ours, until)
+  }
+  await giveTree(workspace, 0, ours, until)
+  return uid
 }
 
 /** Whether `uid`/`gid` may write into `folder` by its mode bits (what a bind mount keeps). */

@@ -4,7 +4,13 @@ export { closeWarmSandboxes, prepareSandbox } from './ahead.js'
 export { type CgroupSupport, detectCgroups } from './cgroup.js'
 export { diskShortfall } from './disk.js'
 export { type PlantedGitFile, plantedGitFiles } from './git-planted.js'
-export { IDENTITY_COUNT, IDENTITY_FIRST, isRootWorker, rootWorkspaceRefusal } from './identity.js'
+export {
+  handBackWorkspace,
+  IDENTITY_COUNT,
+  IDENTITY_FIRST,
+  isRootWorker,
+  rootWorkspaceRefusal,
+} from './identity.js'
 export { DEFAULT_SANDBOX_LIMITS, SandboxBoundError, type SandboxedLaunch } from './launch.js'
 export { EgressJudge, type Judgement } from './proxy.js'
 export { findOnPath, type SandboxRuntime, SandboxUnavailableError, sandboxRuntime } from './runtime.js'

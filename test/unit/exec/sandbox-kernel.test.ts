@@ -14,6 +14,7 @@ import { execObservation } from '../../../src/activities/tools.js'
 import {
   type ExecResult,
   filterArch,
+  handBackWorkspace,
   IDENTITY_COUNT,
   IDENTITY_FIRST,
   type RunCommandOptions,
@@ -270,6 +271,38 @@ describe.runIf(isRoot)("a root worker's commands", () => {
     expect(read.stdout.text).toBe('')
     expect(read.stderr.text).toMatch(/Permission denied/)
     expect(read.sandbox?.identity?.uid).not.toBe(wrote.sandbox?.identity?.uid)
+  })
+
+  it("is handed back to root at the run's end, so root's git takes it, and taken over again by the next", async () => {
+    const ws = await workspace()
+    const first = await sandboxed(
+      sh(
+        'git init -q . && mkdir -p made/deep && echo x > made/deep/file && ln made/deep/file linked && ' +
+          'cp /bin/true made/suid && chmod 4755 made/suid',
+      ),
+      ws,
+    )
+    expect(first).toMatchObject({ status: 'exited', exitCode: 0 })
+    const uid = first.sandbox!.identity!.uid
+    const gitStatus = () =>
+      execFileSync('git', ['-C', ws, 'status', '--porcelain'], { encoding: 'utf8', stdio: 'pipe' })
+    expect(gitStatus).toThrow(/dubious ownership/)
+
+    expect(await handBackWorkspace(ws)).toBe(uid)
+    for (const path of ['.', '.git', '.git/HEAD', 'made', 'made/deep', 'made/suid']) {
+      expect(statSync(join(ws, path)), path).toMatchObject({ uid: 0, gid: 0 })
+    }
+    // A program a command made setuid is root's now, and not setuid: the kernel clears the bit on chown.
+    expect(statSync(join(ws, 'made/suid')).mode & 0o7777).toBe(0o755)
+    // A hard-linked file may have its other link in the identity's caches: it stays the identity's.
+    expect(statSync(join(ws, 'linked')).uid).toBe(uid)
+    expect(gitStatus()).toMatch(/\?\? made\//)
+    expect(await handBackWorkspace(ws)).toBeUndefined()
+
+    const next = await sandboxed(sh('echo y >> made/deep/file && touch made/deep/more'), ws)
+    expect(next).toMatchObject({ status: 'exited', exitCode: 0 })
+    expect(next.sandbox?.identity?.uid).toBe(uid)
+    expect(statSync(join(ws, 'made/deep/more')).uid).toBe(uid)
   })
 
   it('gives a copy of a workspace (cp -a keeps owners) an identity of its own', async () => {
