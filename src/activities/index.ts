@@ -5,7 +5,12 @@
 import { Context } from '@temporalio/activity'
 import { ApplicationFailure } from '@temporalio/common'
 import { AuditConflictError, AuditConnectionError, AuditInputError, type AuditStore } from '../audit/index.js'
-import { closeWarmSandboxes, handBackWorkspace, SandboxUnavailableError } from '../exec/index.js'
+import {
+  closeWarmSandboxes,
+  handBackWorkspace,
+  isRootWorker,
+  SandboxUnavailableError,
+} from '../exec/index.js'
 import { McpSessions } from '../mcp/index.js'
 import { type ModelProvider, type PriceOverrides, providerFromEnv } from '../model/index.js'
 import { builtinFloor, type Floor } from '../policy/index.js'
@@ -146,7 +151,9 @@ export function createActivities(deps: ActivityDependencies): TetherActivities {
       runEnded: async (runId) => {
         const folder = snapshots.folder(runId, workspaceOf((await runs.get(runId)).contract))
         await closeWarmSandboxes(folder)
-        await handBackWorkspace(folder)
+        if (!isRootWorker()) return
+        const started = (await deps.audit.runSummary(runId))?.startedAt
+        if (started) await handBackWorkspace(folder, started)
       },
     }),
     ...provenanceActivities({ audit: deps.audit, runs, snapshots, keyFile }),

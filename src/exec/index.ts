@@ -37,6 +37,7 @@ export {
   EgressJudge,
   type FilterArch,
   filterArch,
+  type HandBack,
   handBackWorkspace,
   IDENTITY_COUNT,
   IDENTITY_FIRST,

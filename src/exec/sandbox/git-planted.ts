@@ -18,7 +18,7 @@ import {
   readSync,
   type Stats,
 } from 'node:fs'
-import { isAbsolute, join, relative } from 'node:path'
+import { dirname, isAbsolute, join, relative } from 'node:path'
 import { clip, formatCount } from '../../present/index.js'
 import { subfolders } from './folders.js'
 import { gitFoldersUnder, nestedGitEntries, readHead } from './git.js'
@@ -95,6 +95,29 @@ export function plantedGitFiles(
   bound: { folders: number; entries: number } = PLANTED_WALK,
 ): PlantedGitFile[] {
   if (!isAbsolute(workspace) || !statOf(workspace)?.isDirectory()) return []
+  const check = plantedChecker(workspace, since)
+  const nested = nestedGitEntries(workspace, bound)
+  if (!nested.complete)
+    check.found.push({
+      path: '.',
+      what: `only ${formatCount(bound.folders)} folders (${formatCount(bound.entries)} entries) were looked in: repositories deeper in were not checked`,
+    })
+  for (const entry of [join(workspace, '.git'), ...nested.found]) check.entry(entry)
+  return check.found
+}
+
+/**
+ * Whether the `.git` entry at `path` (a folder with its submodules and linked worktrees, a `gitdir:` file
+ * or a link) is, or holds, a file created or changed at or after `since` that makes git run a program.
+ */
+export function gitEntryPlanted(path: string, since: Date): boolean {
+  const check = plantedChecker(dirname(path), since)
+  check.entry(path)
+  return check.found.length > 0
+}
+
+/** Checks `.git` entries of `workspace` one by one, gathering what they hold in `found`. */
+function plantedChecker(workspace: string, since: Date) {
   const found: PlantedGitFile[] = []
   const after = since.getTime() - CLOCK_SLACK_MS
   const written = (stats: Stats | undefined) => stats !== undefined && stats.ctimeMs >= after
@@ -128,21 +151,15 @@ export function plantedGitFiles(
     for (const module of gitFoldersUnder(join(dir, 'modules'))) folder(module)
     for (const worktree of subfolders(join(dir, 'worktrees'))) folder(worktree)
   }
-  const nested = nestedGitEntries(workspace, bound)
-  if (!nested.complete)
-    found.push({
-      path: '.',
-      what: `only ${formatCount(bound.folders)} folders (${formatCount(bound.entries)} entries) were looked in: repositories deeper in were not checked`,
-    })
-  for (const entry of [join(workspace, '.git'), ...nested.found]) {
-    const stats = statOf(entry)
-    if (!stats) continue
-    if (stats.isDirectory()) folder(entry)
+  const entry = (path: string) => {
+    const stats = statOf(path)
+    if (!stats) return
+    if (stats.isDirectory()) folder(path)
     else if (stats.isSymbolicLink() && written(stats))
-      report(entry, `a link git follows to ${linkTarget(entry)}`)
-    else if (stats.isFile() && written(stats)) report(entry, `points git at ${readHead(entry).trim()}`)
+      report(path, `a link git follows to ${linkTarget(path)}`)
+    else if (stats.isFile() && written(stats)) report(path, `points git at ${readHead(path).trim()}`)
   }
-  return found
+  return { found, entry }
 }
 
 /** What in a configuration file makes git run a program, one line each (`core.fsmonitor = …`). */

@@ -16,9 +16,10 @@
 import { createHash } from 'node:crypto'
 import { lstatSync, readFileSync, readlinkSync, realpathSync, type Stats, statSync } from 'node:fs'
 import { chown, lchown, lstat, mkdir, readdir, rm, rmdir, stat, symlink, unlink } from 'node:fs/promises'
-import { dirname, join } from 'node:path'
+import { basename, dirname, join, relative } from 'node:path'
 import { SandboxUnavailableError } from './errors.js'
 import { within } from './folders.js'
+import { gitEntryPlanted } from './git-planted.js'
 
 /** The first uid (and gid) kept for commands: 0x70000000, a range systemd leaves unassigned. */
 export const IDENTITY_FIRST = 0x70000000
@@ -264,13 +265,13 @@ async function withLock<T>(work: () => Promise<T>): Promise<T> {
 async function giveTree(
   folder: string,
   to: number,
-  picks: (path: string, stats: Stats) => boolean,
+  picks: (path: string, stats: Stats) => boolean | Promise<boolean>,
   until = Number.POSITIVE_INFINITY,
 ): Promise<void> {
   const device = (await lstat(folder)).dev
   const give = async (path: string): Promise<boolean> => {
     const stats = await lstat(path).catch(() => undefined)
-    if (!stats || stats.dev !== device || !picks(path, stats)) return false
+    if (!stats || stats.dev !== device || !(await picks(path, stats))) return false
     if (!stats.isDirectory() && stats.nlink > 1) return false
     if (stats.uid !== to || stats.gid !== to) await lchown(path, to, to).catch(() => undefined)
     return stats.isDirectory()
@@ -302,17 +303,28 @@ async function takeOver(workspace: string, uid: number, hidden: readonly string[
 /** How long a run's end may spend handing its workspace back (inside its record's 10 s start-to-close). */
 const HAND_BACK_MS = 5_000
 
+/** What a hand-back did: the identity it took the folder from, and the repositories it left to it. */
+export interface HandBack {
+  uid: number
+  /** `.git` entries (relative to the workspace) that stay the identity's, with the folders holding them. */
+  kept: string[]
+}
+
 /**
- * Gives a taken-over workspace back to root when its run ends: the folder and what is the identity's in it
- * (what commands made included) become root's again, so root's own tools see it as before the run — git
- * above all, which refuses a repository another user owns ("dubious ownership"). The folder itself and its
- * `.git` go first, then the rest for up to HAND_BACK_MS; what a larger tree has left is taken over again by
- * the next run's first command, like all of it, under the same identity (the registry keeps the uid for the
- * folder, and with it the identity's caches). A file with more than one hard link stays the identity's: the
- * other link may be in its caches, which must stay its own. Nothing happens for a worker that is not root,
- * or a folder no identity holds. Returns the uid it gave the folder back from.
+ * Gives a taken-over workspace back to root when its run (started at `since`) ends: the folder and what is
+ * the identity's in it — what commands made included — become root's again, so root's own tools see it as
+ * before the run: git above all, which refuses a repository another user owns ("dubious ownership").
+ *
+ * Except a repository that would make git run a program: a `.git` that is, or holds, a file written during
+ * the run that makes git run one (git-planted.ts) stays the identity's with everything in it, and so does
+ * the folder holding it, so root's git keeps refusing it — given to root, a `core.fsmonitor` a command
+ * planted would run as root. The folder itself and its `.git` go first, then the rest for up to
+ * HAND_BACK_MS; what a larger tree has left stays the identity's until the next run takes it over again,
+ * under the same identity (the registry keeps the uid for the folder, and with it the identity's caches).
+ * A file with more than one hard link stays the identity's: its other link may be in its caches. Nothing
+ * happens for a worker that is not root, or a folder no identity holds.
  */
-export async function handBackWorkspace(folder: string): Promise<number | undefined> {
+export async function handBackWorkspace(folder: string, since: Date): Promise<HandBack | undefined> {
   if (!isRootWorker()) return undefined
   let workspace: string
   let uid: number
@@ -324,16 +336,24 @@ export async function handBackWorkspace(folder: string): Promise<number | undefi
   }
   if (!inRange(uid) || claimOf(uid) !== workspace) return undefined
   const until = performance.now() + HAND_BACK_MS
-  const ours = (_: string, stats: Stats) => stats.uid === uid
+  const kept = new Set<string>()
+  const ours = async (path: string, stats: Stats) => {
+    if (stats.uid !== uid) return false
+    if (basename(path) !== '.git' || !gitEntryPlanted(path, since)) return true
+    kept.add(relative(workspace, path))
+    // Given back already (a folder goes before its entries): git also refuses a worktree another user owns.
+    await lchown(dirname(path), uid, uid)
+    return false
+  }
   await chown(workspace, 0, 0)
   const git = join(workspace, '.git')
   const gitFolder = await lstat(git).catch(() => undefined)
-  if (gitFolder?.isDirectory() && gitFolder.uid === uid) {
+  if (gitFolder?.isDirectory() && (await ours(git, gitFolder))) {
     await lchown(git, 0, 0)
     await giveTree(git, 0, ours, until)
   }
   await giveTree(workspace, 0, ours, until)
-  return uid
+  return { uid, kept: [...kept] }
 }
 
 /** Whether `uid`/`gid` may write into `folder` by its mode bits (what a bind mount keeps). */

@@ -275,6 +275,7 @@ describe.runIf(isRoot)("a root worker's commands", () => {
 
   it("is handed back to root at the run's end, so root's git takes it, and taken over again by the next", async () => {
     const ws = await workspace()
+    const since = new Date()
     const first = await sandboxed(
       sh(
         'git init -q . && mkdir -p made/deep && echo x > made/deep/file && ln made/deep/file linked && ' +
@@ -288,7 +289,7 @@ describe.runIf(isRoot)("a root worker's commands", () => {
       execFileSync('git', ['-C', ws, 'status', '--porcelain'], { encoding: 'utf8', stdio: 'pipe' })
     expect(gitStatus).toThrow(/dubious ownership/)
 
-    expect(await handBackWorkspace(ws)).toBe(uid)
+    expect(await handBackWorkspace(ws, since)).toEqual({ uid, kept: [] })
     for (const path of ['.', '.git', '.git/HEAD', 'made', 'made/deep', 'made/suid']) {
       expect(statSync(join(ws, path)), path).toMatchObject({ uid: 0, gid: 0 })
     }
@@ -297,12 +298,40 @@ describe.runIf(isRoot)("a root worker's commands", () => {
     // A hard-linked file may have its other link in the identity's caches: it stays the identity's.
     expect(statSync(join(ws, 'linked')).uid).toBe(uid)
     expect(gitStatus()).toMatch(/\?\? made\//)
-    expect(await handBackWorkspace(ws)).toBeUndefined()
+    expect(await handBackWorkspace(ws, since)).toBeUndefined()
 
     const next = await sandboxed(sh('echo y >> made/deep/file && touch made/deep/more'), ws)
     expect(next).toMatchObject({ status: 'exited', exitCode: 0 })
     expect(next.sandbox?.identity?.uid).toBe(uid)
     expect(statSync(join(ws, 'made/deep/more')).uid).toBe(uid)
+  })
+
+  it("keeps a repository a command made to run a program the identity's, so root's git refuses it", async () => {
+    const ws = await workspace()
+    const since = new Date()
+    const marker = join(ws, 'ran-as-root')
+    const planted = await sandboxed(
+      sh(
+        `git init -q plain && git init -q sub && git -C sub config core.fsmonitor "touch ${marker}; false" && ` +
+          'echo x > sub/file',
+      ),
+      ws,
+    )
+    expect(planted).toMatchObject({ status: 'exited', exitCode: 0 })
+    const uid = planted.sandbox!.identity!.uid
+    expect(await handBackWorkspace(ws, since)).toEqual({ uid, kept: ['sub/.git'] })
+    for (const path of ['sub', 'sub/.git', 'sub/.git/config'])
+      expect(statSync(join(ws, path)).uid, path).toBe(uid)
+    for (const path of ['.', 'sub/file', 'plain', 'plain/.git/config'])
+      expect(statSync(join(ws, path)).uid, path).toBe(0)
+    const git = (repo: string) =>
+      execFileSync('git', ['-C', join(ws, repo), 'status', '--porcelain'], {
+        encoding: 'utf8',
+        stdio: 'pipe',
+      })
+    expect(git('plain')).toBe('')
+    expect(() => git('sub')).toThrow(/dubious ownership/)
+    expect(existsSync(marker)).toBe(false)
   })
 
   it('gives a copy of a workspace (cp -a keeps owners) an identity of its own', async () => {
