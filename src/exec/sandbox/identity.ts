@@ -317,7 +317,7 @@ export interface HandBack {
  *
  * Except a repository that would make git run a program: a `.git` that is, or holds, a file written during
  * the run that makes git run one (git-planted.ts) stays the identity's with everything in it, and so does
- * the folder holding it, so root's git keeps refusing it — given to root, a `core.fsmonitor` a command
+ * the folder holding it, so root's git keeps refusing it (a bare repository's folder likewise) — given to root, a `core.fsmonitor` a command
  * planted would run as root. The folder itself and its `.git` go first, then the rest for up to
  * HAND_BACK_MS; what a larger tree has left stays the identity's until the next run takes it over again,
  * under the same identity (the registry keeps the uid for the folder, and with it the identity's caches).
@@ -339,10 +339,14 @@ export async function handBackWorkspace(folder: string, since: Date): Promise<Ha
   const kept = new Set<string>()
   const ours = async (path: string, stats: Stats) => {
     if (stats.uid !== uid) return false
-    if (basename(path) !== '.git' || !gitEntryPlanted(path, since)) return true
+    const dotGit = basename(path) === '.git'
+    // A folder with a HEAD may be a bare repository, which git run inside it takes as one.
+    const bare =
+      !dotGit && stats.isDirectory() && (await lstat(join(path, 'HEAD')).then(Boolean, () => false))
+    if (!(dotGit || bare) || !gitEntryPlanted(path, since)) return true
     kept.add(relative(workspace, path))
     // Given back already (a folder goes before its entries): git also refuses a worktree another user owns.
-    await lchown(dirname(path), uid, uid)
+    if (dotGit) await lchown(dirname(path), uid, uid)
     return false
   }
   await chown(workspace, 0, 0)

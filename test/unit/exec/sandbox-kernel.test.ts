@@ -313,14 +313,15 @@ describe.runIf(isRoot)("a root worker's commands", () => {
     const planted = await sandboxed(
       sh(
         `git init -q plain && git init -q sub && git -C sub config core.fsmonitor "touch ${marker}; false" && ` +
-          'echo x > sub/file',
+          `echo x > sub/file && git init -q --bare bare.git && git --git-dir=bare.git config core.pager "touch ${marker}"`,
       ),
       ws,
     )
     expect(planted).toMatchObject({ status: 'exited', exitCode: 0 })
     const uid = planted.sandbox!.identity!.uid
-    expect(await handBackWorkspace(ws, since)).toEqual({ uid, kept: ['sub/.git'] })
-    for (const path of ['sub', 'sub/.git', 'sub/.git/config'])
+    const handedBack = await handBackWorkspace(ws, since)
+    expect(handedBack?.kept.sort()).toEqual(['bare.git', 'sub/.git'])
+    for (const path of ['sub', 'sub/.git', 'sub/.git/config', 'bare.git', 'bare.git/config'])
       expect(statSync(join(ws, path)).uid, path).toBe(uid)
     for (const path of ['.', 'sub/file', 'plain', 'plain/.git/config'])
       expect(statSync(join(ws, path)).uid, path).toBe(0)
@@ -331,6 +332,9 @@ describe.runIf(isRoot)("a root worker's commands", () => {
       })
     expect(git('plain')).toBe('')
     expect(() => git('sub')).toThrow(/dubious ownership/)
+    expect(() =>
+      execFileSync('git', ['-C', join(ws, 'bare.git'), '-p', 'log'], { encoding: 'utf8', stdio: 'pipe' }),
+    ).toThrow(/dubious ownership/)
     expect(existsSync(marker)).toBe(false)
   })
 
