@@ -65,6 +65,9 @@ export function gitBinds(workspace: string): string[] {
   return protector.args
 }
 
+/** The entries a folder git takes for a bare repository has. */
+const BARE_PARTS = new Set(['HEAD', 'objects', 'refs'])
+
 /** Folders of installed dependencies and build output: walked last, so the bound goes to the project's own tree. */
 const WALKED_LAST = new Set([
   'node_modules',
@@ -83,14 +86,16 @@ const WALKED_LAST = new Set([
 ])
 
 /**
- * Every `.git` below the workspace root, up to the walk's bound (the sandbox's own unless given), and
- * whether the walk looked everywhere.
+ * Every `.git` below the workspace root, up to the walk's bound (the sandbox's own unless given); the
+ * folders below it that look like bare repositories (a `HEAD`, `objects` and `refs`), which git run inside
+ * one takes for a repository; and whether the walk looked everywhere.
  */
 export function nestedGitEntries(
   workspace: string,
   bound = { folders: GIT_WALK_LIMIT, entries: GIT_WALK_ENTRIES },
-): { found: string[]; complete: boolean } {
+): { found: string[]; bare: string[]; complete: boolean } {
   const found: string[] = []
+  const bare: string[] = []
   const first = [workspace]
   const last: string[] = []
   let read = 0
@@ -102,15 +107,18 @@ export function nestedGitEntries(
       const dir = queue[next]!
       read++
       let handle: Dir | undefined
+      let gitParts = 0
       try {
         handle = opendirSync(dir)
         for (let entry = handle.readSync(); entry; entry = handle.readSync()) {
           if (++entries > bound.entries) break
           const path = join(dir, entry.name)
+          if (BARE_PARTS.has(entry.name)) gitParts++
           if (entry.name === '.git') {
             if (dir !== workspace) found.push(path)
           } else if (entry.isDirectory()) (deferred || WALKED_LAST.has(entry.name) ? last : queue).push(path)
         }
+        if (gitParts === BARE_PARTS.size && dir !== workspace) bare.push(dir)
       } catch {
         // Unreadable: nothing in it is found, as nothing in it can be reached.
       } finally {
@@ -121,7 +129,7 @@ export function nestedGitEntries(
   }
   const shallow = walk(first, false)
   const deferred = walk(last, true)
-  return { found, complete: shallow && deferred }
+  return { found, bare, complete: shallow && deferred }
 }
 
 class Protector {

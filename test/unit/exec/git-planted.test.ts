@@ -65,6 +65,17 @@ describe('plantedGitFiles', () => {
     ])
   })
 
+  it('finds a bare repository (git run inside it takes it for one), not a folder that only has a HEAD', () => {
+    const since = new Date()
+    execFileSync('git', ['init', '-q', '--bare', join(ws, 'vendor/evil.git')])
+    execFileSync('git', ['--git-dir', join(ws, 'vendor/evil.git'), 'config', 'core.pager', 'touch /tmp/pwned'])
+    write('docs/HEAD', 'a file named HEAD\n')
+    write('docs/config', '[core]\n\tpager = less\n')
+    expect(plantedGitFiles(ws, since)).toEqual([
+      { path: 'vendor/evil.git/config', what: 'core.pager = touch /tmp/pwned' },
+    ])
+  })
+
   it('finds hooks, a commondir, a .git file or link pointing elsewhere, and configuration it cannot read', () => {
     const since = new Date()
     write('a/.git/hooks/post-checkout', '#!/bin/sh\nid\n', 0o755)
