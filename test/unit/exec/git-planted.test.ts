@@ -67,8 +67,9 @@ describe('plantedGitFiles', () => {
 
   it('finds a bare repository (git run inside it takes it for one), not a folder that only has a HEAD', () => {
     const since = new Date()
-    execFileSync('git', ['init', '-q', '--bare', join(ws, 'vendor/evil.git')])
-    execFileSync('git', ['--git-dir', join(ws, 'vendor/evil.git'), 'config', 'core.pager', 'touch /tmp/pwned'])
+    const bare = join(ws, 'vendor/evil.git')
+    execFileSync('git', ['init', '-q', '--bare', bare])
+    execFileSync('git', ['--git-dir', bare, 'config', 'core.pager', 'touch /tmp/pwned'])
     write('docs/HEAD', 'a file named HEAD\n')
     write('docs/config', '[core]\n\tpager = less\n')
     expect(plantedGitFiles(ws, since)).toEqual([
