@@ -133,7 +133,14 @@ function plantedChecker(workspace: string, since: Date) {
       for (const what of programsInConfig(path)) report(path, what)
     }
     const commondir = join(dir, 'commondir')
-    if (written(statOf(commondir)))
+    const common = statOf(commondir)
+    // A link is named, not read: it may lead to a file only the worker may read, and this list is shown.
+    if (common?.isSymbolicLink() && written(common))
+      report(
+        commondir,
+        `a link git follows to ${linkTarget(commondir)}, which points it at another folder's configuration`,
+      )
+    else if (written(common))
       report(commondir, `points git at another folder's configuration: ${readHead(commondir).trim()}`)
     const hooks = join(dir, 'hooks')
     const linked = statOf(hooks)

@@ -86,6 +86,10 @@ describe('plantedGitFiles', () => {
     mkdirSync(join(ws, 'g/.git'), { recursive: true })
     symlinkSync('/srv/hooks', join(ws, 'g/.git/hooks'))
     write('b/.git/commondir', '../../elsewhere\n')
+    // A link is named, never read: what it leads to may be only the worker's to read.
+    write('secret', 'SECRET\n')
+    mkdirSync(join(ws, 'h/.git'), { recursive: true })
+    symlinkSync(join(ws, 'secret'), join(ws, 'h/.git/commondir'))
     write('c/.git', 'gitdir: ../../elsewhere/.git\n')
     mkdirSync(join(ws, 'd'))
     symlinkSync('/srv/other/.git', join(ws, 'd/.git'))
@@ -98,6 +102,10 @@ describe('plantedGitFiles', () => {
         { path: 'a/.git/hooks/pre-push', what: 'a hook git runs (pre-push), a link to /bin/true' },
         { path: 'g/.git/hooks', what: 'a link git follows to /srv/hooks, whose hooks it runs' },
         { path: 'b/.git/commondir', what: "points git at another folder's configuration: ../../elsewhere" },
+        {
+          path: 'h/.git/commondir',
+          what: `a link git follows to ${join(ws, 'secret')}, which points it at another folder's configuration`,
+        },
         { path: 'c/.git', what: 'points git at gitdir: ../../elsewhere/.git' },
         { path: 'd/.git', what: 'a link git follows to /srv/other/.git' },
         { path: 'e/.git/config', what: 'a section header tether cannot read: [core' },
@@ -107,7 +115,8 @@ describe('plantedGitFiles', () => {
         },
       ]),
     )
-    expect(found).toHaveLength(8)
+    expect(found).toHaveLength(9)
+    expect(JSON.stringify(found)).not.toContain('SECRET')
   })
 
   it('passes over what was there before the run, and configuration that runs nothing', async () => {
