@@ -5,8 +5,10 @@
 import type { Client } from '@temporalio/client'
 import type { ApprovalRow, AuditStore, StoredMessage } from '../audit/index.js'
 import { verifyRecordedAnswer } from '../audit/index.js'
+import { plantedGitFiles } from '../exec/index.js'
 import { Policy, PolicyError } from '../policy/index.js'
 import { inFlight } from '../run/index.js'
+import { runLinks } from '../snapshots/index.js'
 import { runChanges } from './changes.js'
 import type { ApprovalPageData, InboxPageData, RunPageData } from './pages.js'
 
@@ -127,6 +129,22 @@ export async function loadRun(sources: InboxSources, runId: string): Promise<Run
     temporalLink: sources.temporalUi
       ? `${sources.temporalUi.replace(/\/$/, '')}/namespaces/${encodeURIComponent(sources.namespace)}/workflows/${encodeURIComponent(runId)}`
       : undefined,
+  }
+}
+
+/**
+ * A run's page as it loads: what its live region shows, and what is read only then — the runs it is linked
+ * to and its branch, and git files the run wrote in a folder of this machine that would make git run a
+ * program (a walk of the folder: too much for every second of a live region).
+ */
+export async function loadRunPage(sources: InboxSources, runId: string): Promise<RunPageData | undefined> {
+  const data = await loadRun(sources, runId)
+  if (!data) return undefined
+  const { summary } = data
+  return {
+    ...data,
+    links: await runLinks(sources.audit.pool, runId),
+    plantedGit: plantedGitFiles(summary.workspace, summary.startedAt),
   }
 }
 

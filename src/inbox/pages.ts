@@ -17,6 +17,7 @@ import type {
   TimelineEntry,
 } from '../audit/index.js'
 import { tellsSomethingNew } from '../audit/index.js'
+import type { PlantedGitFile } from '../exec/index.js'
 import {
   clipNoted,
   counted,
@@ -25,7 +26,9 @@ import {
   formatMoney,
   type InFlight,
   inFlightWords,
+  plantedGitWarning,
 } from '../present/index.js'
+import type { RunLinks } from '../snapshots/index.js'
 import type { WorkspaceChanges } from './changes.js'
 import { type Html, href, html, jsonData, prose } from './html.js'
 import {
@@ -355,6 +358,9 @@ export interface RunPageData {
   /** What Temporal says: the workflow's status and what it is doing now (the command running, …), if anything. */
   temporal: { status?: string; inFlight?: InFlight; error?: string }
   temporalLink?: string | undefined
+  /** Read when the page loads (loadRunPage), not for its live region. */
+  links?: RunLinks | undefined
+  plantedGit?: PlantedGitFile[] | undefined
 }
 
 export function runPage(data: RunPageData, viewer: Viewer, clock: Clock): string {
@@ -364,9 +370,34 @@ export function runPage(data: RunPageData, viewer: Viewer, clock: Clock): string
     viewer,
     html`<h1>Run ${code(summary.runId)}</h1>
 ${data.temporalLink ? html`<p><a href="${data.temporalLink}" rel="noreferrer">Open this run in the Temporal UI</a></p>` : ''}
+${data.links ? linksView(data.links) : ''}
+${data.plantedGit?.length ? plantedGitView(data.plantedGit) : ''}
 ${liveRegion('run-live', runLive(data, clock))}`,
     href('live', 'runs', summary.runId),
   )
+}
+
+/** The runs a run was rewound from and into, and the branch its verified tree became. */
+function linksView(links: RunLinks): Html | string {
+  const items = [
+    ...(links.from
+      ? [
+          html`<li>rewound from <a href="${href('runs', links.from.runId)}">${code(links.from.runId)}</a> at step ${links.from.step}</li>`,
+        ]
+      : []),
+    ...links.into.map(
+      (into) =>
+        html`<li>rewound into <a href="${href('runs', into.runId)}">${code(into.runId)}</a> (from step ${into.step})</li>`,
+    ),
+    ...(links.branch ? [html`<li>${code(links.branch)} (written by the worker, not pushed)</li>`] : []),
+  ]
+  return items.length === 0 ? '' : html`<ul class="links">${items}</ul>`
+}
+
+/** The planted-git warning `tether show` prints, for whoever opens the run's folder next. */
+function plantedGitView(found: PlantedGitFile[]): Html {
+  return html`<div class="panel warning" role="alert"><p><strong>Warning:</strong> ${plantedGitWarning('the run wrote')}:</p>
+<ul>${found.map((file) => html`<li>${code(file.path)}: ${code(file.what)}</li>`)}</ul></div>`
 }
 
 /** What the run is doing now: what is in flight (ticking with every live update), or why nothing is. */

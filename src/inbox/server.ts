@@ -13,7 +13,7 @@ import { usualPort } from '../stack/index.js'
 import { type Access, accessProblem, identify, loginToken, newLocalToken, TOKEN_COOKIE } from './access.js'
 import { forwardAnswer } from './answer.js'
 import { browserScript } from './assets.js'
-import { loadApproval, loadApprovalLive, loadInbox, loadRun } from './data.js'
+import { loadApproval, loadApprovalLive, loadInbox, loadRun, loadRunPage } from './data.js'
 import { InboxError } from './errors.js'
 import type { Html } from './html.js'
 import {
@@ -211,7 +211,7 @@ export async function startInbox(options: InboxOptions): Promise<Inbox> {
     }
     const runPath = /^\/runs\/([^/]+)$/.exec(path)
     if (runPath) {
-      const data = await loadRun(options, decodeURIComponent(runPath[1] as string))
+      const data = await loadRunPage(options, decodeURIComponent(runPath[1] as string))
       if (!data) return notFound(response, 'No such run in the audit.', viewer)
       return send(response, 200, 'text/html', runPage(data, viewer, clock))
     }

@@ -52,6 +52,8 @@ button.approve { background: var(--ok); border-color: var(--ok); color: #fff; }
 button.deny { border: 2px solid var(--bad); color: var(--bad); background: transparent; }
 button:disabled { opacity: .55; cursor: default; }
 .hint { color: GrayText; font-size: .9rem; }
+.panel.warning { border-color: var(--live); border-left: 5px solid var(--live); }
+.links { padding-left: 1.2rem; }
 .ok { color: var(--ok); } .bad { color: var(--bad); } .live { color: var(--live); }
 .outcome { font-weight: 600; }
 .decision.approved { color: var(--ok); } .decision.denied, .decision.timeout, .decision.cancelled { color: var(--bad); }

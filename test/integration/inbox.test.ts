@@ -9,7 +9,7 @@
  * test-artefacts/inbox/ (kept by CI) for a person to look at.
  */
 import { execFileSync } from 'node:child_process'
-import { existsSync } from 'node:fs'
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs'
 import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { request as httpRequest } from 'node:http'
 import { tmpdir } from 'node:os'
@@ -264,6 +264,16 @@ describe('the approvals inbox in a browser', () => {
       // Three steps: the chart of where the time went.
       expect(await runPage.locator('figure.chart li').count()).toBeGreaterThanOrEqual(3)
       await screenshot(runPage, 'inbox', 'desktop-3-run')
+      // Loaded again once the run is over: its branch, and a git file planted in its folder since it began.
+      mkdirSync(join(ws.path, 'sub/.git'), { recursive: true })
+      writeFileSync(join(ws.path, 'sub/.git/config'), '[core]\n\tfsmonitor = "touch planted"\n')
+      await runPage.reload()
+      expect(await runPage.locator('ul.links').textContent()).toMatch(
+        new RegExp(`branch tether/${runId} at [0-9a-f]{40} in .*\\(written by the worker, not pushed\\)`),
+      )
+      expect(await runPage.getByRole('alert').textContent()).toContain(
+        'sub/.git/config: core.fsmonitor = "touch planted"',
+      )
     } finally {
       await ws.cleanup()
     }

@@ -181,6 +181,8 @@ describe('inbox pages with hostile text', () => {
         messages,
         temporal: { status: EVIL },
         temporalLink: `http://ui/${EVIL}`,
+        links: { from: { runId: EVIL, step: 1 }, into: [{ runId: EVIL, step: 2 }], branch: EVIL },
+        plantedGit: [{ path: EVIL, what: EVIL }],
       },
       {},
       clock,
@@ -233,6 +235,32 @@ describe('inbox pages a person reads', () => {
     expect(later).toContain('1 step, 15 tokens, 2 commands, 1 refused, 0 approvals waiting')
     expect(later).toContain('1 call · 101 tokens')
     expect(later).not.toMatch(/\(s\)/)
+  })
+
+  it('links the runs it was rewound from and into, names its branch, and warns of git files it planted', () => {
+    const markup = page({ ...quiet, status: 'finished', outcome: 'verified' }, [], {
+      links: {
+        from: { runId: 'run-a', step: 2 },
+        into: [{ runId: 'run-c', step: 4 }],
+        branch: 'branch tether/r at 0334769 in /w',
+      },
+      plantedGit: [{ path: 'sub/.git/config', what: 'core.fsmonitor = touch /tmp/x' }],
+    })
+    expect(markup).toContain('rewound from <a href="/runs/run-a"><code>run-a</code></a> at step 2')
+    expect(markup).toContain('rewound into <a href="/runs/run-c"><code>run-c</code></a> (from step 4)')
+    expect(markup).toContain(
+      '<code>branch tether/r at 0334769 in /w</code> (written by the worker, not pushed)',
+    )
+    expect(markup).toContain('the run wrote git files that make git run programs')
+    expect(markup).toContain(
+      '<li><code>sub/.git/config</code>: <code>core.fsmonitor = touch /tmp/x</code></li>',
+    )
+    const plain = page({ ...quiet, status: 'finished', outcome: 'verified' }, [], {
+      links: { into: [] },
+      plantedGit: [],
+    })
+    expect(plain).not.toContain('class="links"')
+    expect(plain).not.toContain('role="alert"')
   })
 
   it('shows times in the viewer’s zone with UTC on hover, code as code, and what is in flight', () => {
