@@ -685,7 +685,9 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
         if (resolution.decision !== 'approved') {
           await decisionRecorder().tetherApprovalDecided({ runId, request, resolution })
           state.pending.push(deniedByApproverObservation(seq, call, verdict, resolution))
-          lines.push(`${verdict.act} ${resolution.decision}: ${clip(verdict.target, 200)}`)
+          // "exec denied: …", "exec cancelled: …"; a timeout is no decision anyone made.
+          const ended = resolution.decision === 'timeout' ? 'timed out unanswered' : resolution.decision
+          lines.push(`${verdict.act} ${ended}: ${clip(verdict.target, 200)}`)
           return { verdict, approvalId }
         }
         const remembered = resolution.remember ? remember(verdict.act, resolution.remember) : undefined

@@ -214,6 +214,8 @@ describe('approvals', () => {
       expect(existsSync(join(ws.path, 'late.txt'))).toBe(false)
       const [row] = (await harness.audit.runTimeline(handle.workflowId)).filter((e) => e.type === 'approval')
       expect(row).toMatchObject({ decision: 'timeout', channel: 'timeout', reason: 'timeout' })
+      const steps = (await harness.audit.runTimeline(handle.workflowId)).filter((e) => e.type === 'step')
+      expect(steps[0]).toMatchObject({ decision: 'exec timed out unanswered: touch late.txt' })
       expect(received[0]).toMatchObject({ type: 'approval.requested', runId: handle.workflowId })
       const reminders = received.filter((r) => r.type === 'approval.reminder')
       expect(reminders.length).toBeGreaterThanOrEqual(2)
