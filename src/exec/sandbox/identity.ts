@@ -322,10 +322,11 @@ export interface HandBack {
  * HAND_BACK_MS; what a larger tree has left stays the identity's until the next run takes it over again,
  * under the same identity (the registry keeps the uid for the folder, and with it the identity's caches).
  * A file with more than one hard link stays the identity's: its other link may be in its caches. Nothing
- * happens for a worker that is not root, or a folder no identity holds.
+ * happens for a worker that is not root, one whose `TETHER_HAND_BACK` is `0`, or a folder no identity holds.
  */
 export async function handBackWorkspace(folder: string, since: Date): Promise<HandBack | undefined> {
-  if (!isRootWorker()) return undefined
+  // A worker told to keep folders between runs spares each run's first command the take-over's walk.
+  if (!isRootWorker() || process.env.TETHER_HAND_BACK === '0') return undefined
   let workspace: string
   let uid: number
   try {

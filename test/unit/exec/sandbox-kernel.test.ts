@@ -289,6 +289,14 @@ describe.runIf(isRoot)("a root worker's commands", () => {
       execFileSync('git', ['-C', ws, 'status', '--porcelain'], { encoding: 'utf8', stdio: 'pipe' })
     expect(gitStatus).toThrow(/dubious ownership/)
 
+    // A worker told to keep folders between runs keeps it.
+    process.env.TETHER_HAND_BACK = '0'
+    try {
+      expect(await handBackWorkspace(ws, since)).toBeUndefined()
+      expect(statSync(ws).uid).toBe(uid)
+    } finally {
+      delete process.env.TETHER_HAND_BACK
+    }
     expect(await handBackWorkspace(ws, since)).toEqual({ uid, kept: [] })
     for (const path of ['.', '.git', '.git/HEAD', 'made', 'made/deep', 'made/suid']) {
       expect(statSync(join(ws, path)), path).toMatchObject({ uid: 0, gid: 0 })
