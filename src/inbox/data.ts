@@ -82,6 +82,8 @@ export async function loadApproval(
     argv: askedArgv(approval, live.messages),
     ...live,
     changes: await runChanges(audit, approval.runId, run.workspace),
+    // A run whose commands planted programs for git is worth knowing of before saying yes to it.
+    plantedGit: plantedGitFiles(run.workspace, run.startedAt),
   }
 }
 

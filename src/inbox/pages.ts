@@ -162,6 +162,7 @@ export interface ApprovalPageData {
   commands: ExecutedCommand[]
   answers: Array<{ answer: ApprovalAnswerRow; check: AnswerCheck }>
   changes: WorkspaceChanges
+  plantedGit?: PlantedGitFile[] | undefined
 }
 
 export function approvalPage(data: ApprovalPageData, viewer: Viewer, clock: Clock): string {
@@ -183,6 +184,7 @@ ${liveRegion('approval-status', approvalStatus(data, clock))}
 </div>
 <section aria-labelledby="context-title">
   <h2 id="context-title">So far in this run</h2>
+  ${data.plantedGit?.length ? plantedGitView(data.plantedGit) : ''}
   ${liveRegion('approval-context', approvalContext(data))}
   <h3>Workspace changes so far</h3>
   ${changesView(data.changes)}

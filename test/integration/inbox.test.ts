@@ -192,6 +192,9 @@ describe('the approvals inbox in a browser', () => {
     try {
       const runId = handle.workflowId
       const row = await waitingApproval(runId)
+      // What a command could have left while the run went: the approver is told before answering.
+      mkdirSync(join(ws.path, 'sub/.git'), { recursive: true })
+      writeFileSync(join(ws.path, 'sub/.git/config'), '[core]\n\tfsmonitor = "touch planted"\n')
 
       // The run page, opened while the run waits, is never reloaded: it must follow the run by itself.
       const runPage = await open(`/runs/${runId}`)
@@ -225,6 +228,9 @@ describe('the approvals inbox in a browser', () => {
       expect(context).toContain('edit_file')
       const changes = (await page.locator('section[aria-labelledby="context-title"]').textContent()) ?? ''
       expect(changes).toContain('M src/math.js')
+      expect(await page.getByRole('alert').textContent()).toContain(
+        'sub/.git/config: core.fsmonitor = "touch planted"',
+      )
       expect(changes).toContain('+  return a + b')
       expect(await page.locator('.tree').textContent()).toContain('touch approved.txt')
 
@@ -264,9 +270,7 @@ describe('the approvals inbox in a browser', () => {
       // Three steps: the chart of where the time went.
       expect(await runPage.locator('figure.chart li').count()).toBeGreaterThanOrEqual(3)
       await screenshot(runPage, 'inbox', 'desktop-3-run')
-      // Loaded again once the run is over: its branch, and a git file planted in its folder since it began.
-      mkdirSync(join(ws.path, 'sub/.git'), { recursive: true })
-      writeFileSync(join(ws.path, 'sub/.git/config'), '[core]\n\tfsmonitor = "touch planted"\n')
+      // Loaded again once the run is over: its branch, and the git file planted in its folder.
       await runPage.reload()
       expect(await runPage.locator('ul.links').textContent()).toMatch(
         new RegExp(`branch tether/${runId} at [0-9a-f]{40} in .*\\(written by the worker, not pushed\\)`),

@@ -119,6 +119,7 @@ describe('inbox pages with hostile text', () => {
         commands: [command],
         answers: [],
         changes: { kind: 'git', status: ` M ${EVIL}\n`, diff: `+${EVIL}\n`, elided: 0 },
+        plantedGit: [{ path: EVIL, what: EVIL }],
       },
       { name: EVIL },
       clock,
@@ -355,6 +356,29 @@ describe('inbox pages a person reads', () => {
     expect(markup).toContain('<span class="del">-\treturn a - b</span>')
     expect(markup).toContain('<span class="add">+\treturn a + b</span>')
     expect(markup).toContain('<span class="hunk">@@ -1 +1 @@</span>')
+  })
+
+  it('warns the approver of git files the run planted, before its context', () => {
+    const planted = approvalPage(
+      {
+        approval,
+        run: quiet,
+        approvers: [],
+        messages: [],
+        commands: [],
+        answers: [],
+        changes: { kind: 'unavailable', why: 'x' },
+        plantedGit: [{ path: 'sub/.git/config', what: 'core.fsmonitor = touch /tmp/x' }],
+      },
+      {},
+      clock,
+    )
+    const context = planted.slice(planted.indexOf('id="context-title"'))
+    expect(context).toContain('the run wrote git files that make git run programs')
+    expect(context).toContain(
+      '<li><code>sub/.git/config</code>: <code>core.fsmonitor = touch /tmp/x</code></li>',
+    )
+    expect(answerPage(approval)).not.toContain('role="alert"')
   })
 
   it('offers one button per answer and chooses none; the key panel asks for no name', () => {
