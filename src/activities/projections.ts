@@ -117,7 +117,9 @@ export function projectionActivities(deps: {
 
     async tetherFinishRun(input) {
       // Before the record: a finished run's claim on its folder is free for the next run to take.
-      await deps.runEnded?.(input.runId).catch(() => {})
+      await deps.runEnded?.(input.runId).catch((error: unknown) => {
+        Context.current().log.warn(`run ${input.runId}: letting go of its folder failed: ${String(error)}`)
+      })
       if (await audit.recordRunFinished(runFinishedRecord(input))) deps.metrics.runFinished(input.outcome)
     },
 
