@@ -782,6 +782,8 @@ export async function runningRuns(
     waiting: boolean
     namespace?: string | undefined
     startedAt: Date
+    /** Its folder, or the source it was laid out from (`git URL at ref`, `run ID at step N`). */
+    workspace: string
   }>
 > {
   const operation = 'runningRuns'
@@ -791,9 +793,10 @@ export async function runningRuns(
     waiting: boolean
     namespace: string | null
     started_at: Date
+    workspace: string
   }>(
     operation,
-    `select run_id, execution_id, ${WAITING} as waiting, namespace, started_at from runs
+    `select run_id, execution_id, ${WAITING} as waiting, namespace, started_at, workspace from runs
       where status = 'running' and task_queue = $1 and ($3::text is null or run_id > $3)
       order by run_id limit $2`,
     [
@@ -808,6 +811,7 @@ export async function runningRuns(
     waiting: row.waiting,
     ...(row.namespace ? { namespace: row.namespace } : {}),
     startedAt: row.started_at,
+    workspace: row.workspace,
   }))
 }
 

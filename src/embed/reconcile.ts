@@ -11,6 +11,7 @@ import { SimplePlugin } from '@temporalio/plugin'
 import type { WorkerOptions } from '@temporalio/worker'
 import type { NamespaceFacts } from '../activities/index.js'
 import type { AuditStore } from '../audit/index.js'
+import { handBackWorkspace, isRootWorker } from '../exec/index.js'
 import { type AgentRunResult, lostRunReason } from '../run/index.js'
 import { pendingApprovalsQuery } from '../workflows/index.js'
 
@@ -192,6 +193,7 @@ async function reconcileRun(
     // A run Temporal does not have would never end, and its approvals would wait for ever.
     if (mayBeLost(client, run)) {
       const lost = lostRunReason(client.options.namespace)
+      await letGoOfFolder(run)
       await audit.recordEndedOutside(run, {
         outcome: 'failed',
         reason: lost,
@@ -215,6 +217,7 @@ async function reconcileRun(
   const closed = CLOSED[status]
   if (!closed) return
   const { outcome, reason } = await closedOutcome(handle, status, closed)
+  await letGoOfFolder(run)
   await audit.recordEndedOutside(run, {
     outcome,
     reason,
@@ -222,6 +225,16 @@ async function reconcileRun(
     decidedBy: 'temporal',
     why: `the run was ${closed.how}`,
   })
+}
+
+/**
+ * What a run's own end lets go of, for a run that ended without it: a root worker gives the run's folder back
+ * to root (when it is a folder of this machine that this machine took over), before the end is recorded and
+ * another run may take the folder. Never fails the sweep.
+ */
+async function letGoOfFolder(run: RunningRun): Promise<void> {
+  if (!isRootWorker() || !run.workspace.startsWith('/')) return
+  await handBackWorkspace(run.workspace, run.startedAt).catch(() => undefined)
 }
 
 /** A run's outcome from how Temporal closed it: the result when it completed, the reason it was terminated. */

@@ -4,6 +4,7 @@
  * and every deadline shown is when the wait really ends.
  */
 import { randomUUID } from 'node:crypto'
+import { statSync } from 'node:fs'
 import { Client, Connection, type ConnectionOptions } from '@temporalio/client'
 import { describe, expect, inject, it } from 'vitest'
 import { createActivities } from '../../src/activities/index.js'
@@ -91,6 +92,43 @@ describe('runs Temporal closes', () => {
       await ws.cleanup()
     }
   })
+
+  it.runIf(process.getuid?.() === 0)(
+    "a terminated run's folder is root's again: its commands' identity held it, and its end never ran",
+    async () => {
+      const worker = await reconcilingWorker()
+      const ws = await npmWorkspace()
+      try {
+        const script = {
+          turns: [{ toolCalls: [{ name: 'exec', args: { argv: ['true'] } }] }, { toolCalls: [touch] }],
+        }
+        const model = `scripted:${await writeScript(ws.path, script as never)}`
+        const runId = `truth-terminate-folder-${randomUUID()}`
+        const handle = await harness.client.workflow.start('agentRun', {
+          taskQueue: worker.taskQueue,
+          workflowId: runId,
+          args: [
+            {
+              contract: { goal: 'run, then wait', workspace: ws.path, model, verification: null },
+              policy: {
+                ...Policy.tiered().layer('project').allowExec('true').toSpec(),
+                identity: 'unsigned',
+              },
+            },
+          ],
+        })
+        await waitsForAnApproval(runId)
+        // The command ran as the workspace's identity, which took the folder over.
+        expect(statSync(ws.path).uid).not.toBe(0)
+        await handle.terminate('an operator stopped it')
+        await closedInAudit(runId, 'terminated')
+        expect(statSync(ws.path).uid).toBe(0)
+      } finally {
+        await worker.stop()
+        await ws.cleanup()
+      }
+    },
+  )
 
   it('a child run closes with its parent (the default parent close policy terminates it)', async () => {
     const worker = await reconcilingWorker()
