@@ -96,13 +96,13 @@ export async function followRun(
                 outcome: summary?.outcome ?? description.status.name.toLowerCase(),
                 ...(summary?.reason ? { reason: summary.reason } : {}),
               }
-        const plantedGit = summary ? await plantedGitOf(summary) : []
+        const { files: plantedGit, held } = summary ? await plantedGitOf(summary) : { files: [], held: false }
         if (options.json) printJsonLine({ event: 'outcome', ...result, plantedGit })
         else {
           print(
             `${colour.bold('outcome')}   ${outcomeText(result.outcome)}${result.reason ? colour.dim(` — ${result.reason}`) : ''}`,
           )
-          for (const line of plantedGitLines(plantedGit, 'the run wrote')) print(line)
+          for (const line of plantedGitLines(plantedGit, 'the run wrote', held)) print(line)
         }
         return result
       }

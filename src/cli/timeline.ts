@@ -1,5 +1,6 @@
 /** A run's timeline for a person: a line per entry (`tether show`, and `--follow` as it grows). */
 
+import { join } from 'node:path'
 import { type RunSummary, type TimelineEntry, tellsSomethingNew } from '../audit/reader.js'
 import type { PlantedGitFile } from '../exec/index.js'
 import {
@@ -46,26 +47,37 @@ export function printTimeline(summary: RunSummary, timeline: TimelineEntry[]): v
   )
 }
 
-/** What a run on a folder of this machine left there for git to run; nothing for a folder elsewhere. */
+/**
+ * What a run on a folder of this machine left there for git to run (nothing for a folder elsewhere), and
+ * whether a root worker kept any of it its commands' identity's when it gave the folder back.
+ */
 export async function plantedGitOf(summary: {
   workspace: string
   startedAt: Date
-}): Promise<PlantedGitFile[]> {
+}): Promise<{ files: PlantedGitFile[]; held: boolean }> {
   // A source's folder is named by its source (`git URL at ref`), not by a path: no need to load the check.
-  if (!summary.workspace.startsWith('/')) return []
-  const { plantedGitFiles } = await import('../exec/index.js')
-  return plantedGitFiles(summary.workspace, summary.startedAt)
+  if (!summary.workspace.startsWith('/')) return { files: [], held: false }
+  const { heldByIdentity, plantedGitFiles } = await import('../exec/index.js')
+  const files = plantedGitFiles(summary.workspace, summary.startedAt)
+  return { files, held: files.some((file) => heldByIdentity(join(summary.workspace, file.path))) }
 }
 
 /**
  * Git files that make git run a program (exec's plantedGitFiles), as a warning: inside the sandbox they do
- * nothing, but git run there by a person, or by an editor on its own, obeys them.
+ * nothing, but git run there by a person, or by an editor on its own, obeys them. `held`: a root worker left
+ * them to its commands' identity, so git refuses them — and git's own advice, safe.directory, would undo that.
  */
-export function plantedGitLines(found: readonly PlantedGitFile[], where: string): string[] {
+export function plantedGitLines(found: readonly PlantedGitFile[], where: string, held = false): string[] {
   if (found.length === 0) return []
   return [
     `${colour.yellow('warning')}   ${plantedGitWarning(where)}:`,
     ...found.map((file) => `            ${visible(file.path)}: ${visible(file.what)}`),
+    ...(held
+      ? [
+          "            tether left them its commands' identity's, so git refuses them as another user's (\"dubious " +
+            'ownership"): read them before you add them to safe.directory or chown them',
+        ]
+      : []),
   ]
 }
 

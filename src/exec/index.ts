@@ -39,6 +39,7 @@ export {
   filterArch,
   type HandBack,
   handBackWorkspace,
+  heldByIdentity,
   IDENTITY_COUNT,
   IDENTITY_FIRST,
   isRootWorker,

@@ -290,6 +290,14 @@ describe('tether CLI', () => {
         'warning   the run wrote git files that make git run programs: git run there outside the sandbox ' +
           "(yours, or an editor's on its own) obeys them — read them before you use git in those folders:",
         '            sub/.git/config: core.fsmonitor = "touch planted"',
+        // A root worker gave the folder back to root but that repository, which root's git then refuses:
+        // git's own advice for that (safe.directory) would make it obey the file.
+        ...(process.getuid?.() === 0
+          ? [
+              "            tether left them its commands' identity's, so git refuses them as another user's " +
+                '("dubious ownership"): read them before you add them to safe.directory or chown them',
+            ]
+          : []),
       ].join('\n')
       expect(ran.stdout).toContain(`verified`)
       expect(ran.stdout).toContain(warning)

@@ -361,6 +361,15 @@ export async function handBackWorkspace(folder: string, since: Date): Promise<Ha
   return { uid, kept: [...kept] }
 }
 
+/** Whether `path` belongs to a command identity (false when it is gone): what a hand-back kept from root. */
+export function heldByIdentity(path: string): boolean {
+  try {
+    return inRange(lstatSync(path).uid)
+  } catch {
+    return false
+  }
+}
+
 /** Whether `uid`/`gid` may write into `folder` by its mode bits (what a bind mount keeps). */
 export function mayWrite(folder: string, who: { uid: number; gid: number }): boolean {
   try {

@@ -7,6 +7,7 @@ export { type PlantedGitFile, plantedGitFiles } from './git-planted.js'
 export {
   type HandBack,
   handBackWorkspace,
+  heldByIdentity,
   IDENTITY_COUNT,
   IDENTITY_FIRST,
   isRootWorker,

@@ -15,6 +15,7 @@ import {
   type ExecResult,
   filterArch,
   handBackWorkspace,
+  heldByIdentity,
   IDENTITY_COUNT,
   IDENTITY_FIRST,
   type RunCommandOptions,
@@ -344,6 +345,9 @@ describe.runIf(isRoot)("a root worker's commands", () => {
       execFileSync('git', ['-C', join(ws, 'bare.git'), '-p', 'log'], { encoding: 'utf8', stdio: 'pipe' }),
     ).toThrow(/dubious ownership/)
     expect(existsSync(marker)).toBe(false)
+    // What `tether show` reads to say why git refuses them.
+    expect(heldByIdentity(join(ws, 'sub/.git/config'))).toBe(true)
+    expect(heldByIdentity(join(ws, 'plain/.git/config'))).toBe(false)
   })
 
   it('gives a copy of a workspace (cp -a keeps owners) an identity of its own', async () => {
