@@ -270,19 +270,26 @@ async function giveTree(
 ): Promise<void> {
   const device = (await lstat(folder)).dev
   const give = async (path: string): Promise<boolean> => {
-    const stats = await lstat(path).catch(() => undefined)
+    const stats = await lstat(path).catch(unlessGone)
     if (!stats || stats.dev !== device || !(await picks(path, stats))) return false
     if (!stats.isDirectory() && stats.nlink > 1) return false
-    if (stats.uid !== to || stats.gid !== to) await lchown(path, to, to).catch(() => undefined)
+    if (stats.uid !== to || stats.gid !== to) await lchown(path, to, to).catch(unlessGone)
     return stats.isDirectory()
   }
   const walk = async (path: string): Promise<void> => {
     if (performance.now() > until) return
-    const names = await readdir(path).catch(() => [])
+    const names = (await readdir(path).catch(unlessGone)) ?? []
     const folders = await Promise.all(names.map((name) => give(join(path, name))))
     for (const [i, name] of names.entries()) if (folders[i]) await walk(join(path, name))
   }
   await walk(folder)
+}
+
+/** Undefined for an entry removed while a walk went (nothing to give); any other failure is thrown. */
+function unlessGone(error: unknown): undefined {
+  const code = errorCode(error)
+  if (code === 'ENOENT' || code === 'ENOTDIR') return undefined
+  throw error
 }
 
 /**
@@ -317,8 +324,9 @@ export interface HandBack {
  *
  * Except a repository that would make git run a program: a `.git` that is, or holds, a file written during
  * the run that makes git run one (git-planted.ts) stays the identity's with everything in it, and so does
- * the folder holding it, so root's git keeps refusing it (a bare repository's folder likewise) — given to root, a `core.fsmonitor` a command
- * planted would run as root. The folder itself and its `.git` go first, then the rest for up to
+ * the folder holding it (a bare repository: its own folder), so root's git keeps refusing it — given to
+ * root, a `core.fsmonitor` a command planted would run as root. The folder itself and its `.git` go first,
+ * then the rest for up to
  * HAND_BACK_MS; what a larger tree has left stays the identity's until the next run takes it over again,
  * under the same identity (the registry keeps the uid for the folder, and with it the identity's caches).
  * A file with more than one hard link stays the identity's: its other link may be in its caches. Nothing
