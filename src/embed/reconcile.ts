@@ -11,7 +11,7 @@ import { SimplePlugin } from '@temporalio/plugin'
 import type { WorkerOptions } from '@temporalio/worker'
 import type { NamespaceFacts } from '../activities/index.js'
 import type { AuditStore } from '../audit/index.js'
-import { handBackWorkspace, isRootWorker } from '../exec/index.js'
+import { handBackWorkspace } from '../exec/index.js'
 import { type AgentRunResult, lostRunReason } from '../run/index.js'
 import { pendingApprovalsQuery } from '../workflows/index.js'
 
@@ -233,7 +233,8 @@ async function reconcileRun(
  * another run may take the folder. Never fails the sweep.
  */
 async function letGoOfFolder(run: RunningRun): Promise<void> {
-  if (!isRootWorker() || !run.workspace.startsWith('/')) return
+  // A source's folder is named by its source (`git URL at ref`), not by a path.
+  if (!run.workspace.startsWith('/')) return
   await handBackWorkspace(run.workspace, run.startedAt).catch(() => undefined)
 }
 

@@ -27,6 +27,7 @@ import {
   type InFlight,
   inFlightWords,
   plantedGitWarning,
+  runLinkLines,
 } from '../present/index.js'
 import type { RunLinks } from '../snapshots/index.js'
 import type { WorkspaceChanges } from './changes.js'
@@ -381,18 +382,10 @@ ${liveRegion('run-live', runLive(data, clock))}`,
 
 /** The runs a run was rewound from and into, and the branch its verified tree became. */
 function linksView(links: RunLinks): Html | string {
-  const items = [
-    ...(links.from
-      ? [
-          html`<li>rewound from <a href="${href('runs', links.from.runId)}">${code(links.from.runId)}</a> at step ${links.from.step}</li>`,
-        ]
-      : []),
-    ...links.into.map(
-      (into) =>
-        html`<li>rewound into <a href="${href('runs', into.runId)}">${code(into.runId)}</a> (from step ${into.step})</li>`,
-    ),
-    ...(links.branch ? [html`<li>${code(links.branch)} (written by the worker, not pushed)</li>`] : []),
-  ]
+  const items = runLinkLines(links).map(
+    (line) =>
+      html`<li>${line.before}${line.run ? html`<a href="${href('runs', line.name)}">${code(line.name)}</a>` : code(line.name)}${line.after}</li>`,
+  )
   return items.length === 0 ? '' : html`<ul class="links">${items}</ul>`
 }
 

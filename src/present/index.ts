@@ -31,5 +31,6 @@ export {
   overLimit,
   plantedGitWarning,
   resolvedHow,
+  runLinkLines,
   seconds,
 } from './words.js'

@@ -65,6 +65,39 @@ export function resolvedHow(approval: {
   return reason ? { how, reason } : { how }
 }
 
+/** One line about a run's links: `before`, then `name` (a run's id when `run`, else a branch), then `after`. */
+export interface LinkLine {
+  before: string
+  name: string
+  run: boolean
+  after: string
+}
+
+/**
+ * A run's links, a line each: the run it was rewound from, those rewound from it, and the branch its verified
+ * tree became (`tether show` writes them as text, the inbox links the runs).
+ */
+export function runLinkLines(links: {
+  from?: { runId: string; step: number } | undefined
+  into: ReadonlyArray<{ runId: string; step: number }>
+  branch?: string | undefined
+}): LinkLine[] {
+  return [
+    ...(links.from
+      ? [{ before: 'rewound from ', name: links.from.runId, run: true, after: ` at step ${links.from.step}` }]
+      : []),
+    ...links.into.map((into) => ({
+      before: 'rewound into ',
+      name: into.runId,
+      run: true,
+      after: ` (from step ${into.step})`,
+    })),
+    ...(links.branch
+      ? [{ before: '', name: links.branch, run: false, after: ' (written by the worker, not pushed)' }]
+      : []),
+  ]
+}
+
 /**
  * The warning over a list of git files a run wrote that make git run a program (exec's plantedGitFiles),
  * after who or what holds them: `the run wrote`, `the tree holds`.

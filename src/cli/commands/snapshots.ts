@@ -1,5 +1,6 @@
 /** `tether rewind`, `tether diff`, `tether checkout` and `tether snapshots`: the workspace as state, by step. */
 import type { Command } from 'commander'
+import { runLinkLines } from '../../present/index.js'
 import type { RunLinks } from '../../snapshots/catalog.js'
 
 export function registerSnapshots(program: Command): void {
@@ -75,9 +76,5 @@ export function registerSnapshots(program: Command): void {
  * its verified tree became.
  */
 export function linkLines(links: RunLinks): string[] {
-  const lines: string[] = []
-  if (links.from) lines.push(`rewound from ${links.from.runId} at step ${links.from.step}`)
-  for (const into of links.into) lines.push(`rewound into ${into.runId} (from step ${into.step})`)
-  if (links.branch) lines.push(`${links.branch} (written by the worker, not pushed)`)
-  return lines
+  return runLinkLines(links).map((line) => `${line.before}${line.name}${line.after}`)
 }

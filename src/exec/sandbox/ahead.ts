@@ -339,16 +339,18 @@ class Waiting {
     clearTimeout(this.idle)
     this.ended ??= (async () => {
       const child = await awaited(this.started)
-      if (child?.pid !== undefined && this.resources.cgroup) {
-        // Its cgroup holds every process of it, and giving the cgroup back (below) kills them and waits:
-        // only the leader may not have joined it yet, and it leads its own process group.
-        killGroup(child.pid)
-      } else if (child?.pid !== undefined) {
-        // Every process of it, bwrap's child and the shell in a session of its own too, found while bwrap
-        // lives: a walk of the machine's process table, linear in its size.
-        const tree = new ProcessTree(child.pid)
-        tree.signal('SIGKILL', child.ended === undefined)
-        await tree.waitUntilGone(END_MS)
+      if (child?.pid !== undefined) {
+        if (this.resources.cgroup) {
+          // Its cgroup holds every process of it, and giving the cgroup back (below) kills them and waits:
+          // only the leader may not have joined it yet, and it leads its own process group.
+          killGroup(child.pid)
+        } else {
+          // Every process of it, bwrap's child and the shell in a session of its own too, found while bwrap
+          // lives: a walk of the machine's process table, linear in its size.
+          const tree = new ProcessTree(child.pid)
+          tree.signal('SIGKILL', child.ended === undefined)
+          await tree.waitUntilGone(END_MS)
+        }
       }
       for (const stream of [child?.stdin, child?.stdout, child?.stderr]) stream?.destroy()
       this.unguard()

@@ -84,9 +84,9 @@ const BOOLEAN = /^(true|false|yes|no|on|off|1|0|)$/i
 
 /**
  * The files of git's own in `workspace` (its repository and the nested ones a bounded walk finds, with
- * their submodules and linked worktrees, and bare repositories) created or changed at or after `since` that make git run a
- * program: configuration naming one (or including another file, or allowing the `ext::` transport), a
- * hook, a `commondir` or a `.git` file pointing git elsewhere. A walk that `bound` cut short says so.
+ * their submodules and linked worktrees, and bare repositories) created or changed at or after `since`
+ * that make git run a program: configuration naming one (or including another file, or allowing the
+ * `ext::` transport), a hook, a `commondir` or a `.git` file pointing git elsewhere. A walk that `bound` cut short says so.
  * Nothing for a `workspace` that is no folder here (a run's source, `git URL at ref`, or another machine's).
  */
 export function plantedGitFiles(
