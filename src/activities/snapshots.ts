@@ -388,10 +388,14 @@ export class StepSnapshots {
     for (const [call, argv] of steps) {
       const result = await this.run(ref, call, argv, path, policy, contract)
       if (result.status !== 'exited' || result.exitCode !== 0) {
-        // git says only "does not exist" of a local repository the sandbox does not show.
-        const hint = call === CALL.clone && !host ? ` ${LOCAL_CLONE_HINT}` : ''
+        const said = result.stderr.text.trim()
+        const failed = `\`${clip(formatArgv(argv), 200)}\` failed (${result.status} ${result.exitCode ?? ''})`
+        // git says only "does not exist" of a local repository the sandbox does not show. A run's reason keeps
+        // its first 500 characters, so what to do comes before git's words.
         throw failure(
-          `\`${formatArgv(argv)}\` failed (${result.status} ${result.exitCode ?? ''}): ${clip(result.stderr.text.trim(), 500)}${hint}`,
+          call === CALL.clone && !host
+            ? `${failed}: ${LOCAL_CLONE_HINT}; git said: ${clip(said, 500)}`
+            : `${failed}: ${clip(said, 500)}`,
         )
       }
     }
@@ -480,10 +484,9 @@ function beating<T>(work: () => Promise<T>): Promise<T> {
 }
 
 const LOCAL_CLONE_HINT =
-  "(the clone runs in the sandbox as the commands' user, where the worker's /tmp, /run, /dev/shm and home " +
-  'folder are empty, and git refuses a repository another user owns: put a bundle of it (`git bundle create ' +
-  "FILE --all`) in a folder the sandbox shows, or one listed in the worker floor's `sandbox: { readOnly: [...] " +
-  "}` (a run's own policy cannot), or give a URL)"
+  "the clone runs in the sandbox as the commands' user, which sees none of the worker's /tmp, /run, /dev/shm " +
+  'or home folder and cannot read a repository another user owns: give a URL, or a bundle (`git bundle ' +
+  "create FILE --all`) in a folder the sandbox shows or the worker floor's `sandbox: { readOnly: [...] }` lists"
 
 /** `host:port` of a remote git URL; undefined for a local path or `file://`. */
 function remoteHost(url: string): string | undefined {

@@ -212,6 +212,10 @@ describe('a source that cannot be laid out', () => {
     expect(summary?.reason).toContain(missing)
     // git's "does not exist" says nothing of the sandbox it ran in: the reason says what to do.
     expect(summary?.reason).toContain('git bundle create')
+    // Whole, to its last words, however long the path: git's own words come after it.
+    expect(summary?.reason).toContain(
+      "the worker floor's `sandbox: { readOnly: [...] }` lists; git said: fatal:",
+    )
     // One activity records the start and lays out the workspace; a clone that cannot succeed is not retried.
     const events = (await handle.fetchHistory()).events ?? []
     const begin = events.find(
