@@ -90,6 +90,21 @@ export interface GateEventRow {
   at: Date
 }
 
+/**
+ * The workspace found other than its last recorded tree before a call that can change it (an edit made
+ * outside the run, or what an attempt cut off did): recorded as a snapshot of its own and told to the model.
+ */
+export interface WorkspaceEditRow {
+  runId: string
+  step: number
+  call: number
+  /** The tree it was found as. */
+  root: string
+  /** What changed, as `M path, A path, …`. */
+  detail: string
+  at: Date
+}
+
 export interface ApprovalRow {
   approvalId: string
   runId: string
@@ -166,6 +181,7 @@ export type TimelineEntry =
   | ({ type: 'exec' } & ExecutedCommand)
   | ({ type: 'gate' } & GateEventRow)
   | ({ type: 'approval' } & ApprovalRow)
+  | ({ type: 'workspace' } & WorkspaceEditRow)
 
 export type RunStatus = 'running' | 'finished'
 
@@ -620,6 +636,10 @@ const TIMELINE = `
   select 'exec', to_json(e), step, 1, greatest(call, -2), started_at, 2, '' from exec_results e where run_id = $1
   union all
   select 'gate', to_json(g), step, 2, 0, at, 0, kind from gate_events g where run_id = $1
+  union all
+  select 'workspace', json_build_object('run_id', run_id, 'step', step, 'call', call, 'root', root,
+           'detail', coalesce(detail, ''), 'at', taken_at), step, 1, call, taken_at, 0, ''
+    from workspace_snapshots where run_id = $1 and kind = 'outside-edit'
   order by step, section, call, at, rank, tiebreak`
 
 const timelineRow = (type: TimelineEntry['type'], row: Row) =>

@@ -10,6 +10,7 @@ import {
   formatBytes,
   formatDeadline,
   formatMoney,
+  outsideEditWords,
   plantedGitWarning,
   ruleWords,
   seconds,
@@ -110,6 +111,8 @@ export function entryKey(entry: TimelineEntry): string {
       return `gate:${entry.step}:${entry.kind}:${entry.at.getTime()}`
     case 'approval':
       return `approval:${entry.approvalId}:${entry.decision ?? 'pending'}`
+    case 'workspace':
+      return `workspace:${entry.step}:${entry.call}`
   }
 }
 
@@ -142,5 +145,9 @@ export function entryLine(entry: TimelineEntry): string {
             `${entry.approvalsRequired > 1 ? `; needs ${entry.approvalsRequired} approvers` : ''}` +
             `${entry.identity === 'signed' ? ', signed' : entry.identity === 'unsigned' ? ', unsigned' : ''}` +
             `${entry.rememberOffer ? `; remember would add ${visible(rememberText(entry))}` : ''}`
+    case 'workspace': {
+      const { before, after } = outsideEditWords(entry.root)
+      return `  ${colour.yellow('changed')}   ${before} ${visible(entry.detail)}  ${colour.dim(`— ${after}`)}`
+    }
   }
 }

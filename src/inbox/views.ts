@@ -25,6 +25,7 @@ import {
   formatDuration,
   formatMoney,
   localText,
+  outsideEditWords,
   rememberWords,
   resolvedHow,
   ruleWords,
@@ -250,6 +251,10 @@ function stepEntry(entry: TimelineEntry, clock: Clock, proofs: Proofs): Html {
         ${entry.act} ${code(entry.target)} (${ruleText(entry)}): ${decisionText(entry, clock)}${waited !== undefined ? `, after ${formatDuration(waited)}` : ''}
         ${entry.decision ? '' : html` — <a href="${href('approvals', entry.approvalId)}">answer it</a>, deadline ${deadline(entry.deadline, clock)}`}
         ${answersList(proofs.get(entry.approvalId) ?? [], clock)}</li>`
+    }
+    case 'workspace': {
+      const { before, after } = outsideEditWords(entry.root)
+      return html`<li class="workspace"><span class="verdict bad">changed</span> ${before} ${code(entry.detail)} — ${after}</li>`
     }
   }
 }

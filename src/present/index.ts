@@ -28,6 +28,7 @@ export {
   formatCount,
   formatDuration,
   formatMoney,
+  outsideEditWords,
   overLimit,
   plantedGitWarning,
   resolvedHow,

@@ -109,6 +109,17 @@ export function plantedGitWarning(where: string): string {
   )
 }
 
+/**
+ * How a run's workspace was found before a call, when it was not the tree the run last recorded (an audit
+ * `outside-edit` snapshot): split around what changed, which each surface shows in its own way.
+ */
+export function outsideEditWords(root: string): { before: string; after: string } {
+  return {
+    before: 'outside the run (or by an attempt cut off):',
+    after: `recorded as tree ${root.slice(0, 12)} and told to the model`,
+  }
+}
+
 /** `1 call`, `2 calls`, `0 steps`; `plural` when adding an s is wrong. */
 export function counted(count: number, noun: string, plural = `${noun}s`): string {
   return `${formatCount(count)} ${count === 1 ? noun : plural}`

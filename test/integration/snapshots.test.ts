@@ -8,9 +8,11 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, wri
 import { readFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
+import { stripVTControlCharacters } from 'node:util'
 import { ApplicationFailure, type Client, WorkflowFailedError } from '@temporalio/client'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { AuditStore } from '../../src/audit/index.js'
+import type { AuditStore, TimelineEntry } from '../../src/audit/index.js'
+import { entryLine } from '../../src/cli/timeline.js'
 import { checkoutRun, rewindRun, s3Store } from '../../src/embed/index.js'
 import { Policy } from '../../src/policy/index.js'
 import {
@@ -425,6 +427,17 @@ describe('an outside edit', () => {
     expect(observation).toContain('[workspace] changed outside the run')
     expect(observation).toContain('M mine.txt')
     expect(await readFile(join(ws.path, 'mine.txt'), 'utf8')).toBe('edited by hand')
+    // A person reading the run (tether show, --follow, the inbox) sees it in its place: after the answer,
+    // before the command it was found before.
+    const steps = (await audit.runTimeline(handle.workflowId)).filter((entry) => entry.step === 2)
+    const types = steps.map((entry) => entry.type)
+    expect(types.indexOf('approval')).toBeLessThan(types.indexOf('workspace'))
+    expect(types.indexOf('workspace')).toBeLessThan(types.indexOf('exec'))
+    const found = steps.find((entry) => entry.type === 'workspace')
+    expect(found).toMatchObject({ call: 0, root: edit?.root, detail: 'A extra, M mine.txt' })
+    expect(stripVTControlCharacters(entryLine(found as TimelineEntry))).toBe(
+      `  changed   outside the run (or by an attempt cut off): A extra, M mine.txt  — recorded as tree ${edit?.root.slice(0, 12)} and told to the model`,
+    )
   })
 })
 

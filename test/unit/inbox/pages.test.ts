@@ -173,6 +173,15 @@ describe('inbox pages with hostile text', () => {
         reason: EVIL,
         replacement: [EVIL],
       },
+      {
+        type: 'workspace',
+        runId: run.runId,
+        step: 1,
+        call: 0,
+        root: 'ab'.repeat(32),
+        detail: EVIL,
+        at: new Date(),
+      },
     ]
     const markup = runPage(
       {
@@ -189,6 +198,10 @@ describe('inbox pages with hostile text', () => {
       clock,
     )
     expectNoInjection(markup)
+    // An edit found made outside the run is shown in its step, with the tree it was recorded as.
+    expect(markup).toMatch(
+      /<span class="verdict bad">changed<\/span> outside the run \(or by an attempt cut off\): <code>[^<]+<\/code> — recorded as tree abababababab and told to the model/,
+    )
   })
 })
 
