@@ -9,6 +9,7 @@
  */
 import { existsSync } from 'node:fs'
 import { mkdir, realpath, rm, writeFile } from 'node:fs/promises'
+import { hostname } from 'node:os'
 import { join, resolve } from 'node:path'
 import { Context } from '@temporalio/activity'
 import { ApplicationFailure, WorkflowNotFoundError } from '@temporalio/common'
@@ -132,7 +133,8 @@ export class StepSnapshots {
       if (!existsSync(path)) {
         this.sweepIfDue()
         await this.markCachesMissing(ref.runId, path)
-        await beating(() => service.restore(tree, path, ex))
+        const detail = `on ${hostname()}`
+        await beating(() => service.restore(tree, path, ex, { ref: refOf(ref, 'restore'), detail }))
       } else if (use === 'change') {
         const now = await service.scan(path, ex)
         if (now.root !== tree) {

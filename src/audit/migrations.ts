@@ -475,6 +475,19 @@ create index workspace_claims_run on workspace_claims (run_id);
 alter table runs add column namespace text;
 `,
   },
+  {
+    version: 16,
+    name: 'workspace restores',
+    sql: `
+-- A worker that found a run's workspace missing (another machine, or this one after its disk was lost)
+-- restored it from the store and checked its hash: recorded as a row of kind restore, with the tree it laid
+-- out (the one history recorded) and the machine in detail, so that a person reading the run sees where it
+-- moved.
+alter table workspace_snapshots drop constraint workspace_snapshots_kind_check;
+alter table workspace_snapshots add constraint workspace_snapshots_kind_check
+  check (kind in ('start', 'tool', 'gate', 'outside-edit', 'restore'));
+`,
+  },
 ]
 
 export interface MigrationReport {

@@ -91,16 +91,21 @@ export interface GateEventRow {
 }
 
 /**
- * The workspace found other than its last recorded tree before a call that can change it (an edit made
- * outside the run, or what an attempt cut off did): recorded as a snapshot of its own and told to the model.
+ * What became of the workspace before a call, as a person should hear it: `outside-edit`, found other than
+ * its last recorded tree (an edit made outside the run, or what an attempt cut off did; recorded as a
+ * snapshot of its own and told to the model); `restore`, missing on the worker that took the call, which
+ * laid the recorded tree out from the store and checked its hash.
  */
-export interface WorkspaceEditRow {
+export interface WorkspaceEventRow {
   runId: string
   step: number
   call: number
-  /** The tree it was found as. */
+  kind: 'outside-edit' | 'restore'
+  /** The tree it was found as, or restored. */
   root: string
-  /** What changed, as `M path, A path, …`. */
+  files: number
+  bytes: number
+  /** What changed, as `M path, A path, …`; for a restore, the machine (`restored on HOST`). */
   detail: string
   at: Date
 }
@@ -181,7 +186,7 @@ export type TimelineEntry =
   | ({ type: 'exec' } & ExecutedCommand)
   | ({ type: 'gate' } & GateEventRow)
   | ({ type: 'approval' } & ApprovalRow)
-  | ({ type: 'workspace' } & WorkspaceEditRow)
+  | ({ type: 'workspace' } & WorkspaceEventRow)
 
 export type RunStatus = 'running' | 'finished'
 
@@ -637,9 +642,10 @@ const TIMELINE = `
   union all
   select 'gate', to_json(g), step, 2, 0, at, 0, kind from gate_events g where run_id = $1
   union all
-  select 'workspace', json_build_object('run_id', run_id, 'step', step, 'call', call, 'root', root,
-           'detail', coalesce(detail, ''), 'at', taken_at), step, 1, call, taken_at, 0, ''
-    from workspace_snapshots where run_id = $1 and kind = 'outside-edit'
+  select 'workspace', json_build_object('run_id', run_id, 'step', step, 'call', call, 'kind', kind, 'root', root,
+           'files', files, 'bytes', bytes, 'detail', coalesce(detail, ''), 'at', taken_at), step, 1, call, taken_at,
+         0, ''
+    from workspace_snapshots where run_id = $1 and kind in ('outside-edit', 'restore')
   order by step, section, call, at, rank, tiebreak`
 
 const timelineRow = (type: TimelineEntry['type'], row: Row) =>

@@ -10,11 +10,11 @@ import {
   formatBytes,
   formatDeadline,
   formatMoney,
-  outsideEditWords,
   plantedGitWarning,
   ruleWords,
   seconds,
   words,
+  workspaceEventWords,
 } from '../present/index.js'
 import { colour, print, rememberText, resolution, visible } from './context.js'
 
@@ -112,7 +112,7 @@ export function entryKey(entry: TimelineEntry): string {
     case 'approval':
       return `approval:${entry.approvalId}:${entry.decision ?? 'pending'}`
     case 'workspace':
-      return `workspace:${entry.step}:${entry.call}`
+      return `workspace:${entry.step}:${entry.call}:${entry.kind}`
   }
 }
 
@@ -146,8 +146,8 @@ export function entryLine(entry: TimelineEntry): string {
             `${entry.identity === 'signed' ? ', signed' : entry.identity === 'unsigned' ? ', unsigned' : ''}` +
             `${entry.rememberOffer ? `; remember would add ${visible(rememberText(entry))}` : ''}`
     case 'workspace': {
-      const { before, after } = outsideEditWords(entry.root)
-      return `  ${colour.yellow('changed')}   ${before} ${visible(entry.detail)}  ${colour.dim(`— ${after}`)}`
+      const { label, expected, before, named, after } = workspaceEventWords(entry)
+      return `  ${(expected ? colour.dim : colour.yellow)(label.padEnd(9))} ${before} ${visible(named)}  ${colour.dim(after)}`
     }
   }
 }

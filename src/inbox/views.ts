@@ -25,11 +25,11 @@ import {
   formatDuration,
   formatMoney,
   localText,
-  outsideEditWords,
   rememberWords,
   resolvedHow,
   ruleWords,
   utcText,
+  workspaceEventWords,
 } from '../present/index.js'
 import type { WorkspaceChanges } from './changes.js'
 import { type Html, href, html, laidOut, prose } from './html.js'
@@ -253,8 +253,8 @@ function stepEntry(entry: TimelineEntry, clock: Clock, proofs: Proofs): Html {
         ${answersList(proofs.get(entry.approvalId) ?? [], clock)}</li>`
     }
     case 'workspace': {
-      const { before, after } = outsideEditWords(entry.root)
-      return html`<li class="workspace"><span class="verdict bad">changed</span> ${before} ${code(entry.detail)} — ${after}</li>`
+      const { label, expected, before, named, after } = workspaceEventWords(entry)
+      return html`<li class="workspace"><span class="verdict ${expected ? 'ok' : 'bad'}">${label}</span> ${before} ${code(named)} ${after}</li>`
     }
   }
 }

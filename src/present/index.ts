@@ -28,10 +28,10 @@ export {
   formatCount,
   formatDuration,
   formatMoney,
-  outsideEditWords,
   overLimit,
   plantedGitWarning,
   resolvedHow,
   runLinkLines,
   seconds,
+  workspaceEventWords,
 } from './words.js'

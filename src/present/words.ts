@@ -110,14 +110,32 @@ export function plantedGitWarning(where: string): string {
 }
 
 /**
- * How a run's workspace was found before a call, when it was not the tree the run last recorded (an audit
- * `outside-edit` snapshot): split around what changed, which each surface shows in its own way.
+ * What became of a run's workspace before a call (the audit's `outside-edit` and `restore` snapshots), in
+ * words split around `named` — what changed, or the machine — which each surface shows in its own way.
  */
-export function outsideEditWords(root: string): { before: string; after: string } {
-  return {
-    before: 'outside the run (or by an attempt cut off):',
-    after: `recorded as tree ${root.slice(0, 12)} and told to the model`,
-  }
+export function workspaceEventWords(event: {
+  kind: 'outside-edit' | 'restore'
+  root: string
+  files: number
+  bytes: number
+  detail: string
+}): { label: string; expected: boolean; before: string; named: string; after: string } {
+  const tree = event.root.slice(0, 12)
+  return event.kind === 'restore'
+    ? {
+        label: 'restored',
+        expected: true,
+        before: 'the workspace',
+        named: event.detail,
+        after: `from the snapshot store: tree ${tree}, ${counted(event.files, 'file')}, ${formatBytes(event.bytes)}, its hash checked`,
+      }
+    : {
+        label: 'changed',
+        expected: false,
+        before: 'outside the run (or by an attempt cut off):',
+        named: event.detail,
+        after: `— recorded as tree ${tree} and told to the model`,
+      }
 }
 
 /** `1 call`, `2 calls`, `0 steps`; `plural` when adding an s is wrong. */

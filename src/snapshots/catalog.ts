@@ -17,7 +17,7 @@ import { decodeChunks } from './tree.js'
 /** Any two 32-bit keys unlikely to collide with another application's advisory locks (migrations use 4). */
 const LOCK = [0x7e7e7, 8] as const
 
-export type SnapshotKind = 'start' | 'tool' | 'gate' | 'outside-edit'
+export type SnapshotKind = 'start' | 'tool' | 'gate' | 'outside-edit' | 'restore'
 
 export interface SnapshotRow {
   runId: string

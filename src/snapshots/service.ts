@@ -229,12 +229,14 @@ export class WorkspaceSnapshots {
    * tree is at `root` (every object was checked against its name as it arrived). It is laid out beside the
    * folder and moved into place once confirmed: a restore that fails or dies part way (a damaged store, a
    * worker killed again) leaves no partial workspace, which a later attempt would take for the run's own and
-   * record its missing files as deleted outside the run.
+   * record its missing files as deleted outside the run. With `recorded`, a row of kind `restore` says so
+   * once the folder is in place (a run's timeline shows where its workspace moved).
    */
   async restore(
     root: string,
     folder: string,
     exclusion: { key: string; excluded: Exclusion },
+    recorded?: { ref: SnapshotRef; detail: string },
   ): Promise<{ files: number; bytes: number }> {
     const staging = join(dirname(folder), `.${basename(folder)}.tether-restore`)
     // What an attempt that died left there goes; the folder is then made anew, never one found there (a
@@ -257,6 +259,19 @@ export class WorkspaceSnapshots {
       await rename(staging, folder)
       index.moved()
       this.indexes.set(folder, index)
+      if (recorded) {
+        await recordSnapshot(this.pool, {
+          ...recorded.ref,
+          root,
+          store: this.store.name,
+          files: check.files,
+          bytes: check.bytes,
+          newObjects: 0,
+          newBytes: 0,
+          detail: recorded.detail,
+          takenAt: new Date(),
+        })
+      }
       return written
     } catch (error) {
       await rm(staging, { recursive: true, force: true })

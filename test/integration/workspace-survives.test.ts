@@ -8,6 +8,7 @@
 import { execFileSync } from 'node:child_process'
 import { chmodSync, cpSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { writeFile } from 'node:fs/promises'
+import { hostname } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, it } from 'vitest'
@@ -186,6 +187,13 @@ describe.concurrent.each([
     // B restored step 2's tree exactly: nothing was found changed outside the run, and what step 3 added
     // to that tree is the slow command's mark alone (or nothing, when it was not run again).
     expect(rows.filter((row) => row.kind === 'outside-edit')).toEqual([])
+    // The move is on record, where a person reading the run sees it: B laid out the recorded tree, once.
+    const restores = rows.filter((row) => row.kind === 'restore')
+    expect(restores).toEqual([
+      expect.objectContaining({ root: before?.root, detail: `on ${hostname()}`, files: before?.files }),
+    ])
+    const moved = (await audit.runTimeline(runId)).find((entry) => entry.type === 'workspace')
+    expect(moved).toMatchObject({ kind: 'restore', step: restores[0]?.step, root: before?.root })
     const step3 = rows.find((row) => row.step === 3 && row.kind === 'tool')
     const gate = rows.find((row) => row.kind === 'gate')
     const commands = await audit.executedCommands({ runId })

@@ -175,10 +175,25 @@ describe('inbox pages with hostile text', () => {
       },
       {
         type: 'workspace',
+        kind: 'outside-edit',
         runId: run.runId,
         step: 1,
         call: 0,
         root: 'ab'.repeat(32),
+        files: 3,
+        bytes: 10,
+        detail: EVIL,
+        at: new Date(),
+      },
+      {
+        type: 'workspace',
+        kind: 'restore',
+        runId: run.runId,
+        step: 1,
+        call: 0,
+        root: 'cd'.repeat(32),
+        files: 2,
+        bytes: 2048,
         detail: EVIL,
         at: new Date(),
       },
@@ -201,6 +216,10 @@ describe('inbox pages with hostile text', () => {
     // An edit found made outside the run is shown in its step, with the tree it was recorded as.
     expect(markup).toMatch(
       /<span class="verdict bad">changed<\/span> outside the run \(or by an attempt cut off\): <code>[^<]+<\/code> — recorded as tree abababababab and told to the model/,
+    )
+    // And where its workspace moved: the machine that restored it, the tree, its hash checked.
+    expect(markup).toMatch(
+      /<span class="verdict ok">restored<\/span> the workspace <code>[^<]+<\/code> from the snapshot store: tree cdcdcdcdcdcd, 2 files, 2 KiB, its hash checked/,
     )
   })
 })
