@@ -108,7 +108,7 @@ async function judged(
   input: Parameters<TetherActivities['tetherModelTurn']>[0],
   turn: ModelTurn,
 ): Promise<ModelTurn> {
-  return input.judge ? { ...turn, verdicts: await verdicts(deps, input.runId, input.judge, turn) } : turn
+  return input.judge ? { ...turn, verdicts: await verdicts(deps, input, input.judge, turn) } : turn
 }
 
 /**
@@ -159,7 +159,7 @@ async function storeTurn(
  */
 async function verdicts(
   deps: ModelDependencies,
-  runId: string,
+  { runId, step }: { runId: string; step: number },
   request: JudgeRequest,
   turn: ModelTurn,
 ): Promise<Array<ActionVerdict | null>> {
@@ -167,7 +167,7 @@ async function verdicts(
     isMcpToolName(call.name) ? undefined : validateToolCall(call),
   )
   const calls = validated.flatMap((v) => (v?.ok ? [v.call] : []))
-  const judged = calls.length > 0 ? await judgeCalls(deps, runId, request, calls) : []
+  const judged = calls.length > 0 ? await judgeCalls(deps, runId, request, calls, { at: { step } }) : []
   let next = 0
   return validated.map((v) => (v?.ok ? (judged[next++] as ActionVerdict) : null))
 }

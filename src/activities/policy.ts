@@ -93,7 +93,9 @@ export function policyActivities(deps: {
     },
 
     tetherCheckAction: ({ runId, policy, call, mcp, ...request }) =>
-      judgeCalls(deps, runId, request, [call], policy, mcp).then(([verdict]) => verdict as ActionVerdict),
+      judgeCalls(deps, runId, request, [call], { spec: policy, mcp }).then(
+        ([verdict]) => verdict as ActionVerdict,
+      ),
 
     tetherLayOutWorkspace: (input) => heartbeating(() => deps.snapshots.layOut(input)),
   }
@@ -103,19 +105,23 @@ export function policyActivities(deps: {
  * The policy's verdicts on calls, each judged over the workspace as it is now on this worker (restored first
  * when this worker lacks it), under the run's effective policy (by digest, else the run's `spec`) with what
  * the run remembered on top; each verdict counted. `mcp`: for one call of an MCP tool, the run's state of
- * that tool (without it, the judge takes the tool as not offered).
+ * that tool (without it, the judge takes the tool as not offered). `at`: the step (and call) judged, which a
+ * restore of the workspace is recorded at.
  */
 export async function judgeCalls(
   deps: { runs: RunConfigs; snapshots: StepSnapshots; metrics?: RunMetrics | undefined },
   runId: string | undefined,
   { policyDigest, remembered, workspace, noRetry, tree }: JudgeRequest,
   calls: readonly ValidatedCall[],
-  spec?: unknown,
-  mcp?: McpToolState,
+  {
+    spec,
+    mcp,
+    at,
+  }: { spec?: unknown; mcp?: McpToolState | undefined; at?: { step: number; call?: number } } = {},
 ): Promise<ActionVerdict[]> {
   const policy = await deps.runs.policy(runId, spec, remembered, policyDigest)
   const { path } = runId
-    ? await deps.snapshots.before({ runId, workspace, tree, policyDigest }, 'read')
+    ? await deps.snapshots.before({ runId, workspace, tree, policyDigest, ...at }, 'read')
     : { path: workspace }
   const view = workspaceView(path)
   return calls.map((call) => {

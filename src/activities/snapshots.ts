@@ -25,6 +25,7 @@ import {
   declaredCaches,
   describeChanges,
   exclusion,
+  lastSnapshotStep,
   noteSnapshot,
   runApprovers,
   type SnapshotCommit,
@@ -133,8 +134,10 @@ export class StepSnapshots {
       if (!existsSync(path)) {
         this.sweepIfDue()
         await this.markCachesMissing(ref.runId, path)
-        const detail = `on ${hostname()}`
-        await beating(() => service.restore(tree, path, ex, { ref: refOf(ref, 'restore'), detail }))
+        // A read that names no step (a check outside a turn, the provenance) is placed after the last one.
+        const at = ref.step ?? (await lastSnapshotStep(this.deps.audit.pool, ref.runId))
+        const recorded = { ref: refOf({ ...ref, step: at }, 'restore'), detail: `on ${hostname()}` }
+        await beating(() => service.restore(tree, path, ex, recorded))
       } else if (use === 'change') {
         const now = await service.scan(path, ex)
         if (now.root !== tree) {

@@ -149,10 +149,11 @@ export function toolActivities(deps: {
       ...(tree !== undefined ? { tree } : {}),
     }
     const call = { id: input.callId, name: 'exec' as const, args: { argv } }
-    const [judged] = (await judgeCalls(deps, runId, request, [call])) as [ActionVerdict]
+    const { step, call: index } = input
+    const at = { at: { step, call: index } }
+    const [judged] = (await judgeCalls(deps, runId, request, [call], at)) as [ActionVerdict]
     // A note means the approvers edited the command: they answered for exactly this one (replacementVerdict).
     const verdict = input.note !== undefined ? replacementVerdict(judged, approved.resolution) : judged
-    const { step, call: index } = input
     const attempt = Context.current().info.attempt
     const begin =
       verdict.effect !== 'deny' && attempt === 1

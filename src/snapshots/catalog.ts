@@ -117,6 +117,15 @@ export async function callSnapshot(
   return rows[0] ? fromRow(rows[0]) : undefined
 }
 
+/** The last step a snapshot of the run was recorded at (0 when none was). */
+export async function lastSnapshotStep(pool: pg.Pool, runId: string): Promise<number> {
+  const { rows } = await pool.query<{ step: number }>(
+    'select coalesce(max(step), 0) as step from workspace_snapshots where run_id = $1',
+    [runId],
+  )
+  return rows[0]?.step ?? 0
+}
+
 /**
  * The workspace as it was at the end of step `step`: the last tree recorded at or before it; without a step,
  * the last tree the run recorded.

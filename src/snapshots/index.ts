@@ -13,6 +13,7 @@ export {
   type CollectionReport,
   callSnapshot,
   collectSnapshots,
+  lastSnapshotStep,
   noteSnapshot,
   type RetentionOptions,
   type RunLinks,

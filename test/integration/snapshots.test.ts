@@ -6,7 +6,7 @@
 import { execFileSync } from 'node:child_process'
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { hostname, tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { stripVTControlCharacters } from 'node:util'
 import { ApplicationFailure, type Client, WorkflowFailedError } from '@temporalio/client'
@@ -437,6 +437,50 @@ describe('an outside edit', () => {
     expect(found).toMatchObject({ call: 0, root: edit?.root, detail: 'A extra, M mine.txt' })
     expect(stripVTControlCharacters(entryLine(found as TimelineEntry))).toBe(
       `  changed   outside the run (or by an attempt cut off): A extra, M mine.txt  — recorded as tree ${edit?.root.slice(0, 12)} and told to the model`,
+    )
+  })
+})
+
+describe('a workspace lost while its run waits', () => {
+  it('is restored from the store by the call that needs it, and the restore is on record in its place', async () => {
+    const { ws, handle } = await run(
+      [
+        { toolCalls: [write('mine.txt', 'by the run')] },
+        { toolCalls: [exec('touch', 'asked.txt')] },
+        { text: 'done' },
+      ],
+      { policy: approving() },
+    )
+    await expect
+      .poll(async () => (await handle.query(pendingApprovalsQuery)).length, { timeout: 60_000 })
+      .toBe(1)
+    // The disk goes while a person thinks: the approved command's own check finds the folder missing.
+    rmSync(ws.path, { recursive: true, force: true })
+    await approveTheAsk(handle)
+    expect(await handle.result()).toMatchObject({ outcome: 'finished' })
+    expect(await readFile(join(ws.path, 'mine.txt'), 'utf8')).toBe('by the run')
+    expect(existsSync(join(ws.path, 'asked.txt'))).toBe(true)
+    const rows = await runSnapshots(audit.pool, handle.workflowId)
+    const lost = rows.find((r) => r.step === 1 && r.kind === 'tool')
+    expect(rows.filter((r) => r.kind === 'restore')).toEqual([
+      expect.objectContaining({
+        step: 2,
+        call: 0,
+        root: lost?.root,
+        detail: `on ${hostname()}`,
+        newBytes: 0,
+      }),
+    ])
+    expect(rows.filter((r) => r.kind === 'outside-edit')).toEqual([])
+    const steps = (await audit.runTimeline(handle.workflowId)).filter((entry) => entry.step === 2)
+    const types = steps.map((entry) => entry.type)
+    expect(types.indexOf('approval')).toBeLessThan(types.indexOf('workspace'))
+    expect(types.indexOf('workspace')).toBeLessThan(types.indexOf('exec'))
+    const restored = steps.find((entry) => entry.type === 'workspace') as TimelineEntry
+    expect(stripVTControlCharacters(entryLine(restored))).toMatch(
+      new RegExp(
+        `^ {2}restored {2}the workspace on ${hostname()} {2}from the snapshot store: tree ${lost?.root.slice(0, 12)}, \\d+ files?, [\\d.]+ (B|KiB), its hash checked$`,
+      ),
     )
   })
 })
