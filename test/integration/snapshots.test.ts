@@ -402,20 +402,35 @@ describe('what is not state', () => {
   })
 })
 
+/** A run that wrote `mine.txt` at step 1 and waits for an answer to `touch asked.txt` at step 2. */
+async function waitingAtStep2() {
+  const started = await run(
+    [
+      { toolCalls: [write('mine.txt', 'by the run')] },
+      { toolCalls: [exec('touch', 'asked.txt')] },
+      { text: 'done' },
+    ],
+    { policy: approving() },
+  )
+  await expect
+    .poll(async () => (await started.handle.query(pendingApprovalsQuery)).length, { timeout: 60_000 })
+    .toBe(1)
+  return started
+}
+
+/** Step 2's timeline entries, its workspace entry after the answer and before the command it preceded. */
+async function step2WithWorkspaceEntry(runId: string): Promise<TimelineEntry[]> {
+  const steps = (await audit.runTimeline(runId)).filter((entry) => entry.step === 2)
+  const types = steps.map((entry) => entry.type)
+  expect(types.indexOf('approval')).toBeLessThan(types.indexOf('workspace'))
+  expect(types.indexOf('workspace')).toBeLessThan(types.indexOf('exec'))
+  return steps
+}
+
 describe('an outside edit', () => {
   it('is recorded and told to the model, not used silently', async () => {
-    const { ws, handle } = await run(
-      [
-        { toolCalls: [write('mine.txt', 'by the run')] },
-        { toolCalls: [exec('touch', 'asked.txt')] },
-        { text: 'done' },
-      ],
-      { policy: approving() },
-    )
     // While the run waits for a person, someone edits its workspace.
-    await expect
-      .poll(async () => (await handle.query(pendingApprovalsQuery)).length, { timeout: 60_000 })
-      .toBe(1)
+    const { ws, handle } = await waitingAtStep2()
     writeFileSync(join(ws.path, 'mine.txt'), 'edited by hand')
     mkdirSync(join(ws.path, 'extra'))
     await approveTheAsk(handle)
@@ -429,10 +444,7 @@ describe('an outside edit', () => {
     expect(await readFile(join(ws.path, 'mine.txt'), 'utf8')).toBe('edited by hand')
     // A person reading the run (tether show, --follow, the inbox) sees it in its place: after the answer,
     // before the command it was found before.
-    const steps = (await audit.runTimeline(handle.workflowId)).filter((entry) => entry.step === 2)
-    const types = steps.map((entry) => entry.type)
-    expect(types.indexOf('approval')).toBeLessThan(types.indexOf('workspace'))
-    expect(types.indexOf('workspace')).toBeLessThan(types.indexOf('exec'))
+    const steps = await step2WithWorkspaceEntry(handle.workflowId)
     const found = steps.find((entry) => entry.type === 'workspace')
     expect(found).toMatchObject({ call: 0, root: edit?.root, detail: 'A extra, M mine.txt' })
     expect(stripVTControlCharacters(entryLine(found as TimelineEntry))).toBe(
@@ -443,17 +455,7 @@ describe('an outside edit', () => {
 
 describe('a workspace lost while its run waits', () => {
   it('is restored from the store by the call that needs it, and the restore is on record in its place', async () => {
-    const { ws, handle } = await run(
-      [
-        { toolCalls: [write('mine.txt', 'by the run')] },
-        { toolCalls: [exec('touch', 'asked.txt')] },
-        { text: 'done' },
-      ],
-      { policy: approving() },
-    )
-    await expect
-      .poll(async () => (await handle.query(pendingApprovalsQuery)).length, { timeout: 60_000 })
-      .toBe(1)
+    const { ws, handle } = await waitingAtStep2()
     // The disk goes while a person thinks: the approved command's own check finds the folder missing.
     rmSync(ws.path, { recursive: true, force: true })
     await approveTheAsk(handle)
@@ -472,10 +474,7 @@ describe('a workspace lost while its run waits', () => {
       }),
     ])
     expect(rows.filter((r) => r.kind === 'outside-edit')).toEqual([])
-    const steps = (await audit.runTimeline(handle.workflowId)).filter((entry) => entry.step === 2)
-    const types = steps.map((entry) => entry.type)
-    expect(types.indexOf('approval')).toBeLessThan(types.indexOf('workspace'))
-    expect(types.indexOf('workspace')).toBeLessThan(types.indexOf('exec'))
+    const steps = await step2WithWorkspaceEntry(handle.workflowId)
     const restored = steps.find((entry) => entry.type === 'workspace') as TimelineEntry
     expect(stripVTControlCharacters(entryLine(restored))).toMatch(
       new RegExp(
