@@ -1,7 +1,7 @@
 /** Following a live run until it ends (`--follow`): its timeline as it grows, and what is in flight. */
 
 import type { Client } from '@temporalio/client'
-import { type AuditStore, tellsSomethingNew } from '../audit/reader.js'
+import { type AuditStore, type TimelineEntry, tellsSomethingNew } from '../audit/reader.js'
 import { inFlightWords } from '../present/index.js'
 import { type Flight, inFlight } from '../run/index.js'
 import type { AgentRunResult } from '../workflows/index.js'
@@ -14,6 +14,24 @@ import { entryKey, entryLine, outcomeText, plantedGitLines, plantedGitOf } from 
  */
 function named(flight: Flight): boolean {
   return (flight.kind !== 'command' && flight.kind !== 'gate') || flight.command !== undefined
+}
+
+/**
+ * A followed run's new timeline entries as lines. A step's row is recorded with the model turn after it, so
+ * its commands, refusals and approvals come in before it: the step they belong to gets a header first
+ * (`step 4  …`), and its row's own line when it comes; `headed` holds the steps that have one.
+ */
+export function followedLines(entries: readonly TimelineEntry[], headed: Set<number>): string[] {
+  const lines: string[] = []
+  for (const entry of entries) {
+    // Step 0 has no row: its entries are the workspace's layout, before any step.
+    if (entry.type !== 'step' && entry.step > 0 && !headed.has(entry.step)) {
+      lines.push(`${colour.bold(`step ${entry.step}`)}  ${colour.dim('…')}`)
+    }
+    headed.add(entry.step)
+    lines.push(entryLine(entry))
+  }
+  return lines
 }
 
 /** What `--follow` returns once the run has closed. */
@@ -40,6 +58,7 @@ export async function followRun(
 ): Promise<FollowResult> {
   const handle = client.workflow.getHandle(runId)
   const seen = new Set<string>()
+  const headed = new Set<number>()
   const live = Boolean(process.stdout.isTTY) && !options.json
   let lastProgress = 0
   let reported: string | undefined
@@ -60,15 +79,16 @@ export async function followRun(
   try {
     for (;;) {
       const description = await handle.describe()
-      for (const entry of (await audit.runTimeline(runId)).filter(tellsSomethingNew)) {
+      const fresh = (await audit.runTimeline(runId)).filter((entry) => {
         const key = entryKey(entry)
-        if (seen.has(key)) continue
+        if (seen.has(key) || !tellsSomethingNew(entry)) return false
         seen.add(key)
-        if (options.json) printJsonLine({ event: entry.type, ...entry })
-        else {
-          clearLive()
-          print(entryLine(entry))
-        }
+        return true
+      })
+      if (options.json) for (const entry of fresh) printJsonLine({ event: entry.type, ...entry })
+      else if (fresh.length > 0) {
+        clearLive()
+        for (const line of followedLines(fresh, headed)) print(line)
       }
       flight = inFlight(description.raw.pendingActivities)
       if (options.json) {
