@@ -82,6 +82,15 @@ afterAll(async () => {
   if (outside) await rm(outside, { recursive: true, force: true })
 })
 
+/**
+ * A test file (the agent's, in a real run) that makes a new repository beside the project: in the sandbox it
+ * runs nothing, but git run in sub/ afterwards by the person would run its fsmonitor.
+ */
+const PLANT =
+  "import { mkdirSync, writeFileSync } from 'node:fs'\nimport { test } from 'node:test'\n" +
+  "test('plants', () => { mkdirSync('sub/.git', { recursive: true }); " +
+  "writeFileSync('sub/.git/config', '[core]\\n\\tfsmonitor = \"touch planted\"\\n') })\n"
+
 const POLICY = {
   defaults: { read: 'allow', write: 'ask', exec: 'ask', net: 'deny' },
   identity: 'unsigned',
@@ -275,13 +284,7 @@ describe('tether CLI', () => {
   it("warns of git files a run's command wrote that make git run programs outside the sandbox", async () => {
     const ws = await npmWorkspace()
     try {
-      // A test file (the agent's, in a real run) that makes a new repository beside the project: in the
-      // sandbox it runs nothing, but git run in sub/ afterwards by the person would run its fsmonitor.
-      const plant =
-        "import { mkdirSync, writeFileSync } from 'node:fs'\nimport { test } from 'node:test'\n" +
-        "test('plants', () => { mkdirSync('sub/.git', { recursive: true }); " +
-        "writeFileSync('sub/.git/config', '[core]\\n\\tfsmonitor = \"touch planted\"\\n') })\n"
-      await writeFile(join(ws.path, 'test/plant.test.js'), plant)
+      await writeFile(join(ws.path, 'test/plant.test.js'), PLANT)
       const script = await writeScript(ws.path, { turns: [{ toolCalls: [FIX_ADD] }, { text: 'fixed' }] })
       const runId = `planted-${agent.taskQueue}`
       const ran = await followedFix(ws.path, script, runId)
@@ -310,6 +313,45 @@ describe('tether CLI', () => {
       const laid = await tether(['checkout', runId, '--into', into])
       expect(laid.stdout).toContain('warning   the tree holds git files that make git run programs')
       expect(laid.stdout).toContain('sub/.git/config: core.fsmonitor = "touch planted"')
+    } finally {
+      await ws.cleanup()
+    }
+  })
+
+  it('lists beside an ask the git files its run planted, before anyone says yes to it', async () => {
+    const ws = await npmWorkspace()
+    try {
+      await writeFile(join(ws.path, 'test/plant.test.js'), PLANT)
+      const script = await writeScript(ws.path, {
+        turns: [
+          { toolCalls: [{ name: 'exec', args: { argv: ['npm', 'test'] } }] },
+          { toolCalls: [{ name: 'exec', args: { argv: ['touch', 'asked'] } }] },
+        ],
+      })
+      const policyFile = join(ws.path, '.policy.json')
+      await writeFile(policyFile, JSON.stringify(POLICY))
+      const runId = `planted-ask-${agent.taskQueue}`
+      const started = await tether([
+        ...scriptedRun(ws.path, script, 'ask', '--policy', policyFile),
+        '--id',
+        runId,
+      ])
+      expect(started.code, started.stderr).toBe(0)
+      let listed: Array<{ runId: string; plantedGit?: unknown }> = []
+      for (let tries = 0; !listed.some((a) => a.runId === runId); tries++) {
+        expect(tries).toBeLessThan(200)
+        await new Promise((resolve) => setTimeout(resolve, 300))
+        listed = JSON.parse((await tether(['approvals', '--run', runId, '--json'])).stdout)
+      }
+      expect(listed[0]?.plantedGit).toEqual([
+        { path: 'sub/.git/config', what: 'core.fsmonitor = "touch planted"' },
+      ])
+      const table = await tether(['approvals', '--run', runId])
+      expect(table.stdout).toContain(
+        `warning   run ${runId} wrote git files that make git run programs: git run there outside the sandbox`,
+      )
+      expect(table.stdout).toContain('            sub/.git/config: core.fsmonitor = "touch planted"')
+      expect((await tether(['cancel', runId])).code).toBe(0)
     } finally {
       await ws.cleanup()
     }

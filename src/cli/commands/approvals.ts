@@ -40,7 +40,8 @@ export function registerApprovals(program: Command): void {
       const limit =
         options.limit === undefined ? Number.POSITIVE_INFINITY : wholeNumber(options.limit, '--limit')
       const { resolveId, withAudit } = await import('../connect.js')
-      const pending = await withAudit(async (audit) => {
+      const { plantedGitOf, plantedGitLines } = await import('../timeline.js')
+      const { pending, planted } = await withAudit(async (audit) => {
         const runId = options.run ? await resolveId(audit, 'run', options.run) : undefined
         const all: Awaited<ReturnType<typeof audit.pendingApprovals>> = []
         for (;;) {
@@ -52,10 +53,25 @@ export function registerApprovals(program: Command): void {
             ...(last ? { after: last } : {}),
           })
           all.push(...page)
-          if (page.length < PAGE || all.length >= limit) return all
+          if (page.length < PAGE || all.length >= limit) break
         }
+        // What a waiting run planted for git, as its approval page in the inbox says: worth knowing before a yes.
+        const planted = new Map<string, Awaited<ReturnType<typeof plantedGitOf>>>()
+        for (const runId of new Set(all.map((approval) => approval.runId))) {
+          const summary = await audit.runSummary(runId)
+          const found = summary ? await plantedGitOf(summary) : undefined
+          if (found && found.files.length > 0) planted.set(runId, found)
+        }
+        return { pending: all, planted }
       })
-      if (options.json) return printJson(pending)
+      if (options.json) {
+        return printJson(
+          pending.map((approval) => {
+            const found = planted.get(approval.runId)
+            return found ? { ...approval, plantedGit: found.files } : approval
+          }),
+        )
+      }
       if (pending.length === 0) return print('nothing is waiting for an answer')
       printTable(
         ['APPROVAL', 'RUN', 'STEP', 'ACT', 'TARGET', 'RULE', 'NEEDS', 'REMEMBER', 'DEADLINE'],
@@ -71,6 +87,9 @@ export function registerApprovals(program: Command): void {
           `${formatDeadline(a.deadline)} (${deadlineSetBy(a.deadlineBy)})`,
         ]),
       )
+      for (const [runId, { files, held }] of planted) {
+        for (const line of plantedGitLines(files, `run ${runId} wrote`, held)) print(line)
+      }
     })
 
   const answer = (name: 'approve' | 'deny') =>
