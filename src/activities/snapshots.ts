@@ -14,7 +14,7 @@ import { join, resolve } from 'node:path'
 import { Context } from '@temporalio/activity'
 import { ApplicationFailure, WorkflowNotFoundError } from '@temporalio/common'
 import type { AuditStore } from '../audit/index.js'
-import type { ExecResult } from '../exec/index.js'
+import { adoptEdits, type ExecResult } from '../exec/index.js'
 import type { Policy } from '../policy/index.js'
 import { clip, formatArgv } from '../present/index.js'
 import { FAILURE, type TaskContract, type WorkspaceSource, workspaceOf } from '../run/index.js'
@@ -144,8 +144,15 @@ export class StepSnapshots {
           const key = refOf(ref, 'outside-edit')
           // The scan that saw the difference is the one stored, not made again.
           const taken = await beating(() => service.take(key, path, ex, undefined, { scanned: now }))
-          const what = describeChanges(await service.diff(tree, taken.root))
+          const changes = await service.diff(tree, taken.root)
+          const what = describeChanges(changes)
           await noteSnapshot(this.deps.audit.pool, key, what)
+          // On a root worker, what root made there meanwhile becomes the commands' identity's, as the rest is.
+          // (A tree's paths are its names' bytes, one latin1 character each; the file system's are UTF-8 here.)
+          await adoptEdits(
+            path,
+            changes.map((change) => Buffer.from(change.path, 'latin1').toString('utf8')),
+          )
           // After an attempt of this call was cut off (its worker died mid-command), the difference is most
           // likely what that attempt did before it stopped: the model is told so, not that someone else did it.
           const since = `since its last recorded tree (${tree.slice(0, 12)}…), now ${taken.root.slice(0, 12)}…: ${what}.`

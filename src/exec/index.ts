@@ -30,6 +30,7 @@ export {
 export { ExecInputError, ExecSpawnError } from './errors.js'
 export { runCommand } from './run.js'
 export {
+  adoptEdits,
   type CacheAccess,
   closeWarmSandboxes,
   DEFAULT_SANDBOX_LIMITS,

@@ -402,15 +402,18 @@ describe('what is not state', () => {
   })
 })
 
-/** A run that wrote `mine.txt` at step 1 and waits for an answer to `touch asked.txt` at step 2. */
-async function waitingAtStep2() {
+/**
+ * A run that wrote `mine.txt` and ran `true` at step 1 (its first command: on a root worker, the folder is
+ * its commands' identity's from then on), and waits for an answer to `touch asked.txt` (or `asked`) at step 2.
+ */
+async function waitingAtStep2(asked = ['touch', 'asked.txt']) {
   const started = await run(
     [
-      { toolCalls: [write('mine.txt', 'by the run')] },
-      { toolCalls: [exec('touch', 'asked.txt')] },
+      { toolCalls: [write('mine.txt', 'by the run'), exec('true')] },
+      { toolCalls: [exec(...asked)] },
       { text: 'done' },
     ],
-    { policy: approving() },
+    { policy: approving(Policy.tiered().layer('project').allowWrite('*').allowExec('true')) },
   )
   await expect
     .poll(async () => (await started.handle.query(pendingApprovalsQuery)).length, { timeout: 60_000 })
@@ -429,8 +432,10 @@ async function step2WithWorkspaceEntry(runId: string): Promise<TimelineEntry[]> 
 
 describe('an outside edit', () => {
   it('is recorded and told to the model, not used silently', async () => {
-    // While the run waits for a person, someone edits its workspace.
-    const { ws, handle } = await waitingAtStep2()
+    // While the run waits for a person, someone edits its workspace — as root, on a root worker: the approved
+    // command, run as the commands' identity, writes into the folder they made and the file they replaced.
+    const { ws, handle } = await waitingAtStep2(['touch', 'asked.txt', 'extra/inside.txt', 'mine.txt'])
+    rmSync(join(ws.path, 'mine.txt'))
     writeFileSync(join(ws.path, 'mine.txt'), 'edited by hand')
     mkdirSync(join(ws.path, 'extra'))
     await approveTheAsk(handle)
@@ -438,10 +443,15 @@ describe('an outside edit', () => {
     const rows = await runSnapshots(audit.pool, handle.workflowId)
     const edit = rows.find((r) => r.kind === 'outside-edit')
     expect(edit).toMatchObject({ step: 2, call: 0, detail: 'A extra, M mine.txt' })
-    const observation = JSON.stringify((await audit.loadMessages(handle.workflowId))[4]?.content)
+    // The observation of step 2's command (the last tool results before the model's answer).
+    const results = (await audit.loadMessages(handle.workflowId)).filter((message) => message.role === 'tool')
+    const observation = JSON.stringify(results.at(-1)?.content)
     expect(observation).toContain('[workspace] changed outside the run')
     expect(observation).toContain('M mine.txt')
     expect(await readFile(join(ws.path, 'mine.txt'), 'utf8')).toBe('edited by hand')
+    const touched = (await audit.executedCommands({ runId: handle.workflowId })).find((c) => c.step === 2)
+    expect(touched, touched?.stderr.text).toMatchObject({ status: 'exited', exitCode: 0 })
+    expect(existsSync(join(ws.path, 'extra/inside.txt'))).toBe(true)
     // A person reading the run (tether show, --follow, the inbox) sees it in its place: after the answer,
     // before the command it was found before.
     const steps = await step2WithWorkspaceEntry(handle.workflowId)

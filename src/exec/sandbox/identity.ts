@@ -307,6 +307,37 @@ async function takeOver(workspace: string, uid: number, hidden: readonly string[
   await chown(workspace, uid, uid)
 }
 
+/**
+ * Gives what was found changed in a taken-over workspace between two of its run's steps (`paths`, relative
+ * to it: an edit made outside the run, by root on this machine while the run waited) to its identity, as the
+ * take-over gave the rest; a changed folder with what is in it. Otherwise the run's next command could not
+ * write a file root made there, or into a folder it made. The walk goes from the workspace down to those
+ * paths only, not following links, with the take-over's rules (root's or an identity's; one link). Nothing
+ * happens for a worker that is not root or a folder no identity holds.
+ */
+export async function adoptEdits(folder: string, paths: readonly string[]): Promise<void> {
+  if (!isRootWorker() || paths.length === 0) return
+  const workspace = realpathSync(folder)
+  const uid = (await lstat(workspace)).uid
+  if (!inRange(uid) || claimOf(uid) !== workspace) return
+  const edited = new Set(paths.map((path) => join(workspace, path)))
+  // The folders on the way to an edited path, to walk through; an edited path's own entries, to give.
+  const onTheWay = new Set<string>()
+  for (const path of edited) {
+    for (let up = dirname(path); up !== workspace && within(up, workspace); up = dirname(up)) onTheWay.add(up)
+  }
+  const inEdited = (path: string) => {
+    for (let at = path; at !== workspace && within(at, workspace); at = dirname(at))
+      if (edited.has(at)) return true
+    return false
+  }
+  await giveTree(
+    workspace,
+    uid,
+    (path, stats) => (onTheWay.has(path) || inEdited(path)) && (stats.uid === 0 || inRange(stats.uid)),
+  )
+}
+
 /** How long a run's end may spend handing its workspace back (inside its record's 10 s start-to-close). */
 const HAND_BACK_MS = 5_000
 

@@ -5,6 +5,7 @@ export { type CgroupSupport, detectCgroups } from './cgroup.js'
 export { diskShortfall } from './disk.js'
 export { type PlantedGitFile, plantedGitFiles } from './git-planted.js'
 export {
+  adoptEdits,
   type HandBack,
   handBackWorkspace,
   heldByIdentity,
