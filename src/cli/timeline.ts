@@ -64,6 +64,25 @@ export async function plantedGitOf(summary: {
 }
 
 /**
+ * For a running run whose folder (on this machine) a root worker took over: root's git refuses it meanwhile,
+ * and git's own advice for that, safe.directory, would outlast the run and make root's git obey whatever git
+ * files the run writes there. Undefined otherwise.
+ */
+export async function heldFolderLine(summary: {
+  workspace: string
+  status: string
+}): Promise<string | undefined> {
+  if (summary.status !== 'running' || !summary.workspace.startsWith('/')) return undefined
+  const { heldByIdentity } = await import('../exec/index.js')
+  if (!heldByIdentity(summary.workspace)) return undefined
+  return (
+    `${colour.yellow('note')}      while the run goes, its folder is its commands' identity's: git run there as root ` +
+    'refuses it as another user\'s ("dubious ownership") until the run ends. Do not add it to safe.directory: ' +
+    "root's git would then obey git files the run writes there"
+  )
+}
+
+/**
  * Git files that make git run a program (exec's plantedGitFiles), as a warning: inside the sandbox they do
  * nothing, but git run there by a person, or by an editor on its own, obeys them. `held`: a root worker left
  * them to its commands' identity, so git refuses them — and git's own advice, safe.directory, would undo that.

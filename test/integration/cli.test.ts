@@ -351,6 +351,10 @@ describe('tether CLI', () => {
         `warning   run ${runId} wrote git files that make git run programs: git run there outside the sandbox`,
       )
       expect(table.stdout).toContain('            sub/.git/config: core.fsmonitor = "touch planted"')
+      // On a root worker the folder is the commands' identity's while the run waits: git's advice for the
+      // refusal that follows (safe.directory) would make root's git obey what the run planted.
+      const shown = await tether(['show', runId])
+      expect(shown.stdout.includes('Do not add it to safe.directory')).toBe(process.getuid?.() === 0)
       expect((await tether(['cancel', runId])).code).toBe(0)
     } finally {
       await ws.cleanup()

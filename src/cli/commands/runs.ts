@@ -187,13 +187,17 @@ export function registerRuns(program: Command): void {
         const timeline = await audit.runTimeline(runId)
         const { runLinks } = await import('../../snapshots/catalog.js')
         const links = await runLinks(audit.pool, runId)
-        const { plantedGitLines, plantedGitOf, printTimeline } = await import('../timeline.js')
+        const { heldFolderLine, plantedGitLines, plantedGitOf, printTimeline } = await import(
+          '../timeline.js'
+        )
         const { files: plantedGit, held } = await plantedGitOf(summary)
         if (options.json) return printJson({ summary, timeline, links, plantedGit })
         const { linkLines } = await import('./snapshots.js')
         printTimeline(summary, timeline)
         for (const line of linkLines(links)) print(line)
         for (const line of plantedGitLines(plantedGit, 'the run wrote', held)) print(line)
+        const heldFolder = await heldFolderLine(summary)
+        if (heldFolder) print(heldFolder)
       })
     })
 
