@@ -105,7 +105,7 @@ export interface WorkspaceEventRow {
   root: string
   files: number
   bytes: number
-  /** What changed, as `M path, A path, …`; for a restore, the machine (`restored on HOST`). */
+  /** What changed, as `M path, A path, …`; for a restore, the machine (`on HOST`). */
   detail: string
   at: Date
 }
