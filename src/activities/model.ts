@@ -174,7 +174,7 @@ async function verdicts(
 
 async function reply(
   deps: ModelDependencies,
-  { runId, pending, contract: carried, mcpTools }: Parameters<TetherActivities['tetherModelTurn']>[0],
+  { runId, pending, contract: carried, mcpTools, judge }: Parameters<TetherActivities['tetherModelTurn']>[0],
   before: readonly StoredMessage[],
   signal: AbortSignal,
 ): Promise<StoredReply> {
@@ -191,7 +191,12 @@ async function reply(
   } catch (error) {
     throw ApplicationFailure.nonRetryable((error as Error).message, 'ModelConfigError')
   }
-  const toolchain = await detectToolchain(deps.snapshots.folder(runId, workspaceOf(contract)))
+  // What the run's policy does not let the model read, the prompt does not tell it either.
+  const policy = await deps.runs.policy(runId, undefined, judge?.remembered ?? [], judge?.policyDigest)
+  const toolchain = await detectToolchain(
+    deps.snapshots.folder(runId, workspaceOf(contract)),
+    (path) => policy.check('read', path).effect === 'allow',
+  )
   const system = buildSystemPrompt({
     goal: contract.goal,
     ...(toolchain ? { toolchain: describeToolchain(toolchain) } : {}),

@@ -55,8 +55,8 @@ function nodePackageManager(root: string, manifest: Record<string, unknown>): st
   return declared && ['npm', 'pnpm', 'yarn', 'bun'].includes(declared) ? declared : 'npm'
 }
 
-async function detectNode(root: string): Promise<Found> {
-  const manifest = parseJsonObject(readWorkspaceText(root, 'package.json'))
+async function detectNode(root: string, _marker: string, _ecosystem: string, read: Read): Promise<Found> {
+  const manifest = parseJsonObject(read('package.json'))
   const manager = nodePackageManager(root, manifest)
   const scripts = packageScripts(manifest)
   const run = (script: string) => [manager, 'run', script]
@@ -77,8 +77,8 @@ async function detectNode(root: string): Promise<Found> {
   return { marker: 'package.json', manager, commands }
 }
 
-async function detectPython(root: string, marker: string): Promise<Found> {
-  const pyproject = readWorkspaceText(root, 'pyproject.toml') ?? ''
+async function detectPython(root: string, marker: string, _ecosystem: string, read: Read): Promise<Found> {
+  const pyproject = read('pyproject.toml') ?? ''
   const manager = hasEntry(root, 'uv.lock')
     ? 'uv'
     : hasEntry(root, 'poetry.lock') || pyproject.includes('[tool.poetry]')
@@ -110,8 +110,8 @@ function makeTargets(makefile: string): Set<string> {
   return new Set([...makefile.matchAll(/^([A-Za-z0-9_.-]+)\s*:(?!=)/gm)].map((match) => match[1]!))
 }
 
-async function detectMake(root: string, marker: string): Promise<Found> {
-  const targets = makeTargets(readWorkspaceText(root, marker) ?? '')
+async function detectMake(_root: string, marker: string, _ecosystem: string, read: Read): Promise<Found> {
+  const targets = makeTargets(read(marker) ?? '')
   const commands: Commands = { build: ['make'] }
   const test = ['test', 'check'].find((target) => targets.has(target))
   if (test) commands.test = ['make', test]
@@ -121,8 +121,13 @@ async function detectMake(root: string, marker: string): Promise<Found> {
   return { marker, manager: 'make', commands }
 }
 
-async function detectComposer(root: string): Promise<Found> {
-  const manifest = parseJsonObject(readWorkspaceText(root, 'composer.json'))
+async function detectComposer(
+  _root: string,
+  _marker: string,
+  _ecosystem: string,
+  read: Read,
+): Promise<Found> {
+  const manifest = parseJsonObject(read('composer.json'))
   const scripts = stringRecord(manifest.scripts)
   const requireDev = stringRecord(manifest['require-dev'])
   const commands: Commands = { install: ['composer', 'install'] }
@@ -132,8 +137,8 @@ async function detectComposer(root: string): Promise<Found> {
   return { marker: 'composer.json', manager: 'composer', commands }
 }
 
-async function detectRuby(root: string): Promise<Found> {
-  const gemfile = readWorkspaceText(root, 'Gemfile') ?? ''
+async function detectRuby(root: string, _marker: string, _ecosystem: string, read: Read): Promise<Found> {
+  const gemfile = read('Gemfile') ?? ''
   const rspec = hasEntry(root, '.rspec') || hasEntry(root, 'spec')
   const commands: Commands = {
     install: ['bundle', 'install'],
@@ -239,7 +244,10 @@ async function fixed(_root: string, marker: string, ecosystem: string): Promise<
   return { ...known, marker, commands: structuredClone(known.commands) }
 }
 
-type Detect = (root: string, marker: string, ecosystem: string) => Promise<Found>
+/** A workspace-relative file's text, or undefined (missing, unreadable, or not to be read). */
+type Read = (relPath: string) => string | undefined
+
+type Detect = (root: string, marker: string, ecosystem: string, read: Read) => Promise<Found>
 
 /**
  * Root marker files in the order they are looked for, with the ecosystem each means; the first one present
@@ -286,11 +294,20 @@ async function rootMarker(
   return marker ? { marker, ecosystem: 'dotnet', detect: fixed } : undefined
 }
 
-/** Detects the project's toolchain from marker files at the workspace root (only the root is examined). */
-export async function detectToolchain(root: string): Promise<Toolchain | undefined> {
+/**
+ * Detects the project's toolchain from marker files at the workspace root (only the root is examined).
+ * `readable`: whether a file may be read for it (a run's policy: what it does not allow the model to read
+ * must not reach the model through its system prompt either); a file that may not is taken as unreadable,
+ * and the ecosystem's defaults stand.
+ */
+export async function detectToolchain(
+  root: string,
+  readable: (relPath: string) => boolean = () => true,
+): Promise<Toolchain | undefined> {
   const found = await rootMarker(root)
   if (!found) return undefined
-  return { ecosystem: found.ecosystem, ...(await found.detect(root, found.marker, found.ecosystem)) }
+  const read: Read = (relPath) => (readable(relPath) ? readWorkspaceText(root, relPath) : undefined)
+  return { ecosystem: found.ecosystem, ...(await found.detect(root, found.marker, found.ecosystem, read)) }
 }
 
 /** The ecosystem `detectToolchain` would name, from which markers exist alone (no file is read). */

@@ -66,4 +66,61 @@ describe('a model turn', () => {
     expect(stored[2]?.content).toEqual(observation)
     expect(JSON.stringify(stored[1]?.content)).toContain('first answer')
   }, 60_000)
+
+  it("tells the model nothing its policy does not let it read: the toolchain's lines leave such files unread", async () => {
+    const workspace = await mkdtemp(join(dir, 'project-'))
+    await writeFile(
+      join(workspace, 'package.json'),
+      JSON.stringify({ name: 'p', scripts: { test: 'vitest', lint: 'linter --token=s3cret' } }),
+    )
+    // A provider of the test's own (an external service to tether), which keeps the system prompt it is sent.
+    const systems: string[] = []
+    const provider = {
+      id: 'capture:model',
+      contextTokens: 100_000,
+      generate: async ({ system }: { system: string }) => {
+        systems.push(system)
+        return {
+          text: 'done',
+          toolCalls: [],
+          usage: { inputTokens: 1, outputTokens: 1 },
+          finishReason: 'stop',
+          modelId: 'm',
+        }
+      },
+    }
+    const activities = createActivities({ audit, snapshots: { store: 'off' }, provider: () => provider })
+    const env = new MockActivityEnvironment({}, { logger: new DefaultLogger('ERROR') })
+    const turnUnder = async (policy: Policy) => {
+      const contract = parseContract({ goal: 'look', workspace, model: 'capture:model' })
+      const runId = newRunId()
+      await env.run(activities.tetherStartRun, {
+        runId,
+        contract,
+        policy: policy.toSpec(),
+        taskQueue: 'none',
+        startedAt: Date.now(),
+      })
+      await env.run(activities.tetherModelTurn, {
+        runId,
+        step: 1,
+        replySeq: 1,
+        pending: [],
+        contract,
+      } as never)
+      return systems.at(-1) as string
+    }
+    const open = await turnUnder(Policy.tiered())
+    expect(open).toContain('Project: node (marker file package.json; runs with npm).')
+    expect(open).toContain('- lint: npm run lint')
+    for (const hidden of [
+      Policy.tiered().layer('p').denyRead('package.json'),
+      Policy.tiered().layer('p').askRead('package.json'),
+    ]) {
+      const prompt = await turnUnder(hidden)
+      expect(prompt).toContain('Project: node (marker file package.json; runs with npm).')
+      expect(prompt).not.toContain('lint')
+      expect(prompt).not.toContain('- test:')
+    }
+  }, 60_000)
 })

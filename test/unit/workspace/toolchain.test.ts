@@ -15,6 +15,35 @@ const packageJson = (scripts: Record<string, string>, extra: Record<string, unkn
   JSON.stringify({ name: 'fixture', scripts, ...extra })
 
 describe('detectToolchain', () => {
+  it('reads no file it is told not to: what a policy hides from the model stays out of its prompt', async () => {
+    const box = await sandbox()
+    await box.files({
+      'package.json': packageJson(
+        { test: 'vitest', lint: 'secret-linter --token=abc' },
+        { packageManager: 'pnpm@9' },
+      ),
+      Makefile: 'check:\n\ttrue\n',
+    })
+    const asked: string[] = []
+    const hidden = await detectToolchain(box.root, (path) => {
+      asked.push(path)
+      return false
+    })
+    // The marker still names the ecosystem; nothing read from it shows.
+    expect(hidden).toEqual({
+      ecosystem: 'node',
+      marker: 'package.json',
+      manager: 'npm',
+      commands: { install: ['npm', 'install'] },
+    })
+    expect(asked).toEqual(['package.json'])
+    const shown = await detectToolchain(box.root, () => true)
+    expect(shown).toMatchObject({
+      manager: 'pnpm',
+      commands: { test: ['pnpm', 'test'], lint: ['pnpm', 'run', 'lint'] },
+    })
+  })
+
   it('finds nothing in a workspace without markers', async () => {
     expect(await detect({ 'notes.txt': '' })).toBeUndefined()
   })
