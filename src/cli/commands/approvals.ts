@@ -31,7 +31,9 @@ interface AnswerOptions {
 export function registerApprovals(program: Command): void {
   program
     .command('approvals')
-    .description('List approvals waiting for an answer, oldest first, with what "remember" would add.')
+    .description(
+      'List approvals waiting for an answer, oldest first, with what "remember" would add; then, for a waiting run on a folder of this machine, git files it wrote there that would make git run a program.',
+    )
     .option('--approver <name>', 'only those this approver may answer')
     .option('--run <run>', 'only those of one run (its id, or the start of one)', runArgument)
     .option('--limit <n>', 'at most this many (default: all of them, read a page at a time)')
