@@ -11,10 +11,9 @@ import { DefaultLogger } from '@temporalio/worker'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createActivities } from '../../src/activities/index.js'
 import type { AuditStore } from '../../src/audit/index.js'
-import { newRunId } from '../../src/embed/client.js'
 import { Policy } from '../../src/policy/index.js'
 import { parseContract } from '../../src/run/contract.js'
-import { openTestAudit } from '../support/agent.js'
+import { openTestAudit, startedOutsideTemporal } from '../support/agent.js'
 
 let audit: AuditStore
 let dir: string
@@ -37,21 +36,9 @@ describe('a command whose result is on record', () => {
     const activities = createActivities({ audit, snapshots: { store: 'off' } })
     const logger = new DefaultLogger('ERROR')
     const contract = parseContract({ goal: 'run once', workspace, model: `scripted:${script}` })
-    const runId = newRunId()
-    await new MockActivityEnvironment({}, { logger }).run(activities.tetherStartRun, {
-      runId,
-      contract,
-      policy: Policy.tiered().toSpec(),
-      taskQueue: 'none',
-      startedAt: Date.now(),
-    })
-    await new MockActivityEnvironment({}, { logger }).run(activities.tetherModelTurn, {
-      runId,
-      step: 1,
-      replySeq: 1,
-      pending: [],
-      contract,
-    } as never)
+    const env = new MockActivityEnvironment({}, { logger })
+    const { runId, turn } = await startedOutsideTemporal(activities, env, contract, Policy.tiered())
+    await turn()
     const exec = (attempt: number) =>
       new MockActivityEnvironment({ attempt }, { logger }).run(activities.tetherExec, {
         runId,

@@ -10,10 +10,9 @@ import { DefaultLogger } from '@temporalio/worker'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createActivities } from '../../src/activities/index.js'
 import type { AuditStore } from '../../src/audit/index.js'
-import { newRunId } from '../../src/embed/client.js'
 import { Policy } from '../../src/policy/index.js'
 import { parseContract } from '../../src/run/contract.js'
-import { openTestAudit } from '../support/agent.js'
+import { openTestAudit, startedOutsideTemporal } from '../support/agent.js'
 
 let audit: AuditStore
 let dir: string
@@ -35,24 +34,7 @@ describe('a model turn', () => {
     const activities = createActivities({ audit, snapshots: { store: 'off' } })
     const env = new MockActivityEnvironment({}, { logger: new DefaultLogger('ERROR') })
     const contract = parseContract({ goal: 'answer twice', workspace: dir, model: `scripted:${script}` })
-    const runId = newRunId()
-    await env.run(activities.tetherStartRun, {
-      runId,
-      contract,
-      policy: Policy.tiered().toSpec(),
-      taskQueue: 'none',
-      startedAt: Date.now(),
-    })
-    const turn = (replySeq: number, pending: Array<{ seq: number; message: unknown }> = []) =>
-      env.run(activities.tetherModelTurn, {
-        runId,
-        step: 1,
-        replySeq,
-        pending,
-        contract,
-      } as never) as Promise<{
-        text?: string
-      }>
+    const { runId, turn } = await startedOutsideTemporal(activities, env, contract, Policy.tiered())
 
     expect((await turn(1)).text).toBe('first answer')
     // The model would answer otherwise now: a retry of the same turn must not ask it.
@@ -93,21 +75,7 @@ describe('a model turn', () => {
     const env = new MockActivityEnvironment({}, { logger: new DefaultLogger('ERROR') })
     const turnUnder = async (policy: Policy) => {
       const contract = parseContract({ goal: 'look', workspace, model: 'capture:model' })
-      const runId = newRunId()
-      await env.run(activities.tetherStartRun, {
-        runId,
-        contract,
-        policy: policy.toSpec(),
-        taskQueue: 'none',
-        startedAt: Date.now(),
-      })
-      await env.run(activities.tetherModelTurn, {
-        runId,
-        step: 1,
-        replySeq: 1,
-        pending: [],
-        contract,
-      } as never)
+      await (await startedOutsideTemporal(activities, env, contract, policy)).turn()
       return systems.at(-1) as string
     }
     const open = await turnUnder(Policy.tiered())

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { Client, WorkflowHandle } from '@temporalio/client'
+import type { MockActivityEnvironment } from '@temporalio/testing'
 import { afterAll, beforeAll, expect, inject } from 'vitest'
 import {
   type ActivityDependencies,
@@ -16,10 +17,12 @@ import {
   waitThroughOutages,
 } from '../../src/activities/index.js'
 import { type AuditStore, openAudit } from '../../src/audit/index.js'
+import { newRunId } from '../../src/embed/client.js'
 import { type WorkerFloor, workerFloor } from '../../src/embed/worker.js'
 import type { ModelScript, PriceOverrides } from '../../src/model/index.js'
 import { Policy } from '../../src/policy/index.js'
 import type { TaskContractInput } from '../../src/run/contract.js'
+import type { TaskContract } from '../../src/run/index.js'
 import type { McpServerConfig } from '../../src/stack/index.js'
 import { agentRun, decideUpdate, pendingApprovalsQuery } from '../../src/workflows/index.js'
 import { connectClient, createWorker, uniqueTaskQueue } from './temporal.js'
@@ -43,6 +46,32 @@ export async function writeScript(dir: string, script: ModelScript): Promise<str
   const path = join(dir, `.script-${Math.random().toString(36).slice(2)}.json`)
   await writeFile(path, JSON.stringify(script))
   return path
+}
+
+/**
+ * A run's start recorded by tether's own activity, outside any workflow (activity-level tests): a new run id,
+ * started under `policy`. Returns the id and `turn`, which takes one of its model turns as the workflow's first
+ * does (step 1, its reply at `replySeq`, after `pending` observations).
+ */
+export async function startedOutsideTemporal(
+  activities: ReturnType<typeof createActivities>,
+  env: MockActivityEnvironment,
+  contract: TaskContract,
+  policy: Policy,
+) {
+  const runId = newRunId()
+  await env.run(activities.tetherStartRun, {
+    runId,
+    contract,
+    policy: policy.toSpec(),
+    taskQueue: 'none',
+    startedAt: Date.now(),
+  })
+  const turn = (replySeq = 1, pending: Array<{ seq: number; message: unknown }> = []) =>
+    env.run(activities.tetherModelTurn, { runId, step: 1, replySeq, pending, contract } as never) as Promise<{
+      text?: string
+    }>
+  return { runId, turn }
 }
 
 export function openTestAudit(): Promise<AuditStore> {
