@@ -20,6 +20,7 @@ import {
   type TranscriptMessage,
   turnCost,
 } from '../model/index.js'
+import type { Policy } from '../policy/index.js'
 import { clip } from '../present/index.js'
 import type { ActionVerdict, JudgeRequest, ModelTurn, TetherActivities } from '../run/index.js'
 import { ATTR, auditRow, MODEL_FAILURE, workspaceOf } from '../run/index.js'
@@ -92,10 +93,18 @@ async function modelTurn(
   // turn was stored in the same commit (the observations before it too), so the transcript up to the reply
   // is read once, and it holds the reply exactly when that commit was made.
   const transcript = await deps.transcripts.read(input.runId, input.replySeq + 1)
+  // The run's policy, as its verdicts judge by it (with what it remembered): the prompt tells the model
+  // nothing the policy does not let it read.
+  const policy = await deps.runs.policy(
+    input.runId,
+    undefined,
+    input.judge?.remembered ?? [],
+    input.judge?.policyDigest,
+  )
   const existing = transcript.find((message) => message.seq === input.replySeq)
-  if (existing) return judged(deps, input, historyTurn(existing.content as StoredReply))
-  const stored = await reply(deps, input, transcript, signal)
-  const turn = await judged(deps, input, historyTurn(stored))
+  if (existing) return judged(deps, input, policy, historyTurn(existing.content as StoredReply))
+  const stored = await reply(deps, input, policy, transcript, signal)
+  const turn = await judged(deps, input, policy, historyTurn(stored))
   const first = await storeTurn(deps.audit, input, stored, turn.verdicts)
   // Counted once: when this write is the step's first.
   if (first && input.previousStep) deps.metrics?.stepRecorded(input.previousStep)
@@ -106,9 +115,10 @@ async function modelTurn(
 async function judged(
   deps: ModelDependencies,
   input: Parameters<TetherActivities['tetherModelTurn']>[0],
+  policy: Policy,
   turn: ModelTurn,
 ): Promise<ModelTurn> {
-  return input.judge ? { ...turn, verdicts: await verdicts(deps, input, input.judge, turn) } : turn
+  return input.judge ? { ...turn, verdicts: await verdicts(deps, input, input.judge, policy, turn) } : turn
 }
 
 /**
@@ -161,20 +171,23 @@ async function verdicts(
   deps: ModelDependencies,
   { runId, step }: { runId: string; step: number },
   request: JudgeRequest,
+  policy: Policy,
   turn: ModelTurn,
 ): Promise<Array<ActionVerdict | null>> {
   const validated = turn.toolCalls.map((call) =>
     isMcpToolName(call.name) ? undefined : validateToolCall(call),
   )
   const calls = validated.flatMap((v) => (v?.ok ? [v.call] : []))
-  const judged = calls.length > 0 ? await judgeCalls(deps, runId, request, calls, { at: { step } }) : []
+  const judged =
+    calls.length > 0 ? await judgeCalls(deps, runId, request, calls, { at: { step }, policy }) : []
   let next = 0
   return validated.map((v) => (v?.ok ? (judged[next++] as ActionVerdict) : null))
 }
 
 async function reply(
   deps: ModelDependencies,
-  { runId, pending, contract: carried, mcpTools, judge }: Parameters<TetherActivities['tetherModelTurn']>[0],
+  { runId, pending, contract: carried, mcpTools }: Parameters<TetherActivities['tetherModelTurn']>[0],
+  policy: Policy,
   before: readonly StoredMessage[],
   signal: AbortSignal,
 ): Promise<StoredReply> {
@@ -191,8 +204,6 @@ async function reply(
   } catch (error) {
     throw ApplicationFailure.nonRetryable((error as Error).message, 'ModelConfigError')
   }
-  // What the run's policy does not let the model read, the prompt does not tell it either.
-  const policy = await deps.runs.policy(runId, undefined, judge?.remembered ?? [], judge?.policyDigest)
   const toolchain = await detectToolchain(
     deps.snapshots.folder(runId, workspaceOf(contract)),
     (path) => policy.check('read', path).effect === 'allow',

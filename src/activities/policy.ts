@@ -106,7 +106,7 @@ export function policyActivities(deps: {
  * when this worker lacks it), under the run's effective policy (by digest, else the run's `spec`) with what
  * the run remembered on top; each verdict counted. `mcp`: for one call of an MCP tool, the run's state of
  * that tool (without it, the judge takes the tool as not offered). `at`: the step (and call) judged, which a
- * restore of the workspace is recorded at.
+ * restore of the workspace is recorded at. `policy`: that policy, when the caller has it already.
  */
 export async function judgeCalls(
   deps: { runs: RunConfigs; snapshots: StepSnapshots; metrics?: RunMetrics | undefined },
@@ -117,9 +117,15 @@ export async function judgeCalls(
     spec,
     mcp,
     at,
-  }: { spec?: unknown; mcp?: McpToolState | undefined; at?: { step: number; call?: number } } = {},
+    policy: given,
+  }: {
+    spec?: unknown
+    mcp?: McpToolState | undefined
+    at?: { step: number; call?: number }
+    policy?: Policy
+  } = {},
 ): Promise<ActionVerdict[]> {
-  const policy = await deps.runs.policy(runId, spec, remembered, policyDigest)
+  const policy = given ?? (await deps.runs.policy(runId, spec, remembered, policyDigest))
   const { path } = runId
     ? await deps.snapshots.before({ runId, workspace, tree, policyDigest, ...at }, 'read')
     : { path: workspace }
