@@ -142,11 +142,13 @@ async function storeTurn(
       )
     : []
   try {
+    // Independent rows, sent together: one round trip (see AuditStore.together).
     return await audit.together('modelTurn', async (writes) => {
-      const first = input.previousStep ? await recordStepRows(writes, input.previousStep) : false
-      await appendInOrder(writes, runId, input.pending)
-      await writes.appendMessages(runId, replySeq, [stored])
-      for (const key of commands) await writes.beginExecAttempt(key, WORKER)
+      const [first] = await Promise.all([
+        input.previousStep ? recordStepRows(writes, input.previousStep) : false,
+        appendInOrder(writes, runId, [...input.pending, { seq: replySeq, message: stored }]),
+        ...commands.map((key) => writes.beginExecAttempt(key, WORKER)),
+      ])
       return first
     })
   } catch (error) {

@@ -37,8 +37,10 @@ export async function recordStepRows(
   record: StepRecord,
 ): Promise<boolean> {
   const { step, refusals } = stepRecords(record)
-  const inserted = await writes.recordStep(step)
-  if (refusals.length > 0) await writes.recordPolicyEvents(refusals)
+  const [inserted] = await Promise.all([
+    writes.recordStep(step),
+    refusals.length > 0 ? writes.recordPolicyEvents(refusals) : 0,
+  ])
   return inserted
 }
 

@@ -121,12 +121,11 @@ export function toolActivities(deps: {
     const observation = noted(note, outcome.output)
     // A change's observation and the workspace's snapshot after it: one commit.
     const tree = changes
-      ? await snapshots.after(input, 'tool', (snapshot) =>
-          audit.together('finishFileTool', async (writes) => {
-            await writeObservation(input, name, observation, writes)
-            await snapshot(writes)
-          }),
-        )
+      ? await snapshots.after(input, 'tool', async (snapshot) => {
+          await audit.together('finishFileTool', (writes) =>
+            Promise.all([writeObservation(input, name, observation, writes), snapshot(writes)]),
+          )
+        })
       : await writeObservation(input, name, observation).then(() => ({}))
     return { ok: outcome.ok, summary: clip(outcome.summary, 300), ...tree }
   }
@@ -265,14 +264,17 @@ export function toolActivities(deps: {
           await audit.recordExecResult(record)
           throw context.cancellationSignal.reason
         }
-        // What ran, what the model is told, the attempt's end and the workspace after it: one commit.
+        // What ran, what the model is told, the attempt's end and the workspace after it: one commit, its
+        // rows sent together (see AuditStore.together).
         const tree = await snapshots.after(input, 'tool', async (snapshot) => {
-          await audit.together('finishCommand', async (writes) => {
-            await writes.recordExecResult(record)
-            await writeObservation(input, 'exec', noted(note, execObservation(argv, result)), writes)
-            await attempt.end(outcome, writes)
-            await snapshot(writes)
-          })
+          await audit.together('finishCommand', (writes) =>
+            Promise.all([
+              writes.recordExecResult(record),
+              writeObservation(input, 'exec', noted(note, execObservation(argv, result)), writes),
+              attempt.end(outcome, writes),
+              snapshot(writes),
+            ]),
+          )
           ended = true
         })
         return {

@@ -3,18 +3,22 @@
  * later attempt of the activity that wrote it.
  */
 import type { AuditStore, AuditWrites, StoredMessage } from '../audit/index.js'
-import type { InlineMessage } from '../run/index.js'
 import { SizedCache } from './sized-cache.js'
 
 /** Appends `messages` (each at its own seq) in order; a retry that finds them stored is a no-op. */
 export async function appendInOrder(
   audit: Pick<AuditWrites, 'appendMessages'>,
   runId: string,
-  messages: readonly InlineMessage[],
+  messages: readonly { seq: number; message: unknown }[],
 ): Promise<void> {
+  // Consecutive messages in one write; after a gap, the next write waits (a message needs its predecessor).
+  const spans: { from: number; messages: unknown[] }[] = []
   for (const { seq, message } of [...messages].sort((a, b) => a.seq - b.seq)) {
-    await audit.appendMessages(runId, seq, [message])
+    const last = spans.at(-1)
+    if (last && last.from + last.messages.length === seq) last.messages.push(message)
+    else spans.push({ from: seq, messages: [message] })
   }
+  for (const { from, messages } of spans) await audit.appendMessages(runId, from, messages)
 }
 
 /**

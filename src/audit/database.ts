@@ -18,7 +18,7 @@ import { postgresTls } from './tls.js'
 
 export interface DatabaseOptions {
   connectionString: string
-  /** Pool size (default 10). */
+  /** Connections at most, over both pools (default 10; see `Database.pipelined`). */
   maxConnections?: number
   /** Shown in pg_stat_activity, so an operator can tell tether's connections apart. */
   applicationName?: string
@@ -87,6 +87,12 @@ class NotTheDatabase extends AuditError {
 
 export class Database implements Queryable {
   readonly pool: pg.Pool
+  /**
+   * Connections in node-postgres's pipeline mode, for `together`: a transaction's statements go out without
+   * waiting for the answer to the one before. Kept apart because the snapshot store's `COPY` cannot run on
+   * them.
+   */
+  private readonly pipelined: pg.Pool
   readonly server: ServerAddress
   /** Set once the store has connected: a server that is down at start-up is an error, not a wait. */
   outages: OutagePolicy | undefined
@@ -100,18 +106,22 @@ export class Database implements Queryable {
       this.server.target,
       options.env ?? process.env,
     )
-    this.pool = new pg.Pool({
+    const shared: pg.PoolConfig = {
       connectionString,
       ssl,
-      max: options.maxConnections ?? 10,
       application_name: options.applicationName ?? 'tether-audit',
       connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000,
       idleTimeoutMillis: 30_000,
       types,
-    })
+    }
+    // The two pools share the budget: together they open at most `maxConnections` (two at the least).
+    const budget = Math.max(2, options.maxConnections ?? 10)
+    this.pipelined = new pg.Pool({ ...shared, max: Math.floor(budget / 2), pipeline: true })
+    this.pool = new pg.Pool({ ...shared, max: budget - Math.floor(budget / 2) })
     // An idle connection the server closes (restart, pg_terminate_backend) is reported here; the pool drops
     // it and opens a new one on demand. Without a listener the error would crash the process.
     this.pool.on('error', () => {})
+    this.pipelined.on('error', () => {})
   }
 
   query<Row extends pg.QueryResultRow>(
@@ -161,48 +171,63 @@ export class Database implements Queryable {
 
   /**
    * Runs `work`'s statements in one transaction, one commit for all of them; rolls back if it throws, and
-   * after an outage runs all of it again (the writers are idempotent).
+   * after an outage runs all of it again (the writers are idempotent). The connection is pipelined: `begin`
+   * and every statement `work` sends before it awaits one go out in one round trip, and are answered in the
+   * order sent. A statement that fails aborts the transaction, so those behind it fail too and nothing
+   * commits.
    */
   async together<T>(operation: string, work: (tx: Queryable) => Promise<T>): Promise<T> {
     try {
-      return await this.transaction(operation, async (client) => {
-        try {
-          return await work({
-            query: async <Row extends pg.QueryResultRow>(op: string, text: string, values?: unknown[]) => {
-              try {
-                // Without values, the simple protocol: statements separated by `;` share one round trip.
-                return values === undefined
-                  ? await client.query<Row>(text)
-                  : await client.query<Row>({ name: statementName(text), text, values })
-              } catch (error) {
-                throw this.translate(error, op)
-              }
-            },
-          })
-        } catch (error) {
-          // Not the database's (a workspace that changed while its snapshot was stored): rolled back, and
-          // thrown as it is, not as an audit failure.
-          throw error instanceof AuditError ? error : new NotTheDatabase(error)
-        }
-      })
+      return await this.persist(() =>
+        this.onConnection(
+          operation,
+          async (client) => {
+            // What goes out before the event loop turns (`begin` and the statements `work` sends at once)
+            // leaves in one write: one segment for the server to read, not one per statement.
+            const { stream } = client.connection
+            stream.cork()
+            setImmediate(() => stream.uncork())
+            const begun = client.query('begin')
+            // Awaited below; a failure before then is the connection's, which fails `work` too.
+            begun.catch(() => {})
+            try {
+              const result = await this.work(client, work)
+              await begun
+              await client.query('commit')
+              return result
+            } catch (error) {
+              await client.query('rollback').catch(() => {})
+              throw error
+            }
+          },
+          this.pipelined,
+        ),
+      )
     } catch (error) {
       throw error instanceof NotTheDatabase ? error.error : error
     }
   }
 
-  /** Runs `work` in a transaction on one connection; rolls back if it throws. */
-  transaction<T>(operation: string, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    return this.withClient(operation, async (client) => {
-      await client.query('begin')
-      try {
-        const result = await work(client)
-        await client.query('commit')
-        return result
-      } catch (error) {
-        await client.query('rollback').catch(() => {})
-        throw error
-      }
-    })
+  /** `work` on a transaction's connection, its statements' errors translated, its own carried unchanged. */
+  private async work<T>(client: pg.PoolClient, work: (tx: Queryable) => Promise<T>): Promise<T> {
+    try {
+      return await work({
+        query: async <Row extends pg.QueryResultRow>(op: string, text: string, values?: unknown[]) => {
+          try {
+            // Without values, the simple protocol: statements separated by `;` share one round trip.
+            return values === undefined
+              ? await client.query<Row>(text)
+              : await client.query<Row>({ name: statementName(text), text, values })
+          } catch (error) {
+            throw this.translate(error, op)
+          }
+        },
+      })
+    } catch (error) {
+      // Not the database's (a workspace that changed while its snapshot was stored): rolled back, and
+      // thrown as it is, not as an audit failure.
+      throw error instanceof AuditError ? error : new NotTheDatabase(error)
+    }
   }
 
   /** Runs `work` on one dedicated connection (no transaction is opened); all of it again after an outage. */
@@ -210,10 +235,14 @@ export class Database implements Queryable {
     return this.persist(() => this.onConnection(operation, work))
   }
 
-  private async onConnection<T>(operation: string, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  private async onConnection<T>(
+    operation: string,
+    work: (client: pg.PoolClient) => Promise<T>,
+    pool = this.pool,
+  ): Promise<T> {
     let client: pg.PoolClient
     try {
-      client = await this.pool.connect()
+      client = await pool.connect()
     } catch (error) {
       throw this.translate(error, operation)
     }
@@ -249,7 +278,7 @@ export class Database implements Queryable {
     })
   }
 
-  end(): Promise<void> {
-    return this.pool.end()
+  async end(): Promise<void> {
+    await Promise.all([this.pool.end(), this.pipelined.end()])
   }
 }

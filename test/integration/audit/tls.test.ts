@@ -19,7 +19,7 @@ import {
   startEmbeddedPostgres,
 } from '../../../src/stack/index.js'
 import { type Certificates, makeCertificates, type Pair } from '../../support/certificates.js'
-import { runStarted } from './support.js'
+import { runStarted, stepRecord } from './support.js'
 
 const CHECKOUT = fileURLToPath(new URL('../../../', import.meta.url))
 const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href
@@ -105,6 +105,14 @@ describe('the audit database over TLS', () => {
     const audit = await openAudit({ databaseUrl: url, migrate: true })
     try {
       expect(await audit.recordRunStarted(runStarted(runId))).toBe(true)
+      // A transaction's statements sent together (pipelined, in one write) over TLS.
+      const written = await audit.together('tls', (writes) =>
+        Promise.all([
+          writes.recordStep(stepRecord(runId, 0)),
+          writes.appendMessages(runId, 0, [{ role: 'user', content: 'goal' }]),
+        ]),
+      )
+      expect(written).toEqual([true, 1])
       const { rows } = await audit.pool.query<{ ssl: boolean }>(
         'select ssl from pg_stat_ssl where pid = pg_backend_pid()',
       )

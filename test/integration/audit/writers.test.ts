@@ -126,6 +126,41 @@ describe('audit writers', () => {
     expect(await countRows(db.url, 'messages', 'run_id = $1', [runId])).toBe(1)
   })
 
+  it('send writes made together without waiting for each other, and roll all back when one fails', async () => {
+    const runId = `pipelined-${randomUUID()}`
+    await store.recordRunStarted(runStarted(runId))
+    // The second write names a run that does not exist: the server refuses it, the third then meets an
+    // aborted transaction, and the error reported is the refused write's own.
+    const failed = store.together('test', (writes) =>
+      Promise.all([
+        writes.recordStep(stepRecord(runId, 0)),
+        writes.recordExecResult(execResult(`missing-${randomUUID()}`, 0, 0)),
+        writes.appendMessages(runId, 0, [{ role: 'user', content: 'goal' }]),
+      ]),
+    )
+    await expect(failed).rejects.toThrow(/has no row in runs/)
+    expect(await countRows(db.url, 'steps', 'run_id = $1', [runId])).toBe(0)
+    expect(await countRows(db.url, 'messages', 'run_id = $1', [runId])).toBe(0)
+
+    const written = await store.together('test', (writes) =>
+      Promise.all([
+        writes.recordStep(stepRecord(runId, 0)),
+        writes.recordExecResult(execResult(runId, 0, 0)),
+        writes.appendMessages(runId, 0, [
+          { role: 'user', content: 'goal' },
+          { role: 'user', content: 'more' },
+        ]),
+      ]),
+    )
+    expect(written).toEqual([true, true, 2])
+    expect(await countRows(db.url, 'steps', 'run_id = $1', [runId])).toBe(1)
+    expect(await countRows(db.url, 'exec_results', 'run_id = $1', [runId])).toBe(1)
+    expect(await countRows(db.url, 'messages', 'run_id = $1', [runId])).toBe(2)
+    // The connection is fit for the next transaction (nothing left open on it).
+    await store.together('test', (writes) => writes.recordStep(stepRecord(runId, 1)))
+    expect(await countRows(db.url, 'steps', 'run_id = $1', [runId])).toBe(2)
+  })
+
   it('treat a retried write as a no-op that reports the row as its own', async () => {
     const runId = `retry-${randomUUID()}`
     expect(await store.recordRunStarted(runStarted(runId))).toBe(true)
