@@ -136,29 +136,37 @@ export class WorkspaceSnapshots {
         }
         const current = scan
         const uploaded = await this.upload(folder, current, await generation)
-        const record = async (client: SnapshotSql, generation: number): Promise<TakenSnapshot> => {
+        const row: SnapshotRow = {
+          ...ref,
+          root: current.root,
+          store: this.store.name,
+          files: current.files,
+          bytes: current.bytes,
+          newObjects: uploaded.newObjects,
+          newBytes: uploaded.newBytes,
+          detail,
+          takenAt: new Date(),
+        }
+        /** The row recorded under the lock at `generation`: stale if a collection ran since the upload. */
+        const recorded = (generation: number): TakenSnapshot => {
           if (generation !== uploaded.generation) throw new StaleIndex()
-          const row: SnapshotRow = {
-            ...ref,
-            root: current.root,
-            store: this.store.name,
-            files: current.files,
-            bytes: current.bytes,
-            newObjects: uploaded.newObjects,
-            newBytes: uploaded.newBytes,
-            detail,
-            takenAt: new Date(),
-          }
-          await recordSnapshot(client, row)
           // Only a scan of the folder as the index now has it confirms the index's objects.
           const index = this.index(folder)
           if (index.root === current.root) index.stored(generation)
           return { root: current.root, row, scan: current, scanMs }
         }
-        if (!options.commit) return await underSnapshotLock(this.pool, record)
+        if (!options.commit) {
+          return await underSnapshotLock(this.pool, async (client, generation) => {
+            await recordSnapshot(client, row)
+            return recorded(generation)
+          })
+        }
         let taken: TakenSnapshot | undefined
         await options.commit(async (tx) => {
-          taken = await record(tx, await snapshotLockInTransaction(tx))
+          // The row goes out with the lock, in the same round trip: a collection that ran meanwhile moved the
+          // generation read under the lock, and the stale row is rolled back with the rest of the commit.
+          const [generation] = await Promise.all([snapshotLockInTransaction(tx), recordSnapshot(tx, row)])
+          taken = recorded(generation)
         })
         if (!taken) throw new Error(`the snapshot of ${folder} was offered no transaction to record it in`)
         return taken
