@@ -20,7 +20,7 @@ import { tmpdir } from 'node:os'
 import { basename, dirname, join } from 'node:path'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
-import type { AuditStore } from '../../src/audit/index.js'
+import type { AuditStore, AuditWrites } from '../../src/audit/index.js'
 import { type ObjectStore, postgresStore, sha256, WorkspaceSnapshots } from '../../src/snapshots/index.js'
 import { openTestAudit } from '../support/agent.js'
 
@@ -98,7 +98,10 @@ describe('an incremental snapshot', () => {
     expect(await readFile(join(into, 'b.txt'), 'utf8')).toBe(`${salt} b`)
   })
 
-  it('notices a collection that ran while it uploaded, and takes the tree again', async () => {
+  it.each([
+    ['on its own', false],
+    ['in its caller’s commit, rolling back the caller’s rows with it', true],
+  ])('notices a collection that ran while it uploaded, and takes the tree again: %s', async (_, inCommit) => {
     const { runId, root, salt, snapshots: first } = await setUp()
     await first.take({ runId, step: 0, call: 0, kind: 'start' }, root, nothing)
     writeFileSync(join(root, 'src/a.txt'), `${salt} changed`)
@@ -111,7 +114,8 @@ describe('an incremental snapshot', () => {
       collected = true
       await collect(sha256(`${salt} b`))
     }
-    // A small upload asks nothing first (`putNew`); a large one asks `missing`: either meets the collection.
+    // A small upload asks nothing first (`putNew`); a large one asks `missing`: either meets the collection,
+    // which deletes what the upload took for stored.
     const racing: ObjectStore = {
       ...real,
       async missing(hashes) {
@@ -120,13 +124,34 @@ describe('an incremental snapshot', () => {
         return missing
       },
       async putNew(objects) {
+        const fresh = await (real.putNew as NonNullable<ObjectStore['putNew']>)(objects)
         await collectOnce()
-        return (real.putNew as NonNullable<ObjectStore['putNew']>)(objects)
+        return fresh
       },
     }
     const snapshots = new WorkspaceSnapshots(racing, audit.pool)
-    await snapshots.take({ runId, step: 0, call: 0, kind: 'start' }, root, nothing)
+    // In a caller's commit (as a command's result is recorded), its row goes out with the lock and the
+    // caller's own rows: the stale attempt's are all rolled back, and the second attempt's written once.
+    const commit = inCommit
+      ? async (snapshot: (tx: AuditWrites) => Promise<void>) => {
+          await audit.together('test', (writes) =>
+            Promise.all([
+              writes.appendMessages(runId, 0, [{ role: 'user', content: 'goal' }]),
+              snapshot(writes),
+            ]),
+          )
+        }
+      : undefined
+    await snapshots.take({ runId, step: 0, call: 0, kind: 'start' }, root, nothing, undefined, { commit })
     expect(collected).toBe(true)
+    if (inCommit) {
+      const counts = await audit.pool.query<{ messages: number; rows: number }>(
+        `select (select count(*)::int from messages where run_id = $1) as messages,
+                (select count(*)::int from workspace_snapshots where run_id = $1) as rows`,
+        [runId],
+      )
+      expect(counts.rows[0]).toEqual({ messages: 1, rows: 1 })
+    }
     const into = await restored(snapshots, (await first.scan(root, nothing)).root)
     expect(await readFile(join(into, 'b.txt'), 'utf8')).toBe(`${salt} b`)
   })
