@@ -18,7 +18,7 @@ import { postgresTls } from './tls.js'
 
 export interface DatabaseOptions {
   connectionString: string
-  /** Connections at most, over both pools (default 10; see `Database.pipelined`). */
+  /** The pool's size (default 10), and half as many again for transactions (see `Database.pipelined`). */
   maxConnections?: number
   /** Shown in pg_stat_activity, so an operator can tell tether's connections apart. */
   applicationName?: string
@@ -114,10 +114,11 @@ export class Database implements Queryable {
       idleTimeoutMillis: 30_000,
       types,
     }
-    // The two pools share the budget: together they open at most `maxConnections` (two at the least).
-    const budget = Math.max(2, options.maxConnections ?? 10)
-    this.pipelined = new pg.Pool({ ...shared, max: Math.floor(budget / 2), pipeline: true })
-    this.pool = new pg.Pool({ ...shared, max: budget - Math.floor(budget / 2) })
+    // Transactions take two round trips each, so half as many connections serve them; a smaller pool for
+    // everything else (reads, single writes, the snapshot store) made steps wait under 500 runs at once.
+    const size = options.maxConnections ?? 10
+    this.pool = new pg.Pool({ ...shared, max: size })
+    this.pipelined = new pg.Pool({ ...shared, max: Math.ceil(size / 2), pipeline: true })
     // An idle connection the server closes (restart, pg_terminate_backend) is reported here; the pool drops
     // it and opens a new one on demand. Without a listener the error would crash the process.
     this.pool.on('error', () => {})

@@ -31,7 +31,7 @@ export interface OpenAuditOptions {
   stateDir?: string | undefined
   /** Apply pending migrations on open (default true: worker start, the CLI). */
   migrate?: boolean | undefined
-  /** Connections in the pool (default 10). */
+  /** Connections in the pool (default 10), and half as many again for transactions. */
   maxConnections?: number | undefined
   /** Shown in pg_stat_activity (default `tether-audit`). */
   applicationName?: string | undefined
