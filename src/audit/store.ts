@@ -131,7 +131,8 @@ export class AuditStore {
   /**
    * `work`'s writes in one transaction: one commit instead of one per write (a model turn: the step before,
    * the reply and the begin of each command it allowed; a tool: its result, observation, attempt end and
-   * workspace snapshot). An error of `work`'s own (not the database's) rolls back and is thrown as it is.
+   * workspace snapshot). Writes `work` starts without awaiting one another go out in one round trip
+   * (`Promise.all`); an error of `work`'s own (not the database's) rolls back and is thrown as it is.
    */
   together<T>(operation: string, work: (writes: AuditWrites) => Promise<T>): Promise<T> {
     return this.db.together(operation, (tx) => work(writesOn(tx)))
