@@ -192,7 +192,7 @@ export class Database implements Queryable {
             // Awaited below; a failure before then is the connection's, which fails `work` too.
             begun.catch(() => {})
             try {
-              const result = await this.work(client, work)
+              const result = await this.translating(client, work)
               await begun
               await client.query('commit')
               return result
@@ -210,7 +210,7 @@ export class Database implements Queryable {
   }
 
   /** `work` on a transaction's connection, its statements' errors translated, its own carried unchanged. */
-  private async work<T>(client: pg.PoolClient, work: (tx: Queryable) => Promise<T>): Promise<T> {
+  private async translating<T>(client: pg.PoolClient, work: (tx: Queryable) => Promise<T>): Promise<T> {
     try {
       return await work({
         query: async <Row extends pg.QueryResultRow>(op: string, text: string, values?: unknown[]) => {

@@ -25,7 +25,15 @@ import {
 } from 'node:fs'
 import { setImmediate as yieldToLoop } from 'node:timers/promises'
 import { ABSENT, FAILED, lstatMany, readMany, STAT_FIELDS, type StatFields, statAt } from './fs-workers.js'
-import { CHUNK_BYTES, type EntryKind, encodeChunks, encodeFolder, sha256, type TreeEntry } from './tree.js'
+import {
+  CHUNK_BYTES,
+  displayName,
+  type EntryKind,
+  encodeChunks,
+  encodeFolder,
+  sha256,
+  type TreeEntry,
+} from './tree.js'
 
 /** Coarsest timestamp granularity we allow for (FAT has 2 s; ext4 and xfs have nanoseconds). */
 const RACY_MS = 2_000
@@ -575,6 +583,6 @@ export function objectBytes(hash: string, source: ObjectSource): Buffer {
 export class WorkspaceChangedError extends Error {
   override name = 'WorkspaceChangedError'
   constructor(path: string) {
-    super(`${Buffer.from(path, 'latin1').toString('utf8')} changed while the snapshot was taken`)
+    super(`${displayName(path)} changed while the snapshot was taken`)
   }
 }
