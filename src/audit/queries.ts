@@ -338,8 +338,11 @@ const TIMESTAMPS = new Set([
   'alive_at',
   'ended_at',
 ])
-/** Columns that serve the query (paging, filtering) and are not part of the result. */
-const INTERNAL = new Set(['cursor_at', 'refused'])
+/**
+ * Columns that serve the query (paging, filtering) and are not part of the result; `cost_usd` is a step's
+ * cost as stored, in dollars, which its row carries as micro-dollars (`cost`) instead.
+ */
+const INTERNAL = new Set(['cursor_at', 'refused', 'cost_usd'])
 
 /**
  * A row as a result object: snake_case columns become camelCase fields, NULL an absent field, timestamps
@@ -622,16 +625,16 @@ export async function inboxApprovals(
 }
 
 /**
- * One statement (one snapshot, one round trip): each table's rows as JSON with their place in the run —
+ * One statement (one snapshot, one round trip): each table's rows as JSON (json, never jsonb, which refuses
+ * the \u0000 a model's tool call may hold) with their place in the run —
  * per step, the model's turn first, then each call's approval, policy events and command in time order
  * (a decision before a refusal at the same instant), then the gate. tether's own commands on the workspace
  * (calls -2 and below: a clone, its checkout, a cache rebuild) come first, in the order they ran.
  */
 const TIMELINE = `
-  select 'step' as type,
-         ((to_jsonb(s) - 'cost_usd') || jsonb_build_object('cost', (s.cost_usd * 1000000)::bigint))::json as row,
-         step, 0 as section, 0 as call, started_at as at, 0 as rank, '' as tiebreak
-    from steps s where run_id = $1
+  select 'step' as type, to_json(s) as row, step, 0 as section, 0 as call, started_at as at, 0 as rank,
+         '' as tiebreak
+    from (select *, (cost_usd * 1000000)::bigint as cost from steps where run_id = $1) s
   union all
   select 'approval', (select to_json(a) from (select ${APPROVAL_COLUMNS}) a), step, 1, call, requested_at, 0, ''
     from approvals where run_id = $1

@@ -1,4 +1,5 @@
 /** The audit queries on a real PostgreSQL: each returns exactly what was written, in its documented order. */
+import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type AuditStore, openAudit, type PolicyEventRow } from '../../../src/audit/index.js'
 import {
@@ -275,5 +276,18 @@ describe('audit queries', () => {
     const second = await store.listRuns({ limit: 2, before: first.next! })
     expect(ids(second)).toEqual([A])
     expect(second.next).toBeUndefined()
+  })
+
+  it('read a timeline whose tool call holds a NUL character, with a step’s cost in micro-dollars', async () => {
+    // Last: its run would count in the lists above. A model's arguments are JSON, where "\u0000" is valid
+    // and stored as written; jsonb refuses it.
+    const runId = `nul-${randomUUID()}`
+    await store.recordRunStarted(runStarted(runId))
+    const toolCalls = [{ id: 'c0', name: 'write_file', args: { path: 'a.txt', content: 'x\u0000y' } }]
+    await store.recordStep(stepRecord(runId, 0, { toolCalls, cost: 1234 }))
+    const [step] = await store.runTimeline(runId)
+    expect(step?.type === 'step' && step.toolCalls).toEqual(toolCalls)
+    expect(step).toMatchObject({ type: 'step', cost: 1234 })
+    expect(step).not.toHaveProperty('costUsd')
   })
 })
