@@ -56,7 +56,7 @@ export async function recordMcpSightings(db: Database, values: readonly McpSight
   await db.query(
     'recordMcpSightings',
     `insert into mcp_definitions (digest, definition)
-     select * from unnest($1::text[], $2::jsonb[]) on conflict (digest) do nothing`,
+     select * from unnest($1::text[], $2::json[]) on conflict (digest) do nothing`,
     [column((row) => row.digest), column((row) => JSON.stringify(row.definition))],
   )
   await db.query(

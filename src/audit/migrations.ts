@@ -488,6 +488,16 @@ alter table workspace_snapshots add constraint workspace_snapshots_kind_check
   check (kind in ('start', 'tool', 'gate', 'outside-edit', 'restore'));
 `,
   },
+  {
+    version: 17,
+    name: 'mcp definitions as written',
+    sql: `
+-- A definition is what an MCP server said, and JSON lets its strings hold a NUL character or a lone
+-- surrogate, which jsonb refuses: such a server failed every run that listed it. json keeps the text exactly
+-- (the digest is of the canonical form, so rows already stored still match).
+alter table mcp_definitions alter column definition type json using definition::json;
+`,
+  },
 ]
 
 export interface MigrationReport {

@@ -159,6 +159,7 @@ describe('MCP servers under the policy', () => {
       {
         toolCalls: [
           { name: 'probe.note', args: { text: 'after the crash' } },
+          { name: 'probe.odd', args: {} },
           { name: 'probe.flip', args: {} },
         ],
       },
@@ -213,6 +214,10 @@ describe('MCP servers under the policy', () => {
       expect(row(2, 0)).toMatchObject({ server: 'web', status: 'ok' })
       expect(row(3, 1)).toMatchObject({ tool: 'probe.crash', status: 'unavailable' })
       expect(row(4, 0)).toMatchObject({ tool: 'probe.note', status: 'ok' })
+      expect(row(4, 1)).toMatchObject({ tool: 'probe.odd', status: 'ok' })
+      // Recorded as the server wrote it, NUL and lone surrogate included (jsonb refused both: the run failed).
+      const odd = await audit.mcpDefinitions([row(4, 1)!.digest])
+      expect(odd.get(row(4, 1)!.digest)?.description).toBe('Says \u0000 and \ud800 in its description.')
       expect(row(5, 0)).toBeUndefined()
       for (const c of calls) expect(c.argumentsSha256).toMatch(/^[0-9a-f]{64}$/)
 
