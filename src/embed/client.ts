@@ -90,9 +90,10 @@ export function runPriority(
 
 /**
  * Starts `agentRun`; a run id that cannot name a run, a goal, contract or policy over its size limit
- * (START_LIMITS), an invalid contract, or one whose gate the policy would not allow, is refused before
- * anything reaches Temporal: `InvalidRunIdError`, `ContractError`, `PolicyError`, each one line naming the
- * limit. The contract travels as given (durations as text), and the run validates it again.
+ * (START_LIMITS), a policy a worker would refuse, an invalid contract, or one whose gate the policy would
+ * not allow, is refused before anything reaches Temporal: `InvalidRunIdError`, `ContractError`,
+ * `PolicyError`, each one line naming what was wrong. The contract travels as given (durations as text), and
+ * the run validates it again.
  */
 export async function startAgentRun(
   client: Client,
@@ -105,6 +106,9 @@ export async function startAgentRun(
   const tooBig = startProblem({ contract: options.contract, policy: spec })
   if (tooBig?.field === 'policy') throw new PolicyError(tooBig.message)
   if (tooBig) throw new ContractError(tooBig.message)
+  // The builder checks less than a policy file's loader: what a worker would refuse is refused here, before
+  // the spec is stored (the audit cannot hold some of it: a NUL, half a UTF-16 pair).
+  Policy.fromSpec(spec)
   const contract = parseContract(options.contract)
   const refused = gateRefusal(contract, options.policy)
   if (refused) throw new ContractError(refused)

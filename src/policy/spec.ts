@@ -29,9 +29,7 @@ const patternText = (what: string) =>
     const problem =
       text.length > POLICY_LIMITS.patternChars
         ? `${what} of ${overLimit(text.length, 'characters', POLICY_LIMITS.patternChars, 'pattern')}`
-        : text.includes('\0')
-          ? `${what} must not contain a NUL character`
-          : nameProblem(what, text)
+        : nameProblem(what, text)
     if (problem) ctx.addIssue({ code: 'custom', message: problem })
   })
 
@@ -177,10 +175,55 @@ export function parseSpec(input: unknown, file?: string): z.infer<typeof policyS
   // Measured before anything is parsed: a policy over a limit is refused at once, however big it is.
   const size = sizeProblem((input as { layers?: unknown } | null)?.layers)
   if (size) fail('layers', size)
+  const unstorable = unstorableText(input)
+  if (unstorable) fail(fieldPath(unstorable.path), unstorable.message)
   const result = policySpecSchema.safeParse(input)
   if (result.success) return result.data
   const issue = reported(result.error.issues)
   return fail(fieldPath(issue.path), describeIssue(issue))
+}
+
+const LONE_SURROGATE = /\p{Cs}/u
+
+/** Why `text` cannot be stored as jsonb, or undefined. */
+function storageProblem(text: string): string | undefined {
+  const nul = text.indexOf('\0')
+  if (nul >= 0)
+    return `holds a NUL character at character ${nul + 1}, which the audit cannot store: remove it`
+  const lone = LONE_SURROGATE.exec(text)
+  if (!lone) return undefined
+  const code = (lone[0].charCodeAt(0) as number).toString(16).toUpperCase()
+  return `holds U+${code} at character ${lone.index + 1}, half of a UTF-16 pair, which the audit cannot store: write the whole character`
+}
+
+/**
+ * The first text in a spec (a value or a field's name, anywhere) that the audit cannot store: policies are
+ * kept as jsonb, which refuses a NUL character and a lone surrogate (which JSON and YAML escapes can spell).
+ * Refused here, naming the field, rather than by the database as the run starts. Iterative, so that no
+ * nesting depth overflows the stack.
+ */
+function unstorableText(input: unknown): { path: PropertyKey[]; message: string } | undefined {
+  const pending: Array<{ value: unknown; path: PropertyKey[] }> = [{ value: input, path: [] }]
+  for (let next = pending.pop(); next; next = pending.pop()) {
+    const { value, path } = next
+    if (typeof value === 'string') {
+      const problem = storageProblem(value)
+      if (problem) return { path, message: problem }
+    } else if (Array.isArray(value)) {
+      for (let i = value.length - 1; i >= 0; i--) pending.push({ value: value[i], path: [...path, i] })
+    } else if (value !== null && typeof value === 'object') {
+      const entries = Object.entries(value)
+      for (const [key] of entries) {
+        const problem = storageProblem(key)
+        if (problem) return { path, message: `the field name ${JSON.stringify(key)} ${problem}` }
+      }
+      for (let i = entries.length - 1; i >= 0; i--) {
+        const [key, item] = entries[i] as [string, unknown]
+        pending.push({ value: item, path: [...path, key] })
+      }
+    }
+  }
+  return undefined
 }
 
 /**

@@ -49,6 +49,24 @@ describe('startAgentRun refuses before anything reaches Temporal', () => {
     expect(message).toMatch(/^the policy is 12,\d{3},\d{3} bytes as JSON; the policy limit is 524,288 bytes$/)
   })
 
+  it.each([
+    [
+      'half a UTF-16 pair in a pattern',
+      Policy.tiered().layer('team').denyExec('rm \ud800*'),
+      'layers[1].rules[0].pattern: holds U+D800 at character 4, half of a UTF-16 pair, which the audit cannot store',
+    ],
+    [
+      'a zero-width space in a layer name',
+      Policy.tiered().layer('team\u200b').allowExec('npm test'),
+      'layers[1].name: a layer name holds U+200B at character 5; ',
+    ],
+  ])(
+    'a policy built with %s, which the loader refuses (the builder does not check it)',
+    async (_, policy, expected) => {
+      expect(await refused(start({ policy }), PolicyError)).toContain(expected)
+    },
+  )
+
   it('a contract over its size, and a noRetry list too long', async () => {
     const env = Array.from({ length: 30_000 }, (_, i) => `VARIABLE_${i}`)
     expect(await refused(start({ contract: { env } }), ContractError)).toMatch(

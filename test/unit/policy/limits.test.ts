@@ -158,6 +158,34 @@ describe('names', () => {
     )
   })
 
+  // Policies are stored as jsonb, which refuses both: they are refused when the policy loads, by field.
+  it.each([
+    ['a pattern', spec(rule('rm \ud800*')), 'layers[0].rules[0].pattern', 'U+D800 at character 4'],
+    [
+      'a layer name',
+      { preset: 'tiered', layers: [{ name: 'team\udc00', rules: [] }] },
+      'layers[0].name',
+      'U+DC00 at character 5',
+    ],
+    ['an approver', { preset: 'tiered', approvers: ['al\ud83d'] }, 'approvers[0]', 'U+D83D at character 3'],
+    [
+      'a sandbox path',
+      { preset: 'tiered', layers: [{ name: 'team', sandbox: { hide: ['/srv/\0key'] }, rules: [] }] },
+      'layers[0].sandbox.hide[0]',
+      'a NUL character at character 6',
+    ],
+    ['a field name', { preset: 'tiered', 'x\ud800': 1 }, '(the policy itself)', 'the field name "x\\ud800"'],
+  ])('refuses %s holding half a UTF-16 pair or a NUL, naming where', (_, policy, field, found) => {
+    const message = refusal(() => Policy.fromSpec(policy), field)
+    expect(message.startsWith(`${field}: `)).toBe(true)
+    expect(message).toContain(found)
+  })
+
+  it('keeps a character written as a whole UTF-16 pair', () => {
+    const policy = Policy.fromSpec(spec(rule('echo \ud83d\ude00*')))
+    expect(policy.checkExec(['echo', '\u{1f600}', 'x']).effect).toBe('allow')
+  })
+
   it('reports a misspelt rule field as unknown, not the field it leaves missing', () => {
     const message = refusal(
       () => Policy.fromSpec(spec({ act: 'exec', efect: 'allow', pattern: 'ls' })),
