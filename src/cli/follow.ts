@@ -34,13 +34,33 @@ export function followedLines(entries: readonly TimelineEntry[], headed: Set<num
   return lines
 }
 
+/** How long work goes on before a log (no terminal) is told of it, and how often after that. */
+const LOGGED_EVERY_MS = 10_000
+
+/**
+ * Whether a log (`--follow` on a pipe, where no line can be redrawn) gets a line for the work in flight:
+ * once it has gone on for 10 s, then every 10 s. Work done sooner is told by its timeline entry alone.
+ */
+export function logsProgress(
+  flight: Flight | undefined,
+  now: number,
+  lastLoggedAt: number,
+): flight is Flight {
+  return (
+    flight !== undefined &&
+    named(flight) &&
+    now - flight.startedAt >= LOGGED_EVERY_MS &&
+    now - lastLoggedAt >= LOGGED_EVERY_MS
+  )
+}
+
 /** What `--follow` returns once the run has closed. */
 export type FollowResult = AgentRunResult | { runId: string; outcome: string; reason?: string }
 
 /**
  * Prints a live run's timeline as it grows until the run closes, and returns its result. For a person: each
  * entry a line, and on a terminal a line that ticks every second with what is in flight (the command, its
- * elapsed time and output so far). For a script (`json`): one JSON object per line and per event — each
+ * elapsed time and output so far); on a pipe, that line for work that goes on 10 s, every 10 s. For a script (`json`): one JSON object per line and per event — each
  * timeline entry as it appears (`"event"`: its type), each piece of work as it starts (a command once it has
  * named itself) and each heartbeat it sends (`"event": "progress"`), and the outcome last
  * (`"event": "outcome"`).
@@ -101,7 +121,7 @@ export async function followRun(
           reported = news
         }
       } else if (live) drawLive()
-      else if (flight && named(flight) && Date.now() - lastProgress > 10_000) {
+      else if (logsProgress(flight, Date.now(), lastProgress)) {
         print(colour.dim(`  … ${visible(inFlightWords(flight))}`))
         lastProgress = Date.now()
       }

@@ -5,7 +5,8 @@
 import { stripVTControlCharacters } from 'node:util'
 import { describe, expect, it } from 'vitest'
 import type { TimelineEntry } from '../../../src/audit/reader.js'
-import { followedLines } from '../../../src/cli/follow.js'
+import { followedLines, logsProgress } from '../../../src/cli/follow.js'
+import type { Flight } from '../../../src/run/index.js'
 
 const at = new Date('2026-12-05T09:00:00Z')
 
@@ -67,5 +68,30 @@ describe('following a run', () => {
     expect(
       plain(followedLines([row(1, 'exec npm test → exit 1'), ran(1, ['npm', 'test'])], new Set())),
     ).toEqual(['step 1  exec npm test → exit 1', '  ran       npm test  → exit 0  0.2 s, 38 B'])
+  })
+})
+
+describe('--follow on a pipe', () => {
+  const now = 1_000_000
+  const flight = (over: Partial<Flight>): Flight => ({
+    kind: 'command',
+    command: 'npm test',
+    elapsedMs: 0,
+    startedAt: now,
+    id: 'a#1',
+    ...over,
+  })
+
+  it('says nothing of work done within 10 s (its entry tells it), then a line every 10 s', () => {
+    expect(logsProgress(flight({ kind: 'tool', startedAt: now - 300 }), now, 0)).toBe(false)
+    expect(logsProgress(flight({ startedAt: now - 9_999 }), now, 0)).toBe(false)
+    expect(logsProgress(flight({ startedAt: now - 10_000 }), now, 0)).toBe(true)
+    expect(logsProgress(flight({ startedAt: now - 15_000 }), now, now - 5_000)).toBe(false)
+    expect(logsProgress(flight({ startedAt: now - 25_000 }), now, now - 10_000)).toBe(true)
+  })
+
+  it('waits for a command to name itself, and for work at all', () => {
+    expect(logsProgress(flight({ command: undefined, startedAt: now - 60_000 }), now, 0)).toBe(false)
+    expect(logsProgress(undefined, now, 0)).toBe(false)
   })
 })
