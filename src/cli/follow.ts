@@ -60,10 +60,10 @@ export type FollowResult = AgentRunResult | { runId: string; outcome: string; re
 /**
  * Prints a live run's timeline as it grows until the run closes, and returns its result. For a person: each
  * entry a line, and on a terminal a line that ticks every second with what is in flight (the command, its
- * elapsed time and output so far); on a pipe, that line for work that goes on 10 s, every 10 s. For a script (`json`): one JSON object per line and per event — each
- * timeline entry as it appears (`"event"`: its type), each piece of work as it starts (a command once it has
- * named itself) and each heartbeat it sends (`"event": "progress"`), and the outcome last
- * (`"event": "outcome"`).
+ * elapsed time and output so far); on a pipe, that line for work that goes on 10 s, every 10 s. For a
+ * script (`json`): one JSON object per line and per event — each timeline entry as it appears (`"event"`:
+ * its type), each piece of work as it starts (a command once it has named itself) and each heartbeat it
+ * sends (`"event": "progress"`), and the outcome last (`"event": "outcome"`).
  */
 export async function followRun(
   client: Client,
