@@ -72,8 +72,11 @@ export function registerRuns(program: Command): void {
         await import('../../embed/index.js')
       const { PolicyError } = await import('../../policy/index.js')
       const { ContractError, FAILURE } = await import('../../run/index.js')
+      const { loadPolicy } = await import('./policy.js')
+      // A policy file that does not load is said first, before anything is detected from the workspace.
+      const given = await loadPolicy(options.policy)
       const contract = await buildContract(options)
-      const policy = await runPolicy(options.policy, contract)
+      const policy = given ?? (await defaultRunPolicy(contract))
       await withTemporal(async (client, target) => {
         let handle: Awaited<ReturnType<typeof startAgentRun>>
         try {
@@ -309,14 +312,11 @@ async function detectedTest(workspace: string): Promise<string | undefined> {
 }
 
 /**
- * The run's policy: the file given (or configured: TETHER_POLICY, the profile's), or the tiered preset plus
- * a `contract` layer allowing exactly the verification command (the person who named it asked for it to
- * run unattended).
+ * The run's policy when no file is given or configured (TETHER_POLICY, the profile's): the tiered preset
+ * plus a `contract` layer allowing exactly the verification command (the person who named it asked for it
+ * to run unattended).
  */
-async function runPolicy(file: string | undefined, contract: TaskContractInput): Promise<Policy> {
-  const { loadPolicy } = await import('./policy.js')
-  const policy = await loadPolicy(file)
-  if (policy) return policy
+async function defaultRunPolicy(contract: TaskContractInput): Promise<Policy> {
   const { Policy } = await import('../../policy/index.js')
   const tiered = Policy.tiered()
   const gate = contract.verification?.command.join(' ')
