@@ -7,8 +7,9 @@
 import { createHash } from 'node:crypto'
 import { homedir } from 'node:os'
 import { Context } from '@temporalio/activity'
-import type { AuditStore } from '../audit/index.js'
+import type { AuditStore, McpCallStatus } from '../audit/index.js'
 import { EgressJudge, OutputCapture } from '../exec/index.js'
+import { mcpNoRetry } from '../judge/index.js'
 import { type McpConnection, McpSession, type McpSessions, resultText } from '../mcp/index.js'
 import type { Policy } from '../policy/index.js'
 import { clip, definitionText, formatCount, lineDiff } from '../present/index.js'
@@ -178,20 +179,37 @@ export function mcpActivities(
     return listing
   }
 
+  /** Whether the run's contract puts this call on its `noRetry` list. */
+  async function notMadeAgain(runId: string, tool: string, args: string): Promise<boolean> {
+    const { contract } = await runs.get(runId)
+    return mcpNoRetry(contract.noRetry, tool, args)
+  }
+
   async function callTool(input: Parameters<TetherActivities['tetherMcpCall']>[0]) {
     const { runId, step, tool, digest } = input
     const context = Context.current()
     const recorded = await recordedObservation(audit, input)
     if (recorded) return recorded
+    // A retry after a lost worker: a call an earlier attempt made and recorded, but did not tell the model
+    // of, is told from its row and not made again.
+    const earlier = context.info.attempt > 1 ? await recordedCall(runId, step, input.call) : undefined
+    if (earlier) return observe(input, earlier.status, earlier.resultText, earlier.resultElided)
     const split = splitMcpToolName(tool)
     const server = split && servers.get(split.server)
     const args = mcpArguments(input.arguments)
     const startedAt = new Date()
-    let status: 'ok' | 'error' | 'withheld' | 'unavailable' | 'timed-out' | 'cancelled'
+    let status: McpCallStatus
     let text: string
     if (!split || !server) {
       status = 'unavailable'
       text = `this worker has no MCP server ${split?.server ?? tool}`
+    } else if (context.info.attempt > 1 && (await notMadeAgain(runId, tool, args))) {
+      // An earlier attempt may have made the call before its worker was lost: a tool on the run's noRetry
+      // list is not called again (as a command on it is not run again), whatever that attempt did.
+      status = 'interrupted'
+      text =
+        'an earlier attempt was cut off by a worker failure and the call was not made again (it is on the ' +
+        "run's no-retry list); whether it was made, and its outcome, are unknown: check its effect before you call it again"
     } else {
       try {
         const live = await session(runId, server)
@@ -247,7 +265,22 @@ export function mcpActivities(
       finishedAt: new Date(),
     })
     if (status === 'cancelled' && context.cancellationSignal.aborted) throw context.cancellationSignal.reason
-    const observation = mcpObservation(tool, status, result.text, result.elided)
+    return observe(input, status, result.text, result.elided)
+  }
+
+  async function recordedCall(runId: string, step: number, call: number) {
+    return (await audit.mcpCalls(runId)).find((row) => row.step === step && row.call === call)
+  }
+
+  /** Tells the model how the call went (its observation, in the transcript) and the workflow in short. */
+  async function observe(
+    input: Parameters<TetherActivities['tetherMcpCall']>[0],
+    status: McpCallStatus,
+    text: string,
+    elided: number,
+  ) {
+    const { runId, tool } = input
+    const observation = mcpObservation(tool, status, text, elided)
     await appendInOrder(audit, runId, [
       ...input.pending,
       {
@@ -255,11 +288,7 @@ export function mcpActivities(
         message: { role: 'tool', results: [{ callId: input.callId, name: tool, output: observation }] },
       },
     ])
-    return {
-      ok: status === 'ok',
-      summary: clip(`mcp ${tool} → ${status}`, 300),
-      status,
-    }
+    return { ok: status === 'ok', summary: clip(`mcp ${tool} → ${status}`, 300), status }
   }
 
   return {
@@ -297,6 +326,8 @@ function mcpObservation(tool: string, status: string, text: string, elided: numb
       return `[mcp ${tool} withheld] not called: ${text}`
     case 'timed-out':
       return `[mcp ${tool} timed out] ${text}; the server was stopped and starts again on the next call`
+    case 'interrupted':
+      return `[mcp ${tool} interrupted] ${text}`
     default:
       return `[mcp ${tool} ${status}] ${text}; the server starts again on the next call`
   }

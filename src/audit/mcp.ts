@@ -34,7 +34,7 @@ export const mcpCallRecord = z.object({
   effect: z.enum(['allow', 'ask']),
   rule: text.optional(),
   layer: text.optional(),
-  status: z.enum(['ok', 'error', 'withheld', 'unavailable', 'timed-out', 'cancelled']),
+  status: z.enum(['ok', 'error', 'withheld', 'unavailable', 'timed-out', 'cancelled', 'interrupted']),
   resultBytes: count,
   resultSha256: digest,
   resultText: text,
@@ -146,6 +146,7 @@ export interface McpCallRow {
   resultBytes: number
   resultSha256: string
   resultText: string
+  resultElided: number
   durationMs: number
 }
 
@@ -154,7 +155,7 @@ export async function mcpCalls(db: Database, runId: string): Promise<McpCallRow[
   const { rows } = await db.query<Record<string, unknown>>(
     'mcpCalls',
     `select run_id, step, call, attempt, server, tool, digest, arguments_sha256, arguments_bytes, effect, rule,
-            layer, status, result_bytes, result_sha256, result_text, duration_ms
+            layer, status, result_bytes, result_sha256, result_text, result_elided, duration_ms
        from mcp_calls where run_id = $1 order by step, call`,
     [runId],
   )
@@ -175,6 +176,7 @@ export async function mcpCalls(db: Database, runId: string): Promise<McpCallRow[
     resultBytes: Number(row.result_bytes),
     resultSha256: row.result_sha256 as string,
     resultText: row.result_text as string,
+    resultElided: row.result_elided as number,
     durationMs: row.duration_ms as number,
   }))
 }

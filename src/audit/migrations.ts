@@ -498,6 +498,16 @@ alter table workspace_snapshots add constraint workspace_snapshots_kind_check
 alter table mcp_definitions alter column definition type json using definition::json;
 `,
   },
+  {
+    version: 18,
+    name: 'mcp calls not made again',
+    sql: `
+-- A call on the run's noRetry list that a lost worker cut off is not made again: its row says interrupted.
+alter table mcp_calls drop constraint mcp_calls_status_check;
+alter table mcp_calls add constraint mcp_calls_status_check
+  check (status in ('ok', 'error', 'withheld', 'unavailable', 'timed-out', 'cancelled', 'interrupted'));
+`,
+  },
 ]
 
 export interface MigrationReport {

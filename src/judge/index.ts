@@ -4,6 +4,7 @@ export {
   BUILTIN_RULES,
   judge,
   judgeCall,
+  mcpNoRetry,
   type Resolution,
   type WorkspaceView,
 } from './judge.js'

@@ -212,12 +212,24 @@ function rank(effect: string): number {
   return effect === 'deny' ? 2 : effect === 'ask' ? 1 : 0
 }
 
+/** The contract's `noRetry` patterns as deny rules of `act`, so they match as a deny rule would. */
+function noRetryRules(patterns: readonly string[], act: 'exec' | 'mcp'): Policy {
+  let probe = Policy.permissive().layer('noRetry')
+  for (const pattern of patterns) probe = probe.deny(act, pattern)
+  return probe
+}
+
 /** Whether a command matches a `noRetry` pattern, judged like a deny rule (every spelling, wrappers). */
 function matchesAny(patterns: readonly string[], argv: string[]): boolean {
-  if (patterns.length === 0) return false
-  let probe = Policy.permissive().layer('noRetry')
-  for (const pattern of patterns) probe = probe.deny('exec', pattern)
-  return probe.checkExec(argv).effect === 'deny'
+  return patterns.length > 0 && noRetryRules(patterns, 'exec').checkExec(argv).effect === 'deny'
+}
+
+/**
+ * Whether an MCP call (`server.tool` and its canonical arguments) matches a `noRetry` pattern, read as an
+ * `mcp` deny rule: `github.create_release`, `deploy.*`, or a tool with arguments (`fs.write_file {"path":*`).
+ */
+export function mcpNoRetry(patterns: readonly string[], tool: string, args: string): boolean {
+  return patterns.length > 0 && noRetryRules(patterns, 'mcp').checkMcp(tool, args).effect === 'deny'
 }
 
 /**

@@ -13,11 +13,22 @@ import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Client, WorkflowHandle } from '@temporalio/client'
+import { MockActivityEnvironment } from '@temporalio/testing'
+import { DefaultLogger } from '@temporalio/worker'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
+import { createActivities } from '../../src/activities/index.js'
 import type { AuditStore } from '../../src/audit/index.js'
 import { Policy } from '../../src/policy/index.js'
+import { parseContract } from '../../src/run/contract.js'
 import { type agentRun, decideUpdate, pendingApprovalsQuery } from '../../src/workflows/index.js'
-import { npmWorkspace, openTestAudit, startAgentWorker, startRun, writeScript } from '../support/agent.js'
+import {
+  npmWorkspace,
+  openTestAudit,
+  startAgentWorker,
+  startedOutsideTemporal,
+  startRun,
+  writeScript,
+} from '../support/agent.js'
 import { bundleMcpServers, type McpBundles, stdioServer } from '../support/mcp.js'
 import { connectClient, recordHistory } from '../support/temporal.js'
 
@@ -313,6 +324,98 @@ describe('MCP servers under the policy', () => {
       await ws.cleanup()
     }
   }, 180_000)
+
+  it('does not make a call on the noRetry list again after a lost attempt; one off the list it makes', async () => {
+    const ws = await npmWorkspace()
+    const probe = stdioServer('probe', bundles, [bundles.probe], { timeout: 5_000 })
+    const activities = createActivities({ audit, mcpServers: [probe] })
+    const logger = new DefaultLogger('ERROR')
+    const env = new MockActivityEnvironment({}, { logger })
+    const turns = [{ toolCalls: [{ name: 'probe.note', args: { text: 'first' } }] }, { text: 'done' }]
+    const contract = parseContract({
+      goal: 'note once',
+      workspace: ws.path,
+      model: `scripted:${await writeScript(ws.path, { turns } as never)}`,
+      verification: null,
+      mcp: ['probe'],
+      noRetry: ['git push*', 'probe.note {"text":"deploy*'],
+    })
+    try {
+      const { runId, turn } = await startedOutsideTemporal(
+        activities,
+        env,
+        contract,
+        Policy.tiered().layer('operator').allow('mcp', 'probe.*'),
+      )
+      await turn()
+      const listing = (await env.run(activities.tetherMcpTools, {
+        runId,
+        step: 1,
+        servers: ['probe'],
+        pinned: {},
+      })) as { tools: Array<{ name: string; digest: string }> }
+      const digest = listing.tools.find((tool) => tool.name === 'probe.note')?.digest as string
+      // The second attempt of a call, as the worker that took over from a lost one makes it.
+      const retried = (call: number, text: string) =>
+        new MockActivityEnvironment({ attempt: 2 }, { logger }).run(activities.tetherMcpCall, {
+          runId,
+          step: 1,
+          pending: [],
+          call,
+          seq: 2 + call,
+          callId: `call-${call}`,
+          tool: 'probe.note',
+          arguments: { text },
+          digest,
+          timeoutMs: 5_000,
+          outputCeiling: 65_536,
+          verdict: { effect: 'allow' as const, rule: 'probe.*', layer: 'operator' },
+        })
+      expect(await retried(0, 'deploy v2')).toMatchObject({ ok: false, status: 'interrupted' })
+      expect(await retried(1, 'keep this')).toMatchObject({ ok: true, status: 'ok' })
+      // An earlier attempt that made the call and recorded its row, then was lost before the model heard of
+      // it: the retry tells the row's result, and makes no call (that would say "noted: deploy v3").
+      const at = new Date()
+      await audit.recordMcpCall({
+        runId,
+        step: 1,
+        call: 2,
+        server: 'probe',
+        tool: 'probe.note',
+        digest,
+        argumentsSha256: digest,
+        argumentsBytes: 20,
+        effect: 'allow',
+        status: 'ok',
+        resultBytes: 26,
+        resultSha256: digest,
+        resultText: 'noted: made before the loss',
+        resultElided: 0,
+        durationMs: 5,
+        startedAt: at,
+        finishedAt: at,
+      })
+      expect(await retried(2, 'deploy v3')).toMatchObject({ ok: true, status: 'ok' })
+
+      const calls = await audit.mcpCalls(runId)
+      expect(calls.map((c) => [c.call, c.attempt, c.status])).toEqual([
+        [0, 2, 'interrupted'],
+        [1, 2, 'ok'],
+        [2, 1, 'ok'],
+      ])
+      const outputs = await transcript(runId)
+      expect(outputs.find((o) => o.startsWith('[mcp probe.note interrupted]'))).toContain(
+        "not made again (it is on the run's no-retry list)",
+      )
+      const told = outputs.filter((o) => o.startsWith('[mcp probe.note → ok]'))
+      expect(told).toEqual([
+        expect.stringContaining('noted: keep this'),
+        expect.stringContaining('noted: made before the loss'),
+      ])
+    } finally {
+      await ws.cleanup()
+    }
+  }, 120_000)
 
   it('rejects a run naming a server the worker does not have', async () => {
     const ws = await npmWorkspace()

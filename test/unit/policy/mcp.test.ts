@@ -6,7 +6,7 @@
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { describe, expect, it, onTestFinished } from 'vitest'
-import { judge } from '../../../src/judge/index.js'
+import { judge, mcpNoRetry } from '../../../src/judge/index.js'
 import { floorOf, Policy, PolicyError, rememberRule } from '../../../src/policy/index.js'
 import { validateToolCall } from '../../../src/tools/index.js'
 import { workspaceView } from '../../../src/workspace/index.js'
@@ -166,5 +166,18 @@ describe('judging a call of an MCP tool', () => {
       target: 'fs.write_file {"content":"x","path":"a"}',
       remember: { ok: true, act: 'mcp', exact: 'fs.write_file {"content":"x","path":"a"}' },
     })
+  })
+})
+
+describe("an MCP call on the contract's noRetry list", () => {
+  it('matches a pattern as an mcp deny rule would: the tool, generously, or the tool with its arguments', () => {
+    const patterns = ['git push*', 'github.create_release', 'deploy.*', 'fs.write_file {"path":"/etc/*']
+    expect(mcpNoRetry(patterns, 'github.create_release', '{"tag":"v1"}')).toBe(true)
+    expect(mcpNoRetry(patterns, 'GitHub.Create_Release', '{}')).toBe(true)
+    expect(mcpNoRetry(patterns, 'deploy.prod', '{}')).toBe(true)
+    expect(mcpNoRetry(patterns, 'fs.write_file', '{"path":"/etc/hosts"}')).toBe(true)
+    expect(mcpNoRetry(patterns, 'fs.write_file', '{"path":"/tmp/x"}')).toBe(false)
+    expect(mcpNoRetry(patterns, 'github.create_issue', '{}')).toBe(false)
+    expect(mcpNoRetry([], 'deploy.prod', '{}')).toBe(false)
   })
 })
