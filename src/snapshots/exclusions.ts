@@ -7,7 +7,7 @@
  */
 import { detectEcosystem, detectToolchain, type Toolchain } from '../workspace/index.js'
 import type { Exclusion } from './scan.js'
-import { displayName } from './tree.js'
+import { policyName } from './tree.js'
 
 /**
  * The caches each ecosystem's tools make in the workspace. A bare name is a folder of that name at any
@@ -77,6 +77,6 @@ export function exclusion(caches: readonly string[], hidden: (path: string) => b
       const slash = rel.lastIndexOf('/')
       if (names.has(rel.slice(slash + 1)) || paths.has(rel)) return true
     }
-    return hidden(displayName(rel))
+    return hidden(policyName(rel))
   }
 }

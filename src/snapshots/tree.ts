@@ -129,7 +129,52 @@ export function decodeChunks(data: Buffer): string[] {
   return hashes
 }
 
-/** A name as people read it: the bytes decoded as UTF-8 (a name that is not UTF-8 shows replacement marks). */
-export function displayName(latin1: string): string {
+/** A name as the policy reads it: the bytes decoded as UTF-8, a byte that is not UTF-8 as U+FFFD. */
+export function policyName(latin1: string): string {
   return Buffer.from(latin1, 'latin1').toString('utf8')
+}
+
+/** Strict, and keeping a leading byte-order mark: it is part of the name. */
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
+
+function decoded(bytes: Uint8Array): string | undefined {
+  try {
+    return UTF8.decode(bytes)
+  } catch {
+    return undefined
+  }
+}
+
+/** Bytes in the UTF-8 character a byte starts (0: it starts none). */
+function characterLength(lead: number): number {
+  if (lead < 0x80) return 1
+  if (lead >= 0xc2 && lead <= 0xdf) return 2
+  if (lead >= 0xe0 && lead <= 0xef) return 3
+  if (lead >= 0xf0 && lead <= 0xf4) return 4
+  return 0
+}
+
+/**
+ * A name as people read it: UTF-8, and each byte that is not part of a UTF-8 character as `\xNN` — with
+ * replacement marks, two names that differ only in such a byte would look alike.
+ */
+export function displayName(latin1: string): string {
+  const bytes = Buffer.from(latin1, 'latin1')
+  const whole = decoded(bytes)
+  if (whole !== undefined) return whole
+  let shown = ''
+  for (let i = 0; i < bytes.length; ) {
+    const lead = bytes[i] as number
+    const length = characterLength(lead)
+    const character =
+      length > 0 && i + length <= bytes.length ? decoded(bytes.subarray(i, i + length)) : undefined
+    if (character !== undefined) {
+      shown += character
+      i += length
+    } else {
+      shown += `\\x${lead.toString(16).padStart(2, '0')}`
+      i += 1
+    }
+  }
+  return shown
 }

@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest'
-import { decodeTree, encodeFolder, PAGED_OVER, sha256, type TreeEntry } from '../../../src/snapshots/index.js'
+import {
+  decodeTree,
+  displayName,
+  encodeFolder,
+  PAGED_OVER,
+  sha256,
+  type TreeEntry,
+} from '../../../src/snapshots/index.js'
 
 const file = (name: string, content = name): TreeEntry => ({
   kind: 'f',
@@ -37,5 +44,24 @@ describe('a folder object', () => {
     expect(added(before, hashes(changed))).toHaveLength(2)
     expect(added(before, hashes([...entries, file('file-0250.txt.bak')]))).toHaveLength(2)
     expect(added(before, hashes(entries.filter((_, i) => i !== 100)))).toHaveLength(2)
+  })
+})
+
+describe('a name as people read it', () => {
+  const name = (...bytes: number[]) => Buffer.from(bytes).toString('latin1')
+  const utf8 = (text: string) => Buffer.from(text, 'utf8').toString('latin1')
+
+  it('is the UTF-8 text, a byte-order mark and a real U+FFFD included', () => {
+    for (const text of ['src/add.js', 'ünïcode/日本.txt', '\uFEFFbom', 'a\uFFFDb', 'emoji-😀'])
+      expect(displayName(utf8(text))).toBe(text)
+  })
+
+  it('shows each byte that is no part of a UTF-8 character as \\xNN, so such names stay apart', () => {
+    expect(displayName(name(0x62, 0xff, 0x63))).toBe('b\\xffc')
+    expect(displayName(name(0x62, 0xfe, 0x63))).toBe('b\\xfec')
+    // A character cut short, an overlong form, a surrogate's encoding: bytes, with what follows kept.
+    expect(displayName(name(0x61, 0xe2, 0x82, 0x2f, 0xc3, 0xa9))).toBe('a\\xe2\\x82/é')
+    expect(displayName(name(0xc0, 0xaf))).toBe('\\xc0\\xaf')
+    expect(displayName(name(0xed, 0xa0, 0x80, 0x41))).toBe('\\xed\\xa0\\x80A')
   })
 })
