@@ -4,6 +4,7 @@
  */
 import { accessSync, constants, realpathSync, statSync } from 'node:fs'
 import { isAbsolute } from 'node:path'
+import { UNPAIRED_SURROGATE } from '../present/index.js'
 import {
   DEFAULT_DRAIN_MS,
   DEFAULT_KILL_GRACE_MS,
@@ -37,9 +38,6 @@ function describe(value: unknown): string {
   return typeof value === 'object' ? 'an object' : `a ${typeof value} (${String(value)})`
 }
 
-// With the u flag a surrogate pair is one code point, so only unpaired surrogates match.
-const LONE_SURROGATE = /[\uD800-\uDFFF]/u
-
 /** Text the OS can carry: a string, well-formed Unicode (so it encodes to UTF-8 exactly), no NUL byte. */
 function checkText(field: string, value: unknown, what: string): string {
   if (typeof value !== 'string') {
@@ -53,7 +51,7 @@ function checkText(field: string, value: unknown, what: string): string {
         '(pass binary data through a file instead)',
     )
   }
-  if (LONE_SURROGATE.test(value)) {
+  if (UNPAIRED_SURROGATE.test(value)) {
     throw new ExecInputError(
       field,
       `contains an unpaired UTF-16 surrogate, which has no UTF-8 form; it would reach the program altered, so fix the ${what}`,

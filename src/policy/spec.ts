@@ -3,7 +3,7 @@
  * what travels through Temporal history). Validated with zod; errors name the field's path.
  */
 import { z } from 'zod'
-import { nameProblem, overLimit } from '../present/index.js'
+import { nameProblem, overLimit, UNPAIRED_SURROGATE } from '../present/index.js'
 import { PolicyError } from './errors.js'
 import {
   type ApproverSpec,
@@ -183,14 +183,12 @@ export function parseSpec(input: unknown, file?: string): z.infer<typeof policyS
   return fail(fieldPath(issue.path), describeIssue(issue))
 }
 
-const LONE_SURROGATE = /\p{Cs}/u
-
 /** Why `text` cannot be stored as jsonb, or undefined. */
 function storageProblem(text: string): string | undefined {
   const nul = text.indexOf('\0')
   if (nul >= 0)
     return `holds a NUL character at character ${nul + 1}, which the audit cannot store: remove it`
-  const lone = LONE_SURROGATE.exec(text)
+  const lone = UNPAIRED_SURROGATE.exec(text)
   if (!lone) return undefined
   const code = (lone[0].charCodeAt(0) as number).toString(16).toUpperCase()
   return `holds U+${code} at character ${lone.index + 1}, half of a UTF-16 pair, which the audit cannot store: write the whole character`

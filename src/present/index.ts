@@ -5,7 +5,14 @@
  */
 export { type ApprovalNotice, approvalMessage, type NoticedApproval, slackText } from './approval-message.js'
 export { definitionText, lineDiff } from './diff.js'
-export { INVISIBLE_CHARACTER, INVISIBLE_CLASS, invisibleCharacters, nameProblem } from './invisible.js'
+export {
+  INVISIBLE_CHARACTER,
+  INVISIBLE_CLASS,
+  invisibleCharacters,
+  nameProblem,
+  UNPAIRED_SURROGATE,
+  unpairedSurrogates,
+} from './invisible.js'
 export { elapsedText, type InFlight, inFlightWords } from './progress.js'
 export { escapeText, formatArgv, isPlainWord, quoteWord, renderCommand, renderExecVerdict } from './render.js'
 export {

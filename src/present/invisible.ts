@@ -37,3 +37,15 @@ export function nameProblem(what: string, name: string): string | undefined {
   const code = (found[0].codePointAt(0) as number).toString(16).toUpperCase().padStart(4, '0')
   return `${what} holds U+${code} at character ${found.index + 1}; write it without control, invisible, bidirectional or unusual space characters`
 }
+
+/**
+ * An unpaired UTF-16 surrogate: half a character, with no UTF-8 form (JSON and YAML escapes can spell one;
+ * PostgreSQL's jsonb and every OS interface refuse it). With the u flag a whole pair is one code point and
+ * does not match.
+ */
+export const UNPAIRED_SURROGATE = /[\uD800-\uDFFF]/u
+
+/** Every unpaired surrogate, for `replace`. */
+export function unpairedSurrogates(): RegExp {
+  return new RegExp(UNPAIRED_SURROGATE.source, 'gu')
+}

@@ -4,7 +4,7 @@
  * the file tools for contents), so a call over one becomes a message the model can act on — never a run
  * failure further down. Pure (no Node, no Temporal): the workflow and the activities check with the same code.
  */
-import { formatCount } from '../present/index.js'
+import { formatCount, UNPAIRED_SURROGATE, unpairedSurrogates } from '../present/index.js'
 export const CALL_LIMITS = {
   /**
    * UTF-8 bytes of one `exec` argument. Linux refuses one of 128 KiB (MAX_ARG_STRLEN), but a command is
@@ -52,13 +52,9 @@ function isLowSurrogate(unit: number): boolean {
   return unit >= 0xdc00 && unit <= 0xdfff
 }
 
-// With the u flag a surrogate pair is one code point, so only unpaired surrogates match.
-const LONE_SURROGATE = /[\uD800-\uDFFF]/u
-const LONE_SURROGATES = /[\uD800-\uDFFF]/gu
-
 /** Why `text` is not well-formed Unicode, naming `field`; undefined when it is. */
 export function malformedText(field: string, text: string): string | undefined {
-  const at = text.search(LONE_SURROGATE)
+  const at = text.search(UNPAIRED_SURROGATE)
   if (at === -1) return undefined
   return (
     `${field} holds an unpaired UTF-16 surrogate (at character ${formatCount(at)}), which is not valid ` +
@@ -68,7 +64,7 @@ export function malformedText(field: string, text: string): string | undefined {
 
 /** `text` with every unpaired surrogate replaced by U+FFFD, so it can be stored and sent as UTF-8. */
 export function wellFormed(text: string): string {
-  return LONE_SURROGATE.test(text) ? text.replace(LONE_SURROGATES, '\uFFFD') : text
+  return UNPAIRED_SURROGATE.test(text) ? text.replace(unpairedSurrogates(), '\uFFFD') : text
 }
 
 function tooLarge(field: string, bytes: number, limit: number, what: string, advice: string): string {
